@@ -1,0 +1,139 @@
+"""The seam between the chat loop and every model endpoint.
+
+Messages travel in OpenAI chat format (plain dicts: ``role``, ``content``, ``tool_calls``,
+``tool_call_id``) because that is what most endpoints speak and because plain dicts serialise into
+the store unchanged, which an exact resume after a kernel restart needs. Providers that speak
+another wire format (Anthropic) translate at their edge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Message = dict[str, Any]
+
+ErrorKind = Literal[
+    "auth",  # 401/403: the key was rejected
+    "not_found",  # 404: wrong model name or wrong URL
+    "connection",  # nothing listening, DNS failure, TLS failure
+    "timeout",
+    "rate_limit",  # 429 after retries
+    "server",  # 5xx after retries
+    "bad_request",  # 400 the provider would not accept
+    "stream_broken",  # the connection dropped after output had started
+    "malformed",  # the reply was not what the protocol promises
+]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the model asked for; ``arguments`` is the raw JSON text it wrote."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def to_message(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ThinkingDelta:
+    """Reasoning the endpoint sent on its own channel (``reasoning_content``, thinking blocks)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class RoundEnd:
+    """Always the last item of a stream: what the round came to."""
+
+    finish_reason: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage | None = None
+
+
+ProviderEvent = TextDelta | ThinkingDelta | RoundEnd
+
+
+@dataclass
+class ChatRequest:
+    model: str
+    messages: list[Message]
+    # OpenAI function-tool schemas: {"type": "function", "function": {name, description, parameters}}
+    tools: list[dict[str, Any]] | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+
+@dataclass
+class Compat:
+    """What this session has learned about the endpoint; degradations are remembered here."""
+
+    stream_options: bool = True
+    native_tools: bool = True
+    notes: list[str] = field(default_factory=list)
+
+
+class ProviderError(Exception):
+    """A failure worded for the learner: what happened and how to fix it."""
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        hint: str = "",
+        status: int | None = None,
+        provider: str = "",
+        url: str = "",
+        model: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.message = message
+        self.hint = hint
+        self.status = status
+        self.provider = provider
+        self.url = url
+        self.model = model
+
+
+class ToolsUnsupportedError(ProviderError):
+    """The endpoint refused tool schemas; the loop switches to text tool calls and retries."""
+
+    def __init__(self, message: str, **kw: Any) -> None:
+        super().__init__("bad_request", message, **kw)
+
+
+class ChatModel(Protocol):
+    """A model endpoint. ``stream`` yields deltas and ends with exactly one ``RoundEnd``."""
+
+    provider: str
+    model: str
+    compat: Compat
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[ProviderEvent]: ...
+
+    async def aclose(self) -> None: ...
