@@ -1,1 +1,11 @@
+"""Test doubles that ship with the package, so users can test notebooks without a network."""
 
+from deeptutor_jupyter.testing.fake_llm import (
+    NO_REPLY_LEFT,
+    FakeLLMServer,
+    RecordedRequest,
+    Reply,
+    ToolCallSpec,
+)
+
+__all__ = ["NO_REPLY_LEFT", "FakeLLMServer", "RecordedRequest", "Reply", "ToolCallSpec"]
