@@ -1,0 +1,594 @@
+"""Settings for the tutor, and where each one came from.
+
+Layers, lowest first: defaults < ``$DEEPTUTOR_HOME/settings.toml`` < environment < traitlets
+(``c.TutorMagics.*``) < magic flags. A bad value in any layer becomes a readable problem line and
+that layer is skipped for that field, so a typo never stops a learner from reaching the tutor.
+
+The API key is special: it is read only from ``DEEPTUTOR_API_KEY``, the provider's own key
+variable, or ``settings.toml`` -- never from a flag or a notebook cell, because whatever is typed
+in a cell ends up in the saved notebook. It is held as a ``SecretStr`` and shown only masked.
+
+This module is imported at extension load and by the server side, so it stays free of httpx,
+IPython and ipywidgets.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from deeptutor_jupyter.providers.specs import PROVIDERS, ProviderSpec, find_provider
+
+__all__ = [
+    "ResolvedSettings",
+    "Settings",
+    "SettingsFileError",
+    "describe_settings",
+    "mask_secret",
+    "render_settings_markdown",
+    "resolve_settings",
+    "settings_path",
+    "setup_instructions_markdown",
+    "write_settings",
+]
+
+Language = Literal["en", "zh"]
+
+HOME_ENV = "DEEPTUTOR_HOME"
+KEY_ENV = "DEEPTUTOR_API_KEY"
+SETTINGS_FILE = "settings.toml"
+CUSTOM_PROVIDER = "custom"
+_NOT_SET = "—"
+
+
+def _default_home(environ: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    raw = env.get(HOME_ENV, "").strip()
+    return Path(raw or "~/.deeptutor").expanduser()
+
+
+def _default_language(environ: Mapping[str, str] | None = None) -> Language:
+    """Chinese when the locale says so; POSIX order: LC_ALL wins over LC_MESSAGES over LANG."""
+    env = os.environ if environ is None else environ
+    for var in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        value = env.get(var, "").strip()
+        if value:
+            return "zh" if value.lower().startswith("zh") else "en"
+    return "en"
+
+
+class Settings(BaseModel):
+    """The effective settings of one turn. Build them with :func:`resolve_settings`."""
+
+    # hide_input_in_errors keeps a mistyped key out of ValidationError text.
+    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
+
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    timeout: float = Field(60.0, gt=0)
+    connect_timeout: float = Field(10.0, gt=0)
+    max_rounds: int = Field(8, ge=1)
+    max_tokens: int | None = Field(None, ge=1)
+    temperature: float | None = Field(None, ge=0, le=2)
+    language: Language = Field(default_factory=_default_language)
+    home: Path = Field(default_factory=_default_home)
+    trace_in_outputs: bool = True
+
+    @field_validator("provider", mode="before")
+    @classmethod
+    def _canonical_provider(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            spec = find_provider(value)
+            if spec is None:
+                raise ValueError(f"unknown provider {value.strip()!r}; known: {_known_names()}")
+            return spec.name
+        return value
+
+    @field_validator("language", mode="before")
+    @classmethod
+    def _short_language(cls, value: Any) -> Any:
+        # Accept locale spellings such as "zh_CN.UTF-8" or "en-US".
+        if isinstance(value, str):
+            return value.strip().lower()[:2]
+        return value
+
+    @field_validator("home", mode="after")
+    @classmethod
+    def _expand_home(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @field_validator("model", "base_url", mode="after")
+    @classmethod
+    def _no_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            return None
+        return value.strip() if value is not None else None
+
+
+FIELDS: tuple[str, ...] = tuple(Settings.model_fields)
+# Fields that have an env variable of the plain DEEPTUTOR_<NAME> form.
+_ENV_FIELDS = tuple(f for f in FIELDS if f not in ("api_key", "home"))
+
+
+def _known_names() -> str:
+    return ", ".join(spec.name for spec in PROVIDERS)
+
+
+def _env_var(name: str) -> str:
+    return f"DEEPTUTOR_{name.upper()}"
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class ResolvedSettings:
+    """Settings plus, for each field, the layer it came from, and what went wrong on the way."""
+
+    settings: Settings
+    sources: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def spec(self) -> ProviderSpec | None:
+        p = self.settings.provider
+        return find_provider(p) if p else None
+
+    @property
+    def ready(self) -> bool:
+        """True when a model can be called with these settings."""
+        return not self.missing()
+
+    def missing(self) -> list[str]:
+        """What is still needed before the first turn, worded for a learner."""
+        s, spec = self.settings, self.spec
+        if spec is None:
+            return [
+                "a provider (OpenAI, DeepSeek, Anthropic, Ollama on this machine, "
+                "or any OpenAI-compatible URL)"
+            ]
+        out: list[str] = []
+        if not s.model:
+            out.append(f"a model name for {spec.label}")
+        if not s.base_url:
+            out.append(f"the base URL of your {spec.label} endpoint")
+        if spec.needs_key and not _secret_text(s.api_key):
+            envs = " or ".join((*spec.key_envs, KEY_ENV))
+            out.append(f"an API key for {spec.label} (set {envs})")
+        return out
+
+
+def _secret_text(value: SecretStr | None) -> str:
+    return value.get_secret_value().strip() if value is not None else ""
+
+
+def settings_path(home: Path | None = None, environ: Mapping[str, str] | None = None) -> Path:
+    """``$DEEPTUTOR_HOME/settings.toml``; ``home`` wins over the environment."""
+    base = Path(home).expanduser() if home is not None else _default_home(environ)
+    return base / SETTINGS_FILE
+
+
+# --- reading the layers -------------------------------------------------------------------------
+
+
+class _Layers:
+    """Accumulates values field by field; a later ``offer`` for a field wins over an earlier one."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.sources: dict[str, str] = {name: "default" for name in FIELDS}
+        self.problems: list[str] = []
+        self.rejected_provider = False
+
+    def offer(self, name: str, raw: Any, source: str) -> bool:
+        try:
+            value = getattr(Settings.model_validate({name: raw}), name)
+        except ValidationError as exc:
+            self.problems.append(_problem(name, raw, source, exc))
+            if name == "provider":
+                self.rejected_provider = True
+            return False
+        self.values[name] = value
+        self.sources[name] = source
+        return True
+
+
+def _problem(name: str, raw: Any, source: str, exc: ValidationError) -> str:
+    reason = "; ".join(str(e["msg"]) for e in exc.errors())
+    shown = "" if name == "api_key" else f" {raw!r}"
+    return f"{source}: ignored {name}{shown} ({reason})"
+
+
+def _given(value: Any) -> bool:
+    """None means "not given"; so does a blank string (an empty Unicode trait, an empty env var)."""
+    return value is not None and not (isinstance(value, str) and not value.strip())
+
+
+def _read_toml(path: Path, problems: list[str]) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        # The decoder's message names line and column, never the content.
+        problems.append(f"{path} is not valid TOML and was skipped: {exc}")
+    except OSError as exc:
+        problems.append(f"{path} could not be read and was skipped: {exc.strerror}")
+    return {}
+
+
+def _offer_file(layers: _Layers, data: Mapping[str, Any]) -> None:
+    for key, raw in data.items():
+        if isinstance(raw, dict):
+            continue  # tables belong to other parts of the tutor
+        if key == "home":
+            layers.problems.append(
+                f"settings.toml: ignored home (the file lives in the home; set {HOME_ENV})"
+            )
+        elif key == "api_key":
+            continue  # the key has its own precedence, see _resolve_key
+        elif key not in FIELDS:
+            layers.problems.append(f"settings.toml: unknown setting {key!r} ignored")
+        elif _given(raw):
+            layers.offer(key, raw, SETTINGS_FILE)
+
+
+def _offer_mapping(layers: _Layers, values: Mapping[str, Any], label: Any) -> None:
+    # Unknown names are the magics' own options, not settings: they are skipped quietly.
+    for name, raw in values.items():
+        if name not in FIELDS or not _given(raw):
+            continue
+        if name == "api_key":
+            layers.problems.append(
+                f"{label(name)}: ignored api_key; a key typed in a notebook or config is easy to "
+                f"leak. Set {KEY_ENV} or use the setup card, which writes settings.toml."
+            )
+            continue
+        layers.offer(name, raw, label(name))
+
+
+def _resolve_home(
+    environ: Mapping[str, str], traits: Mapping[str, Any], flags: Mapping[str, Any]
+) -> _Layers:
+    # The home decides which settings.toml is read, so it is settled before any other field.
+    layers = _Layers()
+    layers.offer("home", _default_home(environ), "default")
+    if _given(environ.get(HOME_ENV)):
+        layers.offer("home", environ[HOME_ENV], f"env {HOME_ENV}")
+    if _given(traits.get("home")):
+        layers.offer("home", traits["home"], "c.TutorMagics.home")
+    if _given(flags.get("home")):
+        layers.offer("home", flags["home"], _flag("home"))
+    return layers
+
+
+def _infer_provider(layers: _Layers, environ: Mapping[str, str]) -> None:
+    if "provider" in layers.values or layers.rejected_provider:
+        return  # a provider was named, even if mistyped: guessing another would surprise
+    if "base_url" in layers.values:
+        layers.offer("provider", CUSTOM_PROVIDER, f"inferred from {layers.sources['base_url']}")
+        return
+    for spec in PROVIDERS:
+        for var in spec.key_envs:
+            if environ.get(var, "").strip():
+                layers.offer("provider", spec.name, f"inferred from env {var}")
+                return
+
+
+def _resolve_key(layers: _Layers, environ: Mapping[str, str], file_data: Mapping[str, Any]) -> None:
+    spec = find_provider(layers.values["provider"]) if "provider" in layers.values else None
+    candidates = [(KEY_ENV, f"env {KEY_ENV}")]
+    candidates += [(var, f"env {var}") for var in (spec.key_envs if spec else ())]
+    for var, source in candidates:
+        if environ.get(var, "").strip():
+            layers.offer("api_key", environ[var].strip(), source)
+            return
+    raw = file_data.get("api_key")
+    if not _given(raw):
+        return
+    file_provider = file_data.get("provider")
+    owner = find_provider(file_provider) if isinstance(file_provider, str) else None
+    if owner is not None and spec is not None and owner.name != spec.name:
+        # Sending one vendor's key to another leaks it; better to ask again.
+        layers.problems.append(
+            f"settings.toml holds a key for {owner.label}; it is not sent to {spec.label}"
+        )
+        return
+    layers.offer("api_key", raw, SETTINGS_FILE)
+
+
+def _fill_from_spec(layers: _Layers) -> None:
+    if "provider" not in layers.values:
+        return
+    spec = find_provider(layers.values["provider"])
+    if spec is None:
+        return
+    for name, default in (("model", spec.default_model), ("base_url", spec.default_base_url)):
+        if name not in layers.values and default:
+            layers.offer(name, default, "provider default")
+
+
+def resolve_settings(
+    *,
+    traits: Mapping[str, Any] | None = None,
+    flags: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ResolvedSettings:
+    """Merge every layer into effective settings; never raises for a bad value in a layer."""
+    env = os.environ if environ is None else environ
+    traits, flags = traits or {}, flags or {}
+    layers = _resolve_home(env, traits, flags)
+    layers.offer("language", _default_language(env), "default")
+    path = settings_path(layers.values["home"])
+    file_data = _read_toml(path, layers.problems)
+    _offer_file(layers, file_data)
+    for name in _ENV_FIELDS:
+        if _given(env.get(_env_var(name))):
+            layers.offer(name, env[_env_var(name)].strip(), f"env {_env_var(name)}")
+    _offer_mapping(layers, traits, lambda n: f"c.TutorMagics.{n}")
+    _offer_mapping(layers, flags, _flag)
+    _infer_provider(layers, env)
+    _fill_from_spec(layers)
+    _resolve_key(layers, env, file_data)
+    settings = Settings(**layers.values)
+    return ResolvedSettings(settings, dict(layers.sources), list(layers.problems))
+
+
+# --- showing them -------------------------------------------------------------------------------
+
+
+def mask_secret(value: str) -> str:
+    """Which key is in use, without revealing it: ``sk-…a1b2`` for long keys, else "set"."""
+    value = value.strip()
+    if not value:
+        return "not set"
+    if len(value) < 16:
+        return "set"  # four characters of a short key are too large a share of it
+    prefix = re.match(r"[A-Za-z]{2,4}-", value)
+    return f"{prefix.group(0) if prefix else ''}…{value[-4:]}"
+
+
+def _display(name: str, value: Any) -> str:
+    if value is None:
+        return _NOT_SET
+    if isinstance(value, SecretStr):
+        return mask_secret(value.get_secret_value())
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def describe_settings(resolved: ResolvedSettings) -> list[tuple[str, str, str]]:
+    """(name, masked value, source) for every field, in declaration order."""
+    s = resolved.settings
+    return [(n, _display(n, getattr(s, n)), resolved.sources.get(n, "default")) for n in FIELDS]
+
+
+def _cell(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def render_settings_markdown(resolved: ResolvedSettings) -> str:
+    """The ``%tutor config`` report: effective values, their sources, problems, how to change."""
+    lines = ["**DeepTutor settings**", "", "| Setting | Value | Source |", "|---|---|---|"]
+    for name, value, source in describe_settings(resolved):
+        lines.append(f"| `{name}` | {_cell(value)} | {_cell(source)} |")
+    lines.append("")
+    if resolved.ready:
+        lines.append("Ready: a model can be called.")
+    else:
+        lines.append("Not ready yet. Missing: " + "; ".join(resolved.missing()) + ".")
+    if resolved.problems:
+        lines += ["", "**Problems**", ""]
+        lines += [f"- {_cell(p)}" for p in resolved.problems]
+    path = settings_path(resolved.settings.home)
+    lines += [
+        "",
+        "**How to change a setting** (each layer overrides the ones above it)",
+        "",
+        f"1. settings file: `{path}` (the setup card writes it)",
+        "2. environment: `DEEPTUTOR_PROVIDER`, `DEEPTUTOR_MODEL`, `DEEPTUTOR_BASE_URL`, "
+        f"`{KEY_ENV}` or the provider's own key variable, `DEEPTUTOR_<SETTING>` for the others",
+        '3. `ipython_config.py`: `c.TutorMagics.model = "..."`',
+        "4. for one cell: `%tutor --model NAME ...`",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# --- writing settings.toml ----------------------------------------------------------------------
+
+
+class SettingsFileError(ValueError):
+    """settings.toml could not be updated; the message names the file, never its content."""
+
+
+def _toml_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _toml_str(key)
+
+
+def _toml_str(value: str) -> str:
+    out = value.replace("\\", "\\\\").replace('"', '\\"')
+    out = out.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    out = re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\u{ord(m.group(0)):04x}", out)
+    return f'"{out}"'
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)  # repr gives inf and nan, which TOML also spells that way
+    if isinstance(value, str | Path):
+        return _toml_str(str(value))
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return (
+            "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+        )
+    if hasattr(value, "isoformat"):  # TOML dates and times are written unquoted
+        return str(value.isoformat())
+    raise SettingsFileError(f"cannot write a value of type {type(value).__name__} to TOML")
+
+
+def _dump_toml(data: Mapping[str, Any], prefix: str = "") -> str:
+    scalars = [(k, v) for k, v in data.items() if not isinstance(v, dict)]
+    tables = [(k, v) for k, v in data.items() if isinstance(v, dict)]
+    out = [f"{_toml_key(k)} = {_toml_value(v)}\n" for k, v in scalars]
+    for key, table in tables:
+        name = f"{prefix}.{_toml_key(key)}" if prefix else _toml_key(key)
+        out.append(f"\n[{name}]\n")
+        out.append(_dump_toml(table, name))
+    return "".join(out)
+
+
+def _validated_for_file(values: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, raw in values.items():
+        if key == "home":
+            raise SettingsFileError("home cannot be stored in settings.toml; set DEEPTUTOR_HOME")
+        if raw is None or key not in FIELDS:
+            out[key] = raw
+            continue
+        try:
+            value = getattr(Settings.model_validate({key: raw}), key)
+        except ValidationError as exc:
+            reason = "; ".join(str(e["msg"]) for e in exc.errors())
+            raise SettingsFileError(f"{key}: {reason}") from None
+        if isinstance(value, SecretStr):
+            value = value.get_secret_value().strip()
+        out[key] = value
+    return out
+
+
+def write_settings(values: Mapping[str, Any], *, home: Path | None = None) -> Path:
+    """Merge ``values`` into settings.toml atomically and return its path.
+
+    A value of None removes that key. The file is written with mode 0600 because it may hold a
+    key; the temp file + fsync + ``os.replace`` dance means a crash leaves the old file or the new
+    one, never half of either.
+    """
+    path = settings_path(home)
+    updates = _validated_for_file(values)
+    problems: list[str] = []
+    current = _read_toml(path, problems)
+    if problems:
+        # Overwriting a file we could not parse would silently drop what the learner wrote.
+        raise SettingsFileError(f"{path} is not valid TOML; fix or remove it, then save again")
+    for key, value in updates.items():
+        if value is None:
+            current.pop(key, None)
+        else:
+            current[key] = value
+    text = "# DeepTutor settings. Written by the setup card; safe to edit.\n" + _dump_toml(current)
+    _atomic_write(path, text)
+    return path
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # mkstemp creates the file 0600, so the key is never readable by others, not even briefly.
+    fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    # Makes the rename itself durable; not possible on every platform, hence best effort.
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# --- instructions for a learner without a model -------------------------------------------------
+
+
+def _spec_model(name: str, fallback: str) -> str:
+    spec = find_provider(name)
+    return spec.default_model if spec and spec.default_model else fallback
+
+
+_SETUP_EN = """\
+**Connect DeepTutor to a model** — pick one. A key is read from the environment or from
+`{path}` (mode 0600); never paste a key into a notebook cell.
+
+- **OpenAI**: set `OPENAI_API_KEY` before starting Jupyter, or put
+  `provider = "openai"`, `model = "{openai}"`, `api_key = "..."` in `{path}`.
+- **DeepSeek**: set `DEEPSEEK_API_KEY`, or `provider = "deepseek"`, `model = "{deepseek}"`,
+  `api_key = "..."` in `{path}`.
+- **Anthropic**: set `ANTHROPIC_API_KEY`, or `provider = "anthropic"`, `model = "{anthropic}"`,
+  `api_key = "..."` in `{path}`.
+- **Ollama on this machine** (no key): run `ollama serve` and `ollama pull {ollama}`, then set
+  `provider = "ollama"`, `model = "{ollama}"` (base URL `http://localhost:11434/v1`).
+- **Any OpenAI-compatible URL**: `provider = "custom"`, `base_url = "http://host:port/v1"`,
+  `model = "..."`, and `api_key = "..."` if the server wants one (or set `DEEPTUTOR_BASE_URL`,
+  `DEEPTUTOR_MODEL`, `DEEPTUTOR_API_KEY`).
+
+The same settings work as environment variables (`DEEPTUTOR_PROVIDER`, `DEEPTUTOR_MODEL`,
+`DEEPTUTOR_BASE_URL`, `DEEPTUTOR_API_KEY`), in `ipython_config.py`
+(`c.TutorMagics.provider = "deepseek"`, `c.TutorMagics.model = "{deepseek}"`), or for one cell
+(`%tutor --provider ollama --model {ollama} ...`). `%tutor config` shows what is in effect and
+where each value came from.
+"""
+
+_SETUP_ZH = """\
+**为 DeepTutor 连接一个模型** —— 任选一种。密钥从环境变量或 `{path}`（权限 0600）读取；
+请勿把密钥粘贴到笔记本单元格中。
+
+- **OpenAI**：启动 Jupyter 前设置 `OPENAI_API_KEY`，或在 `{path}` 中写入
+  `provider = "openai"`、`model = "{openai}"`、`api_key = "..."`。
+- **DeepSeek**：设置 `DEEPSEEK_API_KEY`，或在 `{path}` 中写入 `provider = "deepseek"`、
+  `model = "{deepseek}"`、`api_key = "..."`。
+- **Anthropic**：设置 `ANTHROPIC_API_KEY`，或在 `{path}` 中写入 `provider = "anthropic"`、
+  `model = "{anthropic}"`、`api_key = "..."`。
+- **本机 Ollama**（无需密钥）：运行 `ollama serve` 和 `ollama pull {ollama}`，然后设置
+  `provider = "ollama"`、`model = "{ollama}"`（地址 `http://localhost:11434/v1`）。
+- **任意 OpenAI 兼容地址**：`provider = "custom"`、`base_url = "http://host:port/v1"`、
+  `model = "..."`，服务需要时再加 `api_key = "..."`（也可设置 `DEEPTUTOR_BASE_URL`、
+  `DEEPTUTOR_MODEL`、`DEEPTUTOR_API_KEY`）。
+
+这些设置也可以写成环境变量（`DEEPTUTOR_PROVIDER`、`DEEPTUTOR_MODEL`、`DEEPTUTOR_BASE_URL`、
+`DEEPTUTOR_API_KEY`），写进 `ipython_config.py`（`c.TutorMagics.provider = "deepseek"`、
+`c.TutorMagics.model = "{deepseek}"`），或只对一个单元格生效（`%tutor --provider ollama
+--model {ollama} ...`）。`%tutor config` 会显示当前生效的设置及每一项的来源。
+"""
+
+
+def setup_instructions_markdown(language: str = "en", *, home: Path | None = None) -> str:
+    """Exact steps for a learner with no model configured, in English or Chinese."""
+    template = _SETUP_ZH if language == "zh" else _SETUP_EN
+    return template.format(
+        path=settings_path(home),
+        openai=_spec_model("openai", "gpt-4o-mini"),
+        deepseek=_spec_model("deepseek", "deepseek-chat"),
+        anthropic=_spec_model("anthropic", "claude-sonnet-4-5"),
+        ollama=_spec_model("ollama", "llama3.1"),
+    )
