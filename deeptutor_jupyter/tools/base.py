@@ -1,0 +1,118 @@
+"""What a tool is: typed pydantic arguments, an async ``run``, and a schema derived from both."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+
+@dataclass
+class ToolContext:
+    """Where a tool runs: the session and turn it serves and the learner's workspace."""
+
+    session_id: str
+    turn_id: str
+    workspace: Path
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ToolResult:
+    """``content`` is what the model reads; ``data`` and ``summary`` feed the UI card."""
+
+    content: str
+    is_error: bool = False
+    data: dict[str, Any] | None = None
+    summary: str = ""
+
+
+class Tool(ABC):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Args: ClassVar[type[BaseModel]]
+    # Deferred tools stay out of the schemas sent by default until the loop loads them.
+    deferred: ClassVar[bool] = False
+
+    @abstractmethod
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult: ...
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        """The OpenAI function-tool schema, derived from ``Args``."""
+        return {
+            "type": "function",
+            "function": {
+                "name": cls.name,
+                "description": cls.description,
+                "parameters": clean_schema(cls.Args.model_json_schema()),
+            },
+        }
+
+
+def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop pydantic's ``title`` noise and inline ``$defs`` so small models see a flat schema.
+
+    Recursive models cannot be inlined; they keep their ``$defs``, which stay valid references.
+    """
+    defs = schema.get("$defs", {})
+    body = _without(schema, "$defs")
+    try:
+        return _clean(_inline(body, defs, ()))  # type: ignore[no-any-return]
+    except _RecursiveRef:
+        # Function parameters must be an object at the top, so a top-level $ref is resolved once.
+        top = body.get("$ref", "")
+        if isinstance(top, str) and top.startswith("#/$defs/"):
+            body = {**defs[top.removeprefix("#/$defs/")], **_without(body, "$ref")}
+        kept = _clean(body)
+        kept["$defs"] = {name: _clean(value) for name, value in defs.items()}
+        return kept  # type: ignore[no-any-return]
+
+
+def _without(node: dict[str, Any], key: str) -> dict[str, Any]:
+    return {name: value for name, value in node.items() if name != key}
+
+
+class _RecursiveRef(Exception):
+    pass
+
+
+def _inline(node: Any, defs: dict[str, Any], stack: tuple[str, ...]) -> Any:
+    if isinstance(node, list):
+        return [_inline(item, defs, stack) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        name = ref.removeprefix("#/$defs/")
+        if name in stack:
+            raise _RecursiveRef(name)
+        siblings = _without(node, "$ref")
+        return {**_inline(defs[name], defs, (*stack, name)), **_inline(siblings, defs, stack)}
+    return {key: _inline(value, defs, stack) for key, value in node.items()}
+
+
+# Values under these keys are data, not schemas: a default dict may well have a "title" key.
+_DATA_KEYS = frozenset({"default", "examples", "const", "enum"})
+
+
+def _clean(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_clean(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    cleaned = {}
+    for key, value in node.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in _DATA_KEYS:
+            cleaned[key] = value
+        elif key == "properties" and isinstance(value, dict):
+            # Keys here are field names, so a field called "title" must survive.
+            cleaned[key] = {name: _clean(sub) for name, sub in value.items()}
+        else:
+            cleaned[key] = _clean(value)
+    return cleaned

@@ -1,0 +1,117 @@
+"""The tools a turn may call, and the one place where a model's tool call becomes a result.
+
+Everything the model can get wrong (a tool that does not exist, arguments that are not JSON or do
+not validate, a tool that raises) comes back as an error ``ToolResult`` the model can read and
+correct, so a bad call never ends the turn.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import ValidationError
+
+from deeptutor_jupyter.providers.base import ToolCall
+from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
+
+_QUOTE_LIMIT = 300
+
+
+class ToolRegistry:
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            self.register(tool)
+
+    def register(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"A tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def schemas(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Schemas of the named tools, or of every tool that is not deferred."""
+        if names is None:
+            return [tool.schema() for tool in self._tools.values() if not tool.deferred]
+        wanted = list(names)
+        unknown = [name for name in wanted if name not in self._tools]
+        if unknown:
+            raise KeyError(f"Unknown tools {unknown}; registered: {self.names()}")
+        return [self._tools[name].schema() for name in wanted]
+
+    async def execute(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
+        tool = self._tools.get(call.name)
+        if tool is None:
+            return _error(self._unknown_tool_message(call.name))
+        parsed = _parse_arguments(tool.name, call.arguments)
+        if isinstance(parsed, ToolResult):
+            return parsed
+        try:
+            args = tool.Args.model_validate(parsed)
+        except ValidationError as exc:
+            return _error(f"Invalid arguments for tool {tool.name!r}:\n{_describe(exc)}")
+        try:
+            return await tool.run(args, ctx)
+        except Exception as exc:  # CancelledError is a BaseException and propagates.
+            return _error(f"Tool {tool.name!r} failed: {type(exc).__name__}: {exc}")
+
+    def _unknown_tool_message(self, name: str) -> str:
+        available = ", ".join(self.names()) or "none"
+        if not name:
+            return f"The tool call has no tool name. Available tools: {available}"
+        return f"Unknown tool {name!r}. Available tools: {available}"
+
+
+def _error(message: str) -> ToolResult:
+    return ToolResult(content=message, is_error=True, summary=message.splitlines()[0])
+
+
+def _parse_arguments(tool_name: str, raw: str) -> dict[str, Any] | ToolResult:
+    # Models often send "" for a tool without parameters; that means "no arguments".
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        return _error(
+            f"Invalid arguments for tool {tool_name!r}: not valid JSON ({exc}). "
+            f"Received: {_quote(raw)}"
+        )
+    if not isinstance(value, dict):
+        return _error(
+            f"Invalid arguments for tool {tool_name!r}: expected a JSON object, "
+            f"got {_json_type(value)}: {_quote(raw)}"
+        )
+    return value
+
+
+def _json_type(value: Any) -> str:
+    names = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
+    return names.get(type(value), "null")
+
+
+def _describe(exc: ValidationError) -> str:
+    lines = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"])
+        label = f"field {where!r}" if where else "arguments"
+        lines.append(f"- {label}: {error['msg']}")
+    return "\n".join(lines)
+
+
+def _quote(raw: str) -> str:
+    return raw if len(raw) <= _QUOTE_LIMIT else raw[:_QUOTE_LIMIT] + "…"
+
+
+def default_registry() -> ToolRegistry:
+    """A registry holding the built-in tools."""
+    from deeptutor_jupyter.tools.calculate import CalculateTool
+
+    return ToolRegistry([CalculateTool()])
