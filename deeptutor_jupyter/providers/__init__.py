@@ -1,1 +1,110 @@
+"""Model endpoints behind one small seam (``ChatModel`` in ``base``).
 
+Importing this package is free: the HTTP stack (httpx, httpx-sse) is only imported when a model
+is made, so ``%load_ext`` and ``%tutor config`` stay fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from deeptutor_jupyter.providers.base import (
+    ChatModel,
+    ChatRequest,
+    Compat,
+    Message,
+    ProviderError,
+    ProviderEvent,
+    RoundEnd,
+    TextDelta,
+    ThinkingDelta,
+    ToolCall,
+    ToolsUnsupportedError,
+    Usage,
+)
+from deeptutor_jupyter.providers.specs import (
+    PROVIDERS,
+    ProviderSpec,
+    api_key_from_env,
+    find_provider,
+    provider_names,
+)
+
+if TYPE_CHECKING:
+    import httpx
+
+    from deeptutor_jupyter.providers.anthropic import AnthropicModel
+    from deeptutor_jupyter.providers.openai_compat import OpenAICompatModel
+
+__all__ = [
+    "PROVIDERS",
+    "AnthropicModel",
+    "ChatModel",
+    "ChatRequest",
+    "Compat",
+    "Message",
+    "OpenAICompatModel",
+    "ProviderError",
+    "ProviderEvent",
+    "ProviderSpec",
+    "RoundEnd",
+    "TextDelta",
+    "ThinkingDelta",
+    "ToolCall",
+    "ToolsUnsupportedError",
+    "Usage",
+    "api_key_from_env",
+    "find_provider",
+    "make_model",
+    "provider_names",
+]
+
+
+def make_model(
+    *,
+    provider: str,
+    model: str,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    timeout: float = 60.0,
+    connect_timeout: float = 10.0,
+    compat: Compat | None = None,
+    client: httpx.AsyncClient | None = None,
+    max_retries: int = 3,
+) -> ChatModel:
+    """Build the model for a provider name or alias; nothing is contacted until it streams."""
+    spec = find_provider(provider)
+    if spec is None:
+        known = ", ".join(provider_names())
+        raise ValueError(f"Unknown provider {provider!r}. Known providers: {known}.")
+    url = base_url or spec.default_base_url
+    if not url:
+        raise ValueError(f"{spec.label} needs a base URL: {spec.docs_hint}.")
+    cls: type[OpenAICompatModel] | type[AnthropicModel]
+    if spec.api == "anthropic":
+        from deeptutor_jupyter.providers.anthropic import AnthropicModel as cls
+    else:
+        from deeptutor_jupyter.providers.openai_compat import OpenAICompatModel as cls
+    return cls(
+        spec,
+        model=model,
+        base_url=url,
+        api_key=api_key,
+        compat=compat,
+        client=client,
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+        max_retries=max_retries,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name == "OpenAICompatModel":
+        from deeptutor_jupyter.providers.openai_compat import OpenAICompatModel
+
+        return OpenAICompatModel
+    if name == "AnthropicModel":
+        from deeptutor_jupyter.providers.anthropic import AnthropicModel
+
+        return AnthropicModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

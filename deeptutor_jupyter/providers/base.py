@@ -81,7 +81,8 @@ ProviderEvent = TextDelta | ThinkingDelta | RoundEnd
 class ChatRequest:
     model: str
     messages: list[Message]
-    # OpenAI function-tool schemas: {"type": "function", "function": {name, description, parameters}}
+    # OpenAI function-tool schemas:
+    # {"type": "function", "function": {name, description, parameters}}
     tools: list[dict[str, Any]] | None = None
     max_tokens: int | None = None
     temperature: float | None = None

@@ -1,0 +1,123 @@
+"""What both wire formats share: the client, timeouts, URLs, and turning error statuses into data.
+
+This module imports httpx at the top; the package ``__init__`` only reaches it on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+
+from deeptutor_jupyter.providers.base import ChatRequest, Compat, ProviderEvent
+from deeptutor_jupyter.providers.errors import Endpoint, HTTPStatusFailure
+from deeptutor_jupyter.providers.retry import RetryPolicy, Sleep, retrying_stream
+from deeptutor_jupyter.providers.specs import ProviderSpec
+
+
+def join_url(base_url: str, path: str, params: Mapping[str, str] | None = None) -> str:
+    """Append ``path`` to the base URL's path, keeping any query the base URL already carries."""
+    url = httpx.URL(base_url)
+    url = url.copy_with(path=url.path.rstrip("/") + path)
+    for name, value in (params or {}).items():
+        if name not in url.params:
+            url = url.copy_add_param(name, value)
+    return str(url)
+
+
+def wire_model(spec: ProviderSpec, model: str) -> str:
+    """The model name as the endpoint expects it (``openai/gpt-4o`` -> ``gpt-4o`` where safe)."""
+    if spec.strip_model_prefix and "/" in model:
+        return model.split("/", 1)[1]
+    return model
+
+
+class HTTPModel:
+    """Owns the client, timeouts and retry policy; subclasses map a request to one attempt."""
+
+    def __init__(
+        self,
+        spec: ProviderSpec,
+        *,
+        model: str,
+        base_url: str | None,
+        api_key: str | None,
+        compat: Compat | None = None,
+        client: httpx.AsyncClient | None = None,
+        timeout: float = 60.0,
+        connect_timeout: float = 10.0,
+        max_retries: int = 3,
+        backoff_base: float = 0.5,
+        sleep: Sleep | None = None,
+    ) -> None:
+        if not base_url:
+            raise ValueError(
+                f"{spec.label} has no default base URL; pass base_url ({spec.docs_hint})."
+            )
+        self.spec = spec
+        self.provider = spec.name
+        self.model = model
+        self.base_url = base_url
+        self.compat = (
+            compat
+            if compat is not None
+            else Compat(
+                stream_options=spec.supports_stream_options, native_tools=spec.supports_tools
+            )
+        )
+        self._api_key = api_key or None
+        self._client = client
+        self._owns_client = client is None
+        self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
+        self._policy = RetryPolicy(max_retries=max_retries, backoff_base=backoff_base)
+        self._sleep = sleep
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.provider}:{self.model} at {self.base_url}>"
+
+    def _http(self) -> httpx.AsyncClient:
+        # Created on first use, inside the loop that streams, rather than in __init__.
+        if self._client is None:
+            self._client = httpx.AsyncClient()
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def endpoint(self, model: str) -> Endpoint:
+        return Endpoint(self.spec, self.base_url, model, self._api_key)
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[ProviderEvent]:
+        model = wire_model(self.spec, request.model or self.model)
+        endpoint = self.endpoint(model)
+        kwargs: dict[str, Any] = {} if self._sleep is None else {"sleep": self._sleep}
+        return retrying_stream(
+            lambda: self._attempt(request, model, endpoint), endpoint, self._policy, **kwargs
+        )
+
+    def _attempt(
+        self, request: ChatRequest, model: str, endpoint: Endpoint
+    ) -> AsyncIterator[ProviderEvent]:
+        raise NotImplementedError
+
+    @asynccontextmanager
+    async def _post_stream(
+        self, url: str, headers: Mapping[str, str], body: dict[str, Any]
+    ) -> AsyncIterator[httpx.Response]:
+        """POST and yield the open response; an error status is read and raised as data."""
+        async with self._http().stream(
+            "POST", url, json=body, headers=dict(headers), timeout=self._timeout
+        ) as response:
+            if response.status_code >= 400:
+                await response.aread()
+                raise HTTPStatusFailure(response.status_code, response.text, response.headers)
+            yield response
+
+
+def note_once(compat: Compat, note: str) -> None:
+    if note not in compat.notes:
+        compat.notes.append(note)
