@@ -28,6 +28,7 @@ class ToolResult:
     is_error: bool = False
     data: dict[str, Any] | None = None
     summary: str = ""
+    stop_turn: bool = False  # the turn ends after this result (a cancelled ask_user)
 
 
 class Tool(ABC):

@@ -1,0 +1,286 @@
+"""The chat loop: a round with tool calls is narration, a round without is the answer.
+
+Rules (DESIGN.md, issue 2): an exploration budget of rounds, then up to three settlement rounds
+that ask the model to wrap up, then one forced finish with tools off. A reply cut by a length
+limit is continued without repeating; an empty finish gets one nudge. Thinking tags and tool calls
+written as text never reach the visible answer.
+
+The canonical conversation is kept in native OpenAI form (assistant ``tool_calls`` + ``tool``
+messages) whatever the endpoint speaks; text tool-call mode is a translation at the wire, so a
+session can degrade mid-way and its stored history stays valid for any provider.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from deeptutor_jupyter.agent.text_tools import (
+    TextToolCallFilter,
+    extract_text_tool_calls,
+    text_tool_instructions,
+)
+from deeptutor_jupyter.agent.think import ThinkTagFilter, split_thinking
+from deeptutor_jupyter.providers.base import (
+    ChatModel,
+    ChatRequest,
+    Message,
+    RoundEnd,
+    TextDelta,
+    ThinkingDelta,
+    ToolCall,
+    ToolsUnsupportedError,
+    Usage,
+)
+from deeptutor_jupyter.tools.base import ToolResult
+
+LENGTH_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
+MAX_SETTLEMENT_ROUNDS = 3
+MAX_CONTINUATIONS = 3
+
+CONTINUE_PROMPT = (
+    "Your reply was cut off by the length limit. Continue exactly where it stopped, "
+    "without repeating anything already written."
+)
+EMPTY_NUDGE = "Your reply was empty. Please give your answer to the question above."
+SETTLE_PROMPT = (
+    "You have used the tool budget for this question. Answer now with what you have; "
+    "call a tool only if it is indispensable."
+)
+FORCE_PROMPT = "Answer now, in full, with what you have. Tools are no longer available."
+
+Phase = Literal["exploration", "settlement", "forced"]
+Emit = Callable[..., Any]
+ExecuteTool = Callable[[ToolCall], Awaitable[ToolResult]]
+
+
+@dataclass
+class LoopResult:
+    answer: str
+    messages: list[Message]  # what this turn adds to the conversation after the user message
+    rounds: int
+    usage: Usage
+    stopped_by: Literal["answer", "forced", "empty", "tool"]
+
+
+@dataclass
+class _Round:
+    visible: str
+    raw: str
+    end: RoundEnd
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+class AgentLoop:
+    def __init__(
+        self,
+        model: ChatModel,
+        execute_tool: ExecuteTool,
+        emit: Emit,
+        *,
+        tools: Sequence[dict[str, Any]] = (),
+        max_rounds: int = 8,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> None:
+        self.model = model
+        self.execute_tool = execute_tool
+        self.emit = emit
+        self.tools = list(tools)
+        self.max_rounds = max(1, max_rounds)
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.usage = Usage()
+
+    async def run(self, system: str, history: list[Message], question: Message) -> LoopResult:
+        base = [*history, question]
+        added: list[Message] = []
+        prefix = ""  # visible answer kept across length continuations
+        continuations = 0
+        nudged = nudge_now = False
+        rounds = 0
+        while True:
+            rounds += 1
+            phase = self._phase(rounds)
+            tools_on = bool(self.tools) and phase != "forced"
+            transient = self._transient(phase, prefix, nudge_now)
+            nudge_now = False
+            self.emit("round_started", round=rounds, phase=phase)
+            result = await self._round(system, [*base, *added, *transient], tools_on)
+            if result.tool_calls and tools_on:
+                added.append(_assistant(result.visible, result.tool_calls))
+                for call in result.tool_calls:
+                    self.emit("tool_call", id=call.id, name=call.name, arguments=call.arguments)
+                    outcome = await self.execute_tool(call)
+                    self.emit(
+                        "tool_result",
+                        id=call.id,
+                        name=call.name,
+                        content=outcome.content,
+                        is_error=outcome.is_error,
+                        summary=outcome.summary,
+                        data=outcome.data or {},
+                    )
+                    added.append({"role": "tool", "tool_call_id": call.id, "content": outcome.content})
+                    if outcome.stop_turn:
+                        return self._result("", added, rounds, "tool")
+                continue
+            answer = prefix + result.visible
+            if result.end.finish_reason in LENGTH_REASONS and continuations < MAX_CONTINUATIONS:
+                continuations += 1
+                prefix = answer
+                self.emit("notice", text="The answer hit the length limit; asking to continue.")
+                rounds -= 1  # a continuation is the same round, not a new exploration step
+                continue
+            if not answer.strip() and not nudged:
+                nudged = nudge_now = True
+                rounds -= 1
+                continue
+            added.append({"role": "assistant", "content": answer})
+            stopped: Literal["answer", "forced", "empty"] = (
+                "empty" if not answer.strip() else "forced" if phase == "forced" else "answer"
+            )
+            return self._result(answer, added, rounds, stopped)
+
+    def _phase(self, rounds: int) -> Phase:
+        if rounds <= self.max_rounds:
+            return "exploration"
+        if rounds <= self.max_rounds + MAX_SETTLEMENT_ROUNDS:
+            return "settlement"
+        return "forced"
+
+    def _transient(self, phase: Phase, prefix: str, nudge: bool) -> list[Message]:
+        """Messages sent this round only: they steer the model but are not the conversation."""
+        extra: list[Message] = []
+        if prefix:
+            extra += [
+                {"role": "assistant", "content": prefix},
+                {"role": "user", "content": CONTINUE_PROMPT},
+            ]
+        elif nudge:
+            extra.append({"role": "user", "content": EMPTY_NUDGE})
+        if phase == "settlement":
+            extra.append({"role": "user", "content": SETTLE_PROMPT})
+        elif phase == "forced":
+            extra.append({"role": "user", "content": FORCE_PROMPT})
+        return extra
+
+    def _result(
+        self,
+        answer: str,
+        added: list[Message],
+        rounds: int,
+        stopped: Literal["answer", "forced", "empty", "tool"],
+    ) -> LoopResult:
+        return LoopResult(answer, added, rounds, self.usage, stopped)
+
+    async def _round(self, system: str, messages: list[Message], tools_on: bool) -> _Round:
+        try:
+            return await self._stream_round(system, messages, tools_on)
+        except ToolsUnsupportedError:
+            # compat.native_tools is now False; the same round goes again in text mode.
+            self.emit("notice", text="This endpoint refused tool schemas; using text tool calls.")
+            return await self._stream_round(system, messages, tools_on)
+
+    async def _stream_round(self, system: str, messages: list[Message], tools_on: bool) -> _Round:
+        native = self.model.compat.native_tools
+        request = ChatRequest(
+            model=self.model.model,
+            messages=self._wire(system, messages, tools_on, native),
+            tools=self.tools if tools_on and native else None,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+        )
+        think = ThinkTagFilter()
+        hide = TextToolCallFilter()
+        raw: list[str] = []
+        visible: list[str] = []
+        end = RoundEnd(finish_reason=None)
+
+        def show(pieces: Sequence[tuple[str, str]]) -> None:
+            for kind, piece in pieces:
+                if kind == "thinking":
+                    self.emit("thinking", text=piece)
+                    continue
+                text = hide.feed(piece) if tools_on else piece
+                if text:
+                    visible.append(text)
+                    self.emit("content", text=text)
+
+        async for event in self.model.stream(request):
+            if isinstance(event, TextDelta):
+                raw.append(event.text)
+                show(think.feed(event.text))
+            elif isinstance(event, ThinkingDelta):
+                self.emit("thinking", text=event.text)
+            else:
+                end = event
+        show(think.flush())
+        if tools_on:
+            tail = hide.flush()
+            if tail:
+                visible.append(tail)
+                self.emit("content", text=tail)
+        if end.usage is not None:
+            self.usage = Usage(
+                self.usage.prompt_tokens + end.usage.prompt_tokens,
+                self.usage.completion_tokens + end.usage.completion_tokens,
+            )
+        raw_text = "".join(raw)
+        calls = list(end.tool_calls)
+        if tools_on and not calls:
+            calls, _ = extract_text_tool_calls(split_thinking(raw_text)[0])
+        return _Round("".join(visible), raw_text, end, calls)
+
+    def _wire(
+        self, system: str, messages: list[Message], tools_on: bool, native: bool
+    ) -> list[Message]:
+        if not native and tools_on:
+            system = f"{system}\n\n{text_tool_instructions(self.tools)}".strip()
+        wire: list[Message] = [{"role": "system", "content": system}] if system else []
+        if native:
+            return wire + messages
+        return wire + _as_text_protocol(messages)
+
+
+def _assistant(visible: str, calls: list[ToolCall]) -> Message:
+    return {
+        "role": "assistant",
+        "content": visible or None,
+        "tool_calls": [c.to_message() for c in calls],
+    }
+
+
+def _as_text_protocol(messages: list[Message]) -> list[Message]:
+    """Native tool messages rewritten for an endpoint without function calling."""
+    out: list[Message] = []
+    for m in messages:
+        if m.get("role") == "assistant" and m.get("tool_calls"):
+            blocks = "".join(
+                "<tool_call>"
+                + json.dumps(
+                    {"name": c["function"]["name"], "arguments": _loads(c["function"]["arguments"])},
+                    ensure_ascii=False,
+                )
+                + "</tool_call>"
+                for c in m["tool_calls"]
+            )
+            out.append({"role": "assistant", "content": f"{m.get('content') or ''}{blocks}"})
+        elif m.get("role") == "tool":
+            block = f'<tool_result id="{m.get("tool_call_id", "")}">{m.get("content", "")}</tool_result>'
+            if out and out[-1].get("role") == "user" and out[-1].get("_tool_results"):
+                out[-1]["content"] += "\n" + block
+            else:
+                out.append({"role": "user", "content": block, "_tool_results": True})
+        else:
+            out.append(m)
+    return [{k: v for k, v in m.items() if k != "_tool_results"} for m in out]
+
+
+def _loads(arguments: str) -> Any:
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments

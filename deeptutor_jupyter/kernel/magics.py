@@ -1,0 +1,215 @@
+"""``%tutor`` and ``%%tutor``: thin magics that hand a turn to the runtime and return at once."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from traitlets import CFloat, CInt, Unicode
+
+from deeptutor_jupyter.kernel.tutor import KernelTutor, ensure_loop, notebook_key
+
+# flag -> (settings field, takes a value)
+_FLAGS: dict[str, tuple[str, bool]] = {
+    "--model": ("model", True),
+    "--provider": ("provider", True),
+    "--base-url": ("base_url", True),
+    "--max-rounds": ("max_rounds", True),
+    "--max-tokens": ("max_tokens", True),
+    "--temperature": ("temperature", True),
+    "--timeout": ("timeout", True),
+    "--language": ("language", True),
+    "--new": ("new", False),
+}
+_FLAG_RE = re.compile(r"\s*(--[a-z-]+)(?:=(\S+))?")
+_COMMANDS = {"config", "stop", "help"}
+
+USAGE = """\
+Usage:
+  %tutor <question>              ask in this notebook's conversation
+  %%tutor [flags]                the cell body is the question
+  %tutor --new <question>        start a fresh conversation
+  %tutor config                  show the effective settings and where each came from
+  %tutor stop                    stop every running turn of this kernel
+Flags: --model NAME  --provider NAME  --base-url URL  --max-rounds N  --max-tokens N
+       --temperature T  --timeout SECONDS  --language en|zh
+"""
+
+
+class UsageError(ValueError):
+    pass
+
+
+@dataclass
+class Parsed:
+    command: str | None = None
+    flags: dict[str, Any] = field(default_factory=dict)
+    new: bool = False
+    question: str = ""
+
+
+def parse(line: str, cell: str | None) -> Parsed:
+    """Leading ``--flags``, then a command word or the question; questions may contain dashes."""
+    parsed = Parsed()
+    rest = line
+    while True:
+        m = _FLAG_RE.match(rest)
+        if not m:
+            break
+        flag, inline = m.group(1), m.group(2)
+        if flag not in _FLAGS:
+            raise UsageError(f"Unknown flag {flag}.\n\n{USAGE}")
+        name, takes_value = _FLAGS[flag]
+        rest = rest[m.end() :]
+        if not takes_value:
+            parsed.new = True
+            continue
+        if inline is None:
+            vm = re.match(r"\s*(\S+)", rest)
+            if not vm:
+                raise UsageError(f"{flag} needs a value.\n\n{USAGE}")
+            inline, rest = vm.group(1), rest[vm.end() :]
+        parsed.flags[name] = inline
+    rest = rest.strip()
+    word = rest.split(maxsplit=1)[0] if rest else ""
+    if cell is None and word in _COMMANDS and rest == word:
+        parsed.command = word
+        return parsed
+    parsed.question = (cell if cell is not None else rest).strip()
+    if cell is not None and rest:
+        raise UsageError(f"Unexpected text after the flags of %%tutor: {rest!r}.\n\n{USAGE}")
+    return parsed
+
+
+@magics_class
+class TutorMagics(Magics):  # type: ignore[misc]
+    """Settings here are the traitlets layer: ``c.TutorMagics.model = "..."`` in ipython_config.py."""
+
+    provider = Unicode(None, allow_none=True, config=True, help="Provider name, e.g. openai.")
+    model = Unicode(None, allow_none=True, config=True, help="Model name, e.g. gpt-4o-mini.")
+    base_url = Unicode(None, allow_none=True, config=True, help="OpenAI-compatible base URL.")
+    max_rounds = CInt(None, allow_none=True, config=True, help="Exploration rounds per turn.")
+    max_tokens = CInt(None, allow_none=True, config=True, help="Output token limit per round.")
+    temperature = CFloat(None, allow_none=True, config=True, help="Sampling temperature.")
+    timeout = CFloat(None, allow_none=True, config=True, help="Read timeout in seconds.")
+    language = Unicode(None, allow_none=True, config=True, help="Interface language: en or zh.")
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self.tutor = KernelTutor(notebook=notebook_key(shell.user_ns if shell else None))
+
+    def _trait_settings(self) -> dict[str, Any]:
+        names = ("provider", "model", "base_url", "max_rounds", "max_tokens", "temperature")
+        return {n: getattr(self, n) for n in (*names, "timeout", "language")}
+
+    @line_cell_magic  # type: ignore[untyped-decorator]
+    def tutor(self, line: str, cell: str | None = None) -> None:
+        """Ask the AI tutor; the answer streams into this cell's output.
+
+        %tutor What is an eigenvector, intuitively?
+        %tutor --new Let's start over: what is a derivative?
+
+        %%tutor --model deepseek-chat
+        Here is my attempt at the proof... where does it go wrong?
+
+        The cell finishes at once and the answer streams in below it. Follow-up questions in the
+        same notebook continue the conversation; --new starts a fresh one. The Stop button
+        cancels a running answer, and running the cell again replaces its previous answer.
+
+        Commands:
+          %tutor config    the effective settings and where each came from (keys masked)
+          %tutor stop      stop every running turn of this kernel
+
+        Flags (they override every other settings layer for this turn):
+          --model NAME  --provider NAME  --base-url URL  --max-rounds N  --max-tokens N
+          --temperature T  --timeout SECONDS  --language en|zh  --new
+
+        Settings come from, lowest first: defaults, $DEEPTUTOR_HOME/settings.toml, the
+        environment (DEEPTUTOR_PROVIDER, DEEPTUTOR_MODEL, DEEPTUTOR_BASE_URL, DEEPTUTOR_API_KEY,
+        OPENAI_API_KEY, DEEPSEEK_API_KEY, ANTHROPIC_API_KEY, ...), c.TutorMagics.* in
+        ipython_config.py, then these flags. With no model configured, %tutor shows a setup card.
+        """
+        from deeptutor_jupyter.kernel.display import show_markdown
+
+        try:
+            parsed = parse(line, cell)
+        except UsageError as exc:
+            show_markdown(f"```\n{exc}\n```")
+            return
+        if parsed.command == "help" or (not parsed.command and not parsed.question):
+            show_markdown(f"```\n{USAGE}```")
+            return
+        from deeptutor_jupyter.config import render_settings_markdown, resolve_settings
+
+        resolved = resolve_settings(traits=self._trait_settings(), flags=parsed.flags)
+        if parsed.command == "config":
+            show_markdown(render_settings_markdown(resolved))
+            return
+        if parsed.command == "stop":
+            for turn in self.tutor.running_turns():
+                turn.cancel("Stopped with %tutor stop.")
+            return
+        from deeptutor_jupyter.kernel.start import start_turn
+
+        ensure_loop()
+        start_turn(self.tutor, resolved, parsed.question, new=parsed.new)
+
+
+_QUESTION_LINE = re.compile(r"^(\s*)%tutor[ \t]+(\S.*?\?)[ \t]*$")
+
+
+def keep_question_marks(lines: list[str]) -> list[str]:
+    """Run ``%tutor What is X?`` as a question, not as IPython's ``X?`` help lookup.
+
+    IPython rewrites any line ending in ``?`` into ``%pinfo`` before magics see it, and most
+    questions end that way. This cleanup transformer runs first; ``%tutor?`` (no space) is left
+    alone so it still shows the help.
+    """
+    out = []
+    for line in lines:
+        m = _QUESTION_LINE.match(line.rstrip("\n"))
+        if m is None:
+            out.append(line)
+            continue
+        call = f"{m.group(1)}get_ipython().run_line_magic('tutor', {m.group(2)!r})"
+        out.append(call + ("\n" if line.endswith("\n") else ""))
+    return out
+
+
+def _cell_id_hook(tutor: KernelTutor) -> Any:
+    def pre_run_cell(info: Any) -> None:
+        tutor.last_cell_id = getattr(info, "cell_id", None)
+
+    return pre_run_cell
+
+
+_registered: dict[int, tuple[TutorMagics, Any]] = {}
+
+
+def register(ipython: Any) -> None:
+    magics = TutorMagics(shell=ipython)
+    ipython.register_magics(magics)
+    hook = _cell_id_hook(magics.tutor)
+    ipython.events.register("pre_run_cell", hook)
+    if keep_question_marks not in ipython.input_transformers_cleanup:
+        ipython.input_transformers_cleanup.append(keep_question_marks)
+    _registered[id(ipython)] = (magics, hook)
+
+
+def unregister(ipython: Any) -> None:
+    entry = _registered.pop(id(ipython), None)
+    if entry is None:
+        return
+    magics, hook = entry
+    ipython.events.unregister("pre_run_cell", hook)
+    if keep_question_marks in ipython.input_transformers_cleanup:
+        ipython.input_transformers_cleanup.remove(keep_question_marks)
+    for turn in magics.tutor.running_turns():
+        turn.cancel("The extension was unloaded.")
+
+
+def new_turn_id() -> str:
+    return f"turn-{uuid.uuid4().hex[:12]}"

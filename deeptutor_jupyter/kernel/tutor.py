@@ -1,0 +1,118 @@
+"""The tutor's state inside one kernel: the notebook's session, its history, running turns.
+
+The magic stays thin; this object owns what lives as long as the kernel: the store connection,
+the orchestrator, the models (each with the degradations learned for it), and which cell runs which
+turn so that re-running a cell replaces its turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.config import ResolvedSettings
+    from deeptutor_jupyter.kernel.widgets.turn_view import TurnView
+    from deeptutor_jupyter.providers.base import ChatModel
+    from deeptutor_jupyter.runtime.orchestrator import Orchestrator, Turn
+    from deeptutor_jupyter.store.db import Store
+
+
+def notebook_key(user_ns: dict[str, Any] | None = None) -> str:
+    """The notebook this kernel serves; the server tells kernels it starts via JPY_SESSION_NAME."""
+    name = os.environ.get("JPY_SESSION_NAME") or (user_ns or {}).get("__session__")
+    if name:
+        return str(name)
+    return f"ipython:{os.getcwd()}"
+
+
+def new_session_id(notebook: str) -> str:
+    digest = hashlib.sha1(notebook.encode("utf-8")).hexdigest()[:10]
+    return f"nb-{digest}-{uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class KernelTutor:
+    notebook: str
+    store: Store | None = None
+    orchestrator: Orchestrator | None = None
+    session_id: str = ""
+    history: list[dict[str, Any]] = field(default_factory=list)
+    cell_turns: dict[str, Turn] = field(default_factory=dict)
+    views: dict[str, TurnView] = field(default_factory=dict)
+    models: dict[tuple[str, ...], ChatModel] = field(default_factory=dict)
+    last_cell_id: str | None = None
+
+    def open(self, resolved: ResolvedSettings) -> None:
+        """Open the store and find this notebook's conversation; only done on the first turn."""
+        from deeptutor_jupyter.runtime.orchestrator import Orchestrator
+        from deeptutor_jupyter.store.db import Store
+
+        home = resolved.settings.home
+        if self.store is None or self.store.path != home / "state.db":
+            self.store = Store(home / "state.db")
+            self.orchestrator = Orchestrator(self.store)
+            self.session_id = ""
+        if not self.session_id:
+            existing = self.store.latest_session(self.notebook)
+            if existing:
+                self.session_id = existing
+                self.history = self.store.history(existing)
+            else:
+                self.new_session()
+
+    def new_session(self) -> str:
+        self.session_id = new_session_id(self.notebook)
+        self.history = []
+        if self.store is not None:
+            self.store.ensure_session(self.session_id, self.notebook)
+        return self.session_id
+
+    def model_for(self, resolved: ResolvedSettings) -> ChatModel:
+        from deeptutor_jupyter.providers import make_model
+
+        s = resolved.settings
+        key = s.api_key.get_secret_value() if s.api_key is not None else None
+        key_id = hashlib.sha256((key or "").encode()).hexdigest()[:12]
+        cache_key = (s.provider or "", s.model or "", s.base_url or "", key_id, str(s.timeout))
+        model = self.models.get(cache_key)
+        if model is None:
+            model = make_model(
+                provider=s.provider or "",
+                model=s.model or "",
+                base_url=s.base_url,
+                api_key=key,
+                timeout=s.timeout,
+                connect_timeout=s.connect_timeout,
+            )
+            self.models[cache_key] = model
+        return model
+
+    def running_turns(self) -> list[Turn]:
+        if self.orchestrator is None:
+            return []
+        return list(self.orchestrator.running.values())
+
+    def cancel_cell(self, cell_id: str | None, reason: str) -> None:
+        if cell_id and (turn := self.cell_turns.get(cell_id)) is not None:
+            turn.cancel(reason)
+
+    def stop_soon(self, turn: Turn, reason: str) -> None:
+        """Thread-safe: widget callbacks may run on a subshell thread."""
+        if turn.task is None:
+            return
+        turn.task.get_loop().call_soon_threadsafe(turn.cancel, reason)
+
+
+def ensure_loop() -> asyncio.AbstractEventLoop:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError as exc:
+        raise RuntimeError(
+            "%tutor needs a running event loop: run it in a Jupyter kernel (ipykernel), "
+            "not in a plain terminal IPython."
+        ) from exc

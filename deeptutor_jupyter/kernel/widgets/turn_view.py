@@ -1,0 +1,251 @@
+"""The widget a turn streams into: status line, thinking, narration and tool cards, answer, Stop.
+
+Everything the turn shows goes through widget state (DESIGN.md section 2): ``print`` from a task
+gets lost or lands in the wrong cell. Updates are coalesced: events only mark the view dirty and
+one flush per interval sends the accumulated text, so a long answer costs a few dozen widget
+messages, not one per token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as widgets
+
+from deeptutor_jupyter.kernel.i18n import t
+from deeptutor_jupyter.runtime.events import Event
+
+FLUSH_INTERVAL = 0.08  # seconds; about 12 updates a second reads as smooth streaming
+TICK_INTERVAL = 1.0
+PREVIEW_CHARS = 2000
+
+
+def markdown_bundle(text: str) -> dict[str, Any]:
+    return {
+        "output_type": "display_data",
+        "data": {"text/markdown": text, "text/plain": text},
+        "metadata": {},
+    }
+
+
+class _TextBlock:
+    def __init__(self) -> None:
+        self.widget = widgets.Output(layout=widgets.Layout(width="100%"))
+        self.widget.add_class("dt-text")
+        self.parts: list[str] = []
+        self.shown = 0
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def sync(self) -> None:
+        if len(self.parts) != self.shown:
+            self.shown = len(self.parts)
+            self.widget.outputs = (markdown_bundle(self.text),)
+
+
+class ToolCard(widgets.Accordion):  # type: ignore[misc]
+    """A compact, collapsed card: name and state in the title, arguments and result inside."""
+
+    def __init__(self, call_id: str, name: str, arguments: str, language: str) -> None:
+        self.call_id = call_id
+        self.tool_name = name
+        self.language = language
+        self.body = widgets.HTML(_args_html(arguments))
+        super().__init__(children=[self.body], selected_index=None)
+        self.add_class("dt-tool-card")
+        self.titles = (f"🔧 {name} · {t('running', language)}",)
+        self._arguments = arguments
+
+    def finish(self, content: str, is_error: bool, summary: str) -> None:
+        mark = "⚠" if is_error else "✓"
+        words = summary or (t("tool_error", self.language) if is_error else t("done", self.language))
+        self.titles = (f"{mark} {self.tool_name} · {_one_line(words)}",)
+        self.body.value = _args_html(self._arguments) + _result_html(content, is_error)
+
+
+class TurnView(widgets.VBox):  # type: ignore[misc]
+    def __init__(
+        self, *, model_label: str, language: str = "en", on_stop: Callable[[], None] | None = None
+    ) -> None:
+        self.language = language
+        self.model_label = model_label
+        self.status = widgets.HTML()
+        self.status.add_class("dt-status")
+        self.thinking_text = widgets.HTML()
+        self.thinking = widgets.Accordion(children=[self.thinking_text], selected_index=None)
+        self.thinking.titles = (t("thinking", language),)
+        self.thinking.layout.display = "none"
+        self.blocks = widgets.VBox()
+        self.errors = widgets.VBox()
+        self.stop_button = widgets.Button(
+            description=t("stop", language), icon="stop", button_style="warning"
+        )
+        self.stop_button.add_class("dt-stop")
+        if on_stop is not None:
+            self.stop_button.on_click(lambda _b: on_stop())
+        super().__init__(
+            children=[self.status, self.thinking, self.blocks, self.errors, self.stop_button]
+        )
+        self.add_class("dt-turn")
+        self._text: _TextBlock | None = None
+        self._thinking_parts: list[str] = []
+        self._thinking_shown = 0
+        self._cards: dict[str, ToolCard] = {}
+        self._round = 0
+        self._phase = ""
+        self._state = t("starting", language)
+        self._started = time.monotonic()
+        self._flush_handle: asyncio.TimerHandle | None = None
+        self._ticker: asyncio.Task[None] | None = None
+        self.finished = False
+        self._render_status()
+
+    # event intake ------------------------------------------------------------------------
+    def handle(self, event: Event) -> None:
+        d = event.data
+        if event.type == "content":
+            self._current_text().parts.append(d["text"])
+            self._state = t("answering", self.language)
+            self._schedule()
+        elif event.type == "thinking":
+            self._thinking_parts.append(d["text"])
+            self._state = t("thinking", self.language)
+            self._schedule()
+        elif event.type == "round_started":
+            self._round, self._phase = d["round"], d.get("phase", "")
+            self._schedule()
+        elif event.type == "tool_call":
+            self._flush()
+            self._text = None  # text after a tool call starts a new block below the card
+            card = ToolCard(d["id"], d["name"], d.get("arguments", ""), self.language)
+            self._cards[d["id"]] = card
+            self.blocks.children = (*self.blocks.children, card)
+            self._state = t("using_tool", self.language).format(name=d["name"])
+        elif event.type == "tool_result":
+            card = self._cards.get(d["id"])
+            if card is not None:
+                card.finish(d.get("content", ""), d.get("is_error", False), d.get("summary", ""))
+        elif event.type == "notice":
+            self._flush()
+            self.errors.children = (*self.errors.children, _notice(d["text"]))
+        elif event.type == "error":
+            self._flush()
+            self.errors.children = (*self.errors.children, error_card(d, self.language))
+        elif event.type == "done":
+            self._finish(d)
+
+    def start_ticker(self) -> None:
+        self._ticker = asyncio.get_running_loop().create_task(self._tick())
+
+    # rendering ---------------------------------------------------------------------------
+    def _current_text(self) -> _TextBlock:
+        if self._text is None:
+            self._text = _TextBlock()
+            self.blocks.children = (*self.blocks.children, self._text.widget)
+        return self._text
+
+    def _schedule(self) -> None:
+        if self._flush_handle is None:
+            loop = asyncio.get_running_loop()
+            self._flush_handle = loop.call_later(FLUSH_INTERVAL, self._flush)
+
+    def _flush(self) -> None:
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        if self._text is not None:
+            self._text.sync()
+        if len(self._thinking_parts) != self._thinking_shown:
+            self._thinking_shown = len(self._thinking_parts)
+            self.thinking.layout.display = None
+            self.thinking_text.value = _pre("".join(self._thinking_parts))
+        self._render_status()
+
+    def _render_status(self, final: str = "") -> None:
+        elapsed = time.monotonic() - self._started
+        bits = [f"<b>{html.escape(self.model_label)}</b>"]
+        if self._round:
+            phase = "" if self._phase in ("", "exploration") else f" ({self._phase})"
+            bits.append(f"{t('round', self.language)} {self._round}{phase}")
+        bits.append(f"{elapsed:.1f} s")
+        bits.append(final or html.escape(self._state))
+        self.status.value = '<span class="dt-status-line">' + " · ".join(bits) + "</span>"
+
+    async def _tick(self) -> None:
+        while not self.finished:
+            await asyncio.sleep(TICK_INTERVAL)
+            if not self.finished:
+                self._render_status()
+
+    def _finish(self, data: dict[str, Any]) -> None:
+        self.finished = True
+        self._flush()
+        if self._ticker is not None:
+            self._ticker.cancel()
+        status = data.get("status", "done")
+        words = t(f"status_{status}", self.language)
+        usage = data.get("usage") or {}
+        if usage.get("total_tokens"):
+            words += f" · {usage['total_tokens']:,} tokens"
+        self._render_status(final=words)
+        self.stop_button.disabled = True
+        self.stop_button.layout.display = "none"
+
+    @property
+    def answer_text(self) -> str:
+        return self._text.text if self._text is not None else ""
+
+
+def error_card(data: dict[str, Any], language: str = "en") -> widgets.HTML:
+    hint = data.get("hint") or ""
+    body = f"<b>{html.escape(t('error_title', language))}</b> {html.escape(data.get('message', ''))}"
+    if hint:
+        body += f"<br><b>{html.escape(t('how_to_fix', language))}</b> {html.escape(hint)}"
+    card = widgets.HTML(
+        '<div style="border-left:4px solid #d9534f;padding:6px 10px;'
+        f'background:rgba(217,83,79,0.08)">{body}</div>'
+    )
+    card.add_class("dt-error")
+    return card
+
+
+def _notice(text: str) -> widgets.HTML:
+    w = widgets.HTML(f'<div style="opacity:0.7;font-size:90%">ℹ {html.escape(text)}</div>')
+    w.add_class("dt-notice")
+    return w
+
+
+def _pre(text: str) -> str:
+    return (
+        '<div style="white-space:pre-wrap;opacity:0.75;font-size:90%">'
+        f"{html.escape(text)}</div>"
+    )
+
+
+def _args_html(arguments: str) -> str:
+    try:
+        pretty = json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
+    except ValueError:
+        pretty = arguments
+    return f"<pre>{html.escape(_clip(pretty))}</pre>"
+
+
+def _result_html(content: str, is_error: bool) -> str:
+    color = "#d9534f" if is_error else "inherit"
+    return f'<pre style="color:{color}">{html.escape(_clip(content))}</pre>'
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + " …"
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= 80 else line[:79] + "…"

@@ -1,0 +1,38 @@
+"""The one object a turn carries from its entry point to its capability."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ModelProfile(BaseModel):
+    """Which model a turn talks to and how; never holds the key."""
+
+    model_config = ConfigDict(frozen=True)
+
+    provider: str
+    model: str
+    base_url: str | None = None
+    max_rounds: int = 8
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}/{self.model}"
+
+
+class TurnContext(BaseModel):
+    session_id: str
+    turn_id: str
+    question: str
+    profile: ModelProfile
+    capability: str = "chat"
+    history: list[dict[str, Any]] = Field(default_factory=list)
+    enabled_tools: list[str] | None = None  # None: the capability's default tool set
+    system_blocks: list[str] = Field(default_factory=list)
+    cell_id: str | None = None
+    language: str = "en"
+    metadata: dict[str, Any] = Field(default_factory=dict)

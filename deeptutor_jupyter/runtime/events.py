@@ -1,0 +1,91 @@
+"""Typed turn events and the per-turn log every surface subscribes to.
+
+The loop never prints: it emits events with a per-turn ``seq``. Subscribers (the turn view, later
+the sidebar) render them; the log persists them so a late subscriber can replay ``after_seq``.
+Persistence is batched because a long answer streams thousands of small content events.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.store.db import Store
+
+log = logging.getLogger(__name__)
+
+EventType = Literal[
+    "turn_started",
+    "round_started",
+    "content",
+    "thinking",
+    "tool_call",
+    "tool_result",
+    "user_input_required",
+    "user_input_resolved",
+    "sources",
+    "notice",
+    "error",
+    "done",
+]
+
+
+@dataclass(frozen=True)
+class Event:
+    type: EventType
+    seq: int
+    turn_id: str
+    data: dict[str, Any]
+    ts: float
+
+
+Subscriber = Callable[[Event], None]
+
+
+@dataclass
+class EventLog:
+    turn_id: str
+    store: Store | None = None
+    events: list[Event] = field(default_factory=list)
+    _subscribers: list[Subscriber] = field(default_factory=list)
+    _unsaved: list[Event] = field(default_factory=list)
+    persist_error: str | None = None
+
+    def emit(self, type: EventType, **data: Any) -> Event:
+        event = Event(type, len(self.events) + 1, self.turn_id, data, time.time())
+        self.events.append(event)
+        self._unsaved.append(event)
+        # Content deltas are the bulk; everything else is rare and worth saving at once.
+        if type not in ("content", "thinking"):
+            self.flush()
+        for sub in list(self._subscribers):
+            try:
+                sub(event)
+            except Exception:  # a broken view must not break the turn
+                log.exception("turn event subscriber failed")
+        return event
+
+    def subscribe(self, subscriber: Subscriber, after_seq: int = 0) -> None:
+        for event in self.events[after_seq:]:
+            subscriber(event)
+        self._subscribers.append(subscriber)
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        if subscriber in self._subscribers:
+            self._subscribers.remove(subscriber)
+
+    def flush(self) -> None:
+        if not self._unsaved or self.store is None:
+            self._unsaved.clear()
+            return
+        batch, self._unsaved = self._unsaved, []
+        try:
+            self.store.append_events((e.turn_id, e.seq, e.type, e.data, e.ts) for e in batch)
+        except Exception as exc:
+            # Keep the events in memory and say so once; the turn itself goes on.
+            self._unsaved = batch + self._unsaved
+            self.persist_error = str(exc)

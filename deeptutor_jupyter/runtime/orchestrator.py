@@ -1,0 +1,204 @@
+"""One entry for every surface: ``Orchestrator.start_turn`` runs a turn as a task on the loop.
+
+The magic, the sidebar (later) and the tests all come through here, so a turn behaves the same
+wherever it was started. The task always ends with a ``done`` event, whatever happened inside it,
+and a failure is an ``error`` event a view can render, never a silently dropped exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deeptutor_jupyter.providers.base import ChatModel, Message, ProviderError, ToolCall
+from deeptutor_jupyter.runtime.context import TurnContext
+from deeptutor_jupyter.runtime.events import EventLog
+from deeptutor_jupyter.store.db import Store
+from deeptutor_jupyter.tools.base import ToolContext, ToolResult
+from deeptutor_jupyter.tools.registry import ToolRegistry, default_registry
+
+SYSTEM_PROMPT = (
+    "You are DeepTutor, a patient tutor working inside the learner's Jupyter notebook. "
+    "Explain ideas step by step, check understanding, and prefer hints and questions over "
+    "handing out full solutions when the learner is practising. Write Markdown; write math in "
+    "LaTeX between $...$ or $$...$$. Use a tool when it makes the answer more reliable."
+)
+
+STOPPED_NOTE = "[The learner stopped this answer before it was finished.]"
+
+ToolExecutorFactory = Callable[["Turn", ToolRegistry], Callable[[ToolCall], Awaitable[ToolResult]]]
+
+
+@dataclass
+class Turn:
+    ctx: TurnContext
+    log: EventLog
+    task: asyncio.Task[None] | None = None
+    status: str = "running"
+    answer: str = ""
+    cancel_reason: str = ""
+    messages: list[Message] = field(default_factory=list)  # what this turn added to the history
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def turn_id(self) -> str:
+        return self.ctx.turn_id
+
+    def cancel(self, reason: str = "") -> None:
+        if self.task is not None and not self.task.done():
+            self.cancel_reason = reason
+            self.task.cancel()
+
+
+class Orchestrator:
+    def __init__(self, store: Store | None, registry: ToolRegistry | None = None) -> None:
+        self.store = store
+        self.registry = registry or default_registry()
+        self.running: dict[str, Turn] = {}  # strong references: the loop only keeps weak ones
+
+    def start_turn(self, ctx: TurnContext, model: ChatModel, log: EventLog | None = None) -> Turn:
+        turn = Turn(ctx, log or EventLog(ctx.turn_id, self.store))
+        task = asyncio.get_running_loop().create_task(self._run(turn, model))
+        turn.task = task
+        self.running[ctx.turn_id] = turn
+        task.add_done_callback(lambda t: self._finished(turn, t))
+        return turn
+
+    def _finished(self, turn: Turn, task: asyncio.Task[None]) -> None:
+        self.running.pop(turn.turn_id, None)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:  # a bug in _run itself: still say so in the view
+            turn.status = "error"
+            turn.log.emit("error", kind="internal", message=f"{type(exc).__name__}: {exc}")
+            turn.log.emit("done", status="error", answer="")
+
+    async def _run(self, turn: Turn, model: ChatModel) -> None:
+        ctx, log = turn.ctx, turn.log
+        log.emit(
+            "turn_started",
+            session_id=ctx.session_id,
+            question=ctx.question,
+            model=ctx.profile.label,
+            capability=ctx.capability,
+        )
+        self._record_start(turn)
+        question: Message = {"role": "user", "content": ctx.question}
+        added: list[Message] = []
+        rounds = 0
+        usage: dict[str, int] = {}
+        error: str | None = None
+        try:
+            result = await self._chat(turn, model, question)
+            turn.answer, added, rounds = result.answer, result.messages, result.rounds
+            usage = {
+                "prompt_tokens": result.usage.prompt_tokens,
+                "completion_tokens": result.usage.completion_tokens,
+                "total_tokens": result.usage.total_tokens,
+            }
+            turn.status = "done"
+            if result.stopped_by == "empty":
+                log.emit(
+                    "error",
+                    kind="empty",
+                    message="The model returned an empty answer twice.",
+                    hint="Ask again, or try another model with --model.",
+                )
+        except asyncio.CancelledError:
+            if (task := asyncio.current_task()) is not None:
+                task.uncancel()
+            turn.status = "cancelled"
+            turn.answer = _streamed_text(log)
+            added = [{"role": "assistant", "content": f"{turn.answer}\n\n{STOPPED_NOTE}".strip()}]
+            log.emit("notice", text=turn.cancel_reason or "Stopped.")
+        except ProviderError as exc:
+            turn.status, error = "error", exc.message
+            log.emit(
+                "error", kind=exc.kind, message=exc.message, hint=exc.hint, status=exc.status
+            )
+        except Exception as exc:
+            turn.status, error = "error", f"{type(exc).__name__}: {exc}"
+            log.emit(
+                "error",
+                kind="internal",
+                message=f"The tutor hit an internal error: {type(exc).__name__}: {exc}",
+                hint="This is a bug in deeptutor-jupyter; the details are in the turn's events.",
+                detail=traceback.format_exc(limit=8),
+            )
+        if turn.status != "error":
+            self._record_messages(turn, [question, *added])
+        self._record_finish(turn, error)
+        log.emit(
+            "done",
+            status=turn.status,
+            answer=turn.answer,
+            rounds=rounds,
+            usage=usage,
+            elapsed=round(time.monotonic() - turn.started, 3),
+        )
+        log.flush()
+
+    async def _chat(self, turn: Turn, model: ChatModel, question: Message) -> Any:
+        from deeptutor_jupyter.agent.loop import AgentLoop
+
+        ctx = turn.ctx
+        names = self.registry.names() if ctx.enabled_tools is None else ctx.enabled_tools
+        tool_ctx = ToolContext(session_id=ctx.session_id, turn_id=ctx.turn_id, workspace=Path.cwd())
+
+        async def execute(call: ToolCall) -> ToolResult:
+            if call.name not in names:
+                available = ", ".join(names) or "none"
+                return ToolResult(
+                    content=f"Tool '{call.name}' is not available in this turn. "
+                    f"Available tools: {available}.",
+                    is_error=True,
+                )
+            return await self.registry.execute(call, tool_ctx)
+
+        loop = AgentLoop(
+            model,
+            execute,
+            turn.log.emit,
+            tools=self.registry.schemas(names),
+            max_rounds=ctx.profile.max_rounds,
+            max_tokens=ctx.profile.max_tokens,
+            temperature=ctx.profile.temperature,
+        )
+        system = "\n\n".join([SYSTEM_PROMPT, *ctx.system_blocks])
+        return await loop.run(system, ctx.history, question)
+
+    # store writes never end a turn: a full disk is reported, the answer is still shown -------
+    def _guard(self, turn: Turn, action: Callable[[Store], None]) -> None:
+        if self.store is None:
+            return
+        try:
+            action(self.store)
+        except Exception as exc:
+            turn.log.emit("notice", text=f"Not saved: {exc}")
+
+    def _record_start(self, turn: Turn) -> None:
+        c = turn.ctx
+        self._guard(
+            turn,
+            lambda s: s.start_turn(c.turn_id, c.session_id, c.question, c.profile.label, c.cell_id),
+        )
+
+    def _record_messages(self, turn: Turn, messages: list[Message]) -> None:
+        c = turn.ctx
+        turn.messages = messages
+        self._guard(turn, lambda s: s.append_messages(c.session_id, c.turn_id, messages))
+
+    def _record_finish(self, turn: Turn, error: str | None) -> None:
+        self._guard(
+            turn, lambda s: s.finish_turn(turn.turn_id, turn.status, turn.answer, error)
+        )
+
+
+def _streamed_text(log: EventLog) -> str:
+    return "".join(e.data["text"] for e in log.events if e.type == "content")

@@ -1,0 +1,154 @@
+"""Drive a real IPython kernel the way JupyterLab does: execute requests and widget comm messages.
+
+The driver mirrors every widget's state from the kernel's comm messages, so a test can look at
+what a frontend would render (an Output widget's Markdown, a card's title) and can click buttons
+by sending the same ``custom`` message a browser sends.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.manager import KernelManager
+
+
+class KernelDriver:
+    def __init__(self, env: dict[str, str], cwd: Path) -> None:
+        self.km = KernelManager(kernel_name="python3")
+        self.km.start_kernel(env=env, cwd=str(cwd))
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+        self.widgets: dict[str, dict[str, Any]] = {}
+        self.iopub: list[dict[str, Any]] = []
+        self.last_reply: dict[str, Any] = {}
+
+    # plumbing ----------------------------------------------------------------------------
+    def _take(self, msg: dict[str, Any]) -> None:
+        self.iopub.append(msg)
+        kind, content = msg["header"]["msg_type"], msg["content"]
+        if kind == "comm_open" and content.get("target_name") == "jupyter.widget":
+            self.widgets[content["comm_id"]] = dict(content["data"].get("state", {}))
+        elif kind == "comm_msg" and content["comm_id"] in self.widgets:
+            data = content["data"]
+            if data.get("method") in ("update", "echo_update"):
+                self.widgets[content["comm_id"]].update(data.get("state", {}))
+        elif kind == "comm_close":
+            self.widgets.pop(content["comm_id"], None)
+
+    def pump(self, timeout: float = 0.05) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                msg = self.kc.get_iopub_msg(timeout=max(left, 0.001))
+            except queue.Empty:
+                return
+            self._take(msg)
+            if left <= 0:
+                return
+
+    def wait_for(self, predicate: Callable[[], Any], timeout: float = 20.0) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            result = predicate()
+            if result:
+                return result
+            self.pump(0.05)
+        raise AssertionError(f"timed out after {timeout}s waiting for {predicate}")
+
+    def execute(self, code: str, cell_id: str | None = None, timeout: float = 30.0) -> str:
+        """Run code like a notebook cell and wait until the kernel is idle again."""
+        content = {
+            "code": code,
+            "silent": False,
+            "store_history": True,
+            "user_expressions": {},
+            "allow_stdin": False,
+            "stop_on_error": True,
+        }
+        msg = self.kc.session.msg("execute_request", content, metadata={"cellId": cell_id or ""})
+        self.kc.shell_channel.send(msg)
+        msg_id: str = msg["header"]["msg_id"]
+        self.wait_for(lambda: self._idle_after(msg_id), timeout)
+        reply = self.kc.get_shell_msg(timeout=timeout)
+        assert reply["parent_header"]["msg_id"] == msg_id
+        self.last_reply = reply
+        status = reply["content"]["status"]
+        if status != "ok":
+            raise AssertionError(f"cell failed: {reply['content']}\n{self.stream_text(msg_id)}")
+        return msg_id
+
+    def _idle_after(self, msg_id: str) -> bool:
+        return any(
+            m["header"]["msg_type"] == "status"
+            and m["parent_header"].get("msg_id") == msg_id
+            and m["content"]["execution_state"] == "idle"
+            for m in self.iopub
+        )
+
+    def send_comm(self, comm_id: str, data: dict[str, Any]) -> None:
+        msg = self.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
+        self.kc.shell_channel.send(msg)
+
+    def click(self, comm_id: str) -> None:
+        self.send_comm(comm_id, {"method": "custom", "content": {"event": "click"}})
+
+    def shutdown(self) -> None:
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=True)
+
+    # what a frontend would show ----------------------------------------------------------
+    def outputs_of(self, msg_id: str) -> list[dict[str, Any]]:
+        return [
+            m
+            for m in self.iopub
+            if m["parent_header"].get("msg_id") == msg_id
+            and m["header"]["msg_type"] in ("display_data", "update_display_data", "stream", "error")
+        ]
+
+    def stream_text(self, msg_id: str) -> str:
+        return "".join(
+            m["content"].get("text", "")
+            for m in self.iopub
+            if m["parent_header"].get("msg_id") == msg_id and m["header"]["msg_type"] == "stream"
+        )
+
+    def with_class(self, dom_class: str) -> list[str]:
+        return [cid for cid, s in self.widgets.items() if dom_class in s.get("_dom_classes", ())]
+
+    def children(self, comm_id: str) -> list[str]:
+        return [ref.removeprefix("IPY_MODEL_") for ref in self.widgets[comm_id].get("children", ())]
+
+    def descendants(self, comm_id: str) -> list[str]:
+        found: list[str] = []
+        for child in self.children(comm_id):
+            if child in self.widgets:
+                found.append(child)
+                found += self.descendants(child)
+        return found
+
+    def markdown_in(self, comm_id: str) -> str:
+        """All Markdown the Output widgets under this widget currently show, in order."""
+        texts = []
+        for cid in [comm_id, *self.descendants(comm_id)]:
+            for out in self.widgets.get(cid, {}).get("outputs", ()) or ():
+                texts.append(out.get("data", {}).get("text/markdown", ""))
+        return "".join(texts)
+
+    def html_in(self, comm_id: str) -> str:
+        return "\n".join(
+            str(self.widgets[cid].get("value", ""))
+            for cid in [comm_id, *self.descendants(comm_id)]
+            if self.widgets[cid].get("_model_name") == "HTMLModel"
+        )
+
+    def titles_in(self, comm_id: str) -> list[str]:
+        titles: list[str] = []
+        for cid in [comm_id, *self.descendants(comm_id)]:
+            titles += list(self.widgets[cid].get("titles", ()) or ())
+        return titles
