@@ -119,6 +119,7 @@ class FakeLLMServer:
         self._serial = 0
         self._stopping = threading.Event()
         self._server: _Server | None = None
+        self._port: int | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> FakeLLMServer:
@@ -126,6 +127,7 @@ class FakeLLMServer:
             return self
         self._stopping.clear()
         self._server = _Server(self)
+        self._port = int(self._server.server_address[1])
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.05},
@@ -160,9 +162,10 @@ class FakeLLMServer:
 
     @property
     def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("FakeLLMServer is not running; call start() first")
-        return int(self._server.server_address[1])
+        """The port it listens on; still answers after stop() so tests can check for refusal."""
+        if self._port is None:
+            raise RuntimeError("FakeLLMServer has not been started; call start() first")
+        return self._port
 
     @property
     def url(self) -> str:

@@ -36,9 +36,10 @@ def make(url: str, provider: str = "openai", sleep: Any = None, **kw: Any) -> Op
 
 async def collect(chat_model: OpenAICompatModel, /, **kw: Any) -> list[ProviderEvent]:
     request = ChatRequest(model=kw.pop("model", ""), messages=kw.pop("messages", USER), **kw)
-    events = [event async for event in chat_model.stream(request)]
-    await chat_model.aclose()
-    return events
+    try:
+        return [event async for event in chat_model.stream(request)]
+    finally:
+        await chat_model.aclose()
 
 
 def end_of(events: list[ProviderEvent]) -> RoundEnd:
