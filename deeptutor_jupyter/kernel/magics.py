@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -211,5 +210,10 @@ def unregister(ipython: Any) -> None:
         turn.cancel("The extension was unloaded.")
 
 
-def new_turn_id() -> str:
-    return f"turn-{uuid.uuid4().hex[:12]}"
+def current_tutor(ipython: Any = None) -> KernelTutor | None:
+    if ipython is None:
+        from IPython import get_ipython
+
+        ipython = get_ipython()
+    entry = _registered.get(id(ipython))
+    return entry[0].tutor if entry else None

@@ -89,6 +89,7 @@ def start_turn(tutor: KernelTutor, resolved: ResolvedSettings, question: str, *,
     display(widget_bundle(view, running_md), raw=True, display_id=turn_id)
     turn = tutor.orchestrator.start_turn(ctx, model, log)
     holder["turn"] = turn
+    tutor.turns.append(turn)
     tutor.views[turn_id] = view
     if cell_id:
         tutor.cell_turns[cell_id] = turn

@@ -42,6 +42,7 @@ class KernelTutor:
     orchestrator: Orchestrator | None = None
     session_id: str = ""
     history: list[dict[str, Any]] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)  # every turn this kernel started, in order
     cell_turns: dict[str, Turn] = field(default_factory=dict)
     views: dict[str, TurnView] = field(default_factory=dict)
     models: dict[tuple[str, ...], ChatModel] = field(default_factory=dict)
@@ -100,6 +101,12 @@ class KernelTutor:
     def cancel_cell(self, cell_id: str | None, reason: str) -> None:
         if cell_id and (turn := self.cell_turns.get(cell_id)) is not None:
             turn.cancel(reason)
+
+    async def wait(self, timeout: float) -> list[Turn]:
+        pending = [t.task for t in self.turns if t.task is not None and not t.task.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
+        return list(self.turns)
 
     def stop_soon(self, turn: Turn, reason: str) -> None:
         """Thread-safe: widget callbacks may run on a subshell thread."""
