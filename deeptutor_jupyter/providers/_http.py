@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from deeptutor_jupyter.providers.base import ChatRequest, Compat, ProviderEvent
-from deeptutor_jupyter.providers.errors import Endpoint, HTTPStatusFailure
+from deeptutor_jupyter.providers.errors import Endpoint, HTTPStatusFailure, malformed
 from deeptutor_jupyter.providers.retry import RetryPolicy, Sleep, retrying_stream
 from deeptutor_jupyter.providers.specs import ProviderSpec
 
@@ -121,3 +121,10 @@ class HTTPModel:
 def note_once(compat: Compat, note: str) -> None:
     if note not in compat.notes:
         compat.notes.append(note)
+
+
+def require_event_stream(response: httpx.Response, endpoint: Endpoint) -> None:
+    """A 200 that is not an event stream is usually a proxy or login page, not the model."""
+    content_type = response.headers.get("content-type", "")
+    if not content_type.startswith("text/event-stream"):
+        raise malformed(endpoint, f"expected an event stream, got '{content_type or 'nothing'}'")

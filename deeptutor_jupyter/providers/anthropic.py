@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource
 
-from deeptutor_jupyter.providers._http import HTTPModel, join_url
+from deeptutor_jupyter.providers._http import HTTPModel, join_url, require_event_stream
 from deeptutor_jupyter.providers.base import (
     ChatRequest,
     Message,
@@ -199,6 +199,7 @@ class AnthropicModel(HTTPModel):
     async def _read(
         self, response: httpx.Response, endpoint: Endpoint
     ) -> AsyncIterator[ProviderEvent]:
+        require_event_stream(response, endpoint)
         state = _Round()
         async for sse in EventSource(response).aiter_sse():
             if not sse.data.strip():

@@ -113,16 +113,16 @@ def _said(endpoint: Endpoint, quoted: str) -> str:
 
 def _key_hint(spec: ProviderSpec) -> str:
     where = " or ".join(spec.key_envs) if spec.key_envs else "the API key"
-    return f"Set {where} to a valid key (or change it with `%tutor config`). {spec.docs_hint}."
+    return (
+        f"Set {where} to a valid key; `%tutor config` shows which key is in use. {spec.docs_hint}."
+    )
 
 
 def _connection_hint(endpoint: Endpoint) -> str:
     spec = endpoint.spec
     if spec.is_local:
-        return (
-            f"Start the {spec.label} server: {spec.docs_hint}; or fix the URL with `%tutor config`."
-        )
-    return "Check the base URL with `%tutor config`, and your network connection."
+        return f"Start the {spec.label} server: {spec.docs_hint}. `%tutor config` shows the URL."
+    return "Check the base URL (`%tutor config` shows it) and your network connection."
 
 
 def from_status(endpoint: Endpoint, status: int, body: str) -> ProviderError:
@@ -133,7 +133,7 @@ def from_status(endpoint: Endpoint, status: int, body: str) -> ProviderError:
             "auth", f"The API key was rejected by {label}.{said}", _key_hint(endpoint.spec), status
         )
     if status == 404:
-        hint = "Check the model name and the base URL; `%tutor config` shows and changes both."
+        hint = "Check the model name and the base URL; `%tutor config` shows both."
         if endpoint.spec.is_local:
             hint += f" For {label}: {endpoint.spec.docs_hint}."
         message = f"Model '{endpoint.model}' was not found at {endpoint.url}.{said}"
@@ -149,7 +149,7 @@ def from_status(endpoint: Endpoint, status: int, body: str) -> ProviderError:
         hint = "The problem is on the provider's side; try again in a moment."
         message = f"{label} had an internal error (HTTP {status}).{said}"
         return endpoint.error("server", message, hint, status)
-    hint = "The provider's message says what it objected to; `%tutor config` changes the model."
+    hint = "The provider's message says what it objected to; `%tutor config` shows the settings."
     message = f"{label} did not accept the request (HTTP {status}).{said}"
     return endpoint.error("bad_request", message, hint, status)
 
@@ -187,7 +187,7 @@ def from_exception(
         return endpoint.error(
             "timeout",
             f"{endpoint.spec.label} did not answer in time.",
-            "Try again, or raise the timeout with `%tutor config`; large local models can be slow.",
+            "Try again, or raise the timeout (DEEPTUTOR_TIMEOUT); local models can be slow.",
         )
     if isinstance(exc, httpx.ConnectError | httpx.UnsupportedProtocol):
         return endpoint.error(
@@ -206,7 +206,7 @@ def malformed(endpoint: Endpoint, what: str) -> ProviderError:
     return endpoint.error(
         "malformed",
         f"{endpoint.spec.label} sent a reply that does not follow its protocol: {what}",
-        "The server may not be fully compatible; check the provider setting with `%tutor config`.",
+        "The server may not be fully compatible; `%tutor config` shows which provider is in use.",
     )
 
 

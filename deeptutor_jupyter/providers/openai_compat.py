@@ -10,7 +10,12 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource
 
-from deeptutor_jupyter.providers._http import HTTPModel, join_url, note_once
+from deeptutor_jupyter.providers._http import (
+    HTTPModel,
+    join_url,
+    note_once,
+    require_event_stream,
+)
 from deeptutor_jupyter.providers.base import (
     ChatRequest,
     ProviderEvent,
@@ -143,14 +148,14 @@ class OpenAICompatModel(HTTPModel):
             note_once(
                 self.compat, f"{self.spec.label} rejected tool schemas; using text tool calls."
             )
-            said = provider_message(failure.body)
+            said = endpoint.scrub(provider_message(failure.body))
             raise ToolsUnsupportedError(
                 f"{self.spec.label} does not accept tool definitions for '{endpoint.model}'"
                 + (f": {said}" if said else "."),
                 hint="Tools will be described in the prompt instead.",
                 status=failure.status,
                 provider=self.spec.name,
-                url=endpoint.url,
+                url=endpoint.scrub(endpoint.url),
                 model=endpoint.model,
             ) from failure
 
@@ -163,6 +168,7 @@ class OpenAICompatModel(HTTPModel):
             for event in self._from_completion(response, endpoint):
                 yield event
             return
+        require_event_stream(response, endpoint)
         tools = ToolCallAssembler()
         finish_reason: str | None = None
         usage: Usage | None = None
@@ -179,7 +185,9 @@ class OpenAICompatModel(HTTPModel):
                 status = status_from_stream_error(error)
                 raise HTTPStatusFailure(status, json.dumps({"error": error}))
             usage = (
-                _usage(chunk.get("usage")) or _usage(chunk.get("x_groq", {}).get("usage")) or usage
+                _usage(chunk.get("usage"))
+                or _usage((chunk.get("x_groq") or {}).get("usage"))
+                or usage
             )
             for choice in chunk.get("choices") or []:
                 if choice.get("index", 0) != 0:
