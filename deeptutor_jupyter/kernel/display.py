@@ -1,4 +1,4 @@
-"""Output bundles: every one carries a readable text fallback for a notebook saved without widgets."""
+"""Output bundles; each carries a readable text fallback for a notebook saved without widgets."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 def show_markdown(text: str) -> None:
     from IPython.display import display
 
-    display({"text/markdown": text, "text/plain": text}, raw=True)
+    display({"text/markdown": text, "text/plain": text}, raw=True)  # type: ignore[no-untyped-call]
 
 
 def widget_bundle(widget: Any, markdown: str) -> dict[str, Any]:

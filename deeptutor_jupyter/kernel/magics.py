@@ -84,8 +84,8 @@ def parse(line: str, cell: str | None) -> Parsed:
 
 
 @magics_class
-class TutorMagics(Magics):  # type: ignore[misc]
-    """Settings here are the traitlets layer: ``c.TutorMagics.model = "..."`` in ipython_config.py."""
+class TutorMagics(Magics):
+    """The traitlets settings layer: ``c.TutorMagics.model = "..."`` in ipython_config.py."""
 
     provider = Unicode(None, allow_none=True, config=True, help="Provider name, e.g. openai.")
     model = Unicode(None, allow_none=True, config=True, help="Model name, e.g. gpt-4o-mini.")
@@ -98,13 +98,13 @@ class TutorMagics(Magics):  # type: ignore[misc]
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
-        self.tutor = KernelTutor(notebook=notebook_key(shell.user_ns if shell else None))
+        self.state = KernelTutor(notebook=notebook_key(shell.user_ns if shell else None))
 
     def _trait_settings(self) -> dict[str, Any]:
         names = ("provider", "model", "base_url", "max_rounds", "max_tokens", "temperature")
         return {n: getattr(self, n) for n in (*names, "timeout", "language")}
 
-    @line_cell_magic  # type: ignore[untyped-decorator]
+    @line_cell_magic
     def tutor(self, line: str, cell: str | None = None) -> None:
         """Ask the AI tutor; the answer streams into this cell's output.
 
@@ -148,13 +148,13 @@ class TutorMagics(Magics):  # type: ignore[misc]
             show_markdown(render_settings_markdown(resolved))
             return
         if parsed.command == "stop":
-            for turn in self.tutor.running_turns():
+            for turn in self.state.running_turns():
                 turn.cancel("Stopped with %tutor stop.")
             return
         from deeptutor_jupyter.kernel.start import start_turn
 
         ensure_loop()
-        start_turn(self.tutor, resolved, parsed.question, new=parsed.new)
+        start_turn(self.state, resolved, parsed.question, new=parsed.new)
 
 
 _QUESTION_LINE = re.compile(r"^(\s*)%tutor[ \t]+(\S.*?\?)[ \t]*$")
@@ -191,7 +191,7 @@ _registered: dict[int, tuple[TutorMagics, Any]] = {}
 def register(ipython: Any) -> None:
     magics = TutorMagics(shell=ipython)
     ipython.register_magics(magics)
-    hook = _cell_id_hook(magics.tutor)
+    hook = _cell_id_hook(magics.state)
     ipython.events.register("pre_run_cell", hook)
     if keep_question_marks not in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.append(keep_question_marks)
@@ -206,7 +206,7 @@ def unregister(ipython: Any) -> None:
     ipython.events.unregister("pre_run_cell", hook)
     if keep_question_marks in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(keep_question_marks)
-    for turn in magics.tutor.running_turns():
+    for turn in magics.state.running_turns():
         turn.cancel("The extension was unloaded.")
 
 
@@ -216,4 +216,4 @@ def current_tutor(ipython: Any = None) -> KernelTutor | None:
 
         ipython = get_ipython()
     entry = _registered.get(id(ipython))
-    return entry[0].tutor if entry else None
+    return entry[0].state if entry else None

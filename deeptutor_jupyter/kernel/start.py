@@ -78,7 +78,7 @@ def start_turn(tutor: KernelTutor, resolved: ResolvedSettings, question: str, *,
                 tools=tools_used,
                 error="; ".join(errors),
             )
-            update_display(widget_bundle(view, md), raw=True, display_id=turn_id)
+            update_display(widget_bundle(view, md), raw=True, display_id=turn_id)  # type: ignore[no-untyped-call]
             tutor.views.pop(turn_id, None)
             turn = holder.get("turn")
             if tutor.session_id == ctx.session_id and isinstance(turn, Turn):
@@ -86,7 +86,7 @@ def start_turn(tutor: KernelTutor, resolved: ResolvedSettings, question: str, *,
 
     log.subscribe(on_event)
     running_md = turn_markdown(question, "", model=profile.label, status="running", tools=[])
-    display(widget_bundle(view, running_md), raw=True, display_id=turn_id)
+    display(widget_bundle(view, running_md), raw=True, display_id=turn_id)  # type: ignore[no-untyped-call]
     turn = tutor.orchestrator.start_turn(ctx, model, log)
     holder["turn"] = turn
     tutor.turns.append(turn)
@@ -101,4 +101,4 @@ def show_setup(resolved: ResolvedSettings) -> None:
 
     from deeptutor_jupyter.kernel.widgets.setup_card import SetupCard
 
-    display(SetupCard(resolved))
+    display(SetupCard(resolved))  # type: ignore[no-untyped-call]

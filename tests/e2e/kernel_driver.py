@@ -108,7 +108,8 @@ class KernelDriver:
             m
             for m in self.iopub
             if m["parent_header"].get("msg_id") == msg_id
-            and m["header"]["msg_type"] in ("display_data", "update_display_data", "stream", "error")
+            and m["header"]["msg_type"]
+            in ("display_data", "update_display_data", "stream", "error")
         ]
 
     def stream_text(self, msg_id: str) -> str:

@@ -31,7 +31,12 @@ def wait_done(k: KernelDriver, view: str, word: str = "done") -> str:
 
 def test_answer_streams_into_the_cell_as_markdown(kernel: KernelDriver, fake_llm: FakeLLMServer):
     answer = "An **eigenvector** keeps its direction: $A v = \\lambda v$."
-    fake_llm.add(Reply(text=answer, chunks=["An **eigen", "vector** keeps its ", "direction: $A v = \\lambda v$."]))
+    fake_llm.add(
+        Reply(
+            text=answer,
+            chunks=["An **eigen", "vector** keeps its ", "direction: $A v = \\lambda v$."],
+        )
+    )
     msg_id = kernel.execute("%tutor What is an eigenvector, intuitively?")
     view = kernel.wait_for(lambda: turn_views(kernel) and turn_views(kernel)[0])
     kernel.wait_for(lambda: kernel.markdown_in(view) == answer)
@@ -41,7 +46,10 @@ def test_answer_streams_into_the_cell_as_markdown(kernel: KernelDriver, fake_llm
     sent = fake_llm.requests[0].body
     assert sent["stream"] is True
     assert sent["messages"][0]["role"] == "system"
-    assert sent["messages"][-1] == {"role": "user", "content": "What is an eigenvector, intuitively?"}
+    assert sent["messages"][-1] == {
+        "role": "user",
+        "content": "What is an eigenvector, intuitively?",
+    }
     assert fake_llm.requests[0].headers["authorization"] == f"Bearer {SECRET}"
 
     # The saved notebook reads well without widgets: the final bundle carries the answer.
@@ -76,10 +84,15 @@ def test_follow_up_continues_and_new_starts_fresh(kernel: KernelDriver, fake_llm
     assert [m["role"] for m in third] == ["system", "user"]
 
 
-def test_tool_call_shows_a_card_and_the_result_goes_back(kernel: KernelDriver, fake_llm: FakeLLMServer):
+def test_tool_call_shows_a_card_and_the_result_goes_back(
+    kernel: KernelDriver, fake_llm: FakeLLMServer
+):
     fake_llm.extend(
         [
-            Reply(text="Let me compute.", tool_calls=[ToolCallSpec("calculate", {"expression": "6*7"}, id="call_1")]),
+            Reply(
+                text="Let me compute.",
+                tool_calls=[ToolCallSpec("calculate", {"expression": "6*7"}, id="call_1")],
+            ),
             Reply(text="It is **42**."),
         ]
     )
@@ -99,7 +112,7 @@ def test_stop_button_cancels_the_turn(kernel: KernelDriver, fake_llm: FakeLLMSer
     kernel.execute("%tutor Tell me a long story")
     view = kernel.wait_for(lambda: turn_views(kernel) and turn_views(kernel)[0])
     kernel.wait_for(lambda: "word3" in kernel.markdown_in(view))
-    stop = [b for b in kernel.with_class("dt-stop") if b in kernel.descendants(view)][0]
+    stop = next(b for b in kernel.with_class("dt-stop") if b in kernel.descendants(view))
     kernel.click(stop)
     wait_done(kernel, view, "stopped")
     shown = kernel.markdown_in(view)
@@ -109,7 +122,9 @@ def test_stop_button_cancels_the_turn(kernel: KernelDriver, fake_llm: FakeLLMSer
 
 
 def test_rerunning_a_cell_cancels_its_previous_turn(kernel: KernelDriver, fake_llm: FakeLLMServer):
-    fake_llm.extend([Reply(chunks=[f"a{i} " for i in range(200)], chunk_delay=0.05), Reply(text="second")])
+    fake_llm.extend(
+        [Reply(chunks=[f"a{i} " for i in range(200)], chunk_delay=0.05), Reply(text="second")]
+    )
     kernel.execute("%tutor first", cell_id="cell-A")
     first = kernel.wait_for(lambda: turn_views(kernel) and turn_views(kernel)[0])
     kernel.wait_for(lambda: "a2" in kernel.markdown_in(first))
@@ -120,7 +135,9 @@ def test_rerunning_a_cell_cancels_its_previous_turn(kernel: KernelDriver, fake_l
 
 
 def _error_text(k: KernelDriver, view: str) -> str:
-    return "\n".join(str(k.widgets[c]["value"]) for c in k.with_class("dt-error") if c in k.descendants(view))
+    return "\n".join(
+        str(k.widgets[c]["value"]) for c in k.with_class("dt-error") if c in k.descendants(view)
+    )
 
 
 def test_rejected_key_renders_an_error_card(tmp_path: Path):

@@ -65,7 +65,9 @@ class ToolCard(widgets.Accordion):  # type: ignore[misc]
 
     def finish(self, content: str, is_error: bool, summary: str) -> None:
         mark = "⚠" if is_error else "✓"
-        words = summary or (t("tool_error", self.language) if is_error else t("done", self.language))
+        words = summary or (
+            t("tool_error", self.language) if is_error else t("done", self.language)
+        )
         self.titles = (f"{mark} {self.tool_name} · {_one_line(words)}",)
         self.body.value = _args_html(self._arguments) + _result_html(content, is_error)
 
@@ -129,9 +131,9 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
             self.blocks.children = (*self.blocks.children, card)
             self._state = t("using_tool", self.language).format(name=d["name"])
         elif event.type == "tool_result":
-            card = self._cards.get(d["id"])
-            if card is not None:
-                card.finish(d.get("content", ""), d.get("is_error", False), d.get("summary", ""))
+            done = self._cards.get(d["id"])
+            if done is not None:
+                done.finish(d.get("content", ""), d.get("is_error", False), d.get("summary", ""))
         elif event.type == "notice":
             self._flush()
             self.errors.children = (*self.errors.children, _notice(d["text"]))
@@ -205,7 +207,9 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
 
 def error_card(data: dict[str, Any], language: str = "en") -> widgets.HTML:
     hint = data.get("hint") or ""
-    body = f"<b>{html.escape(t('error_title', language))}</b> {html.escape(data.get('message', ''))}"
+    body = (
+        f"<b>{html.escape(t('error_title', language))}</b> {html.escape(data.get('message', ''))}"
+    )
     if hint:
         body += f"<br><b>{html.escape(t('how_to_fix', language))}</b> {html.escape(hint)}"
     card = widgets.HTML(
@@ -223,10 +227,7 @@ def _notice(text: str) -> widgets.HTML:
 
 
 def _pre(text: str) -> str:
-    return (
-        '<div style="white-space:pre-wrap;opacity:0.75;font-size:90%">'
-        f"{html.escape(text)}</div>"
-    )
+    return f'<div style="white-space:pre-wrap;opacity:0.75;font-size:90%">{html.escape(text)}</div>'
 
 
 def _args_html(arguments: str) -> str:
