@@ -52,6 +52,8 @@ class Reply:
     break_after: int | None = None
     usage: Mapping[str, int] | None = None
     raw_sse: Sequence[str] | None = None
+    # Answer with one JSON body even to a streaming request, as some servers do.
+    ignore_stream: bool = False
 
 
 @dataclass(frozen=True)
@@ -284,7 +286,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(reply.status, payload, headers)
             return
         body = request.body
-        if not body.get("stream"):
+        if not body.get("stream") or reply.ignore_stream:
             build = _wire.anthropic_message if anthropic else _wire.openai_completion
             self._send_json(200, build(reply, body, serial), headers)
             return

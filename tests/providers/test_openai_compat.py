@@ -236,3 +236,22 @@ async def test_malformed_stream(server: FakeLLMServer) -> None:
         await collect(make(server.url))
     assert caught.value.kind == "malformed"
     assert "not JSON" in caught.value.message
+
+
+async def test_server_that_ignores_stream_true(server: FakeLLMServer) -> None:
+    server.add(
+        Reply(
+            text="whole",
+            reasoning="r",
+            tool_calls=[ToolCallSpec("search", {"q": 1}, id="c1")],
+            usage={"prompt_tokens": 2, "completion_tokens": 1},
+            ignore_stream=True,
+        )
+    )
+    events = await collect(make(server.url))
+    assert events[:2] == [ThinkingDelta("r"), TextDelta("whole")]
+    end = end_of(events)
+    assert end.finish_reason == "tool_calls"
+    assert [(c.id, c.name, c.arguments) for c in end.tool_calls] == [("c1", "search", '{"q": 1}')]
+    assert end.usage is not None
+    assert end.usage.total_tokens == 3
