@@ -17,7 +17,7 @@ from deeptutor_jupyter.providers.base import ErrorKind, ProviderError
 from deeptutor_jupyter.providers.specs import ProviderSpec
 
 if TYPE_CHECKING:
-    import httpx
+    pass
 
 _MAX_QUOTE = 500
 
@@ -259,7 +259,3 @@ def _http_date_delay(value: str) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
-def error_response_headers(response: httpx.Response) -> dict[str, str]:
-    return {k.lower(): v for k, v in response.headers.items()}
