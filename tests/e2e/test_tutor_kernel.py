@@ -192,3 +192,54 @@ def test_config_masks_the_key_and_help_is_real(kernel: KernelDriver):
     pages = kernel.last_reply["content"]["payload"]
     help_text = pages[0]["data"]["text/plain"]
     assert "Ask the AI tutor" in help_text and "--new" in help_text
+
+
+def test_a_long_answer_is_coalesced_into_few_widget_messages(
+    kernel: KernelDriver, fake_llm: FakeLLMServer
+):
+    chunks = [f"t{i} " for i in range(10_000)]
+    fake_llm.add(Reply(chunks=chunks))
+    kernel.execute("%tutor Write a lot")
+    view = kernel.wait_for(lambda: turn_views(kernel) and turn_views(kernel)[0])
+    wait_done(kernel, view)
+    assert kernel.markdown_in(view) == "".join(chunks)
+    updates = [
+        m
+        for m in kernel.iopub
+        if m["header"]["msg_type"] == "comm_msg"
+        and "outputs" in m["content"]["data"].get("state", {})
+    ]
+    assert 1 <= len(updates) < 200, len(updates)
+
+
+def test_thinking_is_shown_apart_from_the_answer(kernel: KernelDriver, fake_llm: FakeLLMServer):
+    fake_llm.add(
+        Reply(chunks=["<thi", "nk>the learner wants a hint</th", "ink>Try a smaller case."])
+    )
+    kernel.execute("%tutor hint please")
+    view = kernel.wait_for(lambda: turn_views(kernel) and turn_views(kernel)[0])
+    wait_done(kernel, view)
+    assert kernel.markdown_in(view) == "Try a smaller case."
+    assert "the learner wants a hint" in kernel.html_in(view)
+    assert "Thinking" in kernel.titles_in(view)
+
+
+def test_without_a_model_the_setup_card_explains_what_to_do(tmp_path: Path):
+    with FakeLLMServer() as server:
+        env = kernel_env(tmp_path, server)
+    for name in (
+        "DEEPTUTOR_PROVIDER",
+        "DEEPTUTOR_BASE_URL",
+        "DEEPTUTOR_MODEL",
+        "DEEPTUTOR_API_KEY",
+    ):
+        env.pop(name)
+    k = KernelDriver(env, cwd=tmp_path)
+    try:
+        k.execute("%load_ext deeptutor_jupyter\n%tutor hello")
+        assert not turn_views(k)
+        shown = json.dumps(list(k.widgets.values()))
+        assert "Ollama" in shown and "OpenAI" in shown
+        assert not (tmp_path / "home" / "state.db").exists()
+    finally:
+        k.shutdown()

@@ -1,0 +1,97 @@
+"""The magic's parsing, its help, and the transformer that keeps '?' questions questions."""
+
+from __future__ import annotations
+
+import pytest
+from IPython.core.inputtransformer2 import TransformerManager
+from IPython.core.interactiveshell import InteractiveShell
+
+from deeptutor_jupyter.kernel.magics import USAGE, UsageError, keep_question_marks, parse
+
+
+@pytest.mark.parametrize(
+    ("line", "cell", "flags", "new", "question", "command"),
+    [
+        ("What is an eigenvector?", None, {}, False, "What is an eigenvector?", None),
+        ("--new Is x -- y ok?", None, {}, True, "Is x -- y ok?", None),
+        (
+            "--model deepseek-chat --max-rounds=3 why",
+            None,
+            {"model": "deepseek-chat", "max_rounds": "3"},
+            False,
+            "why",
+            None,
+        ),
+        (
+            "--model m",
+            "Here is my proof\n--- where does it fail?",
+            {"model": "m"},
+            False,
+            "Here is my proof\n--- where does it fail?",
+            None,
+        ),
+        ("config", None, {}, False, "", "config"),
+        ("config my settings please", None, {}, False, "config my settings please", None),
+        ("stop", None, {}, False, "", "stop"),
+    ],
+)
+def test_parse(line, cell, flags, new, question, command):
+    p = parse(line, cell)
+    assert (p.flags, p.new, p.question, p.command) == (flags, new, question, command)
+
+
+@pytest.mark.parametrize(
+    ("line", "cell", "message"),
+    [
+        ("--modle x hi", None, "Unknown flag --modle"),
+        ("--model", None, "--model needs a value"),
+        ("--model m stray words", "body", "Unexpected text"),
+    ],
+)
+def test_parse_errors_say_what_is_wrong(line, cell, message):
+    with pytest.raises(UsageError, match=message) as info:
+        parse(line, cell)
+    assert USAGE in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (
+            "%tutor What is an eigenvector, intuitively?\n",
+            "get_ipython().run_line_magic('tutor', 'What is an eigenvector, intuitively?')\n",
+        ),
+        ("%tutor What is 6*7?\n", "get_ipython().run_line_magic('tutor', 'What is 6*7?')\n"),
+        ("x = 1\n    %tutor why?\n", "x = 1\n    get_ipython().run_line_magic('tutor', 'why?')\n"),
+        (
+            '%tutor it\'s "quoted"?\n',
+            "get_ipython().run_line_magic('tutor', 'it\\'s \"quoted\"?')\n",
+        ),
+    ],
+)
+def test_questions_ending_in_a_question_mark_stay_questions(source, expected):
+    tm = TransformerManager()
+    tm.cleanup_transforms.append(keep_question_marks)
+    assert tm.transform_cell(source) == expected
+
+
+def test_help_lookup_still_works():
+    tm = TransformerManager()
+    tm.cleanup_transforms.append(keep_question_marks)
+    assert "pinfo" in tm.transform_cell("%tutor?\n")
+    assert "pinfo2" in tm.transform_cell("%tutor??\n")
+
+
+def test_load_and_unload_extension_in_a_shell():
+    shell = InteractiveShell.instance()
+    try:
+        shell.run_line_magic("load_ext", "deeptutor_jupyter")
+        assert "tutor" in shell.magics_manager.magics["line"]
+        assert "tutor" in shell.magics_manager.magics["cell"]
+        assert keep_question_marks in shell.input_transformers_cleanup
+        doc = shell.magics_manager.magics["line"]["tutor"].__doc__
+        assert "Ask the AI tutor" in doc and "%tutor config" in doc
+        shell.run_line_magic("unload_ext", "deeptutor_jupyter")
+        assert keep_question_marks not in shell.input_transformers_cleanup
+    finally:
+        InteractiveShell.clear_instance()
