@@ -17,12 +17,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from deeptutor_jupyter.agent.text_tools import (
-    TextToolCallFilter,
-    extract_text_tool_calls,
-    text_tool_instructions,
-)
-from deeptutor_jupyter.agent.think import ThinkTagFilter, split_thinking
+from deeptutor_jupyter.agent.text_tools import TextToolCallFilter, text_tool_instructions
+from deeptutor_jupyter.agent.think import ThinkTagFilter
 from deeptutor_jupyter.providers.base import (
     ChatModel,
     ChatRequest,
@@ -50,6 +46,7 @@ SETTLE_PROMPT = (
     "call a tool only if it is indispensable."
 )
 FORCE_PROMPT = "Answer now, in full, with what you have. Tools are no longer available."
+SKIPPED = "Not run: the turn ended before this tool call."
 
 Phase = Literal["exploration", "settlement", "forced"]
 Emit = Callable[..., Any]
@@ -68,7 +65,6 @@ class LoopResult:
 @dataclass
 class _Round:
     visible: str
-    raw: str
     end: RoundEnd
     tool_calls: list[ToolCall] = field(default_factory=list)
 
@@ -95,6 +91,7 @@ class AgentLoop:
         self.usage = Usage()
 
     async def run(self, system: str, history: list[Message], question: Message) -> LoopResult:
+        self.usage = Usage()  # per turn, even when one AgentLoop runs several
         base = [*history, question]
         added: list[Message] = []
         prefix = ""  # visible answer kept across length continuations
@@ -110,10 +107,13 @@ class AgentLoop:
             self.emit("round_started", round=rounds, phase=phase)
             result = await self._round(system, [*base, *added, *transient], tools_on)
             if result.tool_calls and tools_on:
-                added.append(_assistant(result.visible, result.tool_calls))
-                for call in result.tool_calls:
+                # A cut reply that went on to call tools was narration after all: the prefix
+                # joins this message, and the next round is a fresh one, not a continuation.
+                added.append(_assistant(prefix + result.visible, result.tool_calls))
+                prefix = ""
+                for index, call in enumerate(result.tool_calls):
                     self.emit("tool_call", id=call.id, name=call.name, arguments=call.arguments)
-                    outcome = await self.execute_tool(call)
+                    outcome = await self._execute(call)
                     self.emit(
                         "tool_result",
                         id=call.id,
@@ -123,12 +123,22 @@ class AgentLoop:
                         summary=outcome.summary,
                         data=outcome.data or {},
                     )
-                    added.append({"role": "tool", "tool_call_id": call.id, "content": outcome.content})
+                    added.append(
+                        {"role": "tool", "tool_call_id": call.id, "content": outcome.content}
+                    )
                     if outcome.stop_turn:
+                        # Every tool call needs a result or the stored history is invalid for
+                        # the next turn's request; the calls after this one never ran.
+                        added += [
+                            {"role": "tool", "tool_call_id": skipped.id, "content": SKIPPED}
+                            for skipped in result.tool_calls[index + 1 :]
+                        ]
                         return self._result("", added, rounds, "tool")
                 continue
             answer = prefix + result.visible
-            if result.end.finish_reason in LENGTH_REASONS and continuations < MAX_CONTINUATIONS:
+            # An empty cut (all tokens spent thinking) has nothing to continue: it is nudged.
+            cut = result.end.finish_reason in LENGTH_REASONS and bool(answer.strip())
+            if cut and continuations < MAX_CONTINUATIONS:
                 continuations += 1
                 prefix = answer
                 self.emit("notice", text="The answer hit the length limit; asking to continue.")
@@ -152,8 +162,16 @@ class AgentLoop:
         return "forced"
 
     def _transient(self, phase: Phase, prefix: str, nudge: bool) -> list[Message]:
-        """Messages sent this round only: they steer the model but are not the conversation."""
+        """Messages sent this round only: they steer the model but are not the conversation.
+
+        The phase prompt comes first: the cut prefix (or the empty reply) answered it, so the
+        request replays what the model saw and then asks it to go on.
+        """
         extra: list[Message] = []
+        if phase == "settlement":
+            extra.append({"role": "user", "content": SETTLE_PROMPT})
+        elif phase == "forced":
+            extra.append({"role": "user", "content": FORCE_PROMPT})
         if prefix:
             extra += [
                 {"role": "assistant", "content": prefix},
@@ -161,11 +179,15 @@ class AgentLoop:
             ]
         elif nudge:
             extra.append({"role": "user", "content": EMPTY_NUDGE})
-        if phase == "settlement":
-            extra.append({"role": "user", "content": SETTLE_PROMPT})
-        elif phase == "forced":
-            extra.append({"role": "user", "content": FORCE_PROMPT})
         return extra
+
+    async def _execute(self, call: ToolCall) -> ToolResult:
+        """The executor's result; an executor that raises is one more error the model reads."""
+        try:
+            return await self.execute_tool(call)
+        except Exception as exc:  # CancelledError is a BaseException and still stops the turn.
+            message = f"Tool {call.name!r} could not run: {type(exc).__name__}: {exc}"
+            return ToolResult(content=message, is_error=True, summary=message)
 
     def _result(
         self,
@@ -180,7 +202,9 @@ class AgentLoop:
         try:
             return await self._stream_round(system, messages, tools_on)
         except ToolsUnsupportedError:
-            # compat.native_tools is now False; the same round goes again in text mode.
+            # The provider has turned compat.native_tools off; saying so here as well keeps
+            # the retry from looping on a provider that forgot. Later rounds stay in text mode.
+            self.model.compat.native_tools = False
             self.emit("notice", text="This endpoint refused tool schemas; using text tool calls.")
             return await self._stream_round(system, messages, tools_on)
 
@@ -195,7 +219,6 @@ class AgentLoop:
         )
         think = ThinkTagFilter()
         hide = TextToolCallFilter()
-        raw: list[str] = []
         visible: list[str] = []
         end = RoundEnd(finish_reason=None)
 
@@ -204,35 +227,32 @@ class AgentLoop:
                 if kind == "thinking":
                     self.emit("thinking", text=piece)
                     continue
-                text = hide.feed(piece) if tools_on else piece
+                # Markup is hidden even with tools off (forced round): it is never an answer.
+                text = hide.feed(piece)
                 if text:
                     visible.append(text)
                     self.emit("content", text=text)
 
         async for event in self.model.stream(request):
             if isinstance(event, TextDelta):
-                raw.append(event.text)
                 show(think.feed(event.text))
             elif isinstance(event, ThinkingDelta):
                 self.emit("thinking", text=event.text)
             else:
                 end = event
         show(think.flush())
-        if tools_on:
-            tail = hide.flush()
-            if tail:
-                visible.append(tail)
-                self.emit("content", text=tail)
+        tail = hide.flush()
+        if tail:
+            visible.append(tail)
+            self.emit("content", text=tail)
         if end.usage is not None:
             self.usage = Usage(
                 self.usage.prompt_tokens + end.usage.prompt_tokens,
                 self.usage.completion_tokens + end.usage.completion_tokens,
             )
-        raw_text = "".join(raw)
-        calls = list(end.tool_calls)
-        if tools_on and not calls:
-            calls, _ = extract_text_tool_calls(split_thinking(raw_text)[0])
-        return _Round("".join(visible), raw_text, end, calls)
+        # Native calls win; otherwise the calls the filter found while hiding their markup.
+        calls = list(end.tool_calls) or hide.calls
+        return _Round("".join(visible), end, calls)
 
     def _wire(
         self, system: str, messages: list[Message], tools_on: bool, native: bool
@@ -261,7 +281,10 @@ def _as_text_protocol(messages: list[Message]) -> list[Message]:
             blocks = "".join(
                 "<tool_call>"
                 + json.dumps(
-                    {"name": c["function"]["name"], "arguments": _loads(c["function"]["arguments"])},
+                    {
+                        "name": c["function"]["name"],
+                        "arguments": _loads(c["function"]["arguments"]),
+                    },
                     ensure_ascii=False,
                 )
                 + "</tool_call>"
@@ -269,7 +292,8 @@ def _as_text_protocol(messages: list[Message]) -> list[Message]:
             )
             out.append({"role": "assistant", "content": f"{m.get('content') or ''}{blocks}"})
         elif m.get("role") == "tool":
-            block = f'<tool_result id="{m.get("tool_call_id", "")}">{m.get("content", "")}</tool_result>'
+            call_id, content = m.get("tool_call_id", ""), m.get("content", "")
+            block = f'<tool_result id="{call_id}">{content}</tool_result>'
             if out and out[-1].get("role") == "user" and out[-1].get("_tool_results"):
                 out[-1]["content"] += "\n" + block
             else:
