@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from deeptutor_jupyter.agent.text_tools import TextToolCallFilter, text_tool_instructions
@@ -47,6 +47,7 @@ SETTLE_PROMPT = (
 )
 FORCE_PROMPT = "Answer now, in full, with what you have. Tools are no longer available."
 SKIPPED = "Not run: the turn ended before this tool call."
+NO_ANSWER = "[No answer was given.]"
 
 Phase = Literal["exploration", "settlement", "forced"]
 Emit = Callable[..., Any]
@@ -69,6 +70,43 @@ class _Round:
     tool_calls: list[ToolCall] = field(default_factory=list)
 
 
+@dataclass
+class LoopState:
+    """Where a turn stands, in plain JSON values, so another process can continue it.
+
+    While a tool runs, ``current_call`` is that call and ``pending_calls`` the calls of the same
+    round still to run; a turn paused on ``ask_user`` is saved at exactly that point.
+    """
+
+    system: str
+    base: list[Message]  # history + the question
+    added: list[Message] = field(default_factory=list)
+    rounds: int = 0
+    prefix: str = ""  # visible answer kept across length continuations
+    continuations: int = 0
+    nudged: bool = False
+    nudge_now: bool = False
+    current_call: dict[str, str] | None = None
+    pending_calls: list[dict[str, str]] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LoopState:
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+def _call_json(call: ToolCall) -> dict[str, str]:
+    return {"id": call.id, "name": call.name, "arguments": call.arguments}
+
+
+def _call_of(data: dict[str, str]) -> ToolCall:
+    return ToolCall(data["id"], data["name"], data["arguments"])
+
+
 class AgentLoop:
     def __init__(
         self,
@@ -88,71 +126,100 @@ class AgentLoop:
         self.max_rounds = max(1, max_rounds)
         self.max_tokens = max_tokens
         self.temperature = temperature
-        self.usage = Usage()
+        self.state = LoopState(system="", base=[])
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(self.state.prompt_tokens, self.state.completion_tokens)
 
     async def run(self, system: str, history: list[Message], question: Message) -> LoopResult:
-        self.usage = Usage()  # per turn, even when one AgentLoop runs several
-        base = [*history, question]
-        added: list[Message] = []
-        prefix = ""  # visible answer kept across length continuations
-        continuations = 0
-        nudged = nudge_now = False
-        rounds = 0
+        self.state = LoopState(system=system, base=[*history, question])
+        return await self._drive()
+
+    async def resume(self, state: LoopState, outcome: ToolResult) -> LoopResult:
+        """Continue a turn saved while ``state.current_call`` ran, with that call's result."""
+        self.state = state
+        call = state.current_call
+        if call is None:
+            raise ValueError("This saved turn was not waiting for a tool result.")
+        rest = [_call_of(c) for c in state.pending_calls]
+        if self._record(_call_of(call), outcome, rest):
+            return self._result("", "tool")
+        if await self._run_calls(rest):
+            return self._result("", "tool")
+        return await self._drive()
+
+    async def _drive(self) -> LoopResult:
+        st = self.state
         while True:
-            rounds += 1
-            phase = self._phase(rounds)
+            st.rounds += 1
+            phase = self._phase(st.rounds)
             tools_on = bool(self.tools) and phase != "forced"
-            transient = self._transient(phase, prefix, nudge_now)
-            nudge_now = False
-            self.emit("round_started", round=rounds, phase=phase)
-            result = await self._round(system, [*base, *added, *transient], tools_on)
+            transient = self._transient(phase, st.prefix, st.nudge_now)
+            st.nudge_now = False
+            self.emit("round_started", round=st.rounds, phase=phase)
+            result = await self._round(st.system, [*st.base, *st.added, *transient], tools_on)
             if result.tool_calls and tools_on:
                 # A cut reply that went on to call tools was narration after all: the prefix
                 # joins this message, and the next round is a fresh one, not a continuation.
-                added.append(_assistant(prefix + result.visible, result.tool_calls))
-                prefix = ""
-                for index, call in enumerate(result.tool_calls):
-                    self.emit("tool_call", id=call.id, name=call.name, arguments=call.arguments)
-                    outcome = await self._execute(call)
-                    self.emit(
-                        "tool_result",
-                        id=call.id,
-                        name=call.name,
-                        content=outcome.content,
-                        is_error=outcome.is_error,
-                        summary=outcome.summary,
-                        data=outcome.data or {},
-                    )
-                    added.append(
-                        {"role": "tool", "tool_call_id": call.id, "content": outcome.content}
-                    )
-                    if outcome.stop_turn:
-                        # Every tool call needs a result or the stored history is invalid for
-                        # the next turn's request; the calls after this one never ran.
-                        added += [
-                            {"role": "tool", "tool_call_id": skipped.id, "content": SKIPPED}
-                            for skipped in result.tool_calls[index + 1 :]
-                        ]
-                        return self._result("", added, rounds, "tool")
+                st.added.append(_assistant(st.prefix + result.visible, result.tool_calls))
+                st.prefix = ""
+                if await self._run_calls(result.tool_calls):
+                    return self._result("", "tool")
                 continue
-            answer = prefix + result.visible
+            answer = st.prefix + result.visible
             # An empty cut (all tokens spent thinking) has nothing to continue: it is nudged.
             cut = result.end.finish_reason in LENGTH_REASONS and bool(answer.strip())
-            if cut and continuations < MAX_CONTINUATIONS:
-                continuations += 1
-                prefix = answer
+            if cut and st.continuations < MAX_CONTINUATIONS:
+                st.continuations += 1
+                st.prefix = answer
                 self.emit("notice", text="The answer hit the length limit; asking to continue.")
-                rounds -= 1  # a continuation is the same round, not a new exploration step
+                st.rounds -= 1  # a continuation is the same round, not a new exploration step
                 continue
-            if not answer.strip() and not nudged:
-                nudged = nudge_now = True
-                rounds -= 1
+            if not answer.strip() and not st.nudged:
+                st.nudged = st.nudge_now = True
+                st.rounds -= 1
                 continue
-            added.append({"role": "assistant", "content": answer})
+            # Some providers reject an empty assistant message in a later request.
+            st.added.append({"role": "assistant", "content": answer or NO_ANSWER})
             stopped: Literal["answer", "forced", "empty"] = (
                 "empty" if not answer.strip() else "forced" if phase == "forced" else "answer"
             )
-            return self._result(answer, added, rounds, stopped)
+            return self._result(answer, stopped)
+
+    async def _run_calls(self, calls: Sequence[ToolCall]) -> bool:
+        """Run a round's calls in order; True when one of them ended the turn."""
+        calls = list(calls)
+        for index, call in enumerate(calls):
+            rest = calls[index + 1 :]
+            self.state.current_call = _call_json(call)
+            self.state.pending_calls = [_call_json(c) for c in rest]
+            self.emit("tool_call", id=call.id, name=call.name, arguments=call.arguments)
+            outcome = await self._execute(call)
+            if self._record(call, outcome, rest):
+                return True
+        return False
+
+    def _record(self, call: ToolCall, outcome: ToolResult, rest: Sequence[ToolCall]) -> bool:
+        self.state.current_call = None
+        self.state.pending_calls = []
+        self.emit(
+            "tool_result",
+            id=call.id,
+            name=call.name,
+            content=outcome.content,
+            is_error=outcome.is_error,
+            summary=outcome.summary,
+            data=outcome.data or {},
+        )
+        added = self.state.added
+        added.append({"role": "tool", "tool_call_id": call.id, "content": outcome.content})
+        if not outcome.stop_turn:
+            return False
+        # Every tool call needs a result or the stored history is invalid for the next turn's
+        # request; the calls after this one never ran.
+        added += [{"role": "tool", "tool_call_id": c.id, "content": SKIPPED} for c in rest]
+        return True
 
     def _phase(self, rounds: int) -> Phase:
         if rounds <= self.max_rounds:
@@ -190,13 +257,10 @@ class AgentLoop:
             return ToolResult(content=message, is_error=True, summary=message)
 
     def _result(
-        self,
-        answer: str,
-        added: list[Message],
-        rounds: int,
-        stopped: Literal["answer", "forced", "empty", "tool"],
+        self, answer: str, stopped: Literal["answer", "forced", "empty", "tool"]
     ) -> LoopResult:
-        return LoopResult(answer, added, rounds, self.usage, stopped)
+        st = self.state
+        return LoopResult(answer, st.added, st.rounds, self.usage, stopped)
 
     async def _round(self, system: str, messages: list[Message], tools_on: bool) -> _Round:
         try:
@@ -246,10 +310,8 @@ class AgentLoop:
             visible.append(tail)
             self.emit("content", text=tail)
         if end.usage is not None:
-            self.usage = Usage(
-                self.usage.prompt_tokens + end.usage.prompt_tokens,
-                self.usage.completion_tokens + end.usage.completion_tokens,
-            )
+            self.state.prompt_tokens += end.usage.prompt_tokens
+            self.state.completion_tokens += end.usage.completion_tokens
         # Native calls win; otherwise the calls the filter found while hiding their markup.
         calls = list(end.tool_calls) or hide.calls
         return _Round("".join(visible), end, calls)
@@ -260,8 +322,10 @@ class AgentLoop:
         if not native and tools_on:
             system = f"{system}\n\n{text_tool_instructions(self.tools)}".strip()
         wire: list[Message] = [{"role": "system", "content": system}] if system else []
-        if native:
+        if native and tools_on:
             return wire + messages
+        # Without tool definitions in the request (text mode, or the forced round) some
+        # providers reject native tool messages (Anthropic does), so they travel as text.
         return wire + _as_text_protocol(messages)
 
 

@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from deeptutor_jupyter.providers.base import ToolCall
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
@@ -46,7 +46,8 @@ class ToolRegistry:
             raise KeyError(f"Unknown tools {unknown}; registered: {self.names()}")
         return [self._tools[name].schema() for name in wanted]
 
-    async def execute(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
+    def validate(self, call: ToolCall) -> tuple[Tool, BaseModel] | ToolResult:
+        """The tool and its validated arguments, or the error result the model should read."""
         tool = self._tools.get(call.name)
         if tool is None:
             return _error(self._unknown_tool_message(call.name))
@@ -54,9 +55,15 @@ class ToolRegistry:
         if isinstance(parsed, ToolResult):
             return parsed
         try:
-            args = tool.Args.model_validate(parsed)
+            return tool, tool.Args.model_validate(parsed)
         except ValidationError as exc:
             return _error(f"Invalid arguments for tool {tool.name!r}:\n{_describe(exc)}")
+
+    async def execute(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
+        checked = self.validate(call)
+        if isinstance(checked, ToolResult):
+            return checked
+        tool, args = checked
         try:
             return await tool.run(args, ctx)
         except Exception as exc:  # CancelledError is a BaseException and propagates.

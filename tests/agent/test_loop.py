@@ -282,6 +282,10 @@ async def test_budget_then_three_settlement_rounds_then_a_forced_finish(
     assert "tools" not in forced
     assert last_user(forced) == FORCE_PROMPT
     assert SETTLE_PROMPT not in contents(forced)
+    # With no tool definitions sent, earlier tool exchanges travel as text (Anthropic
+    # rejects tool_result blocks in a request without tools).
+    assert all(m["role"] != "tool" and not m.get("tool_calls") for m in forced["messages"])
+    assert any("<tool_result" in c for c in contents(forced))
     # The steering prompts are transient: they never enter the conversation.
     kept = [m.get("content") for m in r.messages]
     assert SETTLE_PROMPT not in kept and FORCE_PROMPT not in kept
