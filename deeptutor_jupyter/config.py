@@ -83,6 +83,8 @@ class Settings(BaseModel):
     language: Language = Field(default_factory=_default_language)
     home: Path = Field(default_factory=_default_home)
     trace_in_outputs: bool = True
+    # How long an ask_user question waits for an answer before it times out.
+    ask_timeout_hours: float = Field(24.0, gt=0)
 
     @field_validator("provider", mode="before")
     @classmethod

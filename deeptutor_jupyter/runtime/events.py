@@ -54,9 +54,10 @@ class EventLog:
     _subscribers: list[Subscriber] = field(default_factory=list)
     _unsaved: list[Event] = field(default_factory=list)
     persist_error: str | None = None
+    start_seq: int = 0  # a resumed turn continues the seq of its saved events
 
     def emit(self, type: EventType, **data: Any) -> Event:
-        event = Event(type, len(self.events) + 1, self.turn_id, data, time.time())
+        event = Event(type, self.start_seq + len(self.events) + 1, self.turn_id, data, time.time())
         self.events.append(event)
         self._unsaved.append(event)
         # Content deltas are the bulk; everything else is rare and worth saving at once.
@@ -70,8 +71,9 @@ class EventLog:
         return event
 
     def subscribe(self, subscriber: Subscriber, after_seq: int = 0) -> None:
-        for event in self.events[after_seq:]:
-            subscriber(event)
+        for event in self.events:
+            if event.seq > after_seq:
+                subscriber(event)
         self._subscribers.append(subscriber)
 
     def unsubscribe(self, subscriber: Subscriber) -> None:

@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
+from deeptutor_jupyter.interaction.schema import AskUserArgs, AskUserTool
 from deeptutor_jupyter.providers.base import ChatModel, Message, ProviderError, ToolCall
 from deeptutor_jupyter.runtime.context import TurnContext
 from deeptutor_jupyter.runtime.events import EventLog
@@ -30,8 +32,9 @@ SYSTEM_PROMPT = (
 )
 
 STOPPED_NOTE = "[The learner stopped this answer before it was finished.]"
+STATE_VERSION = 1
 
-ToolExecutorFactory = Callable[["Turn", ToolRegistry], Callable[[ToolCall], Awaitable[ToolResult]]]
+Resume = tuple[Any, ToolResult]  # (LoopState, the result of the call the turn waited on)
 
 
 @dataclass
@@ -56,14 +59,41 @@ class Turn:
 
 
 class Orchestrator:
-    def __init__(self, store: Store | None, registry: ToolRegistry | None = None) -> None:
+    def __init__(
+        self,
+        store: Store | None,
+        registry: ToolRegistry | None = None,
+        coordinator: InteractionCoordinator | None = None,
+    ) -> None:
         self.store = store
         self.registry = registry or default_registry()
+        if self.registry.get(AskUserTool.name) is None:
+            self.registry.register(AskUserTool())
+        # Without a coordinator (no widget frontend) ask_user runs its degraded result.
+        self.coordinator = coordinator
         self.running: dict[str, Turn] = {}  # strong references: the loop only keeps weak ones
 
     def start_turn(self, ctx: TurnContext, model: ChatModel, log: EventLog | None = None) -> Turn:
+        return self._start(ctx, model, log, None)
+
+    def resume_turn(
+        self, saved: dict[str, Any], outcome: ToolResult, model: ChatModel, log: EventLog
+    ) -> Turn:
+        """Continue a turn saved while it waited on ask_user, in this process."""
+        from deeptutor_jupyter.agent.loop import LoopState
+
+        state = LoopState.from_json(saved["loop"])
+        ctx = TurnContext(**saved["context"], history=state.base[:-1])
+        compat = saved.get("compat") or {}
+        model.compat.stream_options = bool(compat.get("stream_options", True))
+        model.compat.native_tools = bool(compat.get("native_tools", True))
+        return self._start(ctx, model, log, (state, outcome))
+
+    def _start(
+        self, ctx: TurnContext, model: ChatModel, log: EventLog | None, resume: Resume | None
+    ) -> Turn:
         turn = Turn(ctx, log or EventLog(ctx.turn_id, self.store))
-        task = asyncio.get_running_loop().create_task(self._run(turn, model))
+        task = asyncio.get_running_loop().create_task(self._run(turn, model, resume))
         turn.task = task
         self.running[ctx.turn_id] = turn
         task.add_done_callback(lambda t: self._finished(turn, t))
@@ -79,7 +109,7 @@ class Orchestrator:
             turn.log.emit("error", kind="internal", message=f"{type(exc).__name__}: {exc}")
             turn.log.emit("done", status="error", answer="")
 
-    async def _run(self, turn: Turn, model: ChatModel) -> None:
+    async def _run(self, turn: Turn, model: ChatModel, resume: Resume | None) -> None:
         ctx, log = turn.ctx, turn.log
         log.emit(
             "turn_started",
@@ -87,6 +117,7 @@ class Orchestrator:
             question=ctx.question,
             model=ctx.profile.label,
             capability=ctx.capability,
+            resumed=resume is not None,
         )
         self._record_start(turn)
         question: Message = {"role": "user", "content": ctx.question}
@@ -95,7 +126,7 @@ class Orchestrator:
         usage: dict[str, int] = {}
         error: str | None = None
         try:
-            result = await self._chat(turn, model, question)
+            result = await self._chat(turn, model, question, resume)
             turn.answer, added, rounds = result.answer, result.messages, result.rounds
             usage = {
                 "prompt_tokens": result.usage.prompt_tokens,
@@ -103,6 +134,8 @@ class Orchestrator:
                 "total_tokens": result.usage.total_tokens,
             }
             turn.status = "done"
+            if result.stopped_by == "tool":
+                log.emit("notice", text="The question was cancelled; the turn stops here.")
             if result.stopped_by == "empty":
                 log.emit(
                     "error",
@@ -119,9 +152,7 @@ class Orchestrator:
             log.emit("notice", text=turn.cancel_reason or "Stopped.")
         except ProviderError as exc:
             turn.status, error = "error", exc.message
-            log.emit(
-                "error", kind=exc.kind, message=exc.message, hint=exc.hint, status=exc.status
-            )
+            log.emit("error", kind=exc.kind, message=exc.message, hint=exc.hint, status=exc.status)
         except Exception as exc:
             turn.status, error = "error", f"{type(exc).__name__}: {exc}"
             log.emit(
@@ -144,7 +175,9 @@ class Orchestrator:
         )
         log.flush()
 
-    async def _chat(self, turn: Turn, model: ChatModel, question: Message) -> Any:
+    async def _chat(
+        self, turn: Turn, model: ChatModel, question: Message, resume: Resume | None
+    ) -> Any:
         from deeptutor_jupyter.agent.loop import AgentLoop
 
         ctx = turn.ctx
@@ -159,6 +192,8 @@ class Orchestrator:
                     f"Available tools: {available}.",
                     is_error=True,
                 )
+            if call.name == AskUserTool.name and self.coordinator is not None:
+                return await self._ask(turn, loop, call)
             return await self.registry.execute(call, tool_ctx)
 
         loop = AgentLoop(
@@ -170,8 +205,38 @@ class Orchestrator:
             max_tokens=ctx.profile.max_tokens,
             temperature=ctx.profile.temperature,
         )
+        if resume is not None:
+            return await loop.resume(*resume)
         system = "\n\n".join([SYSTEM_PROMPT, *ctx.system_blocks])
         return await loop.run(system, ctx.history, question)
+
+    async def _ask(self, turn: Turn, loop: Any, call: ToolCall) -> ToolResult:
+        """ask_user is intercepted before any executor; bad arguments go back to the model."""
+        assert self.coordinator is not None
+        checked = self.registry.validate(call)
+        if isinstance(checked, ToolResult):
+            return checked
+        args = checked[1]
+        assert isinstance(args, AskUserArgs)
+        ctx = turn.ctx
+        saved = {
+            "version": STATE_VERSION,
+            "context": ctx.model_dump(mode="json", exclude={"history"}),
+            "loop": loop.state.to_json(),
+            "compat": {
+                "stream_options": loop.model.compat.stream_options,
+                "native_tools": loop.model.compat.native_tools,
+            },
+        }
+        turn.log.flush()
+        return await self.coordinator.ask(
+            session_id=ctx.session_id,
+            turn_id=ctx.turn_id,
+            call=call,
+            args=args,
+            emit=turn.log.emit,
+            snapshot=saved,
+        )
 
     # store writes never end a turn: a full disk is reported, the answer is still shown -------
     def _guard(self, turn: Turn, action: Callable[[Store], None]) -> None:
@@ -195,9 +260,7 @@ class Orchestrator:
         self._guard(turn, lambda s: s.append_messages(c.session_id, c.turn_id, messages))
 
     def _record_finish(self, turn: Turn, error: str | None) -> None:
-        self._guard(
-            turn, lambda s: s.finish_turn(turn.turn_id, turn.status, turn.answer, error)
-        )
+        self._guard(turn, lambda s: s.finish_turn(turn.turn_id, turn.status, turn.answer, error))
 
 
 def _streamed_text(log: EventLog) -> str:

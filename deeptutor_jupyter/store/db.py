@@ -49,6 +49,25 @@ CREATE TABLE IF NOT EXISTS events (
     ts REAL NOT NULL,
     PRIMARY KEY (turn_id, seq)
 );
+CREATE TABLE IF NOT EXISTS pending (
+    request_id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    tool_call_id TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    answered_at REAL,
+    result TEXT
+);
+CREATE INDEX IF NOT EXISTS pending_by_session ON pending (session_id, status);
+CREATE TABLE IF NOT EXISTS turn_states (
+    request_id TEXT PRIMARY KEY,
+    turn_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS messages (
     session_id TEXT NOT NULL,
     idx INTEGER NOT NULL,
@@ -71,6 +90,33 @@ class TurnRow:
     error: str | None
     created_at: float
     finished_at: float | None
+
+
+@dataclass(frozen=True)
+class PendingRow:
+    request_id: str
+    session_id: str
+    turn_id: str
+    tool_call_id: str
+    payload: dict[str, Any]
+    status: str  # pending | answered | cancelled | expired
+    created_at: float
+    expires_at: float
+    answered_at: float | None
+    result: dict[str, Any] | None
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> PendingRow:
+        values = list(row)
+        values[4] = json.loads(values[4])
+        values[9] = json.loads(values[9]) if values[9] else None
+        return cls(*values)
+
+
+_PENDING_COLUMNS = (
+    "request_id, session_id, turn_id, tool_call_id, payload, status, created_at, expires_at,"
+    " answered_at, result"
+)
 
 
 class StoreError(RuntimeError):
@@ -140,9 +186,11 @@ class Store:
         self, turn_id: str, session_id: str, question: str, model: str, cell_id: str | None
     ) -> None:
         with self._tx() as c:
+            # A resumed turn keeps its row; it is simply running again.
             c.execute(
                 "INSERT INTO turns (id, session_id, cell_id, question, model, status, created_at)"
-                " VALUES (?, ?, ?, ?, ?, 'running', ?)",
+                " VALUES (?, ?, ?, ?, ?, 'running', ?)"
+                " ON CONFLICT(id) DO UPDATE SET status = 'running', finished_at = NULL",
                 (turn_id, session_id, cell_id, question, model, time.time()),
             )
 
@@ -179,12 +227,93 @@ class Store:
                 [(t, s, typ, json.dumps(d, ensure_ascii=False), ts) for t, s, typ, d, ts in rows],
             )
 
+    def last_seq(self, turn_id: str) -> int:
+        rows = self._query("SELECT COALESCE(MAX(seq), 0) FROM events WHERE turn_id = ?", (turn_id,))
+        return int(rows[0][0])
+
     def events(self, turn_id: str, after_seq: int = 0) -> list[tuple[int, str, dict[str, Any]]]:
         rows = self._query(
             "SELECT seq, type, data FROM events WHERE turn_id = ? AND seq > ? ORDER BY seq",
             (turn_id, after_seq),
         )
         return [(seq, typ, json.loads(data)) for seq, typ, data in rows]
+
+    # pending interactions and paused turns ------------------------------------------------
+    def add_pending(self, row: PendingRow, state: dict[str, Any] | None) -> None:
+        """The question and the paused turn are saved together, or neither is."""
+        with self._tx() as c:
+            c.execute(
+                f"INSERT INTO pending ({_PENDING_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    row.request_id,
+                    row.session_id,
+                    row.turn_id,
+                    row.tool_call_id,
+                    json.dumps(row.payload, ensure_ascii=False),
+                    row.status,
+                    row.created_at,
+                    row.expires_at,
+                    None,
+                    None,
+                ),
+            )
+            if state is not None:
+                c.execute(
+                    "INSERT OR REPLACE INTO turn_states VALUES (?, ?, ?, ?)",
+                    (
+                        row.request_id,
+                        row.turn_id,
+                        json.dumps(state, ensure_ascii=False),
+                        time.time(),
+                    ),
+                )
+
+    def get_pending(self, request_id: str) -> PendingRow | None:
+        rows = self._query(
+            f"SELECT {_PENDING_COLUMNS} FROM pending WHERE request_id = ?", (request_id,)
+        )
+        return PendingRow.from_row(rows[0]) if rows else None
+
+    def resolve_pending(
+        self, request_id: str, status: str, result: dict[str, Any], answered_at: float
+    ) -> bool:
+        """Consume a pending request; False when it was no longer pending (answered elsewhere)."""
+        with self._tx() as c:
+            cursor = c.execute(
+                "UPDATE pending SET status = ?, result = ?, answered_at = ?"
+                " WHERE request_id = ? AND status = 'pending'",
+                (status, json.dumps(result, ensure_ascii=False), answered_at, request_id),
+            )
+            return cursor.rowcount == 1
+
+    def pending_for(self, session_ids: Iterable[str] | None = None) -> list[PendingRow]:
+        """Pending requests of these sessions (all sessions when None), oldest first."""
+        sql = f"SELECT {_PENDING_COLUMNS} FROM pending WHERE status = 'pending'"
+        params: list[str] = []
+        if session_ids is not None:
+            ids = list(session_ids)
+            sql += f" AND session_id IN ({', '.join('?' for _ in ids)})"
+            params = ids
+        rows = self._query(sql + " ORDER BY created_at", params)
+        return [PendingRow.from_row(r) for r in rows]
+
+    def sessions_of(self, notebook: str) -> list[str]:
+        rows = self._query("SELECT id FROM sessions WHERE notebook = ?", (notebook,))
+        return [r[0] for r in rows]
+
+    def turn_state(self, request_id: str) -> dict[str, Any] | None:
+        rows = self._query("SELECT state FROM turn_states WHERE request_id = ?", (request_id,))
+        if not rows:
+            return None
+        try:
+            state = json.loads(rows[0][0])
+        except ValueError:
+            return None
+        return state if isinstance(state, dict) else None
+
+    def drop_turn_state(self, request_id: str) -> None:
+        with self._tx() as c:
+            c.execute("DELETE FROM turn_states WHERE request_id = ?", (request_id,))
 
     # conversation history ----------------------------------------------------------------
     def append_messages(

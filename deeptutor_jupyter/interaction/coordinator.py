@@ -1,0 +1,308 @@
+"""The InteractionCoordinator: ask_user is intercepted here, never executed.
+
+``ask`` saves the question (and the paused turn) in the store, emits ``user_input_required`` and
+waits on a Future of this process. ``submit`` is the one door every surface uses: it checks the
+answer, consumes the pending row exactly once (an UPDATE guarded by ``status = 'pending'``, so
+two kernels cannot both win), writes the audit line, and hands the result to whoever waits: the
+live Future, or, after a kernel restart, the ``on_orphan`` hook that resumes the saved turn.
+
+``submit`` may run on a subshell thread (widget callbacks do); it touches the loop only through
+``call_soon_threadsafe``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import time
+import uuid
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from deeptutor_jupyter.interaction.audit import AuditLog
+from deeptutor_jupyter.interaction.schema import CHOICE_MODES, AskUserArgs, payload
+from deeptutor_jupyter.providers.base import ToolCall
+from deeptutor_jupyter.store.db import PendingRow, Store
+from deeptutor_jupyter.tools.base import ToolResult
+
+Emit = Callable[..., Any]
+Result = dict[str, Any]
+
+
+class InteractionError(Exception):
+    """A submission that was refused; ``code`` names the case for code, the text for people."""
+
+    code = "error"
+
+
+class UnknownRequest(InteractionError):
+    code = "unknown"
+
+
+class ForeignSession(InteractionError):
+    code = "foreign_session"
+
+
+class AlreadyAnswered(InteractionError):
+    code = "duplicate"
+
+
+class ExpiredRequest(InteractionError):
+    code = "expired"
+
+
+class InvalidAnswer(InteractionError):
+    code = "invalid"
+
+
+class NotResumable(InteractionError):
+    code = "not_resumable"
+
+
+TIMEOUT_RESULT: Result = {
+    "selections": [],
+    "customInput": "",
+    "cancelled": True,
+    "reason": "timeout",
+}
+STOPPED_RESULT: Result = {
+    "selections": [],
+    "customInput": "",
+    "cancelled": True,
+    "reason": "turn_stopped",
+}
+
+
+def tool_result_of(result: Result) -> ToolResult:
+    """The tool result the model reads; a cancelled question ends the turn."""
+    cancelled = bool(result.get("cancelled"))
+    if result.get("reason") == "timeout":
+        summary = "timed out"
+    elif cancelled:
+        summary = "cancelled"
+    else:
+        summary = "answered: " + (", ".join(result.get("selections", [])) or "(free text)")
+    return ToolResult(
+        content=json.dumps(result, ensure_ascii=False),
+        data=result,
+        summary=summary,
+        stop_turn=cancelled,
+    )
+
+
+class InteractionCoordinator:
+    def __init__(
+        self,
+        store: Store,
+        audit: AuditLog,
+        *,
+        workspace: Path,
+        expiry_seconds: float = 24 * 3600,
+    ) -> None:
+        self.store = store
+        self.audit = audit
+        self.workspace = workspace
+        self.expiry_seconds = expiry_seconds
+        self._waiters: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[Result]]] = {}
+        # Set by the kernel: continue a saved turn whose Future died with its kernel.
+        self.on_orphan: Callable[[PendingRow, Result], None] | None = None
+        self.can_resume: Callable[[PendingRow], bool] = lambda _row: False
+
+    # asking ------------------------------------------------------------------------------
+    async def ask(
+        self,
+        *,
+        session_id: str,
+        turn_id: str,
+        call: ToolCall,
+        args: AskUserArgs,
+        emit: Emit,
+        snapshot: dict[str, Any] | None,
+    ) -> ToolResult:
+        now = time.time()
+        request_id = f"ask_{uuid.uuid4().hex[:16]}"
+        expires_at = now + self.expiry_seconds
+        body = payload(
+            args,
+            request_id=request_id,
+            tool_call_id=call.id,
+            session_id=session_id,
+            expires_at=expires_at,
+        )
+        row = PendingRow(
+            request_id, session_id, turn_id, call.id, body, "pending", now, expires_at, None, None
+        )
+        self.store.add_pending(row, snapshot)
+        self.audit.write(
+            "asked", session_id=session_id, request_id=request_id, tool_call_id=call.id
+        )
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Result] = loop.create_future()
+        self._waiters[request_id] = (loop, future)
+        timer = loop.call_later(self.expiry_seconds, self.expire, request_id)
+        emit("user_input_required", **body)
+        try:
+            result = await future
+        except asyncio.CancelledError:
+            # The turn was stopped while waiting: the question must not stay answerable.
+            if self.store.resolve_pending(request_id, "cancelled", STOPPED_RESULT, time.time()):
+                self._audit_outcome(row, "cancelled", STOPPED_RESULT)
+            raise
+        finally:
+            timer.cancel()
+            self._waiters.pop(request_id, None)
+        emit("user_input_resolved", id=request_id, toolCallId=call.id, **result)
+        return tool_result_of(result)
+
+    def is_live(self, request_id: str) -> bool:
+        return request_id in self._waiters
+
+    # answering ---------------------------------------------------------------------------
+    def submit(
+        self,
+        session_id: str,
+        request_id: str,
+        selections: list[str] | None = None,
+        custom_input: str = "",
+        cancelled: bool = False,
+    ) -> Result:
+        selections = list(selections or [])
+        row = self.store.get_pending(request_id)
+        if row is None:
+            self._reject(session_id, request_id, "", "unknown")
+            raise UnknownRequest(f"There is no question with id {request_id!r}.")
+        if row.session_id != session_id:
+            self._reject(session_id, request_id, row.tool_call_id, "foreign_session")
+            raise ForeignSession("This question belongs to another session; it was not answered.")
+        if row.status == "pending" and time.time() >= row.expires_at:
+            self.expire(request_id)
+            row = self.store.get_pending(request_id) or row
+        if row.status == "expired":
+            self._reject(session_id, request_id, row.tool_call_id, "expired")
+            raise ExpiredRequest("This question timed out before it was answered.")
+        if row.status != "pending":
+            self._reject(session_id, request_id, row.tool_call_id, "duplicate")
+            raise AlreadyAnswered("This question was already answered; the answer stands.")
+        if not cancelled:
+            check_answer(row.payload, selections, custom_input, self.workspace)
+        if not self.is_live(request_id) and not self.can_resume(row):
+            raise NotResumable(
+                "The kernel restarted; this question can no longer continue. Start the task again."
+            )
+        result: Result = {
+            "selections": [] if cancelled else selections,
+            "customInput": "" if cancelled else custom_input,
+            "cancelled": cancelled,
+        }
+        status = "cancelled" if cancelled else "answered"
+        if not self.store.resolve_pending(request_id, status, result, time.time()):
+            self._reject(session_id, request_id, row.tool_call_id, "duplicate")
+            raise AlreadyAnswered("This question was already answered; the answer stands.")
+        self._audit_outcome(row, status, result)
+        self._deliver(row, result)
+        return result
+
+    def expire(self, request_id: str) -> bool:
+        row = self.store.get_pending(request_id)
+        if row is None or not self.store.resolve_pending(
+            request_id, "expired", TIMEOUT_RESULT, time.time()
+        ):
+            return False
+        self._audit_outcome(row, "expired", TIMEOUT_RESULT)
+        waiter = self._waiters.get(request_id)
+        if waiter is not None:
+            _resolve_soon(waiter, dict(TIMEOUT_RESULT))
+        return True
+
+    def expire_stale(self, rows: list[PendingRow]) -> list[PendingRow]:
+        """Expire what is past its time; returns the rows that are still pending."""
+        now = time.time()
+        return [r for r in rows if not (r.expires_at <= now and self.expire(r.request_id))]
+
+    def _deliver(self, row: PendingRow, result: Result) -> None:
+        waiter = self._waiters.get(row.request_id)
+        if waiter is not None:
+            _resolve_soon(waiter, result)
+        elif self.on_orphan is not None:
+            self.on_orphan(row, result)
+
+    def _audit_outcome(self, row: PendingRow, event: Any, result: Result) -> None:
+        self.audit.write(
+            event,
+            session_id=row.session_id,
+            request_id=row.request_id,
+            tool_call_id=row.tool_call_id,
+            asked_at=row.created_at,
+            selections=list(result.get("selections", [])),
+            custom_input=str(result.get("customInput", "")),
+            reason=str(result.get("reason", "")),
+        )
+
+    def _reject(self, session_id: str, request_id: str, tool_call_id: str, reason: str) -> None:
+        self.audit.write(
+            "rejected",
+            session_id=session_id,
+            request_id=request_id,
+            tool_call_id=tool_call_id,
+            reason=reason,
+        )
+
+
+def _resolve_soon(
+    waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[Result]], result: Result
+) -> None:
+    loop, future = waiter
+
+    def resolve() -> None:
+        if not future.done():
+            future.set_result(result)
+
+    loop.call_soon_threadsafe(resolve)
+
+
+def check_answer(
+    body: dict[str, Any], selections: list[str], custom_input: str, workspace: Path
+) -> None:
+    """Raise InvalidAnswer when an answer does not fit the question it answers."""
+    mode = body.get("mode")
+    ids = [o["id"] for o in body.get("options", [])]
+    unknown = [s for s in selections if s not in ids]
+    if unknown:
+        raise InvalidAnswer(f"Not an option of this question: {', '.join(map(repr, unknown))}.")
+    if len(set(selections)) != len(selections):
+        raise InvalidAnswer("An option was selected twice.")
+    if mode in CHOICE_MODES:
+        if custom_input and not body.get("allowCustom"):
+            raise InvalidAnswer("This question does not take a free-text answer.")
+        if mode == "single" and len(selections) > 1:
+            raise InvalidAnswer("Choose one option.")
+        if mode in ("single", "toggle") and not selections and not custom_input:
+            raise InvalidAnswer("Choose at least one option.")
+        return
+    if selections:
+        raise InvalidAnswer(f"A {mode} question has no options to select.")
+    text = custom_input.strip()
+    if not text:
+        raise InvalidAnswer("Please type an answer.")
+    if mode == "number":
+        try:
+            value = float(text)
+        except ValueError:
+            raise InvalidAnswer(f"{text!r} is not a number.") from None
+        if not math.isfinite(value):
+            raise InvalidAnswer(f"{text!r} is not a finite number.")
+    elif mode == "date":
+        try:
+            date.fromisoformat(text)
+        except ValueError:
+            raise InvalidAnswer(f"{text!r} is not a date in ISO form (YYYY-MM-DD).") from None
+        if len(text) != 10:
+            raise InvalidAnswer(f"{text!r} is not a date in ISO form (YYYY-MM-DD).")
+    elif mode == "directory":
+        root = workspace.resolve()
+        target = (root / text).resolve()
+        if target != root and root not in target.parents:
+            raise InvalidAnswer(f"{text!r} is outside the notebook's folder ({root}).")

@@ -1,0 +1,101 @@
+"""The ``ask_user`` tool as the model sees it, derived from pydantic models.
+
+The field names (``allowCustom``, ``submitLabel``) are the contract of the reference protocol, so
+they stay camelCase on the wire. ``options[].id`` is the stable value a submission carries;
+labels are for display only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
+
+Mode = Literal["single", "multiple", "text", "number", "date", "directory", "toggle"]
+CHOICE_MODES = frozenset({"single", "multiple", "toggle"})
+
+
+class AskOption(BaseModel):
+    id: str = Field(min_length=1, description="Stable value sent back when chosen.")
+    label: str = Field(min_length=1, description="What the learner reads.")
+    description: str = Field("", description="A short explanation shown under the label.")
+    recommended: bool = Field(False, description="Mark this option as the recommended one.")
+
+
+class AskUserArgs(BaseModel):
+    title: str = Field(description="The question, in one line.")
+    description: str = Field("", description="What the learner needs to know to answer.")
+    mode: Mode = Field(description="Which control the form shows.")
+    options: list[AskOption] = Field(
+        default_factory=list, description="Choices for single, multiple and toggle modes."
+    )
+    allowCustom: bool = Field(
+        False, description="Also offer a free-text field for an answer outside the options."
+    )
+    submitLabel: str = Field("", description="Text of the submit button.")
+
+    @field_validator("title")
+    @classmethod
+    def _title_not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("title must not be empty")
+        return value
+
+    @model_validator(mode="after")
+    def _options_fit_the_mode(self) -> AskUserArgs:
+        if self.mode in CHOICE_MODES and not self.options:
+            raise ValueError(f"mode {self.mode!r} needs at least one option")
+        ids = [o.id for o in self.options]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ValueError(f"option ids must be unique; repeated: {', '.join(duplicates)}")
+        return self
+
+
+class AskUserTool(Tool):
+    """Never executed where a form can be shown: the coordinator intercepts it first.
+
+    ``run`` is the explicit degraded result for a frontend without widgets (terminal IPython),
+    so the model learns to ask in plain text instead and the loop goes on.
+    """
+
+    name: ClassVar[str] = "ask_user"
+    description: ClassVar[str] = (
+        "Ask the learner a structured question when you lack information you need to continue "
+        "(their level, which approach they want, a value, a date, a folder). Modes: single, "
+        "multiple, toggle (with options), text, number, date, directory. You receive "
+        '{"selections": [option ids], "customInput": "...", "cancelled": false} as the result '
+        "and continue the task."
+    )
+    Args: ClassVar[type[BaseModel]] = AskUserArgs
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        return ToolResult(
+            content=(
+                "ask_user needs the notebook's interactive form, and no widget frontend is "
+                "available here. Ask your question in plain text in your answer instead."
+            ),
+            is_error=True,
+            summary="no form available here",
+        )
+
+
+def payload(
+    args: AskUserArgs, *, request_id: str, tool_call_id: str, session_id: str, expires_at: float
+) -> dict[str, Any]:
+    """The ``user_input_required`` payload of the reference protocol."""
+    return {
+        "id": request_id,
+        "toolCallId": tool_call_id,
+        "sessionId": session_id,
+        "title": args.title,
+        "description": args.description,
+        "mode": args.mode,
+        "options": [o.model_dump() for o in args.options],
+        "allowCustom": args.allowCustom,
+        "submitLabel": args.submitLabel,
+        "resumable": True,
+        "expiresAt": expires_at,
+    }
