@@ -223,7 +223,14 @@ def test_stop_closes_keep_alive_connections() -> None:
     with socket.create_connection(("127.0.0.1", port)) as sock:
         sock.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
         sock.settimeout(5)
-        assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+        response = b""
+        while b"\r\n\r\n" not in response:
+            response += sock.recv(4096)
+        head, body = response.split(b"\r\n\r\n", 1)
+        assert head.startswith(b"HTTP/1.1 200")
+        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+        while len(body) < length:
+            body += sock.recv(4096)
         s.stop()
         remaining = b""
         while chunk := sock.recv(4096):
