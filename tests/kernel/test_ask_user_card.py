@@ -1,0 +1,484 @@
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import ipywidgets as widgets
+import pytest
+
+from deeptutor_jupyter.kernel.widgets import ask_user_strings
+from deeptutor_jupyter.kernel.widgets.ask_user_card import AskUserCard, local_time, parse_options
+
+OPTIONS = [
+    {"id": "safe", "label": "Analyse first", "description": "read only", "recommended": True},
+    {"id": "implement", "label": "Implement", "description": "edit the workspace"},
+    {"id": "skip", "label": "Skip"},
+]
+ANSWERED_AT = 1_700_000_000.0
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[str], str, bool]] = []
+
+    def __call__(self, selections: list[str], custom_input: str, cancelled: bool) -> None:
+        self.calls.append((selections, custom_input, cancelled))
+
+
+def payload(mode: str, **extra: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "id": "ask_1",
+        "toolCallId": "call_1",
+        "sessionId": "sess-1",
+        "title": "How should I proceed?",
+        "description": "It changes which tools I use.",
+        "mode": mode,
+        "options": OPTIONS if mode in ("single", "multiple", "toggle") else [],
+        "allowCustom": False,
+    }
+    return {**base, **extra}
+
+
+def make(mode: str, language: str = "en", **extra: Any) -> tuple[AskUserCard, Recorder]:
+    rec = Recorder()
+    card = AskUserCard(payload(mode, **extra), on_submit=rec, language=language)
+    return card, rec
+
+
+def walk(widget: Any) -> Iterator[Any]:
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from walk(child)
+
+
+def shown(card: AskUserCard) -> list[Any]:
+    return list(walk(card))
+
+
+def text_of(card: AskUserCard) -> str:
+    parts = []
+    for w in walk(card):
+        if isinstance(w, widgets.HTML):
+            parts.append(w.value)
+        elif isinstance(w, widgets.RadioButtons):
+            parts.extend(w._options_labels)
+        elif hasattr(w, "description"):
+            parts.append(w.description)
+    return "\n".join(parts)
+
+
+def with_class(card: AskUserCard, name: str) -> list[Any]:
+    return [w for w in walk(card) if name in getattr(w, "_dom_classes", ())]
+
+
+# rendering each mode ---------------------------------------------------------------------------
+
+
+def test_card_exposes_ids_classes_and_buttons() -> None:
+    card, _ = make("single")
+    assert card.request_id == "ask_1"
+    assert card.tool_call_id == "call_1"
+    assert card.session_id == "sess-1"
+    assert card.state == "open"
+    assert "dt-ask-user" in card._dom_classes
+    assert with_class(card, "dt-ask-submit") == [card.submit_button]
+    assert with_class(card, "dt-ask-cancel") == [card.cancel_button]
+    assert card.submit_button.description == "Submit"
+    assert card.cancel_button.description == "Cancel"
+    assert "<b>How should I proceed?</b>" in card.title.value
+    assert "It changes which tools I use." in text_of(card)
+
+
+def test_single_is_radio_of_ids_with_labels_mark_and_descriptions() -> None:
+    card, rec = make("single")
+    choice = card.controls["choice"]
+    assert isinstance(choice, widgets.RadioButtons)
+    assert [value for _, value in choice.options] == ["safe", "implement", "skip"]
+    assert choice.options[0][0] == "Analyse first  ★ recommended"
+    assert choice.options[1][0] == "Implement"
+    assert choice.value is None  # the recommended option is not preselected
+    assert card.submit_button.disabled
+    assert "Pick an option" in card.hint.value
+    assert "read only" in text_of(card) and "edit the workspace" in text_of(card)
+    assert "custom" not in card.controls
+
+    choice.value = "implement"
+    assert not card.submit_button.disabled
+    assert card.hint.value == ""
+    card.submit_button.click()
+    assert rec.calls == [(["implement"], "", False)]
+    assert card.state == "submitted"
+
+
+def test_single_click_before_a_choice_sends_nothing() -> None:
+    card, rec = make("single")
+    card.submit_button.click()  # code can click a disabled button; the card must still refuse
+    assert rec.calls == []
+    assert card.state == "open"
+
+
+def test_equal_radio_labels_stay_distinct() -> None:
+    options = [{"id": "a", "label": "Same"}, {"id": "b", "label": "Same"}]
+    card, _ = make("single", options=options)
+    labels = [label for label, _ in card.controls["choice"].options]
+    assert len(set(labels)) == 2
+
+
+def test_single_with_allow_custom_accepts_other_text_alone() -> None:
+    card, rec = make("single", allowCustom=True)
+    custom = card.controls["custom"]
+    assert isinstance(custom, widgets.Text)
+    assert custom.description == "Other"
+    assert "fill in “Other”" in card.hint.value
+    custom.value = "   "
+    assert card.submit_button.disabled
+    custom.value = "neither — 先讨论 🙂"
+    assert not card.submit_button.disabled
+    card.submit_button.click()
+    assert rec.calls == [([], "neither — 先讨论 🙂", False)]
+
+
+def test_multiple_sends_checked_ids_in_option_order_and_custom_verbatim() -> None:
+    card, rec = make("multiple", allowCustom=True)
+    checks = card.controls["checks"]
+    assert list(checks) == ["safe", "implement", "skip"]
+    assert all(isinstance(box, widgets.Checkbox) for box in checks.values())
+    assert checks["safe"].description == "Analyse first  ★ recommended"
+    assert not card.submit_button.disabled  # an empty checklist is an answer
+    checks["skip"].value = True
+    checks["safe"].value = True
+    card.controls["custom"].value = "  also: 测试 <b>x</b>\nline two "
+    card.submit_button.click()
+    assert rec.calls == [(["safe", "skip"], "  also: 测试 <b>x</b>\nline two ", False)]
+
+
+def test_multiple_may_submit_nothing() -> None:
+    card, rec = make("multiple")
+    card.submit_button.click()
+    assert rec.calls == [([], "", False)]
+
+
+def test_toggle_needs_at_least_one() -> None:
+    card, rec = make("toggle")
+    toggles = card.controls["toggles"]
+    assert all(isinstance(b, widgets.ToggleButton) for b in toggles.values())
+    assert toggles["implement"].tooltip == "edit the workspace"
+    assert card.submit_button.disabled
+    assert "at least one" in card.hint.value
+    card.submit_button.click()
+    assert rec.calls == []
+    toggles["implement"].value = True
+    assert not card.submit_button.disabled
+    toggles["implement"].value = False
+    assert card.submit_button.disabled
+    toggles["skip"].value = True
+    toggles["safe"].value = True
+    card.submit_button.click()
+    assert rec.calls == [(["safe", "skip"], "", False)]
+
+
+def test_text_sends_typed_text_as_custom_input() -> None:
+    card, rec = make("text", allowCustom=True)
+    assert isinstance(card.controls["text"], widgets.Textarea)
+    assert "custom" not in card.controls  # the text itself is the custom input
+    assert card.submit_button.disabled
+    card.controls["text"].value = "第一行\n  second line  "
+    card.submit_button.click()
+    assert rec.calls == [([], "第一行\n  second line  ", False)]
+
+
+def test_number_is_text_and_sends_the_raw_input() -> None:
+    card, rec = make("number")
+    number = card.controls["number"]
+    assert type(number) is widgets.Text
+    assert number.placeholder == "number"
+    number.value = "twelve"  # a parse error is the coordinator's to report
+    card.submit_button.click()
+    assert rec.calls == [([], "twelve", False)]
+
+
+def test_date_is_sent_as_iso() -> None:
+    card, rec = make("date")
+    picker = card.controls["date"]
+    assert isinstance(picker, widgets.DatePicker)
+    assert card.submit_button.disabled
+    picker.value = datetime.date(2024, 2, 9)
+    card.submit_button.click()
+    assert rec.calls == [([], "2024-02-09", False)]
+
+
+def test_directory_hints_at_relative_path_and_workspace() -> None:
+    rec = Recorder()
+    card = AskUserCard(payload("directory"), on_submit=rec, workspace_hint="course/<week1>")
+    assert isinstance(card.controls["directory"], widgets.Text)
+    text = text_of(card)
+    assert "relative to the notebook" in text
+    assert "course/&lt;week1&gt;" in text
+    card.controls["directory"].value = "data/raw"
+    card.submit_button.click()
+    assert rec.calls == [([], "data/raw", False)]
+
+
+@pytest.mark.parametrize("mode", ["single", "multiple", "toggle"])
+def test_allow_custom_adds_other_field_for_option_modes(mode: str) -> None:
+    assert "custom" in make(mode, allowCustom=True)[0].controls
+    assert "custom" not in make(mode)[0].controls
+
+
+@pytest.mark.parametrize("mode", ["text", "number", "date", "directory"])
+def test_allow_custom_adds_nothing_for_value_modes(mode: str) -> None:
+    assert "custom" not in make(mode, allowCustom=True)[0].controls
+
+
+def test_submit_label_from_payload() -> None:
+    card, _ = make("single", submitLabel="继续")
+    assert card.submit_button.description == "继续"
+
+
+def test_unknown_mode_falls_back_to_text() -> None:
+    card, rec = make("slider")
+    card.controls["text"].value = "7"
+    card.submit_button.click()
+    assert rec.calls == [([], "7", False)]
+
+
+def test_parse_options_skips_entries_without_id_and_repeated_ids() -> None:
+    parsed = parse_options([{"id": "a", "label": "A"}, {"label": "no id"}, "x", {"id": "a"}])
+    assert [(o.id, o.label) for o in parsed] == [("a", "A")]
+    assert parse_options(None) == []
+
+
+def test_expires_at_is_shown() -> None:
+    card, _ = make("text", expiresAt=ANSWERED_AT + 600)
+    assert local_time(ANSWERED_AT + 600) in text_of(card)
+
+
+# escaping ---------------------------------------------------------------------------------------
+
+
+def test_model_strings_are_escaped_in_html() -> None:
+    evil = "<script>alert(1)</script>"
+    options = [{"id": "x", "label": evil, "description": evil}]
+    card, _ = make("single", title=evil, description=evil, options=options)
+    html_values = [w.value for w in walk(card) if isinstance(w, widgets.HTML)]
+    assert all("<script>" not in value for value in html_values)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in card.title.value
+    # Control labels are plain text in the browser, so they keep the raw characters.
+    assert card.controls["choice"].options[0][0] == evil
+    assert not any(getattr(w, "description_allow_html", False) for w in walk(card) if w is not card)
+
+
+# cancel and double submission ------------------------------------------------------------------
+
+
+def test_cancel_sends_cancelled_and_locks() -> None:
+    card, rec = make("single", allowCustom=True)
+    card.controls["choice"].value = "safe"
+    card.controls["custom"].value = "ignored"
+    card.cancel_button.click()
+    assert rec.calls == [([], "", True)]
+    assert card.state == "submitted"
+    card.submit_button.click()
+    card.cancel_button.click()
+    assert len(rec.calls) == 1
+
+
+def test_no_double_submit_and_controls_locked() -> None:
+    card, rec = make("multiple", allowCustom=True)
+    card.controls["checks"]["safe"].value = True
+    card.submit_button.click()
+    card.submit_button.click()
+    card.cancel_button.click()
+    assert rec.calls == [(["safe"], "", False)]
+    assert card.submit_button.disabled and card.cancel_button.disabled
+    assert all(box.disabled for box in card.controls["checks"].values())
+    assert card.controls["custom"].disabled
+    assert "Sending" in card.hint.value
+
+
+def test_no_callback_still_locks() -> None:
+    card = AskUserCard(payload("multiple"))
+    card.submit_button.click()
+    assert card.state == "submitted"
+    assert card.submit_button.disabled
+
+
+def test_failing_callback_is_shown_and_reopens() -> None:
+    def boom(_s: list[str], _c: str, _x: bool) -> None:
+        raise RuntimeError("store is read-only")
+
+    card = AskUserCard(payload("multiple"), on_submit=boom)
+    card.submit_button.click()
+    assert "store is read-only" in card.error.value
+    assert card.state == "open"
+    assert not card.submit_button.disabled
+
+
+# show_error ------------------------------------------------------------------------------------
+
+
+def test_show_error_reopens_the_form_for_a_fix() -> None:
+    card, rec = make("number")
+    card.controls["number"].value = "twelve"
+    card.submit_button.click()
+    card.show_error("Not a number: <twelve>")
+    assert card.state == "open"
+    assert "Not a number: &lt;twelve&gt;" in card.error.value
+    assert card.error in shown(card)
+    assert not card.controls["number"].disabled
+    assert not card.submit_button.disabled and not card.cancel_button.disabled
+    card.controls["number"].value = "12"
+    card.submit_button.click()
+    assert rec.calls == [([], "twelve", False), ([], "12", False)]
+    assert card.error.value == ""  # a new submission clears the old error
+
+
+def test_show_error_reapplies_the_gate() -> None:
+    card, _ = make("toggle")
+    card.controls["toggles"]["safe"].value = True
+    card.submit_button.click()
+    card.show_error("try again")
+    card.controls["toggles"]["safe"].value = False
+    assert card.submit_button.disabled
+
+
+def test_show_error_keep_disabled_is_final() -> None:
+    card, rec = make("single")
+    card.controls["choice"].value = "safe"
+    card.submit_button.click()
+    card.show_error("That request was already answered.", keep_disabled=True)
+    assert "already answered" in card.error.value
+    assert card.submit_button.disabled and card.controls["choice"].disabled
+    card.submit_button.click()
+    assert len(rec.calls) == 1
+
+
+# receipts -------------------------------------------------------------------------------------
+
+
+def test_receipt_shows_labels_custom_text_and_time() -> None:
+    card, _ = make("multiple", allowCustom=True)
+    card.submit_button.click()
+    card.show_receipt(["safe", "ghost"], "注意 <i>this</i>\n🙂", ANSWERED_AT)
+    assert card.state == "answered"
+    [receipt] = with_class(card, "dt-ask-receipt")
+    assert "Analyse first" in receipt.value
+    assert "★" not in receipt.value
+    assert "ghost" in receipt.value  # unknown ids are shown as ids
+    assert "safe" not in receipt.value
+    assert "注意 &lt;i&gt;this&lt;/i&gt;\n🙂" in receipt.value
+    assert local_time(ANSWERED_AT) in receipt.value
+    assert "continuing…" in receipt.value
+    assert card.title in shown(card)
+    assert card.submit_button not in shown(card)
+    assert card.cancel_button not in shown(card)
+
+
+def test_receipt_done_status_and_value_mode() -> None:
+    card, _ = make("date")
+    card.show_receipt([], "2024-02-09", ANSWERED_AT, status="done")
+    text = text_of(card)
+    assert "Your answer: " in text and "2024-02-09" in text
+    assert "answered" in text and "continuing" not in text
+
+
+def test_receipt_with_nothing_chosen() -> None:
+    card, _ = make("multiple")
+    card.show_receipt([], "", ANSWERED_AT)
+    assert "No option chosen." in text_of(card)
+
+
+def test_cancelled_receipt() -> None:
+    card, rec = make("single")
+    card.cancel_button.click()
+    card.show_cancelled(ANSWERED_AT)
+    assert card.state == "cancelled"
+    [receipt] = with_class(card, "dt-ask-receipt")
+    assert "Cancelled" in receipt.value and local_time(ANSWERED_AT) in receipt.value
+    assert card.submit_button not in shown(card)
+    assert rec.calls == [([], "", True)]
+
+
+def test_expired_receipt_keeps_title_and_sends_nothing() -> None:
+    card, rec = make("single")
+    card.controls["choice"].value = "safe"
+    card.show_expired()
+    assert card.state == "expired"
+    assert card.title in shown(card)
+    [receipt] = with_class(card, "dt-ask-receipt")
+    assert "Timed out: this question was not answered in time." in receipt.value
+    assert card.submit_button not in shown(card)
+    card.submit_button.click()
+    card.cancel_button.click()
+    assert rec.calls == []
+
+
+def test_not_resumable_payload_renders_message_only() -> None:
+    card, rec = make("single", resumable=False)
+    assert card.state == "not_resumable"
+    assert card.controls == {}
+    assert card.children[0] is card.title
+    [receipt] = with_class(card, "dt-ask-receipt")
+    assert "The kernel restarted; this question can no longer continue." in receipt.value
+    assert card.submit_button not in shown(card)
+    assert card.cancel_button not in shown(card)
+    assert "It changes which tools I use." not in text_of(card)
+    card.submit_button.click()
+    card.cancel_button.click()
+    assert rec.calls == []
+
+
+def test_show_not_resumable_on_an_open_card() -> None:
+    card, rec = make("text")
+    card.controls["text"].value = "hi"
+    card.show_not_resumable()
+    assert card.state == "not_resumable"
+    assert card.submit_button not in shown(card)
+    card.submit_button.click()
+    assert rec.calls == []
+
+
+def test_show_error_after_a_receipt_only_adds_the_line() -> None:
+    card, _ = make("single")
+    card.show_expired()
+    card.show_error("late answer rejected")
+    assert card.state == "expired"
+    assert card.error in shown(card)
+    assert card.submit_button not in shown(card)
+
+
+# Chinese ---------------------------------------------------------------------------------------
+
+
+def test_chinese_strings() -> None:
+    card, _ = make("single", language="zh", allowCustom=True)
+    assert card.submit_button.description == "提交"
+    assert card.cancel_button.description == "取消"
+    assert card.controls["custom"].description == "其他说明"
+    assert card.controls["choice"].options[0][0] == "Analyse first  ★ 推荐"
+    card.show_receipt(["safe"], "", ANSWERED_AT)
+    assert "继续执行中…" in text_of(card)
+
+    cancelled, _ = make("single", language="zh")
+    cancelled.show_cancelled(ANSWERED_AT)
+    assert "已取消" in text_of(cancelled)
+    expired, _ = make("single", language="zh")
+    expired.show_expired()
+    assert "已超时" in text_of(expired)
+    gone, _ = make("single", language="zh", resumable=False)
+    assert "内核已重启，这个问题无法继续。请重新发起任务。" in text_of(gone)
+
+
+def test_string_tables_match() -> None:
+    tables = ask_user_strings._STRINGS
+    assert set(tables["en"]) == set(tables["zh"])
+    assert ask_user_strings.s("submit", "fr") == "Submit"
+    assert ask_user_strings.s("no-such-key") == "no-such-key"
+
+
+def test_local_time_is_local() -> None:
+    assert local_time(ANSWERED_AT) == time.strftime(
+        "%Y-%m-%d %H:%M:%S", time.localtime(ANSWERED_AT)
+    )
