@@ -6,10 +6,20 @@ heavy (httpx, pydantic models of the runtime, ipywidgets) is imported until the 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.kernel.tutor import KernelTutor
 
 __version__ = "0.1.0.dev0"
-__all__ = ["__version__", "load_ipython_extension", "unload_ipython_extension", "wait_for_turns"]
+__all__ = [
+    "__version__",
+    "load_ipython_extension",
+    "pending_interactions",
+    "submit_user_input",
+    "unload_ipython_extension",
+    "wait_for_turns",
+]
 
 
 def load_ipython_extension(ipython: Any) -> None:
@@ -30,6 +40,53 @@ async def wait_for_turns(timeout: float = 120.0) -> list[Any]:
     if tutor is None:
         raise RuntimeError("Run %load_ext deeptutor_jupyter first.")
     return await tutor.wait(timeout)
+
+
+def submit_user_input(
+    session_id: str,
+    request_id: str,
+    selections: list[str] | None = None,
+    custom_input: str = "",
+    cancelled: bool = False,
+) -> dict[str, Any]:
+    """Answer a pending ask_user question; the same door the form and the sidebar use.
+
+    The answer becomes the tool result of the question's original tool call and its turn goes
+    on. A refused submission raises ``deeptutor_jupyter.interaction.coordinator.InteractionError``
+    (``.code``: unknown, foreign_session, duplicate, expired, invalid, not_resumable) and changes
+    nothing. Returns the tool result sent to the model.
+    """
+    tutor = _opened_tutor()
+    assert tutor.coordinator is not None
+    return tutor.coordinator.submit(session_id, request_id, selections, custom_input, cancelled)
+
+
+def pending_interactions(session_id: str | None = None) -> list[dict[str, Any]]:
+    """The questions waiting for an answer (of one session, or of every session of the user)."""
+    from deeptutor_jupyter.kernel.interactions import can_resume
+
+    tutor = _opened_tutor()
+    assert tutor.store is not None and tutor.coordinator is not None
+    rows = tutor.store.pending_for([session_id] if session_id else None)
+    return [
+        {
+            **row.payload,
+            "status": row.status,
+            "resumable": tutor.coordinator.is_live(row.request_id) or can_resume(tutor, row),
+        }
+        for row in tutor.coordinator.expire_stale(rows)
+    ]
+
+
+def _opened_tutor() -> KernelTutor:
+    from deeptutor_jupyter.kernel.magics import current_tutor
+
+    tutor = current_tutor()
+    if tutor is None or tutor.resolve is None:
+        raise RuntimeError("Run %load_ext deeptutor_jupyter first.")
+    if tutor.coordinator is None:
+        tutor.open(tutor.resolve({}))
+    return tutor
 
 
 def unload_ipython_extension(ipython: Any) -> None:

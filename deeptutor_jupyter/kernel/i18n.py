@@ -20,6 +20,9 @@ _STRINGS: dict[str, dict[str, str]] = {
         "how_to_fix": "How to fix:",
         "stopped_by_learner": "Stopped by the learner.",
         "superseded": "Stopped because the cell ran again.",
+        "waiting_for_answer": "waiting for your answer…",
+        "no_pending": "No questions are waiting for an answer.",
+        "pending_title": "Waiting for your answer:",
     },
     "zh": {
         "starting": "正在开始…",
@@ -38,6 +41,9 @@ _STRINGS: dict[str, dict[str, str]] = {
         "how_to_fix": "如何解决：",
         "stopped_by_learner": "已由学习者停止。",
         "superseded": "单元格重新运行，上一轮已停止。",
+        "waiting_for_answer": "等待你的回答…",
+        "no_pending": "没有等待回答的问题。",
+        "pending_title": "等待你的回答：",
     },
 }
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from traitlets import CFloat, CInt, Unicode
 
-from deeptutor_jupyter.kernel.tutor import KernelTutor, ensure_loop, notebook_key
+from deeptutor_jupyter.kernel.tutor import KernelTutor, ensure_loop, has_event_loop, notebook_key
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.config import ResolvedSettings
 
 # flag -> (settings field, takes a value)
 _FLAGS: dict[str, tuple[str, bool]] = {
@@ -24,7 +27,13 @@ _FLAGS: dict[str, tuple[str, bool]] = {
     "--new": ("new", False),
 }
 _FLAG_RE = re.compile(r"\s*(--[a-z-]+)(?:=(\S+))?")
-_COMMANDS = {"config", "stop", "help"}
+# command -> the arguments it takes; anything else after the word makes the line a question
+_COMMANDS: dict[str, set[str]] = {
+    "config": set(),
+    "stop": set(),
+    "help": set(),
+    "pending": {"--all"},
+}
 
 USAGE = """\
 Usage:
@@ -33,6 +42,7 @@ Usage:
   %tutor --new <question>        start a fresh conversation
   %tutor config                  show the effective settings and where each came from
   %tutor stop                    stop every running turn of this kernel
+  %tutor pending [--all]         show the questions waiting for your answer (--all: every notebook)
 Flags: --model NAME  --provider NAME  --base-url URL  --max-rounds N  --max-tokens N
        --temperature T  --timeout SECONDS  --language en|zh
 """
@@ -48,6 +58,7 @@ class Parsed:
     flags: dict[str, Any] = field(default_factory=dict)
     new: bool = False
     question: str = ""
+    args: set[str] = field(default_factory=set)
 
 
 def parse(line: str, cell: str | None) -> Parsed:
@@ -73,10 +84,12 @@ def parse(line: str, cell: str | None) -> Parsed:
             inline, rest = vm.group(1), rest[vm.end() :]
         parsed.flags[name] = inline
     rest = rest.strip()
-    word = rest.split(maxsplit=1)[0] if rest else ""
-    if cell is None and word in _COMMANDS and rest == word:
-        parsed.command = word
-        return parsed
+    words = rest.split()
+    if cell is None and words and words[0] in _COMMANDS:
+        args = set(words[1:])
+        if args <= _COMMANDS[words[0]]:
+            parsed.command, parsed.args = words[0], args
+            return parsed
     parsed.question = (cell if cell is not None else rest).strip()
     if cell is not None and rest:
         raise UsageError(f"Unexpected text after the flags of %%tutor: {rest!r}.\n\n{USAGE}")
@@ -99,10 +112,16 @@ class TutorMagics(Magics):
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
         self.state = KernelTutor(notebook=notebook_key(shell.user_ns if shell else None))
+        self.state.resolve = self._resolve
 
     def _trait_settings(self) -> dict[str, Any]:
         names = ("provider", "model", "base_url", "max_rounds", "max_tokens", "temperature")
         return {n: getattr(self, n) for n in (*names, "timeout", "language")}
+
+    def _resolve(self, flags: dict[str, Any]) -> ResolvedSettings:
+        from deeptutor_jupyter.config import resolve_settings
+
+        return resolve_settings(traits=self._trait_settings(), flags=flags)
 
     @line_cell_magic
     def tutor(self, line: str, cell: str | None = None) -> None:
@@ -121,6 +140,8 @@ class TutorMagics(Magics):
         Commands:
           %tutor config    the effective settings and where each came from (keys masked)
           %tutor stop      stop every running turn of this kernel
+          %tutor pending   show again the questions waiting for your answer (--all: every notebook);
+                           after a kernel restart, answering one continues its turn
 
         Flags (they override every other settings layer for this turn):
           --model NAME  --provider NAME  --base-url URL  --max-rounds N  --max-tokens N
@@ -151,9 +172,26 @@ class TutorMagics(Magics):
             for turn in self.state.running_turns():
                 turn.cancel("Stopped with %tutor stop.")
             return
+        self.state.language = resolved.settings.language
+        if parsed.command == "pending":
+            if not resolved.ready and self.state.store is None:
+                from deeptutor_jupyter.kernel.start import show_setup
+
+                show_setup(resolved)
+                return
+            from deeptutor_jupyter.kernel.interactions import show_pending
+
+            ensure_loop()
+            self.state.open(resolved)
+            show_pending(self.state, all_sessions="--all" in parsed.args)
+            return
+        if not has_event_loop():
+            from deeptutor_jupyter.kernel.terminal import run_in_terminal
+
+            run_in_terminal(self.state, resolved, parsed.question, new=parsed.new)
+            return
         from deeptutor_jupyter.kernel.start import start_turn
 
-        ensure_loop()
         start_turn(self.state, resolved, parsed.question, new=parsed.new)
 
 

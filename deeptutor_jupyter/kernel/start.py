@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from deeptutor_jupyter.kernel.display import turn_markdown, widget_bundle
 from deeptutor_jupyter.kernel.i18n import t
@@ -11,16 +11,15 @@ from deeptutor_jupyter.kernel.i18n import t
 if TYPE_CHECKING:
     from deeptutor_jupyter.config import ResolvedSettings
     from deeptutor_jupyter.kernel.tutor import KernelTutor
-    from deeptutor_jupyter.runtime.events import Event
+    from deeptutor_jupyter.kernel.widgets.turn_view import TurnView
+    from deeptutor_jupyter.runtime.events import Event, EventLog
 
 
 def start_turn(tutor: KernelTutor, resolved: ResolvedSettings, question: str, *, new: bool) -> None:
-    from IPython.display import display, update_display
+    from IPython.display import display
 
-    from deeptutor_jupyter.kernel.widgets.turn_view import TurnView
     from deeptutor_jupyter.runtime.context import ModelProfile, TurnContext
     from deeptutor_jupyter.runtime.events import EventLog
-    from deeptutor_jupyter.runtime.orchestrator import Turn
 
     if not resolved.ready:
         show_setup(resolved)
@@ -52,48 +51,70 @@ def start_turn(tutor: KernelTutor, resolved: ResolvedSettings, question: str, *,
         cell_id=cell_id,
         language=s.language,
     )
-    model = tutor.model_for(resolved)
     log = EventLog(turn_id, tutor.store)
-    holder: dict[str, object] = {}
+    view = attach_view(tutor, log, profile.model_dump(), question, display_id=turn_id)
+    running_md = turn_markdown(question, "", model=profile.label, status="running", tools=[])
+    display(widget_bundle(view, running_md), raw=True, display_id=turn_id)  # type: ignore[no-untyped-call]
+    turn = tutor.orchestrator.start_turn(ctx, tutor.model_for(resolved), log)
+    tutor.track(turn, view)
+    if cell_id:
+        tutor.cell_turns[cell_id] = turn
+
+
+def attach_view(
+    tutor: KernelTutor,
+    log: EventLog,
+    profile: dict[str, Any],
+    question: str,
+    display_id: str | None = None,
+) -> TurnView:
+    """A TurnView subscribed to the log; with a display id, the saved-notebook Markdown too."""
+    from IPython.display import update_display
+
+    from deeptutor_jupyter.kernel import interactions
+    from deeptutor_jupyter.kernel.widgets.turn_view import TurnView
+
+    language = tutor.language
+    label = f"{profile.get('provider')}/{profile.get('model')}"
 
     def stop() -> None:
-        turn = holder.get("turn")
+        turn = tutor.turn_of(log.turn_id)
         if turn is not None:
-            tutor.stop_soon(turn, t("stopped_by_learner", s.language))  # type: ignore[arg-type]
+            tutor.stop_soon(turn, t("stopped_by_learner", language))
 
-    view = TurnView(model_label=profile.label, language=s.language, on_stop=stop)
+    view = TurnView(
+        model_label=label,
+        language=language,
+        on_stop=stop,
+        make_card=lambda body: interactions.make_card(tutor, body),
+    )
     log.subscribe(view.handle)
+    tutor.logs[log.turn_id] = log
     tools_used: list[str] = []
 
     def on_event(event: Event) -> None:
         if event.type == "tool_call":
             tools_used.append(event.data["name"])
         elif event.type == "done":
+            tutor.logs.pop(log.turn_id, None)
+            turn = tutor.turn_of(log.turn_id)
+            if turn is not None and tutor.session_id == turn.ctx.session_id:
+                tutor.history.extend(turn.messages)
+            if display_id is None:
+                return
             errors = [e.data.get("message", "") for e in log.events if e.type == "error"]
             md = turn_markdown(
                 question,
                 event.data.get("answer", ""),
-                model=profile.label,
+                model=label,
                 status=event.data.get("status", "done"),
                 tools=tools_used,
                 error="; ".join(errors),
             )
-            update_display(widget_bundle(view, md), raw=True, display_id=turn_id)  # type: ignore[no-untyped-call]
-            tutor.views.pop(turn_id, None)
-            turn = holder.get("turn")
-            if tutor.session_id == ctx.session_id and isinstance(turn, Turn):
-                tutor.history.extend(turn.messages)
+            update_display(widget_bundle(view, md), raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
 
     log.subscribe(on_event)
-    running_md = turn_markdown(question, "", model=profile.label, status="running", tools=[])
-    display(widget_bundle(view, running_md), raw=True, display_id=turn_id)  # type: ignore[no-untyped-call]
-    turn = tutor.orchestrator.start_turn(ctx, model, log)
-    holder["turn"] = turn
-    tutor.turns.append(turn)
-    tutor.views[turn_id] = view
-    if cell_id:
-        tutor.cell_turns[cell_id] = turn
-    view.start_ticker()
+    return view
 
 
 def show_setup(resolved: ResolvedSettings) -> None:

@@ -11,13 +11,17 @@ import asyncio
 import hashlib
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.config import ResolvedSettings
+    from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
     from deeptutor_jupyter.kernel.widgets.turn_view import TurnView
     from deeptutor_jupyter.providers.base import ChatModel
+    from deeptutor_jupyter.runtime.events import EventLog
     from deeptutor_jupyter.runtime.orchestrator import Orchestrator, Turn
     from deeptutor_jupyter.store.db import Store
 
@@ -47,6 +51,25 @@ class KernelTutor:
     views: dict[str, TurnView] = field(default_factory=dict)
     models: dict[tuple[str, ...], ChatModel] = field(default_factory=dict)
     last_cell_id: str | None = None
+    coordinator: InteractionCoordinator | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+    language: str = "en"
+    # Settings as the magic would resolve them (its traitlets included), given flags.
+    resolve: Callable[[dict[str, Any]], ResolvedSettings] | None = None
+    slots: dict[str, Any] = field(default_factory=dict)  # request id -> where a resumed turn shows
+    logs: dict[str, EventLog] = field(default_factory=dict)  # event logs of running turns
+
+    @property
+    def workspace(self) -> Path:
+        return Path.cwd()
+
+    def turn_of(self, turn_id: str) -> Turn | None:
+        return next((t for t in reversed(self.turns) if t.turn_id == turn_id), None)
+
+    def track(self, turn: Turn, view: TurnView) -> None:
+        self.turns.append(turn)
+        self.views[turn.turn_id] = view
+        view.start_ticker()
 
     def open(self, resolved: ResolvedSettings) -> None:
         """Open the store and find this notebook's conversation; only done on the first turn."""
@@ -55,8 +78,23 @@ class KernelTutor:
 
         home = resolved.settings.home
         if self.store is None or self.store.path != home / "state.db":
+            from deeptutor_jupyter.interaction.audit import AuditLog
+            from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
+            from deeptutor_jupyter.kernel import interactions
+
             self.store = Store(home / "state.db")
-            self.orchestrator = Orchestrator(self.store)
+            self.coordinator = InteractionCoordinator(
+                self.store,
+                AuditLog(home / "audit" / "interactions.jsonl"),
+                workspace=Path.cwd(),
+                expiry_seconds=resolved.settings.ask_timeout_hours * 3600,
+            )
+            self.coordinator.on_orphan = lambda row, result: interactions.resume_soon(
+                self, row, result
+            )
+            self.coordinator.can_resume = lambda row: interactions.can_resume(self, row)
+            self.orchestrator = Orchestrator(self.store, coordinator=self.coordinator)
+            self.loop = asyncio.get_running_loop() if has_event_loop() else None
             self.session_id = ""
         if not self.session_id:
             existing = self.store.latest_session(self.notebook)
@@ -113,6 +151,15 @@ class KernelTutor:
         if turn.task is None:
             return
         turn.task.get_loop().call_soon_threadsafe(turn.cancel, reason)
+
+
+def has_event_loop() -> bool:
+    """True in a kernel; False in a terminal IPython, where cells run without a loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def ensure_loop() -> asyncio.AbstractEventLoop:

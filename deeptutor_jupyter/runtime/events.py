@@ -70,6 +70,10 @@ class EventLog:
                 log.exception("turn event subscriber failed")
         return event
 
+    @property
+    def last_seq(self) -> int:
+        return self.events[-1].seq if self.events else self.start_seq
+
     def subscribe(self, subscriber: Subscriber, after_seq: int = 0) -> None:
         for event in self.events:
             if event.seq > after_seq:

@@ -74,9 +74,16 @@ class ToolCard(widgets.Accordion):  # type: ignore[misc]
 
 class TurnView(widgets.VBox):  # type: ignore[misc]
     def __init__(
-        self, *, model_label: str, language: str = "en", on_stop: Callable[[], None] | None = None
+        self,
+        *,
+        model_label: str,
+        language: str = "en",
+        on_stop: Callable[[], None] | None = None,
+        make_card: Callable[[dict[str, Any]], Any] | None = None,
     ) -> None:
         self.language = language
+        self.make_card = make_card
+        self.cards: dict[str, Any] = {}  # ask_user request id -> its card
         self.model_label = model_label
         self.status = widgets.HTML()
         self.status.add_class("dt-status")
@@ -123,6 +130,8 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         elif event.type == "round_started":
             self._round, self._phase = d["round"], d.get("phase", "")
             self._schedule()
+        elif event.type == "tool_call" and d["name"] == "ask_user":
+            pass  # the form that follows is its card
         elif event.type == "tool_call":
             self._flush()
             self._text = None  # text after a tool call starts a new block below the card
@@ -134,6 +143,21 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
             done = self._cards.get(d["id"])
             if done is not None:
                 done.finish(d.get("content", ""), d.get("is_error", False), d.get("summary", ""))
+        elif event.type == "user_input_required":
+            self._flush()
+            self._text = None
+            if self.make_card is not None:
+                form = self.make_card(dict(d))
+                self.cards[d["id"]] = form
+                self.blocks.children = (*self.blocks.children, form)
+            self._state = t("waiting_for_answer", self.language)
+            self._render_status()
+        elif event.type == "user_input_resolved":
+            from deeptutor_jupyter.kernel.interactions import update_card
+
+            if (form := self.cards.get(d.get("id", ""))) is not None:
+                update_card(form, d)
+            self._state = t("answering", self.language)
         elif event.type == "notice":
             self._flush()
             self.errors.children = (*self.errors.children, _notice(d["text"]))
