@@ -44,6 +44,14 @@ def events(tmp_path: Path, kind: str) -> list[dict[str, Any]]:
         return [json.loads(r[0]) for r in rows]
 
 
+def rows(tmp_path: Path, sql: str) -> list[tuple[Any, ...]]:
+    db = sqlite3.connect(home(tmp_path) / "state.db")
+    try:
+        return list(db.execute(sql))
+    finally:
+        db.close()
+
+
 def audit(tmp_path: Path) -> list[dict[str, Any]]:
     path = home(tmp_path) / "audit" / "interactions.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()]
@@ -263,9 +271,11 @@ def test_kernel_restart_resumes_the_exact_turn(tmp_path):
             assert json.loads(tool[0]["content"])["selections"] == ["safe"]
             assert second[1] == {"role": "user", "content": "Help me with my project"}
             seqs = [
-                s
-                for (s,) in sqlite3.connect(home(tmp_path) / "state.db").execute(
-                    "SELECT seq FROM events WHERE turn_id = (SELECT turn_id FROM pending) ORDER BY seq"
+                seq
+                for (seq,) in rows(
+                    tmp_path,
+                    "SELECT seq FROM events WHERE turn_id = (SELECT turn_id FROM pending)"
+                    " ORDER BY seq",
                 )
             ]
             assert seqs == list(range(1, len(seqs) + 1))  # one turn, one unbroken event log
@@ -308,10 +318,8 @@ def test_an_unanswered_question_times_out_with_a_receipt(tmp_path):
             view = k.with_class("dt-turn")[0]
             k.wait_for(lambda: "done" in k.html_in(view))
             assert audit(tmp_path)[-1]["event"] == "expired"
-            with sqlite3.connect(home(tmp_path) / "state.db") as db:
-                (content,) = db.execute(
-                    "SELECT content FROM (SELECT json_extract(message, '$.content') AS content, json_extract(message, '$.role') AS role FROM messages) WHERE role = 'tool'"
-                ).fetchone()
+            messages = [json.loads(m) for (m,) in rows(tmp_path, "SELECT message FROM messages")]
+            content = next(m["content"] for m in messages if m["role"] == "tool")
             assert json.loads(content) == {
                 "selections": [],
                 "customInput": "",
