@@ -74,11 +74,17 @@ def card_of(k: KernelDriver, nth: int = 0) -> str:
 
 
 def inside(k: KernelDriver, root: str, model: str) -> list[str]:
-    return [c for c in k.descendants(root) if k.widgets[c].get("_model_name") == model]
+    """Widgets of a model class under root, waiting for the kernel to have sent them."""
+    return list(
+        k.wait_for(
+            lambda: [c for c in k.descendants(root) if k.widgets[c].get("_model_name") == model]
+        )
+    )
 
 
 def button(k: KernelDriver, root: str, dom_class: str) -> str:
-    return next(c for c in k.with_class(dom_class) if c in k.descendants(root))
+    found = k.wait_for(lambda: [c for c in k.with_class(dom_class) if c in k.descendants(root)])
+    return str(found[0])
 
 
 def update(k: KernelDriver, comm_id: str, **state: Any) -> None:
