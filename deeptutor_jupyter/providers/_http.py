@@ -128,3 +128,23 @@ def require_event_stream(response: httpx.Response, endpoint: Endpoint) -> None:
     content_type = response.headers.get("content-type", "")
     if not content_type.startswith("text/event-stream"):
         raise malformed(endpoint, f"expected an event stream, got '{content_type or 'nothing'}'")
+
+
+DRAIN_SECONDS = 1.0
+
+
+async def drain(events: AsyncIterator[Any]) -> None:
+    """Read what a server sends after its end marker, so the connection can be reused.
+
+    Leaving the body unread makes httpx close the connection, and the next round pays a new
+    TCP (and TLS) handshake. A server that keeps the stream open past its end marker is given
+    up on after a moment: the answer is already complete.
+    """
+    import asyncio
+
+    try:
+        async with asyncio.timeout(DRAIN_SECONDS):
+            async for _ in events:
+                pass
+    except (TimeoutError, httpx.HTTPError):
+        pass

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource
 
-from deeptutor_jupyter.providers._http import HTTPModel, join_url, require_event_stream
+from deeptutor_jupyter.providers._http import HTTPModel, drain, join_url, require_event_stream
 from deeptutor_jupyter.providers.base import (
     ChatRequest,
     Message,
@@ -201,7 +201,8 @@ class AnthropicModel(HTTPModel):
     ) -> AsyncIterator[ProviderEvent]:
         require_event_stream(response, endpoint)
         state = _Round()
-        async for sse in EventSource(response).aiter_sse():
+        events = EventSource(response).aiter_sse()
+        async for sse in events:
             if not sse.data.strip():
                 continue
             try:
@@ -216,6 +217,7 @@ class AnthropicModel(HTTPModel):
                 break
         if not state.done:
             raise IncompleteStream("the stream ended before message_stop")
+        await drain(events)
         yield RoundEnd(state.finish_reason, state.tool_calls(), state.usage())
 
     @staticmethod

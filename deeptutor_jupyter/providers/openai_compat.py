@@ -12,6 +12,7 @@ from httpx_sse import EventSource
 
 from deeptutor_jupyter.providers._http import (
     HTTPModel,
+    drain,
     join_url,
     note_once,
     require_event_stream,
@@ -173,7 +174,8 @@ class OpenAICompatModel(HTTPModel):
         finish_reason: str | None = None
         usage: Usage | None = None
         done = False
-        async for sse in EventSource(response).aiter_sse():
+        events = EventSource(response).aiter_sse()
+        async for sse in events:
             if sse.data.strip() == "[DONE]":
                 done = True
                 break
@@ -204,6 +206,8 @@ class OpenAICompatModel(HTTPModel):
                 finish_reason = choice.get("finish_reason") or finish_reason
         if not done and finish_reason is None:
             raise IncompleteStream("the stream ended before the answer was complete")
+        if done:
+            await drain(events)
         yield RoundEnd(finish_reason, tools.finish(), usage)
 
     @staticmethod

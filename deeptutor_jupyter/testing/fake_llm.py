@@ -63,6 +63,7 @@ class RecordedRequest:
     headers: dict[str, str]
     body: dict[str, Any]
     query: dict[str, str] = field(default_factory=dict)
+    client_port: int = 0  # the same port twice means the client reused its connection
 
 
 class _Server(ThreadingHTTPServer):
@@ -216,6 +217,8 @@ class FakeLLMServer:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Without TCP_NODELAY the last chunk of a reply waits for the client's delayed ACK (~40 ms).
+    disable_nagle_algorithm = True
     # Bounds how long an idle keep-alive connection can hold a thread.
     timeout = 30
     server: _Server
@@ -259,6 +262,7 @@ class _Handler(BaseHTTPRequestHandler):
             headers={k.lower(): v for k, v in self.headers.items()},
             body=body if isinstance(body, dict) else {"_": body},
             query=dict(parse_qsl(parts.query)),
+            client_port=int(self.client_address[1]),
         )
         self.owner._record(request)
         return request
