@@ -25,6 +25,7 @@ _FLAGS: dict[str, tuple[str, bool]] = {
     "--timeout": ("timeout", True),
     "--language": ("language", True),
     "--new": ("new", False),
+    "--cell": ("cell", True),
 }
 _FLAG_RE = re.compile(r"\s*(--[a-z-]+)(?:=(\S+))?")
 # command -> the arguments it takes; anything else after the word makes the line a question
@@ -33,6 +34,7 @@ _COMMANDS: dict[str, set[str]] = {
     "stop": set(),
     "help": set(),
     "pending": {"--all"},
+    "why": set(),
 }
 
 USAGE = """\
@@ -40,6 +42,8 @@ Usage:
   %tutor <question>              ask in this notebook's conversation
   %%tutor [flags]                the cell body is the question
   %tutor --new <question>        start a fresh conversation
+  %tutor why                     explain the last error of this kernel
+  %tutor --cell N <question>     ask about cell N of this notebook
   %tutor config                  show the effective settings and where each came from
   %tutor stop                    stop every running turn of this kernel
   %tutor pending [--all]         show the questions waiting for your answer (--all: every notebook)
@@ -113,6 +117,7 @@ class TutorMagics(Magics):
         super().__init__(shell=shell, **kwargs)
         self.state = KernelTutor(notebook=notebook_key(shell.user_ns if shell else None))
         self.state.resolve = self._resolve
+        self.state.shell = shell
 
     def _trait_settings(self) -> dict[str, Any]:
         names = ("provider", "model", "base_url", "max_rounds", "max_tokens", "temperature")
@@ -159,7 +164,10 @@ class TutorMagics(Magics):
         except UsageError as exc:
             show_markdown(f"```\n{exc}\n```")
             return
-        if parsed.command == "help" or (not parsed.command and not parsed.question):
+        cell_index = parsed.flags.pop("cell", None)
+        if parsed.command == "help" or (
+            not parsed.command and not parsed.question and cell_index is None
+        ):
             show_markdown(f"```\n{USAGE}```")
             return
         from deeptutor_jupyter.config import render_settings_markdown, resolve_settings
@@ -185,14 +193,50 @@ class TutorMagics(Magics):
             self.state.open(resolved)
             show_pending(self.state, all_sessions="--all" in parsed.args)
             return
+        try:
+            question = compose_question(self.shell, parsed, cell_index)
+        except UsageError as exc:
+            show_markdown(str(exc))
+            return
         if not has_event_loop():
             from deeptutor_jupyter.kernel.terminal import run_in_terminal
 
-            run_in_terminal(self.state, resolved, parsed.question, new=parsed.new)
+            run_in_terminal(self.state, resolved, question, new=parsed.new)
             return
         from deeptutor_jupyter.kernel.start import start_turn
 
-        start_turn(self.state, resolved, parsed.question, new=parsed.new)
+        start_turn(self.state, resolved, question, new=parsed.new)
+
+
+def compose_question(shell: Any, parsed: Parsed, cell_index: str | None) -> str:
+    """The message a turn sends: the learner's words plus what ``why`` and ``--cell`` point at."""
+    from deeptutor_jupyter.kernel import notebook_context as nbc
+
+    question = parsed.question
+    if parsed.command == "why":
+        error = nbc.last_error_text(shell)
+        if error is None:
+            raise UsageError(
+                "No error has been raised in this kernel yet, so there is nothing to explain."
+            )
+        question = (
+            "I got this error in my notebook. Explain what went wrong and how I can fix it.\n\n"
+            f"```\n{error}\n```"
+        )
+    if cell_index is not None:
+        cells, origin = nbc.notebook_cells(shell)
+        try:
+            index = int(cell_index)
+            cell = cells[index]
+        except (ValueError, IndexError):
+            raise UsageError(
+                f"There is no cell {cell_index} in {origin} ({len(cells)} cells, counted from 0)."
+            ) from None
+        question = (
+            f"About cell {index} of my notebook ({cell['type']}):\n\n"
+            f"```\n{cell['source']}\n```\n\n{question or 'Can you help me with this cell?'}"
+        )
+    return question
 
 
 _QUESTION_LINE = re.compile(r"^(\s*)%tutor[ \t]+(\S.*?\?)[ \t]*$")

@@ -42,6 +42,8 @@ def start_turn(tutor: KernelTutor, resolved: ResolvedSettings, question: str, *,
         temperature=s.temperature,
     )
     turn_id = f"turn-{uuid.uuid4().hex[:12]}"
+    from deeptutor_jupyter.kernel.notebook_context import tutor_md_blocks
+
     ctx = TurnContext(
         session_id=tutor.session_id,
         turn_id=turn_id,
@@ -50,6 +52,7 @@ def start_turn(tutor: KernelTutor, resolved: ResolvedSettings, question: str, *,
         history=tutor.history,
         cell_id=cell_id,
         language=s.language,
+        system_blocks=tutor_md_blocks(tutor.workspace),
     )
     log = EventLog(turn_id, tutor.store)
     view = attach_view(tutor, log, profile.model_dump(), question, display_id=turn_id)

@@ -54,6 +54,7 @@ class KernelTutor:
     coordinator: InteractionCoordinator | None = None
     loop: asyncio.AbstractEventLoop | None = None
     language: str = "en"
+    shell: Any = None
     # Settings as the magic would resolve them (its traitlets included), given flags.
     resolve: Callable[[dict[str, Any]], ResolvedSettings] | None = None
     slots: dict[str, Any] = field(default_factory=dict)  # request id -> where a resumed turn shows
@@ -94,6 +95,10 @@ class KernelTutor:
             )
             self.coordinator.can_resume = lambda row: interactions.can_resume(self, row)
             self.orchestrator = Orchestrator(self.store, coordinator=self.coordinator)
+            from deeptutor_jupyter.kernel.notebook_context import kernel_tools
+
+            for tool in kernel_tools(self.shell):
+                self.orchestrator.registry.register(tool)
             self.loop = asyncio.get_running_loop() if has_event_loop() else None
             self.session_id = ""
         if not self.session_id:

@@ -1,0 +1,219 @@
+"""What the tutor can see of the learner's work: the notebook, the last error, a variable.
+
+These tools live in ``kernel/`` because they read the kernel's own state (the user namespace,
+the last exception, the input history); the rest of the runtime never imports IPython.
+Everything sent to the model is bounded: a preview, never a full dump.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, Field
+
+from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
+
+CELL_CHARS = 2000
+NOTEBOOK_CHARS = 20000
+PREVIEW_CHARS = 1500
+TUTOR_MD_CHARS = 6000
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def notebook_path(cwd: Path | None = None) -> Path | None:
+    """The notebook file this kernel serves, when the server said which one and it exists."""
+    name = os.environ.get("JPY_SESSION_NAME", "")
+    if not name.endswith(".ipynb"):
+        return None
+    here = cwd or Path.cwd()
+    for candidate in (Path(name), here / name, here / Path(name).name):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def notebook_cells(shell: Any) -> tuple[list[dict[str, Any]], str]:
+    """Cells with type, source and tags, and where they came from."""
+    path = notebook_path()
+    if path is not None:
+        try:
+            nb = json.loads(path.read_text(encoding="utf-8"))
+            cells = [
+                {
+                    "type": c.get("cell_type", "code"),
+                    "source": "".join(c.get("source", "")),
+                    "tags": list((c.get("metadata") or {}).get("tags", [])),
+                }
+                for c in nb.get("cells", [])
+            ]
+            return cells, f"the saved file {path.name}"
+        except (OSError, ValueError):
+            pass
+    history = list((getattr(shell, "user_ns", {}) or {}).get("In", []))[1:]
+    return [
+        {"type": "code", "source": s, "tags": []} for s in history
+    ], "this kernel's input history"
+
+
+def render_cells(cells: list[dict[str, Any]], start: int, end: int | None) -> str:
+    out: list[str] = []
+    used = 0
+    for index, cell in enumerate(cells[start:end], start=start):
+        tags = f", tags: {', '.join(cell['tags'])}" if cell["tags"] else ""
+        source = cell["source"]
+        if len(source) > CELL_CHARS:
+            source = source[:CELL_CHARS] + f"\n… ({len(cell['source']) - CELL_CHARS} more chars)"
+        block = f"[cell {index}] ({cell['type']}{tags})\n{source}\n"
+        if used + len(block) > NOTEBOOK_CHARS:
+            out.append(f"… ({len(cells) - index} more cells not shown; ask for a range)")
+            break
+        out.append(block)
+        used += len(block)
+    return "\n".join(out)
+
+
+def last_error_text(shell: Any = None) -> str | None:
+    """The last traceback of this kernel, with the source lines of the cells it went through."""
+    etype = getattr(sys, "last_type", None)
+    value = getattr(sys, "last_value", None)
+    tb = getattr(sys, "last_traceback", None)
+    if etype is None or value is None:
+        return None
+    text = "".join(traceback.format_exception(etype, value, tb))
+    text = _ANSI.sub("", text)
+    return text if len(text) <= 6000 else "…\n" + text[-6000:]
+
+
+def preview(value: Any) -> dict[str, Any]:
+    """Type, shape, dtype, length and a bounded repr: what a tutor needs, never a full dump."""
+    info: dict[str, Any] = {"type": f"{type(value).__module__}.{type(value).__qualname__}"}
+    for attr in ("shape", "dtype"):
+        if hasattr(value, attr):
+            with contextlib.suppress(Exception):
+                info[attr] = str(getattr(value, attr))
+    if hasattr(value, "columns"):
+        with contextlib.suppress(Exception):
+            info["columns"] = [str(c) for c in list(value.columns)[:50]]
+    with contextlib.suppress(Exception):
+        info["len"] = len(value)
+    shown = value.head() if hasattr(value, "head") and hasattr(value, "columns") else value
+    try:
+        text = repr(shown)
+    except Exception as exc:
+        text = f"<repr failed: {type(exc).__name__}: {exc}>"
+    if len(text) > PREVIEW_CHARS:
+        text = text[:PREVIEW_CHARS] + f" … ({len(text) - PREVIEW_CHARS} more chars)"
+    info["preview"] = text
+    return info
+
+
+def tutor_md_blocks(start: Path | None = None) -> list[str]:
+    """TUTOR.md files from the filesystem root down to the notebook's folder.
+
+    The outermost (a course's) comes first and the nearest last, so a folder's instructions
+    add to and override the course's: the prompt says the later ones win.
+    """
+    here = (start or Path.cwd()).resolve()
+    found = [d / "TUTOR.md" for d in (here, *here.parents) if (d / "TUTOR.md").is_file()]
+    blocks = []
+    for path in reversed(found):
+        try:
+            text = path.read_text(encoding="utf-8")[:TUTOR_MD_CHARS]
+        except OSError:
+            continue
+        blocks.append(f"Instructions from the instructor ({path}):\n{text.strip()}")
+    if blocks:
+        blocks.insert(
+            0,
+            "The instructor's TUTOR.md files follow, the course's first; when they disagree, "
+            "the later (nearer to the notebook) wins. Follow them, including what they say "
+            "about cells with tags.",
+        )
+    return blocks
+
+
+class _NoArgs(BaseModel):
+    pass
+
+
+class ReadNotebookArgs(BaseModel):
+    start: int = Field(0, ge=0, description="First cell index to show.")
+    end: int | None = Field(None, ge=0, description="Cell index to stop before; all when absent.")
+
+
+class KernelTool(Tool):
+    """A tool that reads this kernel's state; the shell comes from the kernel at registration."""
+
+    def __init__(self, shell: Any) -> None:
+        self.shell = shell
+
+
+class ReadNotebookTool(KernelTool):
+    name: ClassVar[str] = "read_notebook"
+    description: ClassVar[str] = (
+        "Read the learner's current notebook: cells with their index, type, tags and source. "
+        "Use it to see the learner's work before answering about it."
+    )
+    Args: ClassVar[type[BaseModel]] = ReadNotebookArgs
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        assert isinstance(args, ReadNotebookArgs)
+        cells, origin = notebook_cells(self.shell)
+        if not cells:
+            return ToolResult(content="The notebook has no cells yet.", summary="empty")
+        body = render_cells(cells, args.start, args.end)
+        return ToolResult(
+            content=f"Notebook cells from {origin} ({len(cells)} cells):\n\n{body}",
+            summary=f"{len(cells)} cells from {origin}",
+        )
+
+
+class LastErrorTool(KernelTool):
+    name: ClassVar[str] = "last_error"
+    description: ClassVar[str] = "The last error raised in the learner's kernel, with traceback."
+    Args: ClassVar[type[BaseModel]] = _NoArgs
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        text = last_error_text(self.shell)
+        if text is None:
+            return ToolResult(content="No error has been raised in this kernel.", summary="none")
+        return ToolResult(content=text, summary=text.strip().splitlines()[-1][:80])
+
+
+class InspectArgs(BaseModel):
+    name: str = Field(description="A variable name in the learner's namespace.")
+
+
+class InspectVariableTool(KernelTool):
+    name: ClassVar[str] = "inspect_variable"
+    description: ClassVar[str] = (
+        "Look at one variable of the learner's kernel: type, shape, dtype, length and a short "
+        "preview (never the full value)."
+    )
+    Args: ClassVar[type[BaseModel]] = InspectArgs
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        assert isinstance(args, InspectArgs)
+        ns = getattr(self.shell, "user_ns", {}) or {}
+        if args.name not in ns or args.name.startswith("_"):
+            names = sorted(n for n in ns if not n.startswith("_") and n not in ("In", "Out"))
+            listed = ", ".join(names[:40]) or "none"
+            return ToolResult(
+                content=f"No variable named {args.name!r}. Defined: {listed}.",
+                is_error=True,
+                summary="not defined",
+            )
+        info = preview(ns[args.name])
+        content = json.dumps({"name": args.name, **info}, ensure_ascii=False, indent=1)
+        return ToolResult(content=content, summary=info["type"], data=info)
+
+
+def kernel_tools(shell: Any) -> list[Tool]:
+    return [ReadNotebookTool(shell), LastErrorTool(shell), InspectVariableTool(shell)]

@@ -1,0 +1,98 @@
+"""The tutor reads the learner's work: last error, a cell, the notebook, a variable, TUTOR.md."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
+from tests.e2e.conftest import kernel_env
+from tests.e2e.kernel_driver import KernelDriver
+
+pytestmark = pytest.mark.e2e
+
+
+def done(k: KernelDriver, n: int = 1) -> None:
+    k.wait_for(
+        lambda: (
+            sum("done" in str(k.widgets[s].get("value", "")) for s in k.with_class("dt-status"))
+            >= n
+        )
+    )
+
+
+def user_text(server: FakeLLMServer, i: int) -> str:
+    return str(server.requests[i].body["messages"][-1]["content"])
+
+
+def tool_text(server: FakeLLMServer, i: int, call_id: str) -> str:
+    msgs = server.requests[i].body["messages"]
+    return next(m["content"] for m in msgs if m.get("tool_call_id") == call_id)
+
+
+def test_why_sends_the_last_traceback(kernel: KernelDriver, fake_llm: FakeLLMServer):
+    fake_llm.add(Reply(text="You divided by zero."))
+    with pytest.raises(AssertionError, match="ZeroDivisionError"):
+        kernel.execute("def ratio(a, b):\n    return a / b\n\nratio(1, 0)")
+    kernel.execute("%tutor why")
+    done(kernel)
+    sent = user_text(fake_llm, 0)
+    assert "ZeroDivisionError" in sent and "return a / b" in sent and "ratio(1, 0)" in sent
+
+
+def test_why_without_an_error_says_so(kernel: KernelDriver, fake_llm: FakeLLMServer):
+    msg_id = kernel.execute("%tutor why")
+    shown = json.dumps([m["content"] for m in kernel.outputs_of(msg_id)])
+    assert "No error has been raised" in shown
+    assert fake_llm.requests == []
+
+
+def test_cell_and_notebook_tools_read_the_saved_notebook(tmp_path: Path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# Exercise 1"),
+        nbformat.v4.new_code_cell(
+            "def mean(xs):\n    return sum(xs) / len(xs)", metadata={"tags": ["exercise"]}
+        ),
+    ]
+    week = tmp_path / "course" / "week1"
+    week.mkdir(parents=True)
+    path = week / "lesson.ipynb"
+    nbformat.write(nb, path)
+    (tmp_path / "course" / "TUTOR.md").write_text("Course rule: answer in short steps.")
+    (week / "TUTOR.md").write_text("Never give full solutions to cells tagged exercise.")
+    with FakeLLMServer() as server:
+        server.extend(
+            [
+                Reply(text="Let me look.", tool_calls=[ToolCallSpec("read_notebook", {}, id="c1")]),
+                Reply(text="Think about empty lists."),
+                Reply(
+                    text="Checking.",
+                    tool_calls=[ToolCallSpec("inspect_variable", {"name": "data"}, id="c2")],
+                ),
+                Reply(text="A list of 1000 numbers."),
+            ]
+        )
+        k = KernelDriver(kernel_env(tmp_path, server, JPY_SESSION_NAME=str(path)), cwd=week)
+        try:
+            k.execute("%load_ext deeptutor_jupyter")
+            k.execute("%tutor --cell 1 is my mean right?")
+            done(k)
+            first = user_text(server, 0)
+            assert "About cell 1" in first and "return sum(xs) / len(xs)" in first
+            assert first.endswith("is my mean right?")
+            system = server.requests[0].body["messages"][0]["content"]
+            assert system.index("Course rule") < system.index("Never give full solutions")
+            notebook = tool_text(server, 1, "c1")
+            assert "[cell 1] (code, tags: exercise)" in notebook and "# Exercise 1" in notebook
+            k.execute("data = list(range(1000))")
+            k.execute("%tutor what is in data")
+            done(k, 2)
+            info = json.loads(tool_text(server, 3, "c2"))
+            assert info["type"] == "builtins.list" and info["len"] == 1000
+            assert len(info["preview"]) < 1700 and "more chars" in info["preview"]
+        finally:
+            k.shutdown()
