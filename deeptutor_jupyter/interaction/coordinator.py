@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -187,8 +188,13 @@ class InteractionCoordinator:
             self._reject(session_id, request_id, row.tool_call_id, "duplicate")
             raise AlreadyAnswered("This question was already answered; the answer stands.")
         if not cancelled:
-            check_answer(row.payload, selections, custom_input, self.workspace)
+            try:
+                check_answer(row.payload, selections, custom_input, self.workspace)
+            except InvalidAnswer:
+                self._reject(session_id, request_id, row.tool_call_id, "invalid")
+                raise
         if not self.is_live(request_id) and not self.can_resume(row):
+            self._reject(session_id, request_id, row.tool_call_id, "not_resumable")
             raise NotResumable(
                 "The kernel restarted; this question can no longer continue. Start the task again."
             )
@@ -263,6 +269,9 @@ def _resolve_soon(
     loop.call_soon_threadsafe(resolve)
 
 
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
 def check_answer(
     body: dict[str, Any], selections: list[str], custom_input: str, workspace: Path
 ) -> None:
@@ -295,12 +304,13 @@ def check_answer(
         if not math.isfinite(value):
             raise InvalidAnswer(f"{text!r} is not a finite number.")
     elif mode == "date":
+        # fromisoformat alone also takes week dates ("2026-W01-1") and "20260102".
         try:
+            if not _ISO_DATE.fullmatch(text):
+                raise ValueError(text)
             date.fromisoformat(text)
         except ValueError:
             raise InvalidAnswer(f"{text!r} is not a date in ISO form (YYYY-MM-DD).") from None
-        if len(text) != 10:
-            raise InvalidAnswer(f"{text!r} is not a date in ISO form (YYYY-MM-DD).")
     elif mode == "directory":
         root = workspace.resolve()
         target = (root / text).resolve()
