@@ -1,0 +1,279 @@
+"""Reading source files into chunks that know where they came from.
+
+Chunks follow the author's structure rather than a fixed window: Markdown splits at headings
+(the heading path becomes the title), notebooks at cells (a markdown cell's headings carry over
+to the code cells below it), Python at top-level functions and classes, PDFs at pages. Only a
+piece longer than ``MAX_CHUNK_CHARS`` is cut further, at blank lines where possible, so a
+citation still points at one cell, page or section.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from deeptutor_jupyter.knowledge.model import Chunk
+
+__all__ = ["MAX_CHUNK_CHARS", "SUPPORTED_SUFFIXES", "IngestError", "ingest_file", "relative_path"]
+
+MAX_CHUNK_CHARS = 1500
+SUPPORTED_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".py", ".ipynb", ".pdf"})
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+class IngestError(ValueError):
+    """A file of a supported type that could not be read; the message names the file."""
+
+
+@dataclass
+class _Piece:
+    text: str
+    title: str
+    kind: str
+    line: int | None = None
+    cell: int | None = None
+    cell_id: str | None = None
+    page: int | None = None
+
+
+def relative_path(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` in POSIX form, or absolute when it lies outside."""
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def ingest_file(path: Path, root: Path, kb: str) -> list[Chunk]:
+    """The chunks of one file, chosen by suffix; an unknown suffix gives ``[]``.
+
+    Raises IngestError for a supported file that cannot be read (bad JSON, a broken PDF).
+    Chunk ids are ``<path>#<n>``: stable while the file is unchanged.
+    """
+    reader = _READERS.get(path.suffix.lower())
+    if reader is None:
+        return []
+    rel = relative_path(path, root)
+    try:
+        pieces = reader(path)
+    except IngestError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise IngestError(f"{rel}: {type(exc).__name__}: {exc}") from exc
+    pieces = [p for p in pieces if p.text.strip()]
+    return [
+        Chunk(
+            chunk_id=f"{rel}#{n}",
+            kb=kb,
+            path=rel,
+            text=p.text.strip("\n"),
+            title=p.title,
+            cell=p.cell,
+            page=p.page,
+            kind=p.kind,
+            line=p.line,
+            cell_id=p.cell_id,
+        )
+        for n, p in enumerate(pieces)
+    ]
+
+
+def _read_text(path: Path) -> str:
+    # utf-8-sig drops a BOM; undecodable bytes become U+FFFD rather than losing the file.
+    return path.read_bytes().decode("utf-8-sig", errors="replace")
+
+
+def split_long(text: str, limit: int = MAX_CHUNK_CHARS) -> list[tuple[int, str]]:
+    """``text`` cut into (offset, piece) parts of at most ``limit`` characters.
+
+    Cuts fall on blank lines when possible, then on line ends, and only inside a line that is
+    itself too long.
+    """
+    if len(text) <= limit:
+        return [(0, text)]
+    parts: list[tuple[int, str]] = []
+    start = 0
+    while len(text) - start > limit:
+        window = text[start : start + limit]
+        cut = window.rfind("\n\n")
+        if cut < limit // 3:
+            cut = window.rfind("\n")
+        if cut < limit // 3:
+            cut = limit
+        parts.append((start, text[start : start + cut]))
+        start += cut
+    parts.append((start, text[start:]))
+    return [(offset, piece) for offset, piece in parts if piece.strip()]
+
+
+def _pieces_with_lines(text: str, first_line: int, *, title: str, kind: str) -> list[_Piece]:
+    return [
+        _Piece(piece, title, kind, line=first_line + text.count("\n", 0, offset))
+        for offset, piece in split_long(text)
+    ]
+
+
+# --- Markdown -----------------------------------------------------------------------------------
+
+
+def markdown_sections(text: str, stack: list[str]) -> list[tuple[int, str, str]]:
+    """(0-based start line, heading path, section text) for each section of ``text``.
+
+    ``stack`` is the heading path in force before ``text`` and is updated in place, so the
+    headings of one notebook cell give the titles of the cells after it. Lines inside fenced
+    code blocks are never headings (``# comment`` in a Python fence).
+    """
+    sections: list[tuple[int, str, str]] = []
+    current: list[str] = []
+    start, fence = 0, ""
+    for number, line in enumerate(text.splitlines()):
+        fence_match = _FENCE.match(line)
+        if fence_match:
+            marker = fence_match.group(1)
+            if not fence:
+                fence = marker[0] * len(marker)
+            elif marker.startswith(fence):
+                fence = ""
+        heading = None if fence or fence_match else _HEADING.match(line)
+        if heading:
+            sections.append((start, _title(stack), "\n".join(current)))
+            level = len(heading.group(1))
+            del stack[level - 1 :]
+            stack.extend([""] * (level - 1 - len(stack)))
+            stack.append(heading.group(2).strip())
+            current, start = [], number
+        current.append(line)
+    sections.append((start, _title(stack), "\n".join(current)))
+    return sections
+
+
+def _title(stack: list[str]) -> str:
+    # Skipped levels (a "###" straight under a "#") leave empty slots in the stack.
+    return " > ".join(s for s in stack if s)
+
+
+def _is_heading_only(body: str) -> bool:
+    lines = [line for line in body.splitlines() if line.strip()]
+    return len(lines) <= 1 and bool(lines) and bool(_HEADING.match(lines[0]))
+
+
+def _read_markdown(path: Path) -> list[_Piece]:
+    pieces: list[_Piece] = []
+    for start, title, body in markdown_sections(_read_text(path), []):
+        if _is_heading_only(body):
+            continue  # its words live on in the titles of the sections below it
+        pieces += _pieces_with_lines(body, start + 1, title=title or path.name, kind="markdown")
+    return pieces
+
+
+def _read_plain(path: Path) -> list[_Piece]:
+    return _pieces_with_lines(_read_text(path), 1, title=path.name, kind="text")
+
+
+# --- Python -------------------------------------------------------------------------------------
+
+
+def _read_python(path: Path) -> list[_Piece]:
+    source = _read_text(path)
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return _pieces_with_lines(source, 1, title=path.name, kind="python")
+    lines = source.splitlines(keepends=True)
+    pieces: list[_Piece] = []
+    loose_start: int | None = None  # first line of a run of imports / assignments
+
+    def flush(end: int) -> None:
+        nonlocal loose_start
+        if loose_start is not None:
+            text = "".join(lines[loose_start - 1 : end])
+            pieces.extend(_pieces_with_lines(text, loose_start, title=path.name, kind="python"))
+        loose_start = None
+
+    for node in tree.body:
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            flush(first - 1)
+            label = "class" if isinstance(node, ast.ClassDef) else "def"
+            text = "".join(lines[first - 1 : node.end_lineno])
+            title = f"{path.name} > {label} {node.name}"
+            pieces += _pieces_with_lines(text, first, title=title, kind="python")
+        elif loose_start is None:
+            loose_start = first
+    flush(len(lines))
+    return pieces
+
+
+# --- notebooks ----------------------------------------------------------------------------------
+
+
+def _cell_source(cell: dict[str, object]) -> str:
+    source = cell.get("source", "")
+    return "".join(str(s) for s in source) if isinstance(source, list) else str(source)
+
+
+def _read_notebook(path: Path) -> list[_Piece]:
+    try:
+        notebook = json.loads(_read_text(path))
+    except json.JSONDecodeError as exc:
+        raise IngestError(f"{path.name}: not a valid notebook (JSON error: {exc})") from exc
+    cells = notebook.get("cells") if isinstance(notebook, dict) else None
+    if not isinstance(cells, list):
+        raise IngestError(f"{path.name}: not an nbformat 4 notebook (no 'cells' list)")
+    stack: list[str] = []
+    pieces: list[_Piece] = []
+    for index, cell in enumerate(cells):
+        if not isinstance(cell, dict):
+            continue
+        source = _cell_source(cell)
+        raw_id = cell.get("id")
+        cell_id = raw_id if isinstance(raw_id, str) else None
+        if cell.get("cell_type") == "markdown":
+            # A heading-only cell is kept: it is still a cell a learner may look for.
+            for _, title, body in markdown_sections(source, stack):
+                for _, part in split_long(body):
+                    pieces.append(
+                        _Piece(part, title or path.name, "markdown", None, index, cell_id)
+                    )
+        elif cell.get("cell_type") == "code":
+            title = _title(stack) or path.name
+            for _, part in split_long(source):
+                pieces.append(_Piece(part, title, "code", None, index, cell_id))
+    return pieces
+
+
+# --- PDF ----------------------------------------------------------------------------------------
+
+
+def _read_pdf(path: Path) -> list[_Piece]:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(path)
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise IngestError(f"{path.name}: the PDF is encrypted")
+        texts = [page.extract_text() or "" for page in reader.pages]
+    except PdfReadError as exc:
+        raise IngestError(f"{path.name}: not a readable PDF ({exc})") from exc
+    pieces: list[_Piece] = []
+    for number, text in enumerate(texts, start=1):
+        for _, part in split_long(text):
+            pieces.append(_Piece(part, f"{path.name} p. {number}", "pdf", page=number))
+    return pieces
+
+
+_READERS: dict[str, Callable[[Path], list[_Piece]]] = {
+    ".md": _read_markdown,
+    ".markdown": _read_markdown,
+    ".txt": _read_plain,
+    ".py": _read_python,
+    ".ipynb": _read_notebook,
+    ".pdf": _read_pdf,
+}

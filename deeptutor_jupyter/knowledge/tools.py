@@ -1,0 +1,102 @@
+"""``search_knowledge``: the model's way into the knowledge bases selected for a turn.
+
+The kernel puts the selected names in ``ToolContext.extra["kbs"]`` and the learner's home in
+``ToolContext.extra["home"]`` (``extra["server_root"]``, when known, makes the links relative to
+the Jupyter server's root). The result text numbers its sources ``[1]``, ``[2]``... so the model
+can cite them; ``data["hits"]`` carries the same sources with links for the UI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from deeptutor_jupyter.knowledge.base import KnowledgeBase
+from deeptutor_jupyter.knowledge.model import Hit, KnowledgeIndexError
+from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
+
+__all__ = ["SearchKnowledgeArgs", "SearchKnowledgeTool", "format_hits"]
+
+# Enough for the model to answer from; the whole chunk is one read away in the file itself.
+EXCERPT_CHARS = 800
+
+
+class SearchKnowledgeArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(
+        min_length=1, description="What to look for, in the words the material would use."
+    )
+    kb: str | None = Field(
+        None, description="Search only this knowledge base; omit to search all selected ones."
+    )
+
+
+class SearchKnowledgeTool(Tool):
+    name: ClassVar[str] = "search_knowledge"
+    description: ClassVar[str] = (
+        "Search the learner's course material (notes, notebooks, PDFs) selected for this turn. "
+        "Returns numbered passages with their source; cite them in the answer as [1], [2]."
+    )
+    Args: ClassVar[type[BaseModel]] = SearchKnowledgeArgs
+
+    def __init__(self, k: int = 5) -> None:
+        self.k = k
+        # Loaded indexes stay in memory between calls; each checks its manifest for changes.
+        self._open: dict[tuple[str, str], KnowledgeBase] = {}
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        assert isinstance(args, SearchKnowledgeArgs)
+        selected = [str(name) for name in ctx.extra.get("kbs") or []]
+        home = ctx.extra.get("home")
+        if not selected or home is None:
+            return _error("No knowledge base is selected for this turn.")
+        if args.kb is not None and args.kb not in selected:
+            return _error(f"Unknown knowledge base {args.kb!r}; selected: {', '.join(selected)}")
+        names = [args.kb] if args.kb is not None else selected
+        try:
+            hits = await asyncio.to_thread(self._search, Path(home), names, args.query)
+        except (KnowledgeIndexError, ValueError) as exc:
+            return _error(str(exc))
+        root = ctx.extra.get("server_root")
+        content = format_hits(args.query, hits)
+        rows = [{**h.source(), "title": h.chunk.title, "link": h.link(root)} for h in hits]
+        data = {"hits": rows}
+        summary = f"{len(hits)} passage(s) from {', '.join(names)}"
+        return ToolResult(content=content, data=data, summary=summary)
+
+    def _search(self, home: Path, names: list[str], query: str) -> list[Hit]:
+        hits: list[Hit] = []
+        for name in names:
+            kb = self._open.setdefault((str(home), name), KnowledgeBase(home, name))
+            hits += kb.search(query, self.k)
+        # BM25 scores of different indexes are only roughly comparable; good enough to merge.
+        return sorted(hits, key=lambda h: h.score, reverse=True)[: self.k]
+
+
+def format_hits(query: str, hits: list[Hit]) -> str:
+    """The compact text the model reads: one numbered block per passage."""
+    if not hits:
+        return f"No passage matches {query!r}. Try other words, or answer without the material."
+    blocks = []
+    for n, hit in enumerate(hits, start=1):
+        c = hit.chunk
+        where = [c.path]
+        if c.cell is not None:
+            where.append(f"cell {c.cell + 1}")  # counted from 1 for people; data keeps 0-based
+        if c.page is not None:
+            where.append(f"page {c.page}")
+        if c.line is not None:
+            where.append(f"line {c.line}")
+        text = c.text if len(c.text) <= EXCERPT_CHARS else c.text[:EXCERPT_CHARS] + " …"
+        head = f"[{n}] {', '.join(where)} — {c.title} (kb {c.kb}, score {hit.score:.2f})"
+        blocks.append(f"{head}\n{text}")
+    return "Cite these sources as [n] where you use them.\n\n" + "\n\n".join(blocks)
+
+
+def _error(message: str) -> ToolResult:
+    data: dict[str, Any] = {"hits": []}
+    return ToolResult(content=message, is_error=True, data=data, summary=message)
