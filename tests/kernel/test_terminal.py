@@ -1,0 +1,114 @@
+"""``%tutor`` in a terminal IPython: no running loop, no widgets, the answer printed as it streams.
+
+ask_user has no form there: the model receives the explicit degraded tool result (ask in plain
+text) and the loop goes on to the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+
+from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as s:
+        yield s
+
+
+@pytest.fixture
+def shell(
+    tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[InteractiveShell]:
+    for name in list(os.environ):
+        if name.startswith("DEEPTUTOR_") or name.endswith("_API_KEY"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("DEEPTUTOR_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DEEPTUTOR_PROVIDER", "custom")
+    monkeypatch.setenv("DEEPTUTOR_BASE_URL", server.url)
+    monkeypatch.setenv("DEEPTUTOR_MODEL", "fake-model")
+    monkeypatch.setenv("DEEPTUTOR_LANGUAGE", "en")
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    monkeypatch.chdir(tmp_path)
+    sh = InteractiveShell.instance()
+    try:
+        sh.run_line_magic("load_ext", "deeptutor_jupyter")
+        yield sh
+    finally:
+        magics = sh.magics_manager.registry.get("TutorMagics")
+        state = getattr(magics, "state", None)
+        if state is not None and state.store is not None:
+            state.store.close()
+        InteractiveShell.clear_instance()
+
+
+def tool_messages(server: FakeLLMServer, call_id: str) -> list[dict[str, Any]]:
+    return [
+        m
+        for r in server.requests
+        for m in r.body.get("messages", [])
+        if m.get("role") == "tool" and m.get("tool_call_id") == call_id
+    ]
+
+
+def test_the_answer_is_printed_in_a_terminal(
+    shell: InteractiveShell, server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.add(Reply(chunks=["An eigenvector ", "keeps its direction."]))
+    shell.run_line_magic("tutor", "What is an eigenvector?")
+    out = capsys.readouterr().out
+    assert "An eigenvector keeps its direction." in out
+    assert len(server.requests) == 1
+    sent = server.requests[0].body["messages"]
+    assert sent[-1] == {"role": "user", "content": "What is an eigenvector?"}
+
+
+def test_ask_user_gets_the_degraded_result_and_the_turn_goes_on(
+    shell: InteractiveShell,
+    server: FakeLLMServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = {
+        "title": "Which level?",
+        "mode": "single",
+        "options": [{"id": "intro", "label": "Intro"}, {"id": "adv", "label": "Advanced"}],
+    }
+    server.extend(
+        [
+            Reply(text="Let me ask.", tool_calls=[ToolCallSpec("ask_user", args, id="call_t1")]),
+            Reply(text="Are you new to linear algebra? Meanwhile: it keeps its direction."),
+        ]
+    )
+    shell.run_line_magic("tutor", "Explain eigenvectors")
+    out = capsys.readouterr().out
+    assert "Are you new to linear algebra? Meanwhile: it keeps its direction." in out
+    assert "[ask_user]" in out and "no form available here" in out
+
+    assert len(server.requests) == 2
+    second = server.requests[1].body["messages"]
+    assistant = next(m for m in second if m.get("tool_calls"))
+    assert assistant["tool_calls"][0]["id"] == "call_t1"
+    tool = tool_messages(server, "call_t1")
+    assert len(tool) == 1
+    assert "plain text" in tool[0]["content"]
+    assert "selections" not in tool[0]["content"]  # no invented answer
+    with pytest.raises(ValueError):
+        json.loads(tool[0]["content"])
+    # Nothing was left waiting: no pending question, no audit of a question never shown.
+    magics = shell.magics_manager.registry["TutorMagics"]
+    store = magics.state.store
+    assert store is not None
+    assert store.pending_for() == []
+    assert not (tmp_path / "home" / "audit" / "interactions.jsonl").exists()
+    turn = magics.state.turns[-1]
+    assert turn.status == "done"
+    assert [m["role"] for m in turn.messages] == ["user", "assistant", "tool", "assistant"]
