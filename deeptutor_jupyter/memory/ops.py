@@ -1,0 +1,170 @@
+"""Edits to a document as validated operations: the only way a model changes memory.
+
+A model (or the workbench) proposes ``{"ops": [...]}``; each op is checked on its own against the
+document as the ops before it left it. A valid op is applied, an invalid one is returned with the
+reason and changes nothing, so one bad line never blocks the good ones.
+
+Schema (``AddOp | EditOp | DeleteOp``, discriminated by ``op``)::
+
+    {"op": "add",    "section": str, "text": str <= 240, "refs": [trace id, ...] (>= 1)}
+    {"op": "edit",   "id": "m_<id>", "text": str <= 240, "refs": [trace id, ...] (>= 1)}
+    {"op": "delete", "id": "m_<id>", "reason": "contradicted"|"superseded"|"stale"|"low-signal"}
+
+References must be trace ids L1 knows or references the document already cites.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from deeptutor_jupyter.memory.document import (
+    MAX_TEXT,
+    Document,
+    Entry,
+    new_entry_id,
+    normalise,
+    ref_problem,
+    render,
+    section_problem,
+    text_problem,
+)
+
+DeleteReason = Literal["contradicted", "superseded", "stale", "low-signal"]
+DELETE_REASONS: tuple[str, ...] = ("contradicted", "superseded", "stale", "low-signal")
+
+
+class _Op(BaseModel):
+    # Models add chatter fields ("why", "confidence"); ignoring them is kinder than rejecting.
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
+
+
+class AddOp(_Op):
+    op: Literal["add"]
+    section: str = Field(min_length=1)
+    text: str = Field(min_length=1, max_length=MAX_TEXT)
+    refs: list[str] = Field(min_length=1)
+
+
+class EditOp(_Op):
+    op: Literal["edit"]
+    id: str = Field(min_length=1)
+    section: str = ""  # accepted for symmetry; an edit never moves an entry
+    text: str = Field(min_length=1, max_length=MAX_TEXT)
+    refs: list[str] = Field(min_length=1)
+
+
+class DeleteOp(_Op):
+    op: Literal["delete"]
+    id: str = Field(min_length=1)
+    section: str = ""
+    reason: DeleteReason
+
+
+Op = Annotated[AddOp | EditOp | DeleteOp, Field(discriminator="op")]
+_OP_ADAPTER: TypeAdapter[AddOp | EditOp | DeleteOp] = TypeAdapter(Op)
+
+
+@dataclass
+class OpsPreview:
+    """What a batch would do (``preview_ops``) or did (``apply_ops``)."""
+
+    valid: list[dict[str, Any]] = field(default_factory=list)
+    rejected: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+    before: str = ""
+    after: str = ""
+    diff: str = ""
+    # Entries removed by the valid deletes, for the deletion log.
+    deleted: list[tuple[Entry, str]] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+def unified_diff(before: str, after: str, name: str) -> str:
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=f"a/{name}",
+        tofile=f"b/{name}",
+    )
+    return "".join(lines)
+
+
+def plan(
+    doc: Document,
+    ops: Iterable[Any],
+    known_refs: set[str],
+    *,
+    before: str,
+    name: str,
+) -> tuple[Document, OpsPreview]:
+    """Validate and apply ``ops`` to a copy of ``doc``; the original is never touched."""
+    work = copy.deepcopy(doc)
+    preview = OpsPreview(before=before)
+    for raw in ops:
+        shown = raw if isinstance(raw, dict) else {"op": raw}
+        try:
+            op = _OP_ADAPTER.validate_python(raw)
+        except ValidationError as exc:
+            preview.rejected.append((shown, _describe(exc)))
+            continue
+        problem = _apply(work, op, known_refs | doc.refs(), preview)
+        if problem:
+            preview.rejected.append((shown, problem))
+        else:
+            preview.valid.append(op.model_dump(exclude_defaults=True) | {"op": op.op})
+    preview.after = render(work)
+    preview.diff = unified_diff(before, preview.after, name)
+    return work, preview
+
+
+def _apply(doc: Document, op: AddOp | EditOp | DeleteOp, known: set[str], out: OpsPreview) -> str:
+    if isinstance(op, DeleteOp):
+        found = doc.find(op.id)
+        if found is None:
+            return f"no entry with id {op.id!r}"
+        section, entry = found
+        section.entries.remove(entry)
+        out.deleted.append((entry, op.reason))
+        return ""
+    problem = text_problem(op.text) or _refs_problem(op.refs, known)
+    if problem:
+        return problem
+    if isinstance(op, EditOp):
+        found = doc.find(op.id)
+        if found is None:
+            return f"no entry with id {op.id!r}"
+        found[1].text, found[1].refs = op.text, list(dict.fromkeys(op.refs))
+        return ""
+    if problem := section_problem(op.section):
+        return problem
+    for _, entry in doc.entries():
+        if normalise(entry.text) == normalise(op.text):
+            return f"duplicate of entry m_{entry.id}"
+    target = doc.ensure_section(op.section)
+    target.entries.append(Entry(new_entry_id(), op.text, list(dict.fromkeys(op.refs))))
+    return ""
+
+
+def _refs_problem(refs: list[str], known: set[str]) -> str | None:
+    for ref in refs:
+        if problem := ref_problem(ref):
+            return problem
+        if ref not in known:
+            return f"unknown reference {ref!r}: cite trace ids from the evidence"
+    return None
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in error["loc"]) or "op"
+        parts.append(f"{where}: {error['msg']}")
+    return "; ".join(parts)

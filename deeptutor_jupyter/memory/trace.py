@@ -1,0 +1,216 @@
+"""L1: one JSON line per turn, appended to ``trace/<surface>/<YYYY-MM-DD>.jsonl``.
+
+The same record is the content of the ``application/vnd.deeptutor.trace+json`` bundle a turn
+leaves in its cell, which is why a saved notebook can rebuild L1 (``import_notebooks``).
+Files are append-only, so the set of known trace ids is kept incrementally: each file is read
+from the offset reached last time, and a dedupe check costs the new bytes, not the whole log.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from deeptutor_jupyter.memory._files import append_line, locked
+
+TRACE_MIME = "application/vnd.deeptutor.trace+json"
+SURFACES = ("chat", "notebook", "quiz", "kb")
+
+# Surfaces become file names and trace ids become footnote references, so both are kept to
+# characters that survive a path, a Markdown footnote and the legacy "a, b" list.
+SURFACE_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+TRACE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+
+
+def new_trace_id() -> str:
+    return "t_" + uuid.uuid4().hex[:20]
+
+
+class TraceRecord(BaseModel):
+    """One L1 line. Unknown fields (quiz results, later additions) are kept, not dropped."""
+
+    model_config = ConfigDict(extra="allow")
+
+    trace_id: str
+    surface: str = "chat"
+    kind: str = "turn"
+    session_id: str
+    turn_id: str
+    model: str
+    started_at: float
+    finished_at: float
+    question: str
+    answer_summary: str
+    tools: list[str] = Field(default_factory=list)
+    # [{"request_id", "tool_call_id", "selections": [option ids], "cancelled": bool}]:
+    # option ids only; free text typed by the learner never enters the trace.
+    ask_user: list[dict[str, Any]] = Field(default_factory=list)
+    status: str = "done"
+    notebook: str = ""
+
+    @field_validator("trace_id")
+    @classmethod
+    def _trace_id_shape(cls, value: str) -> str:
+        if not TRACE_ID_RE.match(value):
+            raise ValueError("trace_id must be 1-128 of A-Z a-z 0-9 _ . : - (no spaces or commas)")
+        return value
+
+    @field_validator("surface")
+    @classmethod
+    def _surface_shape(cls, value: str) -> str:
+        if not SURFACE_RE.match(value):
+            raise ValueError("surface must be lower-case letters, digits, _ or - (max 32)")
+        return value
+
+    @field_validator("ask_user")
+    @classmethod
+    def _no_free_text(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        allowed = {"request_id", "tool_call_id", "selections", "cancelled"}
+        return [{k: v for k, v in item.items() if k in allowed} for item in value]
+
+    def day(self) -> str:
+        """The file a record lands in: the UTC date it started (no DST or time-zone ambiguity)."""
+        return dt.datetime.fromtimestamp(self.started_at, dt.UTC).strftime("%Y-%m-%d")
+
+
+_FENCE_RE = re.compile(r"```.*?(```|$)", re.S)
+_MARKUP_RE = re.compile(r"(^|\s)#{1,6}\s+|[*_`>]+|!?\[([^\]]*)\]\([^)]*\)", re.M)
+
+
+def summarize_answer(answer: str, limit: int = 400) -> str:
+    """A plain one-paragraph summary: code blocks become ``[code]``, markup goes, cut at a word.
+
+    Deterministic on purpose: it runs at the end of every turn and must not cost a model call.
+    """
+    text = _FENCE_RE.sub(" [code] ", answer)
+    text = _MARKUP_RE.sub(lambda m: (m.group(1) or "") + (m.group(2) or ""), text)
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: max(limit - 1, 0)]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:.") + "…"
+
+
+@dataclass
+class _FileState:
+    offset: int = 0
+    ids: set[str] = field(default_factory=set)
+
+
+class TraceLog:
+    """The L1 directory of one learner. Thread-unsafe by design: one per ``MemoryStore``."""
+
+    def __init__(self, root: Path, lock_path: Path, *, fsync: bool = False) -> None:
+        self.root = root
+        self.lock_path = lock_path
+        self.fsync = fsync
+        self._files: dict[Path, _FileState] = {}
+
+    def files(self, surface: str | None = None) -> list[Path]:
+        if surface is not None:
+            return sorted((self.root / surface).glob("*.jsonl"))
+        return sorted(self.root.glob("*/*.jsonl"))
+
+    def known_ids(self) -> set[str]:
+        self._refresh()
+        ids: set[str] = set()
+        for state in self._files.values():
+            ids |= state.ids
+        return ids
+
+    def append(self, records: Iterable[TraceRecord]) -> list[bool]:
+        """Append each record unless its trace id is known; True for each one appended."""
+        with locked(self.lock_path):
+            known = self.known_ids()
+            added: list[bool] = []
+            for record in records:
+                if record.trace_id in known:
+                    added.append(False)
+                    continue
+                path = self.root / record.surface / f"{record.day()}.jsonl"
+                append_line(path, record.model_dump_json(), fsync=self.fsync)
+                known.add(record.trace_id)
+                added.append(True)
+            return added
+
+    def read(self, surface: str | None = None, since: float | None = None) -> list[TraceRecord]:
+        first_day = None
+        if since is not None:
+            first_day = dt.datetime.fromtimestamp(since, dt.UTC).strftime("%Y-%m-%d")
+        records: list[TraceRecord] = []
+        seen: set[str] = set()
+        for path in self.files(surface):
+            if first_day is not None and path.stem < first_day:
+                continue
+            for record in _read_records(path):
+                if record.trace_id in seen or (since is not None and record.started_at < since):
+                    continue
+                seen.add(record.trace_id)
+                records.append(record)
+        records.sort(key=lambda r: r.started_at)
+        return records
+
+    def forget(self) -> None:
+        self._files.clear()
+
+    def _refresh(self) -> None:
+        present = set(self.files())
+        for gone in set(self._files) - present:
+            del self._files[gone]
+        for path in present:
+            state = self._files.setdefault(path, _FileState())
+            try:
+                size = os.path.getsize(path)
+            except FileNotFoundError:
+                continue
+            if size < state.offset:  # the file was replaced (forget_all): start over
+                state.offset, state.ids = 0, set()
+            if size > state.offset:
+                self._read_new(path, state)
+
+    def _read_new(self, path: Path, state: _FileState) -> None:
+        with path.open("rb") as handle:
+            handle.seek(state.offset)
+            chunk = handle.read()
+        # A line without its newline may still be being written: leave it for next time.
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        for line in complete.splitlines():
+            trace_id = _trace_id_of(line)
+            if trace_id:
+                state.ids.add(trace_id)
+        state.offset += len(complete)
+
+
+def _trace_id_of(line: bytes) -> str | None:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    trace_id = value.get("trace_id") if isinstance(value, dict) else None
+    return trace_id if isinstance(trace_id, str) else None
+
+
+def _read_records(path: Path) -> list[TraceRecord]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    records = []
+    for line in data[: data.rfind(b"\n") + 1].splitlines():
+        try:
+            records.append(TraceRecord.model_validate_json(line))
+        except ValueError:
+            continue  # a damaged line must not hide the rest of the day
+    return records
