@@ -257,3 +257,17 @@ def test_list_and_remove(kb: KnowledgeBase, tmp_path: Path) -> None:
     with pytest.raises(KnowledgeBaseNotFound, match="kb add"):
         kb.search("loop")
     assert list_kbs(tmp_path / "nowhere") == []
+
+
+def test_importing_the_packages_stays_light() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, deeptutor_jupyter.knowledge as k, deeptutor_jupyter.skills as s\n"
+        "heavy = [m for m in ('numpy', 'bm25s', 'pypdf', 'pydantic') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+        "assert all(hasattr(k, n) for n in k.__all__), k.__all__\n"
+        "assert all(hasattr(s, n) for n in s.__all__), s.__all__\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
