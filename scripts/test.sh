@@ -5,6 +5,17 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
 cd "$root"
+# UI tests drive real JupyterLab in Debian's Chromium (never a downloaded browser build).
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "==> installing Chromium from Debian's packages (UI tests)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "Chromium is missing: install Debian's 'chromium' package to run the UI tests." >&2
+    exit 1
+  fi
+fi
 echo "==> ruff"
 .venv/bin/ruff check deeptutor_jupyter tests benchmarks
 .venv/bin/ruff format --check deeptutor_jupyter tests benchmarks

@@ -15,11 +15,11 @@ from deeptutor_jupyter.kernel.magics import USAGE, UsageError, keep_question_mar
         ("What is an eigenvector?", None, {}, False, "What is an eigenvector?", None),
         ("--new Is x -- y ok?", None, {}, True, "Is x -- y ok?", None),
         (
-            "--model deepseek-chat --max-rounds=3 why",
+            "--model deepseek-chat --max-rounds=3 why so",
             None,
             {"model": "deepseek-chat", "max_rounds": "3"},
             False,
-            "why",
+            "why so",
             None,
         ),
         (
@@ -33,6 +33,9 @@ from deeptutor_jupyter.kernel.magics import USAGE, UsageError, keep_question_mar
         ("config", None, {}, False, "", "config"),
         ("config my settings please", None, {}, False, "config my settings please", None),
         ("stop", None, {}, False, "", "stop"),
+        ("why", None, {}, False, "", "why"),
+        ("pending --all", None, {}, False, "", "pending"),
+        ("stop being so verbose", None, {}, False, "stop being so verbose", None),
     ],
 )
 def test_parse(line, cell, flags, new, question, command):

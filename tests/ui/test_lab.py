@@ -1,0 +1,181 @@
+"""Real JupyterLab in headless Chromium: the turn view renders, the form is clickable, and the
+saved notebook keeps the answer as Markdown (update_display_data reaches a finished cell)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
+
+pytestmark = pytest.mark.ui
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+TOKEN = "ui-test-token"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "tests" / "ui" / "artifacts"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def lab(tmp_path: Path, fake_llm: FakeLLMServer) -> Iterator[str]:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEEPTUTOR_")}
+    env.update(
+        DEEPTUTOR_HOME=str(tmp_path / "home"),
+        DEEPTUTOR_PROVIDER="custom",
+        DEEPTUTOR_BASE_URL=fake_llm.url,
+        DEEPTUTOR_MODEL="fake-model",
+        JUPYTER_CONFIG_DIR=str(tmp_path / "jupyter-config"),
+        IPYTHONDIR=str(tmp_path / "ipython"),
+    )
+    log = (tmp_path / "lab.log").open("w")
+    proc = subprocess.Popen(
+        [
+            sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+            f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1",
+            f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={tmp_path}",
+            "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=",
+        ],
+        env=env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2)
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise AssertionError((tmp_path / "lab.log").read_text()) from None
+                time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as server:
+        yield server
+
+
+def write_notebook(path: Path, *sources: str) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nbformat.write(nb, path)
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is installed by scripts/test.sh")
+def test_a_turn_and_a_form_in_real_jupyterlab(lab: str, fake_llm: FakeLLMServer, tmp_path: Path):
+    from playwright.sync_api import sync_playwright
+
+    fake_llm.extend(
+        [
+            Reply(text="An **eigenvector** keeps its direction."),
+            Reply(
+                text="First, one question.",
+                tool_calls=[
+                    ToolCallSpec(
+                        "ask_user",
+                        {
+                            "title": "Which way?",
+                            "mode": "single",
+                            "options": [
+                                {"id": "safe", "label": "Analyse first", "recommended": True},
+                                {"id": "fast", "label": "Just do it"},
+                            ],
+                        },
+                        id="call_ui_1",
+                    )
+                ],
+            ),
+            Reply(text="Good: we analyse first."),
+        ]
+    )
+    write_notebook(
+        tmp_path / "lesson.ipynb",
+        "%load_ext deeptutor_jupyter",
+        "%tutor What is an eigenvector?",
+        "%tutor How should we proceed?",
+    )
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"],
+        )  # fmt: skip
+        page = browser.new_page(viewport={"width": 1300, "height": 1000})
+        page.set_default_timeout(30000)
+        try:
+            page.goto(f"{lab}/lab/tree/lesson.ipynb?token={TOKEN}")
+            page.wait_for_function(
+                "() => window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=60000
+            )
+            select = page.locator(".jp-Dialog button", has_text="Select")
+            try:  # JupyterLab may ask which kernel to start; the notebook's own is preselected
+                select.wait_for(timeout=8000)
+                select.click()
+            except Exception:
+                pass
+            page.wait_for_selector(
+                ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60000
+            )
+            # Not awaited: the command's promise settles only when every cell has run.
+            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+            page.get_by_text("An eigenvector keeps its direction.").wait_for(timeout=30000)
+            page.get_by_text("Which way?").wait_for(timeout=30000)
+            page.locator(".dt-ask-user label", has_text="Analyse first").first.click()
+            page.locator(".dt-ask-submit").click()
+            page.get_by_text("Good: we analyse first.").wait_for(timeout=30000)
+            page.locator(".dt-ask-receipt").wait_for(timeout=10000)
+            page.screenshot(path=str(ARTIFACTS / "lab-turn.png"), full_page=True)
+            page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+            time.sleep(1.5)
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "lab-failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
+
+    sent = [
+        m
+        for r in fake_llm.requests
+        for m in r.body["messages"]
+        if m.get("tool_call_id") == "call_ui_1"
+    ]
+    assert json.loads(sent[0]["content"])["selections"] == ["safe"]
+    saved = json.loads((tmp_path / "lesson.ipynb").read_text())
+    first_turn = saved["cells"][1]["outputs"]
+    markdown = "".join(
+        "".join(o.get("data", {}).get("text/markdown", "")) for o in first_turn
+    )  # nbformat stores multi-line strings as lists of lines
+    # The final bundle replaced the "answering…" placeholder after the cell had finished.
+    assert "An **eigenvector** keeps its direction." in markdown, first_turn
