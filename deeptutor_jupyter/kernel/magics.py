@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
@@ -26,7 +27,13 @@ _FLAGS: dict[str, tuple[str, bool]] = {
     "--language": ("language", True),
     "--new": ("new", False),
     "--cell": ("cell", True),
+    "--kb": ("kb", True),
+    "--tools": ("tools", True),
+    "--no-tools": ("no_tools", False),
+    "--attach": ("attach", True),
 }
+# Commands whose whole rest of the line is theirs to parse.
+_FREE_COMMANDS = ("memory", "kb")
 _FLAG_RE = re.compile(r"\s*(--[a-z-]+)(?:=(\S+))?")
 # command -> the arguments it takes; anything else after the word makes the line a question
 _COMMANDS: dict[str, set[str]] = {
@@ -47,8 +54,12 @@ Usage:
   %tutor config                  show the effective settings and where each came from
   %tutor stop                    stop every running turn of this kernel
   %tutor pending [--all]         show the questions waiting for your answer (--all: every notebook)
+  %tutor memory ...              what the tutor remembers about you (%tutor memory help)
+  %tutor kb ...                  course knowledge bases (%tutor kb help)
+  %tutor --kb NAME <question>    answer from a knowledge base, with citations
+  %tutor --attach a.ipynb,b.pdf <question>   read these files first, then answer
 Flags: --model NAME  --provider NAME  --base-url URL  --max-rounds N  --max-tokens N
-       --temperature T  --timeout SECONDS  --language en|zh
+       --temperature T  --timeout SECONDS  --language en|zh  --tools a,b  --no-tools
 """
 
 
@@ -63,6 +74,8 @@ class Parsed:
     new: bool = False
     question: str = ""
     args: set[str] = field(default_factory=set)
+    switches: set[str] = field(default_factory=set)
+    rest: str = ""  # the line after a free command word
 
 
 def parse(line: str, cell: str | None) -> Parsed:
@@ -79,7 +92,10 @@ def parse(line: str, cell: str | None) -> Parsed:
         name, takes_value = _FLAGS[flag]
         rest = rest[m.end() :]
         if not takes_value:
-            parsed.new = True
+            if name == "new":
+                parsed.new = True
+            else:
+                parsed.switches.add(name)
             continue
         if inline is None:
             vm = re.match(r"\s*(\S+)", rest)
@@ -89,6 +105,9 @@ def parse(line: str, cell: str | None) -> Parsed:
         parsed.flags[name] = inline
     rest = rest.strip()
     words = rest.split()
+    if cell is None and words and words[0] in _FREE_COMMANDS:
+        parsed.command, parsed.rest = words[0], rest[len(words[0]) :].strip()
+        return parsed
     if cell is None and words and words[0] in _COMMANDS:
         args = set(words[1:])
         if args <= _COMMANDS[words[0]]:
@@ -165,6 +184,9 @@ class TutorMagics(Magics):
             show_markdown(f"```\n{exc}\n```")
             return
         cell_index = parsed.flags.pop("cell", None)
+        turn_flags = {
+            k: parsed.flags.pop(k) for k in ("kb", "tools", "attach") if k in parsed.flags
+        }
         if parsed.command == "help" or (
             not parsed.command and not parsed.question and cell_index is None
         ):
@@ -181,6 +203,16 @@ class TutorMagics(Magics):
                 turn.cancel("Stopped with %tutor stop.")
             return
         self.state.language = resolved.settings.language
+        if parsed.command in ("memory", "kb"):
+            from deeptutor_jupyter.kernel import commands
+
+            ensure_loop()
+            run = commands.memory_command if parsed.command == "memory" else commands.kb_command
+            try:
+                run(self.state, resolved, parsed.rest)
+            except ValueError as exc:
+                show_markdown(f"⚠ {exc}")
+            return
         if parsed.command == "pending":
             if not resolved.ready and self.state.store is None:
                 from deeptutor_jupyter.kernel.start import show_setup
@@ -205,7 +237,24 @@ class TutorMagics(Magics):
             return
         from deeptutor_jupyter.kernel.start import start_turn
 
-        start_turn(self.state, resolved, question, new=parsed.new)
+        tools = flags_list(turn_flags.get("tools"))
+        start_turn(
+            self.state,
+            resolved,
+            question,
+            new=parsed.new,
+            kbs=flags_list(turn_flags.get("kb")) or [],
+            user_tools=tuple(tools) if tools is not None else None,
+            no_tools="no_tools" in parsed.switches,
+            attachments=[Path(p).expanduser() for p in flags_list(turn_flags.get("attach")) or []],
+        )
+
+
+def flags_list(value: str | None) -> list[str] | None:
+    """``a,b`` -> ["a", "b"]; None when the flag was not given."""
+    if value is None:
+        return None
+    return [part.strip() for part in value.split(",") if part.strip()]
 
 
 def compose_question(shell: Any, parsed: Parsed, cell_index: str | None) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deeptutor_jupyter.kernel.display import turn_markdown, widget_bundle
@@ -15,7 +16,17 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.runtime.events import Event, EventLog
 
 
-def start_turn(tutor: KernelTutor, resolved: ResolvedSettings, question: str, *, new: bool) -> None:
+def start_turn(
+    tutor: KernelTutor,
+    resolved: ResolvedSettings,
+    question: str,
+    *,
+    new: bool,
+    kbs: list[str] | None = None,
+    user_tools: tuple[str, ...] | None = None,
+    no_tools: bool = False,
+    attachments: list[Path] | None = None,
+) -> None:
     from IPython.display import display
 
     from deeptutor_jupyter.runtime.context import ModelProfile, TurnContext
@@ -23,6 +34,12 @@ def start_turn(tutor: KernelTutor, resolved: ResolvedSettings, question: str, *,
 
     if not resolved.ready:
         show_setup(resolved)
+        return
+    missing = [str(p) for p in attachments or [] if not p.is_file()]
+    if missing:
+        from deeptutor_jupyter.kernel.display import show_markdown
+
+        show_markdown(f"⚠ Attachment not found: {', '.join(missing)}")
         return
     s = resolved.settings
     tutor.open(resolved)
@@ -42,8 +59,14 @@ def start_turn(tutor: KernelTutor, resolved: ResolvedSettings, question: str, *,
         temperature=s.temperature,
     )
     turn_id = f"turn-{uuid.uuid4().hex[:12]}"
-    from deeptutor_jupyter.kernel.notebook_context import tutor_md_blocks
+    from deeptutor_jupyter.kernel.display import show_markdown
+    from deeptutor_jupyter.kernel.turn_plan import PlanError, plan_turn
 
+    try:
+        plan = plan_turn(tutor, s, kbs=kbs or [], user_tools=user_tools, no_tools=no_tools)
+    except PlanError as exc:
+        show_markdown(str(exc))
+        return
     ctx = TurnContext(
         session_id=tutor.session_id,
         turn_id=turn_id,
@@ -52,13 +75,17 @@ def start_turn(tutor: KernelTutor, resolved: ResolvedSettings, question: str, *,
         history=tutor.history,
         cell_id=cell_id,
         language=s.language,
-        system_blocks=tutor_md_blocks(tutor.workspace),
+        system_blocks=plan.system_blocks,
+        enabled_tools=plan.enabled_tools,
+        attachments=[str(p.resolve()) for p in attachments or []],
     )
     log = EventLog(turn_id, tutor.store)
-    view = attach_view(tutor, log, profile.model_dump(), question, display_id=turn_id)
+    view = attach_view(
+        tutor, log, profile.model_dump(), question, display_id=turn_id, trace=s.trace_in_outputs
+    )
     running_md = turn_markdown(question, "", model=profile.label, status="running", tools=[])
     display(widget_bundle(view, running_md), raw=True, display_id=turn_id)  # type: ignore[no-untyped-call]
-    turn = tutor.orchestrator.start_turn(ctx, tutor.model_for(resolved), log)
+    turn = tutor.orchestrator.start_turn(ctx, tutor.model_for(resolved), log, plan.extra)
     tutor.track(turn, view)
     if cell_id:
         tutor.cell_turns[cell_id] = turn
@@ -70,11 +97,13 @@ def attach_view(
     profile: dict[str, Any],
     question: str,
     display_id: str | None = None,
+    trace: bool = True,
 ) -> TurnView:
     """A TurnView subscribed to the log; with a display id, the saved-notebook Markdown too."""
     from IPython.display import update_display
 
     from deeptutor_jupyter.kernel import interactions
+    from deeptutor_jupyter.kernel.turn_plan import record_trace, source_links, sources_markdown
     from deeptutor_jupyter.kernel.widgets.turn_view import TurnView
 
     language = tutor.language
@@ -95,14 +124,22 @@ def attach_view(
     tutor.logs[log.turn_id] = log
     tools_used: list[str] = []
 
+    sources: list[tuple[str, str]] = []
+
     def on_event(event: Event) -> None:
         if event.type == "tool_call":
             tools_used.append(event.data["name"])
+        elif event.type == "sources":
+            sources[:] = source_links(event.data.get("hits", []), tutor.workspace)
+            view.show_sources(sources_markdown(sources))
         elif event.type == "done":
             tutor.logs.pop(log.turn_id, None)
             turn = tutor.turn_of(log.turn_id)
-            if turn is not None and tutor.session_id == turn.ctx.session_id:
-                tutor.history.extend(turn.messages)
+            record = None
+            if turn is not None:
+                record = record_trace(tutor, turn, log)
+                if tutor.session_id == turn.ctx.session_id:
+                    tutor.history.extend(turn.messages)
             if display_id is None:
                 return
             errors = [e.data.get("message", "") for e in log.events if e.type == "error"]
@@ -114,7 +151,14 @@ def attach_view(
                 tools=tools_used,
                 error="; ".join(errors),
             )
-            update_display(widget_bundle(view, md), raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
+            if sources:
+                md += "\n" + sources_markdown(sources) + "\n"
+            bundle = widget_bundle(view, md)
+            if trace and record is not None:
+                from deeptutor_jupyter.memory import TRACE_MIME
+
+                bundle[TRACE_MIME] = record.model_dump(mode="json")
+            update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
 
     log.subscribe(on_event)
     return view

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.config import ResolvedSettings
     from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
     from deeptutor_jupyter.kernel.widgets.turn_view import TurnView
+    from deeptutor_jupyter.memory import MemoryStore
     from deeptutor_jupyter.providers.base import ChatModel
     from deeptutor_jupyter.runtime.events import EventLog
     from deeptutor_jupyter.runtime.orchestrator import Orchestrator, Turn
@@ -55,14 +56,23 @@ class KernelTutor:
     loop: asyncio.AbstractEventLoop | None = None
     language: str = "en"
     shell: Any = None
+    memory: MemoryStore | None = None
     # Settings as the magic would resolve them (its traitlets included), given flags.
     resolve: Callable[[dict[str, Any]], ResolvedSettings] | None = None
     slots: dict[str, Any] = field(default_factory=dict)  # request id -> where a resumed turn shows
     logs: dict[str, EventLog] = field(default_factory=dict)  # event logs of running turns
+    tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
     @property
     def workspace(self) -> Path:
         return Path.cwd()
+
+    def background(self, coro: Any) -> asyncio.Task[Any]:
+        """Run work on the kernel loop without blocking the cell; keeps the task alive."""
+        task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return task
 
     def turn_of(self, turn_id: str) -> Turn | None:
         return next((t for t in reversed(self.turns) if t.turn_id == turn_id), None)
@@ -96,8 +106,20 @@ class KernelTutor:
             self.coordinator.can_resume = lambda row: interactions.can_resume(self, row)
             self.orchestrator = Orchestrator(self.store, coordinator=self.coordinator)
             from deeptutor_jupyter.kernel.notebook_context import kernel_tools
+            from deeptutor_jupyter.knowledge.tools import SearchKnowledgeTool
+            from deeptutor_jupyter.memory import MemoryStore
+            from deeptutor_jupyter.memory.tools import ReadMemoryTool, WriteMemoryTool
+            from deeptutor_jupyter.skills import ReadSkillTool
 
-            for tool in kernel_tools(self.shell):
+            self.memory = MemoryStore(home)
+            extra_tools = [
+                *kernel_tools(self.shell),
+                ReadMemoryTool(),
+                WriteMemoryTool(),
+                SearchKnowledgeTool(),
+                ReadSkillTool(),
+            ]
+            for tool in extra_tools:
                 self.orchestrator.registry.register(tool)
             self.loop = asyncio.get_running_loop() if has_event_loop() else None
             self.session_id = ""

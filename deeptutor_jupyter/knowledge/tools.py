@@ -63,7 +63,15 @@ class SearchKnowledgeTool(Tool):
             return _error(str(exc))
         root = ctx.extra.get("server_root")
         content = format_hits(args.query, hits)
-        rows = [{**h.source(), "title": h.chunk.title, "link": h.link(root)} for h in hits]
+        rows = [
+            {
+                **h.source(),
+                "title": h.chunk.title,
+                "link": h.link(root),
+                "path": str(Path(h.root, h.chunk.path)) if h.root else h.chunk.path,
+            }
+            for h in hits
+        ]
         data = {"hits": rows}
         summary = f"{len(hits)} passage(s) from {', '.join(names)}"
         return ToolResult(content=content, data=data, summary=summary)

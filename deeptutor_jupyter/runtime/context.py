@@ -34,5 +34,6 @@ class TurnContext(BaseModel):
     enabled_tools: list[str] | None = None  # None: the capability's default tool set
     system_blocks: list[str] = Field(default_factory=list)
     cell_id: str | None = None
+    attachments: list[str] = Field(default_factory=list)  # read by the explore pass first
     language: str = "en"
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -46,6 +46,7 @@ class Turn:
     answer: str = ""
     cancel_reason: str = ""
     messages: list[Message] = field(default_factory=list)  # what this turn added to the history
+    extra: dict[str, Any] = field(default_factory=dict)  # handed to tools (stores, selections)
     started: float = field(default_factory=time.monotonic)
 
     @property
@@ -73,11 +74,22 @@ class Orchestrator:
         self.coordinator = coordinator
         self.running: dict[str, Turn] = {}  # strong references: the loop only keeps weak ones
 
-    def start_turn(self, ctx: TurnContext, model: ChatModel, log: EventLog | None = None) -> Turn:
-        return self._start(ctx, model, log, None)
+    def start_turn(
+        self,
+        ctx: TurnContext,
+        model: ChatModel,
+        log: EventLog | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> Turn:
+        return self._start(ctx, model, log, None, extra)
 
     def resume_turn(
-        self, saved: dict[str, Any], outcome: ToolResult, model: ChatModel, log: EventLog
+        self,
+        saved: dict[str, Any],
+        outcome: ToolResult,
+        model: ChatModel,
+        log: EventLog,
+        extra: dict[str, Any] | None = None,
     ) -> Turn:
         """Continue a turn saved while it waited on ask_user, in this process."""
         from deeptutor_jupyter.agent.loop import LoopState
@@ -87,12 +99,17 @@ class Orchestrator:
         compat = saved.get("compat") or {}
         model.compat.stream_options = bool(compat.get("stream_options", True))
         model.compat.native_tools = bool(compat.get("native_tools", True))
-        return self._start(ctx, model, log, (state, outcome))
+        return self._start(ctx, model, log, (state, outcome), extra)
 
     def _start(
-        self, ctx: TurnContext, model: ChatModel, log: EventLog | None, resume: Resume | None
+        self,
+        ctx: TurnContext,
+        model: ChatModel,
+        log: EventLog | None,
+        resume: Resume | None,
+        extra: dict[str, Any] | None,
     ) -> Turn:
-        turn = Turn(ctx, log or EventLog(ctx.turn_id, self.store))
+        turn = Turn(ctx, log or EventLog(ctx.turn_id, self.store), extra=extra or {})
         task = asyncio.get_running_loop().create_task(self._run(turn, model, resume))
         turn.task = task
         self.running[ctx.turn_id] = turn
@@ -162,6 +179,14 @@ class Orchestrator:
                 hint="This is a bug in deeptutor-jupyter; the details are in the turn's events.",
                 detail=traceback.format_exc(limit=8),
             )
+        hits = [
+            hit
+            for e in log.events
+            if e.type == "tool_result"
+            for hit in (e.data.get("data") or {}).get("hits", [])
+        ]
+        if hits:
+            log.emit("sources", hits=hits)
         if turn.status != "error":
             self._record_messages(turn, [question, *added])
         self._record_finish(turn, error)
@@ -182,7 +207,9 @@ class Orchestrator:
 
         ctx = turn.ctx
         names = self.registry.names() if ctx.enabled_tools is None else ctx.enabled_tools
-        tool_ctx = ToolContext(session_id=ctx.session_id, turn_id=ctx.turn_id, workspace=Path.cwd())
+        tool_ctx = ToolContext(
+            session_id=ctx.session_id, turn_id=ctx.turn_id, workspace=Path.cwd(), extra=turn.extra
+        )
 
         async def execute(call: ToolCall) -> ToolResult:
             if call.name not in names:
@@ -207,8 +234,20 @@ class Orchestrator:
         )
         if resume is not None:
             return await loop.resume(*resume)
+        if ctx.attachments:
+            question = await self._explore(turn, model, question)
         system = "\n\n".join([SYSTEM_PROMPT, *ctx.system_blocks])
         return await loop.run(system, ctx.history, question)
+
+    async def _explore(self, turn: Turn, model: ChatModel, question: Message) -> Message:
+        """Attachments are read by a separate pass; the answer loop gets its objective notes
+        and never the read tool (a pasted transcript must not become the tutor's voice)."""
+        from deeptutor_jupyter.runtime.explore import explore, seed_message
+
+        ctx = turn.ctx
+        paths = [Path(p) for p in ctx.attachments]
+        summary = await explore(model, paths, ctx.question, turn.log.emit)
+        return {"role": "user", "content": seed_message(summary, ctx.question)}
 
     async def _ask(self, turn: Turn, loop: Any, call: ToolCall) -> ToolResult:
         """ask_user is intercepted before any executor; bad arguments go back to the model."""

@@ -167,6 +167,16 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         elif event.type == "done":
             self._finish(d)
 
+    def show_sources(self, markdown: str) -> None:
+        """Citations as Markdown links: JupyterLab opens a relative link as a file."""
+        if not markdown:
+            return
+        self._flush()
+        box = widgets.Output()
+        box.add_class("dt-sources")
+        box.outputs = (markdown_bundle(markdown),)
+        self.blocks.children = (*self.blocks.children, box)
+
     def start_ticker(self) -> None:
         self._ticker = asyncio.get_running_loop().create_task(self._tick())
 

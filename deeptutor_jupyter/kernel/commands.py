@@ -1,0 +1,204 @@
+"""``%tutor memory ...`` and ``%tutor kb ...``: the learner's memory and the course's material.
+
+Long work (indexing, consolidation) runs off the kernel's main loop step, with a widget that
+reports progress and the outcome, so the cell returns at once like every ``%tutor`` cell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from deeptutor_jupyter.kernel.display import show_markdown
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.config import ResolvedSettings
+    from deeptutor_jupyter.kernel.tutor import KernelTutor
+
+MEMORY_USAGE = """\
+```
+%tutor memory                         open the memory workbench (what the tutor knows, with sources)
+%tutor memory import <notebook|folder>  rebuild traces from saved notebooks (idempotent)
+%tutor memory consolidate [--mode update|audit|dedup|merge] [--doc L3/profile]
+%tutor memory export [file.zip]       write all memory to a zip
+%tutor memory forget --all            delete all memory (asks for confirmation)
+```"""
+
+KB_USAGE = """\
+```
+%tutor kb add <name> <folder-or-files>...   index course material (md, txt, py, ipynb, pdf)
+%tutor kb refresh <name>                    re-index what changed
+%tutor kb list                              the knowledge bases and their sizes
+%tutor kb remove <name>                     delete a knowledge base's index (not the files)
+%tutor --kb <name> <question>               answer with that material, citing it
+```"""
+
+MODES = ("update", "audit", "dedup", "merge")
+
+
+def _split(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        raise ValueError(f"Could not read the arguments: {exc}") from None
+
+
+def memory_command(tutor: KernelTutor, resolved: ResolvedSettings, rest: str) -> None:
+    from IPython.display import display
+
+    tutor.open(resolved)
+    store = tutor.memory
+    assert store is not None
+    args = _split(rest)
+    language = resolved.settings.language
+    if not args:
+        from deeptutor_jupyter.kernel.widgets.memory_workbench import MemoryWorkbench
+
+        display(
+            MemoryWorkbench(store, make_model=lambda: tutor.model_for(resolved), language=language)
+        )  # type: ignore[no-untyped-call]
+        return
+    verb, params = args[0], args[1:]
+    if verb == "import" and len(params) == 1:
+        result = store.import_notebooks(Path(params[0]).expanduser())
+        show_markdown(
+            f"Imported **{result.added}** trace(s) from {result.notebooks} notebook(s); "
+            f"{result.skipped_duplicates} already known."
+            + "".join(f"\n- ⚠ {e}" for e in result.errors)
+        )
+    elif verb == "export" and len(params) <= 1:
+        dest = Path(params[0]) if params else Path.cwd() / "deeptutor-memory.zip"
+        show_markdown(f"Memory exported to `{store.export_zip(dest)}`.")
+    elif verb == "forget" and params == ["--all"]:
+        from deeptutor_jupyter.kernel.widgets.forget_card import ForgetCard
+
+        display(ForgetCard(store, language=language))  # type: ignore[no-untyped-call]
+    elif verb == "consolidate":
+        _consolidate(tutor, resolved, params)
+    else:
+        show_markdown(MEMORY_USAGE)
+
+
+def _consolidate(tutor: KernelTutor, resolved: ResolvedSettings, params: list[str]) -> None:
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    mode, doc = "update", "L3/profile"
+    it = iter(params)
+    for flag in it:
+        value = next(it, None)
+        if flag == "--mode" and value in MODES:
+            mode = value
+        elif flag == "--doc" and value and "/" in value:
+            doc = value
+        else:
+            show_markdown(MEMORY_USAGE)
+            return
+    layer, key = doc.split("/", 1)
+    if mode != "merge" and not resolved.ready:
+        show_markdown("Consolidation needs a model: " + "; ".join(resolved.missing()))
+        return
+    status = widgets.HTML(f"Consolidating <code>{html.escape(doc)}</code> ({mode})…")
+    status.add_class("dt-consolidate")
+    display(status)  # type: ignore[no-untyped-call]
+
+    async def run() -> None:
+        from deeptutor_jupyter.memory.consolidate import RunBusyError, consolidate
+
+        assert tutor.memory is not None
+        model = None if mode == "merge" else tutor.model_for(resolved)
+        try:
+            result = await consolidate(tutor.memory, model, layer=layer, key=key, mode=mode)  # type: ignore[arg-type]
+        except RunBusyError:
+            status.value = f"<code>{html.escape(doc)}</code> is busy: another consolidation runs."
+            return
+        except Exception as exc:
+            status.value = f"⚠ Consolidation failed: {html.escape(str(exc))}"
+            return
+        rejected = "".join(
+            f"<li>{html.escape(str(op))}: {html.escape(str(reason))}</li>"
+            for op, reason in result.rejected
+        )
+        status.value = (
+            f"<b>{mode}</b> on <code>{html.escape(doc)}</code>: {result.ops_applied} change(s) "
+            f"applied in {result.passes} pass(es)."
+            + (f"<pre>{html.escape(result.diff)}</pre>" if result.diff else "")
+            + (f"<p>Rejected:</p><ul>{rejected}</ul>" if rejected else "")
+        )
+
+    tutor.background(run())
+
+
+def kb_command(tutor: KernelTutor, resolved: ResolvedSettings, rest: str) -> None:
+    from deeptutor_jupyter.knowledge import list_kbs, remove_kb
+
+    home = resolved.settings.home
+    args = _split(rest)
+    verb, params = (args[0], args[1:]) if args else ("", [])
+    try:
+        if verb == "list" and not params:
+            kbs = list_kbs(home)
+            if not kbs:
+                show_markdown("No knowledge bases yet. " + KB_USAGE)
+                return
+            rows = [
+                f"| {kb['name']} | {kb.get('files', '?')} | {kb.get('chunks', '?')} |" for kb in kbs
+            ]
+            show_markdown("| name | files | chunks |\n|---|---|---|\n" + "\n".join(rows))
+        elif verb == "remove" and len(params) == 1:
+            remove_kb(home, params[0])
+            show_markdown(f"Removed the knowledge base **{params[0]}** (your files are untouched).")
+        elif verb in ("add", "refresh") and params and (verb == "add") == (len(params) >= 2):
+            _index(tutor, home, params[0], [Path(p).expanduser() for p in params[1:]])
+        else:
+            show_markdown(KB_USAGE)
+    except (ValueError, LookupError) as exc:
+        show_markdown(f"⚠ {exc}")
+
+
+def _index(tutor: KernelTutor, home: Path, name: str, paths: list[Path]) -> None:
+    """Index in a worker thread; a progress bar follows it through thread-safe callbacks."""
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    from deeptutor_jupyter.knowledge import KnowledgeBase
+
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        show_markdown(f"⚠ Not found: {', '.join(missing)}")
+        return
+    kb = KnowledgeBase(home, name)
+    bar = widgets.IntProgress(value=0, min=0, max=1, description="Indexing")
+    label = widgets.HTML()
+    box = widgets.VBox([bar, label])
+    box.add_class("dt-kb-progress")
+    display(box)  # type: ignore[no-untyped-call]
+    loop = asyncio.get_running_loop()
+
+    def progress(done: int, total: int, current: str) -> None:
+        def show() -> None:
+            bar.max = max(total, 1)
+            bar.value = done
+            label.value = html.escape(current)
+
+        loop.call_soon_threadsafe(show)
+
+    async def run() -> None:
+        try:
+            if paths:
+                report: Any = await asyncio.to_thread(kb.add_sources, paths, progress)
+            else:
+                report = await asyncio.to_thread(kb.refresh, progress)
+        except Exception as exc:
+            bar.bar_style = "danger"
+            label.value = f"⚠ {html.escape(str(exc))}"
+            return
+        bar.value = bar.max
+        bar.bar_style = "success"
+        errors = "".join(f"<br>⚠ {html.escape(e)}" for e in report.errors)
+        label.value = f"<b>{html.escape(name)}</b>: {html.escape(report.summary())}{errors}"
+
+    tutor.background(run())
