@@ -1,0 +1,126 @@
+"""``%tutor memory forget --all``: say what will go, ask for a deliberate yes, then forget.
+
+The red button stays disabled until the learner ticks the checkbox; ``Button.click()`` from code
+ignores ``disabled``, so the handler checks the box again. Saved notebooks keep their trace
+bundles (``import_notebooks`` could rebuild L1 from them), which the card says, with the command
+that removes them.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import ipywidgets as widgets
+
+from deeptutor_jupyter.memory import MemoryStore
+
+_SMALL = "font-size:85%;opacity:0.75"
+_ERROR = "color:var(--jp-error-color1, #c62828)"
+
+_STRINGS: dict[str, dict[str, str]] = {
+    "en": {
+        "title": "Forget everything the tutor remembers",
+        "what": (
+            "This deletes {turns} remembered turns in {files} trace files and {documents} "
+            "documents (L2 and L3, your preferences included), the consolidation state and "
+            "the deletion log. It cannot be undone."
+        ),
+        "notebooks": (
+            "Saved notebooks keep their trace bundles; remove them with "
+            "deeptutor-jupyter scrub NOTEBOOK."
+        ),
+        "confirm": "I understand this deletes all my tutor memory",
+        "delete": "Delete everything",
+        "cancel": "Cancel",
+        "deleted": "Deleted {files} trace files and {documents} documents at {time}.",
+        "cancelled": "Cancelled: nothing was deleted.",
+        "failed": "Could not delete everything: {reason}",
+    },
+    "zh": {
+        "title": "清除导师记住的一切",
+        "what": (
+            "将删除 {files} 个记录文件中的 {turns} 轮对话记录、{documents} 个文档"
+            "（L2 与 L3，包括你的偏好设置）、整理状态和删除日志。此操作无法撤销。"
+        ),
+        "notebooks": "已保存的笔记本仍保留其中的记录；可用 deeptutor-jupyter scrub NOTEBOOK 删除。",
+        "confirm": "我明白这会删除导师关于我的全部记忆",
+        "delete": "全部删除",
+        "cancel": "取消",
+        "deleted": "已于 {time} 删除 {files} 个记录文件和 {documents} 个文档。",
+        "cancelled": "已取消：没有删除任何内容。",
+        "failed": "未能全部删除：{reason}",
+    },
+}
+
+
+@dataclass(frozen=True)
+class MemoryCounts:
+    turns: int
+    files: int
+    documents: int
+
+
+def count_memory(store: MemoryStore) -> MemoryCounts:
+    files = list((store.root / "trace").glob("*/*.jsonl"))
+    documents = [p for layer in ("L2", "L3") for p in (store.root / layer).glob("*.md")]
+    return MemoryCounts(len(store.known_trace_ids()), len(files), len(documents))
+
+
+class ForgetCard(widgets.VBox):  # type: ignore[misc]
+    """A confirmation form for ``MemoryStore.forget_all``; a receipt once answered."""
+
+    def __init__(self, store: MemoryStore, *, language: str = "en") -> None:
+        self.store, self.language = store, language
+        self.state = "open"  # then "deleted" or "cancelled"
+        s = self._s = _STRINGS.get(language, _STRINGS["en"])
+        counts = count_memory(store)
+        self.explanation = widgets.HTML(
+            f"<div>{html.escape(s['what'].format(**asdict(counts)))}</div>"
+            f'<div style="{_SMALL}">{html.escape(s["notebooks"])}</div>'
+        )
+        self.confirm = widgets.Checkbox(value=False, description=s["confirm"], indent=False)
+        self.confirm.layout.width = "auto"
+        self.delete_button = widgets.Button(
+            description=s["delete"], button_style="danger", icon="trash", disabled=True
+        )
+        self.cancel_button = widgets.Button(description=s["cancel"])
+        self.receipt = widgets.HTML()
+        self.confirm.observe(self._on_confirm, names="value")
+        self.delete_button.on_click(self._on_delete)
+        self.cancel_button.on_click(self._on_cancel)
+        title = widgets.HTML(f"<h4>{html.escape(s['title'])}</h4>")
+        buttons = widgets.HBox([self.delete_button, self.cancel_button])
+        super().__init__(children=[title, self.explanation, self.confirm, buttons, self.receipt])
+        self.add_class("dt-forget")
+
+    def _on_confirm(self, change: Mapping[str, Any]) -> None:
+        if self.state == "open":
+            self.delete_button.disabled = not change["new"]
+
+    def _on_delete(self, _button: widgets.Button | None = None) -> None:
+        if self.state != "open" or not self.confirm.value:
+            return
+        counts = count_memory(self.store)
+        try:
+            self.store.forget_all()
+        except OSError as exc:
+            reason = f"{exc.strerror or type(exc).__name__} ({exc.filename})"
+            text = html.escape(self._s["failed"].format(reason=reason))
+            self.receipt.value = f'<div style="{_ERROR}">{text}</div>'
+            return
+        when = time.strftime("%Y-%m-%d %H:%M:%S")
+        self._settle("deleted", self._s["deleted"].format(time=when, **asdict(counts)))
+
+    def _on_cancel(self, _button: widgets.Button | None = None) -> None:
+        if self.state == "open":
+            self._settle("cancelled", self._s["cancelled"])
+
+    def _settle(self, state: str, text: str) -> None:
+        self.state = state
+        for widget in (self.confirm, self.delete_button, self.cancel_button):
+            widget.disabled = True
+        self.receipt.value = f"<div><b>{html.escape(text)}</b></div>"

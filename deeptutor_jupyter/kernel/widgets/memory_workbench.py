@@ -1,0 +1,623 @@
+"""``%tutor memory``: read, correct and consolidate the L2/L3 documents, with their provenance.
+
+Every write goes through the store, so a human is held to the same rules as a model: a row edit
+is an ``edit`` op (validated, reasons shown), a delete is ``delete_entry`` (logged with its
+reason), the raw editor is ``overwrite`` (strict parse, nothing written on failure).
+
+Consolidation previews on an in-memory copy (``apply=False``); Apply then applies exactly the
+previewed ops with ``apply_ops`` under the document's run lock, so what is written is what was
+shown, never a second, different model answer. A preview of a document that changed since is
+refused rather than applied to text nobody looked at.
+
+Learner and model text reaches the browser escaped, in ``HTML`` widgets and in the Markdown view.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import html
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import ipywidgets as widgets
+
+from deeptutor_jupyter.kernel.widgets.turn_view import markdown_bundle
+from deeptutor_jupyter.memory import (
+    DELETE_REASONS,
+    L3_KEYS,
+    Document,
+    DocumentError,
+    Entry,
+    MemoryStore,
+    TraceRecord,
+    render,
+)
+from deeptutor_jupyter.memory.consolidate import (
+    MODES,
+    ConsolidationResult,
+    Mode,
+    RunBusyError,
+    consolidate,
+)
+from deeptutor_jupyter.memory.ops import DeleteReason, OpsPreview
+from deeptutor_jupyter.memory.trace import SURFACE_RE
+from deeptutor_jupyter.providers.base import ChatModel
+
+DocKey = tuple[str, str]
+MODEL_MODES: frozenset[str] = frozenset({"update", "audit", "dedup"})
+ROW_LIMIT = 200  # rows are widgets; beyond this the Markdown view and Raw still show everything
+SNIPPET = 80
+_UNREADABLE_REPLY = frozenset({"reply"})  # the shape consolidate gives an unparseable reply
+
+_SMALL = "font-size:85%;opacity:0.75"
+_ERROR = "color:var(--jp-error-color1, #c62828)"
+_OK = "color:var(--jp-success-color1, #2e7d32)"
+_ADDED = "color:var(--jp-success-color1, #2e7d32)"
+_REMOVED = "color:var(--jp-error-color1, #c62828)"
+_HUNK = "color:var(--jp-info-color1, #0277bd)"
+
+_STRINGS: dict[str, dict[str, str]] = {
+    "en": {
+        "title": "Tutor memory",
+        "document": "Document",
+        "entries": "{name} · {count} entries",
+        "empty": "_Nothing is remembered here yet._",
+        "no_refs": "no trace cited",
+        "from_trace": "from trace {id} on {date}: {question}",
+        "from_unknown": "from trace {id}",
+        "more_rows": "Showing the first {shown} of {total} entries; use Raw for the rest.",
+        "edit": "Edit",
+        "save": "Save",
+        "cancel": "Cancel",
+        "delete": "Delete",
+        "reason": "reason…",
+        "reason_contradicted": "contradicted",
+        "reason_superseded": "superseded",
+        "reason_stale": "stale",
+        "reason_low-signal": "low-signal",
+        "not_saved": "Not saved: {reason}",
+        "edit_in_raw": "this entry cites no trace, and an edit must keep one; change it in Raw.",
+        "not_deleted": "Not deleted: {reason}",
+        "saved": "Saved {name}.",
+        "deleted": "Deleted m_{id} ({reason}) from {name}.",
+        "raw": "Raw",
+        "raw_invalid": "Not saved; the document does not parse:",
+        "mode": "Mode",
+        "mode_update": "update: learn from new traces",
+        "mode_audit": "audit: check lines against their traces",
+        "mode_dedup": "dedup: merge lines that say the same",
+        "mode_merge": "merge: join identical lines (no model)",
+        "preview": "Preview",
+        "apply": "Apply",
+        "running": "running…",
+        "busy": "Another consolidation of this document is running.",
+        "no_model": (
+            "No model is configured, and mode “{mode}” needs one. Run %tutor once to set one "
+            "up; merge works without a model."
+        ),
+        "model_failed": "Could not create the model: {reason}",
+        "no_loop": "Consolidation needs a running event loop (a Jupyter kernel).",
+        "failed": "Consolidation failed: {reason}",
+        "preferences_off": (
+            "Consolidation is off for this document: preferences are never auto-consolidated."
+        ),
+        "proposed": "{ops} ops proposed, {rejected} rejected, {traces} traces read.",
+        "no_change": "No changes proposed.",
+        "rejected": "Rejected:",
+        "stale_preview": "The document changed since the preview; run Preview again.",
+        "applied": "Applied {ops} ops to {name}.",
+        "apply_rejected": "Rejected while applying:",
+    },
+    "zh": {
+        "title": "导师记忆",
+        "document": "文档",
+        "entries": "{name} · {count} 条",
+        "empty": "_这里还没有记住任何内容。_",
+        "no_refs": "未引用任何记录",
+        "from_trace": "来自记录 {id}（{date}）：{question}",
+        "from_unknown": "来自记录 {id}",
+        "more_rows": "仅显示前 {shown} 条（共 {total} 条）；其余请在“原文”中查看。",
+        "edit": "编辑",
+        "save": "保存",
+        "cancel": "取消",
+        "delete": "删除",
+        "reason": "原因…",
+        "reason_contradicted": "与事实矛盾",
+        "reason_superseded": "已被取代",
+        "reason_stale": "已过时",
+        "reason_low-signal": "价值不大",
+        "not_saved": "未保存：{reason}",
+        "edit_in_raw": "该条目没有引用任何记录，而编辑必须保留引用；请在“原文”中修改。",
+        "not_deleted": "未删除：{reason}",
+        "saved": "已保存 {name}。",
+        "deleted": "已从 {name} 删除 m_{id}（{reason}）。",
+        "raw": "原文",
+        "raw_invalid": "未保存；文档无法解析：",
+        "mode": "模式",
+        "mode_update": "更新：从新记录中学习",
+        "mode_audit": "核查：对照记录检查条目",
+        "mode_dedup": "去重：合并意思相同的条目",
+        "mode_merge": "合并：合并完全相同的条目（无需模型）",
+        "preview": "预览",
+        "apply": "应用",
+        "running": "运行中…",
+        "busy": "这个文档的另一次整理正在进行。",
+        "no_model": (
+            "尚未配置模型，而模式“{mode}”需要模型。请先运行一次 %tutor 进行设置；合并模式无需模型。"
+        ),
+        "model_failed": "无法创建模型：{reason}",
+        "no_loop": "整理需要一个正在运行的事件循环（Jupyter 内核）。",
+        "failed": "整理失败：{reason}",
+        "preferences_off": "此文档不参与整理：偏好设置从不自动整理。",
+        "proposed": "建议 {ops} 项操作，拒绝 {rejected} 项，读取 {traces} 条记录。",
+        "no_change": "没有建议的改动。",
+        "rejected": "被拒绝的操作：",
+        "stale_preview": "预览之后文档已被修改；请重新预览。",
+        "applied": "已对 {name} 应用 {ops} 项操作。",
+        "apply_rejected": "应用时被拒绝：",
+    },
+}
+
+
+def strings(language: str) -> dict[str, str]:
+    return _STRINGS.get(language, _STRINGS["en"])
+
+
+def doc_name(key: DocKey) -> str:
+    return f"{key[0]}/{key[1]}.md"
+
+
+def document_keys(store: MemoryStore) -> list[DocKey]:
+    """The four L3 documents, then every L2 surface that has a document on disk."""
+    l2 = store.path("L2", "chat").parent
+    surfaces = sorted(p.stem for p in l2.glob("*.md") if SURFACE_RE.match(p.stem))
+    return [*(("L3", k) for k in L3_KEYS), *(("L2", s) for s in surfaces)]
+
+
+def snippet(text: str, limit: int = SNIPPET) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def provenance(refs: list[str], traces: Mapping[str, TraceRecord], language: str) -> str:
+    """Plain text naming each cited trace: its UTC day (its L1 file) and question."""
+    s = strings(language)
+    if not refs:
+        return s["no_refs"]
+    parts = []
+    for ref in refs:
+        record = traces.get(ref)
+        if record is None:
+            parts.append(s["from_unknown"].format(id=ref))
+        else:
+            question = snippet(record.question)
+            parts.append(s["from_trace"].format(id=ref, date=record.day(), question=question))
+    return "; ".join(parts)
+
+
+def display_markdown(doc: Document, language: str) -> str:
+    """The canonical document with learner and model text HTML-escaped; footnotes stay."""
+    if doc.is_empty():
+        return strings(language)["empty"]
+    shown = copy.deepcopy(doc)
+    shown.title = html.escape(shown.title, quote=False)
+    for section in shown.sections:
+        section.name = html.escape(section.name, quote=False)
+        for entry in section.entries:
+            entry.text = html.escape(entry.text, quote=False)
+    return render(shown)
+
+
+def diff_html(diff: str) -> str:
+    """A unified diff as an escaped ``<pre>``, added lines green and removed lines red."""
+    lines = []
+    for line in diff.splitlines():
+        style = ""
+        if line.startswith(("+++", "---")):
+            style = "font-weight:bold"
+        elif line.startswith("+"):
+            style = _ADDED
+        elif line.startswith("-"):
+            style = _REMOVED
+        elif line.startswith("@@"):
+            style = _HUNK
+        body = html.escape(line)
+        lines.append(f'<span style="{style}">{body}</span>' if style else body)
+    text = "\n".join(lines)
+    return f'<pre style="white-space:pre-wrap;margin:0">{text}</pre>'
+
+
+def rejected_html(title: str, rejected: list[tuple[dict[str, Any], str]]) -> str:
+    if not rejected:
+        return ""
+    items = "".join(
+        f"<li><code>{html.escape(snippet(json.dumps(op, ensure_ascii=False), 200))}</code>"
+        f" — {html.escape(reason)}</li>"
+        for op, reason in rejected
+    )
+    return f"<div>{html.escape(title)}<ul>{items}</ul></div>"
+
+
+def message_html(text: str, *, error: bool = False) -> str:
+    return f'<div style="{_ERROR if error else _OK}">{html.escape(text)}</div>'
+
+
+def _show(widget: widgets.DOMWidget, visible: bool) -> None:
+    widget.layout.display = None if visible else "none"
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+@dataclass
+class Preview:
+    """A finished ``apply=False`` run and what Apply needs to write exactly that."""
+
+    key: DocKey
+    mode: str
+    before: str
+    result: ConsolidationResult
+    unseen: list[str] = field(default_factory=list)
+
+    def marks_seen(self) -> bool:
+        """An ``update`` whose every chunk was answered covered exactly ``unseen``."""
+        answered = not any(set(op) == _UNREADABLE_REPLY for op, _ in self.result.rejected)
+        return (
+            self.mode == "update"
+            and bool(self.unseen)
+            and answered
+            and self.result.traces_seen == len(self.unseen)
+        )
+
+    def has_work(self) -> bool:
+        return bool(self.result.ops_applied) or self.marks_seen()
+
+
+class EntryRow(widgets.VBox):  # type: ignore[misc]
+    """One entry: its text and provenance, an inline editor, and delete with a reason.
+
+    ``on_save`` and ``on_delete`` return an error to show in the row, or "" when the owner
+    took over (it rebuilds the rows after a successful write).
+    """
+
+    def __init__(
+        self,
+        entry: Entry,
+        provenance_text: str,
+        *,
+        language: str,
+        on_save: Callable[[Entry, str], str],
+        on_delete: Callable[[Entry, str], str],
+    ) -> None:
+        s = strings(language)
+        self.entry, self.language = entry, language
+        self._on_save_cb, self._on_delete_cb = on_save, on_delete
+        self.text = widgets.HTML(
+            f"<div>{html.escape(entry.text)}</div>"
+            f'<div style="{_SMALL}">{html.escape(provenance_text)}</div>'
+        )
+        self.edit_button = widgets.Button(description=s["edit"], icon="pencil")
+        self.reason = widgets.Dropdown(
+            options=[(s["reason"], None), *((s[f"reason_{r}"], r) for r in DELETE_REASONS)],
+            value=None,
+            layout=widgets.Layout(width="11em"),
+        )
+        self.delete_button = widgets.Button(description=s["delete"], icon="trash", disabled=True)
+        self.edit_text = widgets.Text(layout=widgets.Layout(width="100%"))
+        self.save_button = widgets.Button(description=s["save"], button_style="primary")
+        self.cancel_button = widgets.Button(description=s["cancel"])
+        self.editor = widgets.HBox([self.edit_text, self.save_button, self.cancel_button])
+        self.status = widgets.HTML()
+        _show(self.editor, False)
+        self.edit_button.on_click(self._on_edit)
+        self.save_button.on_click(self._on_save)
+        self.cancel_button.on_click(lambda _b: _show(self.editor, False))
+        self.reason.observe(self._on_reason, names="value")
+        self.delete_button.on_click(self._on_delete)
+        actions = widgets.HBox([self.edit_button, self.reason, self.delete_button])
+        super().__init__(children=[self.text, actions, self.editor, self.status])
+        self.add_class("dt-memory-entry")
+
+    def _on_edit(self, _button: widgets.Button | None = None) -> None:
+        self.edit_text.value = self.entry.text
+        self.status.value = ""
+        _show(self.editor, True)
+
+    def _on_save(self, _button: widgets.Button | None = None) -> None:
+        problem = self._on_save_cb(self.entry, self.edit_text.value)
+        if problem:
+            text = strings(self.language)["not_saved"].format(reason=problem)
+            self.status.value = message_html(text, error=True)
+
+    def _on_reason(self, change: Mapping[str, Any]) -> None:
+        self.delete_button.disabled = change["new"] is None
+
+    def _on_delete(self, _button: widgets.Button | None = None) -> None:
+        # Button.click() from code ignores ``disabled``: no reason, no delete.
+        if self.reason.value is None:
+            return
+        problem = self._on_delete_cb(self.entry, str(self.reason.value))
+        if problem:
+            text = strings(self.language)["not_deleted"].format(reason=problem)
+            self.status.value = message_html(text, error=True)
+
+
+class MemoryWorkbench(widgets.VBox):  # type: ignore[misc]
+    """Pick a document, read it with provenance, fix entries, preview and apply consolidation."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        make_model: Callable[[], ChatModel] | None = None,
+        language: str = "en",
+    ) -> None:
+        self.store, self.make_model, self.language = store, make_model, language
+        self.task: asyncio.Task[None] | None = None  # the last preview run, for awaiting
+        self._in_flight = False
+        self.preview: Preview | None = None
+        self.entry_rows: list[EntryRow] = []
+        self._loop = _running_loop()
+        s = self._s = strings(language)
+
+        self.picker = widgets.Dropdown(description=s["document"])
+        self.status = widgets.HTML()
+        self.document = widgets.Output(layout=widgets.Layout(width="100%"))
+        self.document.add_class("dt-memory-document")
+        self.rows = widgets.VBox()
+        self.raw_toggle = widgets.ToggleButton(description=s["raw"], value=False)
+        self.raw_text = widgets.Textarea(layout=widgets.Layout(width="100%", height="16em"))
+        self.raw_save = widgets.Button(description=s["save"], button_style="primary")
+        self.raw_box = widgets.VBox([self.raw_text, self.raw_save])
+        _show(self.raw_box, False)
+
+        self.mode = widgets.Dropdown(
+            options=[(s[f"mode_{m}"], m) for m in MODES], value="update", description=s["mode"]
+        )
+        self.preview_button = widgets.Button(description=s["preview"], icon="eye")
+        self.apply_button = widgets.Button(
+            description=s["apply"], button_style="primary", disabled=True
+        )
+        self.consolidation_note = widgets.HTML(
+            f'<div style="{_SMALL}">{html.escape(s["preferences_off"])}</div>'
+        )
+        self.consolidation_status = widgets.HTML()
+        self.diff = widgets.HTML()
+        self.diff.add_class("dt-memory-diff")
+        self.rejected = widgets.HTML()
+
+        self.picker.observe(self._on_pick, names="value")
+        self.raw_toggle.observe(self._on_raw_toggle, names="value")
+        self.raw_save.on_click(self._on_raw_save)
+        self.mode.observe(lambda _c: self._clear_preview(), names="value")
+        self.preview_button.on_click(self._on_preview)
+        self.apply_button.on_click(self._on_apply)
+        consolidation = widgets.VBox(
+            [
+                widgets.HBox([self.mode, self.preview_button, self.apply_button]),
+                self.consolidation_note,
+                self.consolidation_status,
+                self.diff,
+                self.rejected,
+            ]
+        )
+        header = widgets.HTML(f"<h4>{html.escape(s['title'])}</h4>")
+        top = widgets.HBox([self.picker, self.raw_toggle])
+        children = [header, top, self.status, self.raw_box, self.document, self.rows]
+        super().__init__(children=[*children, consolidation])
+        self.add_class("dt-memory")
+        self.refresh()
+
+    @property
+    def selected(self) -> DocKey:
+        value: DocKey = self.picker.value
+        return value
+
+    # showing -------------------------------------------------------------------------------
+    def refresh(self) -> None:
+        """Re-read the store: picker counts, the document, its rows, raw text, controls."""
+        self._load_choices()
+        key = self.selected
+        doc = self.store.read(*key)
+        self.document.outputs = (markdown_bundle(display_markdown(doc, self.language)),)
+        traces = {record.trace_id: record for record in self.store.traces()}
+        pairs = doc.entries()
+        self.entry_rows = [
+            EntryRow(
+                entry,
+                provenance(entry.refs, traces, self.language),
+                language=self.language,
+                on_save=self._save_entry,
+                on_delete=self._delete_entry,
+            )
+            for _, entry in pairs[:ROW_LIMIT]
+        ]
+        more: list[widgets.Widget] = []
+        if len(pairs) > ROW_LIMIT:
+            note = self._s["more_rows"].format(shown=ROW_LIMIT, total=len(pairs))
+            more = [widgets.HTML(f'<div style="{_SMALL}">{html.escape(note)}</div>')]
+        self.rows.children = [*self.entry_rows, *more]
+        self.raw_text.value = self.store.read_text(*key)
+        self._sync_controls()
+
+    def _load_choices(self) -> None:
+        keys = document_keys(self.store)
+        current = self.picker.value if self.picker.value in keys else keys[0]
+        options = [
+            (
+                self._s["entries"].format(
+                    name=doc_name(k), count=len(self.store.read(*k).entries())
+                ),
+                k,
+            )
+            for k in keys
+        ]
+        # Counts change after every write; re-listing must not count as the learner picking.
+        self.picker.unobserve(self._on_pick, names="value")
+        self.picker.options = options
+        self.picker.value = current
+        self.picker.observe(self._on_pick, names="value")
+
+    def _on_pick(self, _change: Mapping[str, Any]) -> None:
+        self.status.value = ""
+        self._clear_preview()
+        self.refresh()
+
+    def _say(self, text: str, *, error: bool = False) -> None:
+        self.status.value = message_html(text, error=error)
+
+    # entry and raw edits -------------------------------------------------------------------
+    def _save_entry(self, entry: Entry, text: str) -> str:
+        op = {"op": "edit", "id": f"m_{entry.id}", "text": text, "refs": entry.refs}
+        result = self.store.apply_ops(*self.selected, [op])
+        if result.rejected:
+            # An edit must keep a citation; a hand-added line has none to keep.
+            return self._s["edit_in_raw"] if not entry.refs else result.rejected[0][1]
+        self._after_write(self._s["saved"].format(name=doc_name(self.selected)))
+        return ""
+
+    def _delete_entry(self, entry: Entry, reason: str) -> str:
+        try:
+            self.store.delete_entry(*self.selected, f"m_{entry.id}", cast(DeleteReason, reason))
+        except KeyError as exc:
+            return str(exc.args[0]) if exc.args else str(exc)
+        name = doc_name(self.selected)
+        self._after_write(self._s["deleted"].format(id=entry.id, reason=reason, name=name))
+        return ""
+
+    def _on_raw_toggle(self, change: Mapping[str, Any]) -> None:
+        if change["new"]:
+            self.raw_text.value = self.store.read_text(*self.selected)
+        _show(self.raw_box, bool(change["new"]))
+
+    def _on_raw_save(self, _button: widgets.Button | None = None) -> None:
+        try:
+            self.store.overwrite(*self.selected, self.raw_text.value)
+        except DocumentError as exc:
+            items = "".join(f"<li>{html.escape(p)}</li>" for p in exc.problems)
+            title = html.escape(self._s["raw_invalid"])
+            self.status.value = f'<div style="{_ERROR}">{title}<ul>{items}</ul></div>'
+            return
+        self._after_write(self._s["saved"].format(name=doc_name(self.selected)))
+
+    def _after_write(self, message: str) -> None:
+        self._clear_preview()
+        self.refresh()
+        self._say(message)
+
+    # consolidation -------------------------------------------------------------------------
+    def _sync_controls(self) -> None:
+        preferences = self.selected == ("L3", "preferences")
+        running = self._in_flight
+        # The document stays put while a preview runs: its result belongs to that document.
+        self.picker.disabled = running
+        self.mode.disabled = self.preview_button.disabled = running or preferences
+        ready = self.preview is not None and self.preview.has_work()
+        self.apply_button.disabled = running or preferences or not ready
+        _show(self.consolidation_note, preferences)
+
+    def _clear_preview(self) -> None:
+        self.preview = None
+        self.diff.value = self.rejected.value = self.consolidation_status.value = ""
+        self._sync_controls()
+
+    def _say_run(self, text: str, *, error: bool = False) -> None:
+        self.consolidation_status.value = message_html(text, error=error)
+
+    def _model(self, mode: str) -> tuple[ChatModel | None, str]:
+        if mode not in MODEL_MODES:
+            return None, ""
+        if self.make_model is None:
+            return None, self._s["no_model"].format(mode=mode)
+        try:
+            return self.make_model(), ""
+        except Exception as exc:  # a broken setting must read as a message, not a traceback
+            return None, self._s["model_failed"].format(reason=f"{type(exc).__name__}: {exc}")
+
+    def _on_preview(self, _button: widgets.Button | None = None) -> None:
+        key, mode = self.selected, str(self.mode.value)
+        if self._in_flight or key == ("L3", "preferences"):
+            return
+        model, problem = self._model(mode)
+        if problem:
+            return self._say_run(problem, error=True)
+        loop = self._loop or _running_loop()
+        if loop is None:
+            return self._say_run(self._s["no_loop"], error=True)
+        self._clear_preview()
+        if _running_loop() is loop:
+            self._start(key, mode, model)
+        else:  # a click handled on a kernel subshell thread: tasks belong to the kernel loop
+            loop.call_soon_threadsafe(self._start, key, mode, model)
+
+    def _start(self, key: DocKey, mode: str, model: ChatModel | None) -> None:
+        if self._in_flight:  # two clicks queued from a subshell thread
+            return
+        self._in_flight = True
+        self.task = asyncio.get_running_loop().create_task(self._run_preview(key, mode, model))
+        running = html.escape(self._s["running"])
+        self.consolidation_status.value = f'<div style="{_SMALL}">{running}</div>'
+        self._sync_controls()
+
+    async def _run_preview(self, key: DocKey, mode: str, model: ChatModel | None) -> None:
+        try:
+            self._show_preview(await self._preview(key, mode, model))
+        except RunBusyError:
+            self._say_run(self._s["busy"], error=True)
+        except Exception as exc:  # shown in the widget: a task's exception is otherwise lost
+            reason = f"{type(exc).__name__}: {exc}"
+            self._say_run(self._s["failed"].format(reason=reason), error=True)
+        finally:
+            self._in_flight = False
+            self._sync_controls()
+
+    async def _preview(self, key: DocKey, mode: str, model: ChatModel | None) -> Preview:
+        before = self.store.read_text(*key)
+        unseen = self._unseen(key) if mode == "update" else []
+        layer, name = key
+        result = await consolidate(
+            self.store, model, layer=layer, key=name, mode=cast(Mode, mode), apply=False
+        )
+        return Preview(key, mode, before, result, unseen)
+
+    def _show_preview(self, preview: Preview) -> None:
+        result = preview.result
+        self.preview = preview
+        self.diff.value = diff_html(result.diff) if result.diff else ""
+        self.rejected.value = rejected_html(self._s["rejected"], result.rejected)
+        counts = {"ops": len(result.ops_applied), "rejected": len(result.rejected)}
+        summary = self._s["proposed"].format(traces=result.traces_seen, **counts)
+        self._say_run(summary if result.diff else f"{summary} {self._s['no_change']}")
+
+    def _unseen(self, key: DocKey) -> list[str]:
+        seen = self.store.seen_traces(*key)
+        surface = key[1] if key[0] == "L2" else None
+        return [r.trace_id for r in self.store.traces(surface) if r.trace_id not in seen]
+
+    def _on_apply(self, _button: widgets.Button | None = None) -> None:
+        preview = self.preview
+        if preview is None or self._in_flight or not preview.has_work():
+            return
+        applied = OpsPreview()
+        try:
+            with self.store.run_lock(*preview.key):
+                if self.store.read_text(*preview.key) != preview.before:
+                    return self._say_run(self._s["stale_preview"], error=True)
+                if preview.result.ops_applied:
+                    applied = self.store.apply_ops(*preview.key, preview.result.ops_applied)
+                if preview.marks_seen():
+                    self.store.mark_seen(*preview.key, preview.unseen)
+        except BlockingIOError:
+            return self._say_run(self._s["busy"], error=True)
+        self._clear_preview()
+        self.refresh()
+        name = doc_name(preview.key)
+        self._say_run(self._s["applied"].format(ops=len(applied.valid), name=name))
+        self.rejected.value = rejected_html(self._s["apply_rejected"], applied.rejected)
