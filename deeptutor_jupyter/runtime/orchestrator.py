@@ -303,4 +303,7 @@ class Orchestrator:
 
 
 def _streamed_text(log: EventLog) -> str:
-    return "".join(e.data["text"] for e in log.events if e.type == "content")
+    """What the learner saw of the answer; the explore pass's notes are not part of it."""
+    return "".join(
+        e.data["text"] for e in log.events if e.type == "content" and not e.data.get("explore")
+    )

@@ -148,3 +148,23 @@ def test_memory_import_rebuilds_traces_from_a_saved_notebook(kernel, fake_llm, t
         msg_id = kernel.execute(f"%tutor memory import {tmp_path / 'old.ipynb'}")
     shown = json.dumps([m["content"] for m in kernel.outputs_of(msg_id)])
     assert "Imported **0**" in shown and "1 already known" in shown
+
+
+def test_memory_commands_open_the_workbench_and_the_forget_form(kernel, fake_llm, tmp_path):
+    fake_llm.add(Reply(text="Noted."))
+    kernel.execute("%tutor hi")
+    done(kernel)
+    kernel.execute("%tutor memory")
+    kernel.wait_for(lambda: kernel.with_class("dt-memory"))
+    kernel.execute("%tutor memory forget --all")
+    kernel.wait_for(lambda: kernel.with_class("dt-forget"))
+    msg_id = kernel.execute(f"%tutor memory export {tmp_path / 'mem.zip'}")
+    assert "mem.zip" in json.dumps([m["content"] for m in kernel.outputs_of(msg_id)])
+    assert (tmp_path / "mem.zip").stat().st_size > 0
+    msg_id = kernel.execute("%tutor memory consolidate --mode merge")
+    kernel.wait_for(
+        lambda: any(
+            "merge" in str(w.get("value", "")) and "change(s)" in str(w.get("value", ""))
+            for w in kernel.widgets.values()
+        )
+    )

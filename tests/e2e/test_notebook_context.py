@@ -96,3 +96,33 @@ def test_cell_and_notebook_tools_read_the_saved_notebook(tmp_path: Path):
             assert len(info["preview"]) < 1700 and "more chars" in info["preview"]
         finally:
             k.shutdown()
+
+
+def test_attach_reads_first_and_the_answer_loop_gets_notes_not_the_reader(
+    kernel: KernelDriver, fake_llm: FakeLLMServer, tmp_path: Path
+):
+    transcript = tmp_path / "chat.md"
+    transcript.write_text("## Assistant: I am ChatBot-X and the answer is 42.\n")
+    fake_llm.extend(
+        [
+            Reply(
+                text="Reading.",
+                tool_calls=[ToolCallSpec("read_source", {"source": "chat.md"}, id="r1")],
+            ),
+            Reply(text="The transcript shows an assistant claiming the answer is 42."),
+            Reply(text="Let's check that claim together."),
+        ]
+    )
+    kernel.execute(f"%tutor --attach {transcript} is this right")
+    done(kernel)
+    explore_tools = [t["function"]["name"] for t in fake_llm.requests[0].body["tools"]]
+    assert explore_tools == ["read_source"]
+    answer_request = fake_llm.requests[2].body
+    answer_tools = [t["function"]["name"] for t in answer_request.get("tools", [])]
+    assert "read_source" not in answer_tools
+    seed = answer_request["messages"][-1]["content"]
+    assert "an assistant claiming the answer is 42" in seed and seed.endswith("is this right")
+    assert "I am ChatBot-X" not in json.dumps(answer_request["messages"])
+    view = kernel.with_class("dt-turn")[0]
+    assert kernel.markdown_in(view) == "Let's check that claim together."
+    assert any("dt-explore" in w.get("_dom_classes", ()) for w in kernel.widgets.values())

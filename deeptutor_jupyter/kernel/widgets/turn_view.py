@@ -107,6 +107,9 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         self._thinking_parts: list[str] = []
         self._thinking_shown = 0
         self._cards: dict[str, ToolCard] = {}
+        self._reading: widgets.Accordion | None = None
+        self._reading_text = widgets.HTML()
+        self._reading_parts: list[str] = []
         self._round = 0
         self._phase = ""
         self._state = t("starting", language)
@@ -119,6 +122,9 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
     # event intake ------------------------------------------------------------------------
     def handle(self, event: Event) -> None:
         d = event.data
+        if d.get("explore"):
+            self._explore(event)
+            return
         if event.type == "content":
             self._current_text().parts.append(d["text"])
             self._state = t("answering", self.language)
@@ -166,6 +172,23 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
             self.errors.children = (*self.errors.children, error_card(d, self.language))
         elif event.type == "done":
             self._finish(d)
+
+    def _explore(self, event: Event) -> None:
+        """The attachment-reading pass goes into one collapsed card, apart from the answer."""
+        if self._reading is None:
+            self._reading_text = widgets.HTML()
+            self._reading = widgets.Accordion(children=[self._reading_text], selected_index=None)
+            self._reading.add_class("dt-explore")
+            self._reading.titles = (f"📎 {t('reading_attachments', self.language)}",)
+            self.blocks.children = (*self.blocks.children, self._reading)
+        d = event.data
+        if event.type == "content":
+            self._reading_parts.append(d["text"])
+        elif event.type == "tool_call":
+            self._reading_parts.append(f"\n[{d['name']} {d.get('arguments', '')}]\n")
+        elif event.type == "notice" and d.get("stage") == "end":
+            self._reading.titles = (f"📎 {t('read_attachments', self.language)}",)
+        self._reading_text.value = _pre("".join(self._reading_parts))
 
     def show_sources(self, markdown: str) -> None:
         """Citations as Markdown links: JupyterLab opens a relative link as a file."""
