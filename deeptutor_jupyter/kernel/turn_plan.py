@@ -86,11 +86,19 @@ def plan_turn(
             "search_knowledge before answering about the course material, and cite the "
             "passages you use as [n]."
         )
+    assert tutor.orchestrator is not None
+    registry = tutor.orchestrator.registry
+    loaded = tutor.loaded_tools.setdefault(tutor.session_id, set())
+    deferred = [n for n in registry.names() if (t := registry.get(n)) and t.deferred]
     tools = mounted_tools(
         MountContext(
-            has_kb=bool(kbs), has_skills=bool(skills), user_tools=user_tools, no_tools=no_tools
+            has_kb=bool(kbs),
+            has_skills=bool(skills),
+            has_deferred=any(n not in loaded for n in deferred),
+            user_tools=user_tools,
+            no_tools=no_tools,
         ),
-        always=ALWAYS,
+        always=(*ALWAYS, *sorted(n for n in loaded if n in deferred)),
     )
     extra = {
         "memory": memory,
@@ -98,6 +106,7 @@ def plan_turn(
         "kbs": kbs,
         "home": home,
         "skills": skills,
+        "loaded_tools": loaded,  # load_tools adds here; later turns of the session mount them
     }
     return TurnPlan(tools, blocks, extra)
 

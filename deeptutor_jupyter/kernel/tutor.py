@@ -62,6 +62,7 @@ class KernelTutor:
     slots: dict[str, Any] = field(default_factory=dict)  # request id -> where a resumed turn shows
     logs: dict[str, EventLog] = field(default_factory=dict)  # event logs of running turns
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    loaded_tools: dict[str, set[str]] = field(default_factory=dict)  # session -> deferred loaded
 
     @property
     def workspace(self) -> Path:

@@ -21,7 +21,8 @@ from deeptutor_jupyter.providers.base import ChatModel, Message, ProviderError, 
 from deeptutor_jupyter.runtime.context import TurnContext
 from deeptutor_jupyter.runtime.events import EventLog
 from deeptutor_jupyter.store.db import Store
-from deeptutor_jupyter.tools.base import ToolContext, ToolResult
+from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
+from deeptutor_jupyter.tools.deferred import LoadToolsArgs, LoadToolsTool, deferred_manifest
 from deeptutor_jupyter.tools.registry import ToolRegistry, default_registry
 
 SYSTEM_PROMPT = (
@@ -68,8 +69,9 @@ class Orchestrator:
     ) -> None:
         self.store = store
         self.registry = registry or default_registry()
-        if self.registry.get(AskUserTool.name) is None:
-            self.registry.register(AskUserTool())
+        for tool in (AskUserTool(), LoadToolsTool()):
+            if self.registry.get(tool.name) is None:
+                self.registry.register(tool)
         # Without a coordinator (no widget frontend) ask_user runs its degraded result.
         self.coordinator = coordinator
         self.running: dict[str, Turn] = {}  # strong references: the loop only keeps weak ones
@@ -206,7 +208,13 @@ class Orchestrator:
         from deeptutor_jupyter.agent.loop import AgentLoop
 
         ctx = turn.ctx
-        names = self.registry.names() if ctx.enabled_tools is None else ctx.enabled_tools
+        if ctx.enabled_tools is None:
+            ctx.enabled_tools = [n for n in self.registry.names() if n != LoadToolsTool.name]
+            ctx.enabled_tools = [n for n in ctx.enabled_tools if not self._deferred(n)]
+            if any(self._deferred(n) for n in self.registry.names()):
+                ctx.enabled_tools.append(LoadToolsTool.name)
+        # The live list: load_tools adds to it (and so to the state a paused turn saves).
+        names = ctx.enabled_tools
         tool_ctx = ToolContext(
             session_id=ctx.session_id, turn_id=ctx.turn_id, workspace=Path.cwd(), extra=turn.extra
         )
@@ -221,6 +229,8 @@ class Orchestrator:
                 )
             if call.name == AskUserTool.name and self.coordinator is not None:
                 return await self._ask(turn, loop, call)
+            if call.name == LoadToolsTool.name:
+                return self._load_tools(turn, loop, call)
             return await self.registry.execute(call, tool_ctx)
 
         loop = AgentLoop(
@@ -236,8 +246,46 @@ class Orchestrator:
             return await loop.resume(*resume)
         if ctx.attachments:
             question = await self._explore(turn, model, question)
-        system = "\n\n".join([SYSTEM_PROMPT, *ctx.system_blocks])
-        return await loop.run(system, ctx.history, question)
+        blocks = [SYSTEM_PROMPT, *ctx.system_blocks]
+        if LoadToolsTool.name in names:
+            waiting = [
+                t for n in self.registry.names() if (t := self._deferred(n)) and n not in names
+            ]
+            blocks.append(deferred_manifest(waiting))
+        return await loop.run("\n\n".join(b for b in blocks if b), ctx.history, question)
+
+    def _deferred(self, name: str) -> Tool | None:
+        tool = self.registry.get(name)
+        return tool if tool is not None and tool.deferred else None
+
+    def _load_tools(self, turn: Turn, loop: Any, call: ToolCall) -> ToolResult:
+        checked = self.registry.validate(call)
+        if isinstance(checked, ToolResult):
+            return checked
+        args = checked[1]
+        assert isinstance(args, LoadToolsArgs) and turn.ctx.enabled_tools is not None
+        names = turn.ctx.enabled_tools
+        loaded, unknown = [], []
+        for name in args.names:
+            if name in names:
+                loaded.append(name)
+            elif self._deferred(name) is not None:
+                names.append(name)
+                loop.tools.append(self.registry.schemas([name])[0])
+                loaded.append(name)
+            else:
+                unknown.append(name)
+        session_loaded = turn.extra.get("loaded_tools")
+        if isinstance(session_loaded, set):
+            session_loaded.update(loaded)
+        parts = [f"Loaded: {', '.join(loaded)}. Call them directly now."] if loaded else []
+        if unknown:
+            known = [n for n in self.registry.names() if self._deferred(n)]
+            parts.append(
+                f"No deferred tool named {', '.join(unknown)}. Deferred tools: "
+                f"{', '.join(known) or 'none'}."
+            )
+        return ToolResult(content=" ".join(parts), is_error=not loaded, summary=" ".join(parts))
 
     async def _explore(self, turn: Turn, model: ChatModel, question: Message) -> Message:
         """Attachments are read by a separate pass; the answer loop gets its objective notes

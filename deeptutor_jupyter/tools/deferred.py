@@ -1,0 +1,40 @@
+"""Deferred tools: listed in one line each, loaded by exact name when the model needs them.
+
+Keeping the always-sent schema surface small measurably helps weak models choose tools, while
+every deferred tool stays one cheap call away. Loaded names persist for the session.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import BaseModel, Field
+
+from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
+
+
+class LoadToolsArgs(BaseModel):
+    names: list[str] = Field(min_length=1, description="Exact names from the deferred list.")
+
+
+class LoadToolsTool(Tool):
+    """Intercepted by the orchestrator, which owns the live tool list of the turn."""
+
+    name: ClassVar[str] = "load_tools"
+    description: ClassVar[str] = (
+        "Load deferred tools by their exact names (see the list of deferred tools in the "
+        "instructions); they can be called right after."
+    )
+    Args: ClassVar[type[BaseModel]] = LoadToolsArgs
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        return ToolResult(content="load_tools is not available here.", is_error=True)
+
+
+def deferred_manifest(tools: list[Tool]) -> str:
+    if not tools:
+        return ""
+    lines = [f"- {t.name}: {t.description.splitlines()[0][:160]}" for t in tools]
+    return "Deferred tools (call load_tools with their exact names to use them):\n" + "\n".join(
+        lines
+    )
