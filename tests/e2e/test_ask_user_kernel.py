@@ -125,6 +125,11 @@ def test_single_choice_becomes_the_tool_result_and_the_turn_goes_on(kernel, fake
         "cancelled": False,
     }
     assert "Analyse first" in receipt_text(kernel, card)
+    view = kernel.with_class("dt-turn")[0]
+    kernel.wait_for(lambda: "done" in kernel.html_in(view))
+    # Once the turn has finished, the receipt no longer says it is continuing.
+    kernel.wait_for(lambda: "continuing" not in receipt_text(kernel, card))
+    assert "answered" in receipt_text(kernel, card)
     lines = audit(tmp_path)
     assert [e["event"] for e in lines] == ["asked", "answered"]
     assert lines[1]["selections"] == ["safe"] and lines[1]["tool_call_id"] == "call_ask_1"

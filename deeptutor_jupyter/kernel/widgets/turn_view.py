@@ -84,6 +84,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         self.language = language
         self.make_card = make_card
         self.cards: dict[str, Any] = {}  # ask_user request id -> its card
+        self._answers: dict[str, tuple[dict[str, Any], float]] = {}
         self.model_label = model_label
         self.status = widgets.HTML()
         self.status.add_class("dt-status")
@@ -161,6 +162,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         elif event.type == "user_input_resolved":
             from deeptutor_jupyter.kernel.interactions import update_card
 
+            self._answers[d.get("id", "")] = (dict(d), event.ts)
             if (form := self.cards.get(d.get("id", ""))) is not None:
                 update_card(form, d)
             self._state = t("answering", self.language)
@@ -246,6 +248,12 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
     def _finish(self, data: dict[str, Any]) -> None:
         self.finished = True
         self._flush()
+        # Receipts said "continuing…" while the turn ran; now it has finished.
+        for request_id, (answer, ts) in self._answers.items():
+            form = self.cards.get(request_id)
+            if form is not None and form.state == "answered":
+                selections = list(answer.get("selections", []))
+                form.show_receipt(selections, answer.get("customInput", ""), ts, status="done")
         if self._ticker is not None:
             self._ticker.cancel()
         status = data.get("status", "done")
