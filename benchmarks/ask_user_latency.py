@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import queue
 import statistics
 import sys
@@ -52,7 +51,7 @@ if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec  # noqa: E402
-from tests.e2e.kernel_driver import KernelDriver  # noqa: E402
+from tests.e2e.kernel_driver import KernelDriver, kernel_env  # noqa: E402
 
 GOAL_MS = 20.0
 FINAL = "All answered: BENCH-DONE."
@@ -76,26 +75,6 @@ def script(rounds: int) -> list[Reply]:
         for k in range(1, rounds + 1)
     ]
     return [*replies, Reply(text=FINAL)]
-
-
-def kernel_env(home: Path, server: FakeLLMServer) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("DEEPTUTOR_") and not k.endswith("_API_KEY")
-    }
-    env.update(
-        DEEPTUTOR_HOME=str(home / "home"),
-        DEEPTUTOR_PROVIDER="custom",
-        DEEPTUTOR_BASE_URL=server.url,
-        DEEPTUTOR_MODEL="fake-model",
-        DEEPTUTOR_API_KEY="sk-bench-not-a-secret",
-        DEEPTUTOR_LANGUAGE="en",
-        JPY_SESSION_NAME=str(home / "bench.ipynb"),
-        IPYTHONDIR=str(home / "ipython"),
-        LANG="C.UTF-8",
-    )
-    return env
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -206,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="dt-ask-bench-") as tmp, FakeLLMServer() as server:
         home = Path(tmp)
         server.extend(script(total))
-        k = KernelDriver(kernel_env(home, server), cwd=home)
+        k = KernelDriver(kernel_env(home, server, DEEPTUTOR_LANGUAGE="en"), cwd=home)
         try:
             k.execute("%load_ext deeptutor_jupyter")
             # Every round asks again: keep them all in the exploration phase (no settle prompt).

@@ -7,6 +7,7 @@ by sending the same ``custom`` message a browser sends.
 
 from __future__ import annotations
 
+import os
 import queue
 import time
 from collections.abc import Callable
@@ -14,6 +15,30 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_client.manager import KernelManager
+
+from deeptutor_jupyter.testing import FakeLLMServer
+
+SECRET = "sk-e2e-SECRET-7f3a9c"
+
+
+def kernel_env(tmp_path: Path, server: FakeLLMServer, **extra: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("DEEPTUTOR_") and not k.endswith("_API_KEY")
+    }
+    env.update(
+        DEEPTUTOR_HOME=str(tmp_path / "home"),
+        DEEPTUTOR_PROVIDER="custom",
+        DEEPTUTOR_BASE_URL=server.url,
+        DEEPTUTOR_MODEL="fake-model",
+        DEEPTUTOR_API_KEY=SECRET,
+        JPY_SESSION_NAME=str(tmp_path / "lesson.ipynb"),
+        IPYTHONDIR=str(tmp_path / "ipython"),
+        LANG="C.UTF-8",
+    )
+    env.update(extra)
+    return env
 
 
 class KernelDriver:
