@@ -243,3 +243,22 @@ def test_without_a_model_the_setup_card_explains_what_to_do(tmp_path: Path):
         assert not (tmp_path / "home" / "state.db").exists()
     finally:
         k.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("reply", "words"),
+    [
+        (Reply(chunks=["The answer ", "is ", "forty"], break_after=2), "dropped"),
+        (Reply(raw_sse=["data: {not json\n\n"]), "not JSON"),
+        (Reply(status=400, error="max_tokens is too large"), "max_tokens is too large"),
+    ],
+    ids=["broken-stream", "malformed", "bad-request"],
+)
+def test_each_failure_renders_a_card_that_says_what_happened(
+    kernel: KernelDriver, fake_llm: FakeLLMServer, reply: Reply, words: str
+):
+    fake_llm.add(reply)
+    kernel.execute("%tutor hello")
+    view = kernel.wait_for(lambda: turn_views(kernel) and turn_views(kernel)[0])
+    wait_done(kernel, view, "failed")
+    assert words in _error_text(kernel, view)
