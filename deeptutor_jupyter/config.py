@@ -26,6 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from deeptutor_jupyter.providers.specs import PROVIDERS, ProviderSpec, find_provider
+from deeptutor_jupyter.toml_writer import dump_toml
 
 __all__ = [
     "ResolvedSettings",
@@ -416,46 +417,6 @@ class SettingsFileError(ValueError):
     """settings.toml could not be updated; the message names the file, never its content."""
 
 
-def _toml_key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _toml_str(key)
-
-
-def _toml_str(value: str) -> str:
-    out = value.replace("\\", "\\\\").replace('"', '\\"')
-    out = out.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
-    out = re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\u{ord(m.group(0)):04x}", out)
-    return f'"{out}"'
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)  # repr gives inf and nan, which TOML also spells that way
-    if isinstance(value, str | Path):
-        return _toml_str(str(value))
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return (
-            "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
-        )
-    if hasattr(value, "isoformat"):  # TOML dates and times are written unquoted
-        return str(value.isoformat())
-    raise SettingsFileError(f"cannot write a value of type {type(value).__name__} to TOML")
-
-
-def _dump_toml(data: Mapping[str, Any], prefix: str = "") -> str:
-    scalars = [(k, v) for k, v in data.items() if not isinstance(v, dict)]
-    tables = [(k, v) for k, v in data.items() if isinstance(v, dict)]
-    out = [f"{_toml_key(k)} = {_toml_value(v)}\n" for k, v in scalars]
-    for key, table in tables:
-        name = f"{prefix}.{_toml_key(key)}" if prefix else _toml_key(key)
-        out.append(f"\n[{name}]\n")
-        out.append(_dump_toml(table, name))
-    return "".join(out)
-
-
 def _validated_for_file(values: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, raw in values.items():
@@ -494,7 +455,11 @@ def write_settings(values: Mapping[str, Any], *, home: Path | None = None) -> Pa
             current.pop(key, None)
         else:
             current[key] = value
-    text = "# DeepTutor settings. Written by the setup card; safe to edit.\n" + _dump_toml(current)
+    try:
+        body = dump_toml(current)
+    except TypeError as exc:
+        raise SettingsFileError(str(exc)) from None
+    text = "# DeepTutor settings. Written by the setup card; safe to edit.\n" + body
     _atomic_write(path, text)
     return path
 
@@ -530,67 +495,8 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-# --- instructions for a learner without a model -------------------------------------------------
-
-
-def _spec_model(name: str, fallback: str) -> str:
-    spec = find_provider(name)
-    return spec.default_model if spec and spec.default_model else fallback
-
-
-_SETUP_EN = """\
-**Connect DeepTutor to a model** — pick one. A key is read from the environment or from
-`{path}` (mode 0600); never paste a key into a notebook cell.
-
-- **OpenAI**: set `OPENAI_API_KEY` before starting Jupyter, or put
-  `provider = "openai"`, `model = "{openai}"`, `api_key = "..."` in `{path}`.
-- **DeepSeek**: set `DEEPSEEK_API_KEY`, or `provider = "deepseek"`, `model = "{deepseek}"`,
-  `api_key = "..."` in `{path}`.
-- **Anthropic**: set `ANTHROPIC_API_KEY`, or `provider = "anthropic"`, `model = "{anthropic}"`,
-  `api_key = "..."` in `{path}`.
-- **Ollama on this machine** (no key): run `ollama serve` and `ollama pull {ollama}`, then set
-  `provider = "ollama"`, `model = "{ollama}"` (base URL `http://localhost:11434/v1`).
-- **Any OpenAI-compatible URL**: `provider = "custom"`, `base_url = "http://host:port/v1"`,
-  `model = "..."`, and `api_key = "..."` if the server wants one (or set `DEEPTUTOR_BASE_URL`,
-  `DEEPTUTOR_MODEL`, `DEEPTUTOR_API_KEY`).
-
-The same settings work as environment variables (`DEEPTUTOR_PROVIDER`, `DEEPTUTOR_MODEL`,
-`DEEPTUTOR_BASE_URL`, `DEEPTUTOR_API_KEY`), in `ipython_config.py`
-(`c.TutorMagics.provider = "deepseek"`, `c.TutorMagics.model = "{deepseek}"`), or for one cell
-(`%tutor --provider ollama --model {ollama} ...`). `%tutor config` shows what is in effect and
-where each value came from.
-"""
-
-_SETUP_ZH = """\
-**为 DeepTutor 连接一个模型** —— 任选一种。密钥从环境变量或 `{path}`（权限 0600）读取；
-请勿把密钥粘贴到笔记本单元格中。
-
-- **OpenAI**：启动 Jupyter 前设置 `OPENAI_API_KEY`，或在 `{path}` 中写入
-  `provider = "openai"`、`model = "{openai}"`、`api_key = "..."`。
-- **DeepSeek**：设置 `DEEPSEEK_API_KEY`，或在 `{path}` 中写入 `provider = "deepseek"`、
-  `model = "{deepseek}"`、`api_key = "..."`。
-- **Anthropic**：设置 `ANTHROPIC_API_KEY`，或在 `{path}` 中写入 `provider = "anthropic"`、
-  `model = "{anthropic}"`、`api_key = "..."`。
-- **本机 Ollama**（无需密钥）：运行 `ollama serve` 和 `ollama pull {ollama}`，然后设置
-  `provider = "ollama"`、`model = "{ollama}"`（地址 `http://localhost:11434/v1`）。
-- **任意 OpenAI 兼容地址**：`provider = "custom"`、`base_url = "http://host:port/v1"`、
-  `model = "..."`，服务需要时再加 `api_key = "..."`（也可设置 `DEEPTUTOR_BASE_URL`、
-  `DEEPTUTOR_MODEL`、`DEEPTUTOR_API_KEY`）。
-
-这些设置也可以写成环境变量（`DEEPTUTOR_PROVIDER`、`DEEPTUTOR_MODEL`、`DEEPTUTOR_BASE_URL`、
-`DEEPTUTOR_API_KEY`），写进 `ipython_config.py`（`c.TutorMagics.provider = "deepseek"`、
-`c.TutorMagics.model = "{deepseek}"`），或只对一个单元格生效（`%tutor --provider ollama
---model {ollama} ...`）。`%tutor config` 会显示当前生效的设置及每一项的来源。
-"""
-
-
 def setup_instructions_markdown(language: str = "en", *, home: Path | None = None) -> str:
     """Exact steps for a learner with no model configured, in English or Chinese."""
-    template = _SETUP_ZH if language == "zh" else _SETUP_EN
-    return template.format(
-        path=settings_path(home),
-        openai=_spec_model("openai", "gpt-4o-mini"),
-        deepseek=_spec_model("deepseek", "deepseek-chat"),
-        anthropic=_spec_model("anthropic", "claude-sonnet-4-5"),
-        ollama=_spec_model("ollama", "llama3.1"),
-    )
+    from deeptutor_jupyter.setup_help import instructions
+
+    return instructions(language, settings_path(home))

@@ -24,6 +24,7 @@ from typing import Any, cast
 
 import ipywidgets as widgets
 
+from deeptutor_jupyter.kernel.widgets.memory_workbench_strings import strings
 from deeptutor_jupyter.kernel.widgets.turn_view import markdown_bundle
 from deeptutor_jupyter.memory import (
     DELETE_REASONS,
@@ -58,112 +59,6 @@ _OK = "color:var(--jp-success-color1, #2e7d32)"
 _ADDED = "color:var(--jp-success-color1, #2e7d32)"
 _REMOVED = "color:var(--jp-error-color1, #c62828)"
 _HUNK = "color:var(--jp-info-color1, #0277bd)"
-
-_STRINGS: dict[str, dict[str, str]] = {
-    "en": {
-        "title": "Tutor memory",
-        "document": "Document",
-        "entries": "{name} · {count} entries",
-        "empty": "_Nothing is remembered here yet._",
-        "no_refs": "no trace cited",
-        "from_trace": "from trace {id} on {date}: {question}",
-        "from_unknown": "from trace {id}",
-        "more_rows": "Showing the first {shown} of {total} entries; use Raw for the rest.",
-        "edit": "Edit",
-        "save": "Save",
-        "cancel": "Cancel",
-        "delete": "Delete",
-        "reason": "reason…",
-        "reason_contradicted": "contradicted",
-        "reason_superseded": "superseded",
-        "reason_stale": "stale",
-        "reason_low-signal": "low-signal",
-        "not_saved": "Not saved: {reason}",
-        "edit_in_raw": "this entry cites no trace, and an edit must keep one; change it in Raw.",
-        "not_deleted": "Not deleted: {reason}",
-        "saved": "Saved {name}.",
-        "deleted": "Deleted m_{id} ({reason}) from {name}.",
-        "raw": "Raw",
-        "raw_invalid": "Not saved; the document does not parse:",
-        "mode": "Mode",
-        "mode_update": "update: learn from new traces",
-        "mode_audit": "audit: check lines against their traces",
-        "mode_dedup": "dedup: merge lines that say the same",
-        "mode_merge": "merge: join identical lines (no model)",
-        "preview": "Preview",
-        "apply": "Apply",
-        "running": "running…",
-        "busy": "Another consolidation of this document is running.",
-        "no_model": (
-            "No model is configured, and mode “{mode}” needs one. Run %tutor once to set one "
-            "up; merge works without a model."
-        ),
-        "model_failed": "Could not create the model: {reason}",
-        "no_loop": "Consolidation needs a running event loop (a Jupyter kernel).",
-        "failed": "Consolidation failed: {reason}",
-        "preferences_off": (
-            "Consolidation is off for this document: preferences are never auto-consolidated."
-        ),
-        "proposed": "{ops} ops proposed, {rejected} rejected, {traces} traces read.",
-        "no_change": "No changes proposed.",
-        "rejected": "Rejected:",
-        "stale_preview": "The document changed since the preview; run Preview again.",
-        "applied": "Applied {ops} ops to {name}.",
-        "apply_rejected": "Rejected while applying:",
-    },
-    "zh": {
-        "title": "导师记忆",
-        "document": "文档",
-        "entries": "{name} · {count} 条",
-        "empty": "_这里还没有记住任何内容。_",
-        "no_refs": "未引用任何记录",
-        "from_trace": "来自记录 {id}（{date}）：{question}",
-        "from_unknown": "来自记录 {id}",
-        "more_rows": "仅显示前 {shown} 条（共 {total} 条）；其余请在“原文”中查看。",
-        "edit": "编辑",
-        "save": "保存",
-        "cancel": "取消",
-        "delete": "删除",
-        "reason": "原因…",
-        "reason_contradicted": "与事实矛盾",
-        "reason_superseded": "已被取代",
-        "reason_stale": "已过时",
-        "reason_low-signal": "价值不大",
-        "not_saved": "未保存：{reason}",
-        "edit_in_raw": "该条目没有引用任何记录，而编辑必须保留引用；请在“原文”中修改。",
-        "not_deleted": "未删除：{reason}",
-        "saved": "已保存 {name}。",
-        "deleted": "已从 {name} 删除 m_{id}（{reason}）。",
-        "raw": "原文",
-        "raw_invalid": "未保存；文档无法解析：",
-        "mode": "模式",
-        "mode_update": "更新：从新记录中学习",
-        "mode_audit": "核查：对照记录检查条目",
-        "mode_dedup": "去重：合并意思相同的条目",
-        "mode_merge": "合并：合并完全相同的条目（无需模型）",
-        "preview": "预览",
-        "apply": "应用",
-        "running": "运行中…",
-        "busy": "这个文档的另一次整理正在进行。",
-        "no_model": (
-            "尚未配置模型，而模式“{mode}”需要模型。请先运行一次 %tutor 进行设置；合并模式无需模型。"
-        ),
-        "model_failed": "无法创建模型：{reason}",
-        "no_loop": "整理需要一个正在运行的事件循环（Jupyter 内核）。",
-        "failed": "整理失败：{reason}",
-        "preferences_off": "此文档不参与整理：偏好设置从不自动整理。",
-        "proposed": "建议 {ops} 项操作，拒绝 {rejected} 项，读取 {traces} 条记录。",
-        "no_change": "没有建议的改动。",
-        "rejected": "被拒绝的操作：",
-        "stale_preview": "预览之后文档已被修改；请重新预览。",
-        "applied": "已对 {name} 应用 {ops} 项操作。",
-        "apply_rejected": "应用时被拒绝：",
-    },
-}
-
-
-def strings(language: str) -> dict[str, str]:
-    return _STRINGS.get(language, _STRINGS["en"])
 
 
 def doc_name(key: DocKey) -> str:
