@@ -13,6 +13,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -92,30 +93,92 @@ def write_notebook(path: Path, *sources: str) -> None:
     nbformat.write(nb, path)
 
 
-@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is installed by scripts/test.sh")
+needs_chromium = pytest.mark.skipif(
+    not Path(CHROMIUM).exists(), reason="Chromium is installed by scripts/test.sh"
+)
+BROWSER_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def open_notebook(page: Any, lab: str, name: str) -> None:
+    page.goto(f"{lab}/lab/tree/{name}?token={TOKEN}")
+    page.wait_for_function(
+        "() => window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=60000
+    )
+    select = page.locator(".jp-Dialog button", has_text="Select")
+    try:  # JupyterLab may ask which kernel to start; the notebook's own is preselected
+        select.wait_for(timeout=8000)
+        select.click()
+    except Exception:
+        pass
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60000)
+
+
+def ask_reply(call_id: str) -> Reply:
+    options = [
+        {"id": "safe", "label": "Analyse first", "recommended": True},
+        {"id": "fast", "label": "Just do it"},
+    ]
+    args = {"title": "Which way?", "mode": "single", "options": options}
+    return Reply(
+        text="First, one question.", tool_calls=[ToolCallSpec("ask_user", args, id=call_id)]
+    )
+
+
+@needs_chromium
+def test_a_live_card_survives_a_page_reload(lab: str, fake_llm: FakeLLMServer, tmp_path: Path):
+    from playwright.sync_api import sync_playwright
+
+    fake_llm.extend([ask_reply("call_reload"), Reply(text="Answered after the reload.")])
+    write_notebook(
+        tmp_path / "reload.ipynb", "%load_ext deeptutor_jupyter", "%tutor How should we proceed?"
+    )
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        page = browser.new_page(viewport={"width": 1300, "height": 1000})
+        page.set_default_timeout(30000)
+        try:
+            open_notebook(page, lab, "reload.ipynb")
+            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+            page.get_by_text("Which way?").wait_for()
+            page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+            page.wait_for_timeout(1000)
+            page.reload()
+            open_notebook(page, lab, "reload.ipynb")
+            # The card comes back from the live kernel's widget models and still answers.
+            page.locator(".dt-ask-user label", has_text="Just do it").first.click()
+            page.locator(".dt-ask-submit").click()
+            page.get_by_text("Answered after the reload.").wait_for()
+            page.screenshot(path=str(ARTIFACTS / "lab-reload.png"), full_page=True)
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "lab-reload-failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
+    sent = [
+        m
+        for r in fake_llm.requests
+        for m in r.body["messages"]
+        if m.get("tool_call_id") == "call_reload"
+    ]
+    assert len(sent) == 1 and json.loads(sent[0]["content"])["selections"] == ["fast"]
+
+
+@needs_chromium
 def test_a_turn_and_a_form_in_real_jupyterlab(lab: str, fake_llm: FakeLLMServer, tmp_path: Path):
     from playwright.sync_api import sync_playwright
 
     fake_llm.extend(
         [
             Reply(text="An **eigenvector** keeps its direction."),
-            Reply(
-                text="First, one question.",
-                tool_calls=[
-                    ToolCallSpec(
-                        "ask_user",
-                        {
-                            "title": "Which way?",
-                            "mode": "single",
-                            "options": [
-                                {"id": "safe", "label": "Analyse first", "recommended": True},
-                                {"id": "fast", "label": "Just do it"},
-                            ],
-                        },
-                        id="call_ui_1",
-                    )
-                ],
-            ),
+            ask_reply("call_ui_1"),
             Reply(text="Good: we analyse first."),
         ]
     )
@@ -127,27 +190,11 @@ def test_a_turn_and_a_form_in_real_jupyterlab(lab: str, fake_llm: FakeLLMServer,
     )
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"],
-        )  # fmt: skip
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
         page = browser.new_page(viewport={"width": 1300, "height": 1000})
         page.set_default_timeout(30000)
         try:
-            page.goto(f"{lab}/lab/tree/lesson.ipynb?token={TOKEN}")
-            page.wait_for_function(
-                "() => window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=60000
-            )
-            select = page.locator(".jp-Dialog button", has_text="Select")
-            try:  # JupyterLab may ask which kernel to start; the notebook's own is preselected
-                select.wait_for(timeout=8000)
-                select.click()
-            except Exception:
-                pass
-            page.wait_for_selector(
-                ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60000
-            )
+            open_notebook(page, lab, "lesson.ipynb")
             # Not awaited: the command's promise settles only when every cell has run.
             page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
             page.get_by_text("An eigenvector keeps its direction.").wait_for(timeout=30000)
