@@ -173,6 +173,9 @@ def resume(tutor: KernelTutor, row: PendingRow, result: dict[str, Any]) -> None:
     slot = tutor.slots.get(row.request_id)
     if slot is not None:
         slot.children = (view,)
-    turn = tutor.orchestrator.resume_turn(saved, tool_result_of(result), model, log)
+    from deeptutor_jupyter.kernel.turn_plan import resume_extra
+
+    extra = resume_extra(tutor, resolved.settings.home, saved["context"])
+    turn = tutor.orchestrator.resume_turn(saved, tool_result_of(result), model, log, extra)
     tutor.track(turn, view)
     tutor.store.drop_turn_state(row.request_id)

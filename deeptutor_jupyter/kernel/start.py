@@ -78,6 +78,7 @@ def start_turn(
         system_blocks=plan.system_blocks,
         enabled_tools=plan.enabled_tools,
         attachments=[str(p.resolve()) for p in attachments or []],
+        metadata={"kbs": kbs or []},  # a resumed turn selects the same knowledge bases
     )
     log = EventLog(turn_id, tutor.store)
     view = attach_view(

@@ -52,7 +52,6 @@ def plan_turn(
     from deeptutor_jupyter.kernel.notebook_context import tutor_md_blocks
     from deeptutor_jupyter.knowledge import list_kbs
     from deeptutor_jupyter.knowledge.mount import MountContext, mounted_tools
-    from deeptutor_jupyter.memory import new_trace_id
     from deeptutor_jupyter.skills import (
         always_blocks,
         discover_skills,
@@ -74,8 +73,7 @@ def plan_turn(
         course_dir=Path(course) if course else None, user_dir=user_skills_dir(home)
     )
     blocks = tutor_md_blocks(tutor.workspace)
-    memory = tutor.memory
-    if memory is not None and (remembered := memory.system_prompt_block()):
+    if tutor.memory is not None and (remembered := tutor.memory.system_prompt_block()):
         blocks.append(remembered)
     if skills:
         blocks.append(skills_manifest(skills))
@@ -100,15 +98,36 @@ def plan_turn(
         ),
         always=(*ALWAYS, *sorted(n for n in loaded if n in deferred)),
     )
-    extra = {
-        "memory": memory,
+    extra = tool_extra(tutor, home, kbs, skills)
+    return TurnPlan(tools, blocks, extra)
+
+
+def tool_extra(
+    tutor: KernelTutor, home: Path, kbs: list[str], skills: dict[str, Any]
+) -> dict[str, Any]:
+    """What the tools of a turn need from the kernel; rebuilt when a saved turn resumes."""
+    from deeptutor_jupyter.memory import new_trace_id
+
+    return {
+        "memory": tutor.memory,
         "trace_id": new_trace_id(),
         "kbs": kbs,
         "home": home,
         "skills": skills,
-        "loaded_tools": loaded,  # load_tools adds here; later turns of the session mount them
+        # load_tools adds here; later turns of the session mount them
+        "loaded_tools": tutor.loaded_tools.setdefault(tutor.session_id, set()),
     }
-    return TurnPlan(tools, blocks, extra)
+
+
+def resume_extra(tutor: KernelTutor, home: Path, context: dict[str, Any]) -> dict[str, Any]:
+    from deeptutor_jupyter.skills import discover_skills, user_skills_dir
+
+    course = os.environ.get("DEEPTUTOR_COURSE_DIR")
+    skills = discover_skills(
+        course_dir=Path(course) if course else None, user_dir=user_skills_dir(home)
+    )
+    kbs = list((context.get("metadata") or {}).get("kbs", []))
+    return tool_extra(tutor, home, kbs, skills)
 
 
 def record_trace(tutor: KernelTutor, turn: Turn, log: EventLog) -> TraceRecord | None:

@@ -339,3 +339,43 @@ def test_an_unanswered_question_times_out_with_a_receipt(tmp_path):
             }
         finally:
             k.shutdown()
+
+
+def test_a_resumed_turn_keeps_its_knowledge_base(tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "eigen.md").write_text("# Eigenvalues\nAn eigenvalue scales its eigenvector.\n")
+    with FakeLLMServer() as server:
+        server.extend(
+            [
+                ask(),
+                Reply(
+                    text="Searching.",
+                    tool_calls=[ToolCallSpec("search_knowledge", {"query": "eigenvalue"}, id="s")],
+                ),
+                Reply(text="It scales its eigenvector [1]."),
+            ]
+        )
+        k = KernelDriver(kernel_env(tmp_path, server), cwd=tmp_path)
+        try:
+            k.execute("%load_ext deeptutor_jupyter")
+            k.execute(f"%tutor kb add course {notes}")
+            k.wait_for(lambda: any("chunk" in str(w.get("value", "")) for w in k.widgets.values()))
+            k.execute("%tutor --kb course what does an eigenvalue do")
+            card_of(k)
+            k.km.restart_kernel(now=True)
+            k.widgets.clear()
+            k.kc.wait_for_ready(timeout=60)
+            k.execute("%load_ext deeptutor_jupyter\n%tutor pending")
+            card = card_of(k)
+            update(k, inside(k, card, "RadioButtonsModel")[0], index=0)
+            k.click(button(k, card, "dt-ask-submit"))
+            k.wait_for(lambda: "It scales its eigenvector" in answer_text(k))
+            found = next(
+                m["content"]
+                for m in server.requests[2].body["messages"]
+                if m.get("tool_call_id") == "s"
+            )
+            assert "An eigenvalue scales its eigenvector." in found
+        finally:
+            k.shutdown()
