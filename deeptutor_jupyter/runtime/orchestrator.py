@@ -120,7 +120,10 @@ class Orchestrator:
 
     def _finished(self, turn: Turn, task: asyncio.Task[None]) -> None:
         self.running.pop(turn.turn_id, None)
-        if task.cancelled():
+        if task.cancelled():  # cancelled before _run began (two turns queued in one cell)
+            turn.status = "cancelled"
+            turn.log.emit("notice", text=turn.cancel_reason or "Stopped.")
+            turn.log.emit("done", status="cancelled", answer="", rounds=0, usage={}, elapsed=0.0)
             return
         exc = task.exception()
         if exc is not None:  # a bug in _run itself: still say so in the view

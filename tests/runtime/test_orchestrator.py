@@ -144,3 +144,19 @@ async def test_history_is_sent_to_the_model(server, store, model_for):
         ("assistant", "first answer"),
         ("user", "q2"),
     ]
+
+
+async def test_a_turn_cancelled_before_it_started_still_ends_with_done(server, store, model_for):
+    # Two %tutor lines in one cell: the second cancels the first before the loop ran it, and
+    # the first view must still be told the turn is over (else it says "starting" forever).
+    orch = Orchestrator(store)
+    log = EventLog("turn-1", store)
+    turn = orch.start_turn(context("first"), model_for(server), log)
+    turn.cancel("Replaced by a newer run of this cell.")
+    assert turn.task is not None
+    await asyncio.wait([turn.task])
+    assert turn.status == "cancelled"
+    assert log.events and log.events[-1].type == "done"
+    assert log.events[-1].data["status"] == "cancelled"
+    assert not orch.running
+    assert server.requests == []
