@@ -150,6 +150,8 @@ class InteractionCoordinator:
         except asyncio.CancelledError:
             # The turn was stopped while waiting: the question must not stay answerable.
             if self.store.resolve_pending(request_id, "cancelled", STOPPED_RESULT, time.time()):
+                # The open card follows this event; without it the form stays answerable.
+                emit("user_input_resolved", id=request_id, toolCallId=call.id, **STOPPED_RESULT)
                 self._audit_outcome(row, "cancelled", STOPPED_RESULT)
             raise
         finally:

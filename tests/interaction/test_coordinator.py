@@ -553,6 +553,21 @@ async def test_stopping_the_turn_cancels_the_question(
     assert_rejected(audit_path, "duplicate")
 
 
+async def test_stopping_the_turn_tells_the_open_card_so_it_does_not_stay_answerable(
+    coordinator: InteractionCoordinator,
+) -> None:
+    # The card follows user_input_resolved; without it the form stays open after Stop and a
+    # click is refused as "already answered".
+    asked = await start_ask(coordinator)
+    asked.task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asked.task
+    resolved = [d for t, d in asked.emitted if t == "user_input_resolved"]
+    assert len(resolved) == 1
+    assert resolved[0]["id"] == asked.request_id and resolved[0]["toolCallId"] == "call_ask_1"
+    assert resolved[0]["cancelled"] is True and resolved[0]["reason"] == "turn_stopped"
+
+
 async def test_submit_from_another_thread_resolves_the_future_on_its_loop(
     coordinator: InteractionCoordinator,
 ) -> None:
