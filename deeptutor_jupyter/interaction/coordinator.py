@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import re
 import time
@@ -28,6 +29,8 @@ from deeptutor_jupyter.interaction.schema import CHOICE_MODES, AskUserArgs, payl
 from deeptutor_jupyter.providers.base import ToolCall
 from deeptutor_jupyter.store.db import PendingRow, Store
 from deeptutor_jupyter.tools.base import ToolResult
+
+logger = logging.getLogger(__name__)
 
 Emit = Callable[..., Any]
 Result = dict[str, Any]
@@ -137,7 +140,7 @@ class InteractionCoordinator:
             request_id, session_id, turn_id, call.id, body, "pending", now, expires_at, None, None
         )
         self.store.add_pending(row, snapshot)
-        self.audit.write(
+        self._write_audit(
             "asked", session_id=session_id, request_id=request_id, tool_call_id=call.id
         )
         loop = asyncio.get_running_loop()
@@ -237,8 +240,16 @@ class InteractionCoordinator:
         elif self.on_orphan is not None:
             self.on_orphan(row, result)
 
+    def _write_audit(self, event: Any, **fields: Any) -> None:
+        """An audit line that cannot be written (full disk) is logged, never fatal: the answer
+        was consumed already and must still reach the turn."""
+        try:
+            self.audit.write(event, **fields)
+        except OSError:
+            logger.warning("could not write the ask_user audit log", exc_info=True)
+
     def _audit_outcome(self, row: PendingRow, event: Any, result: Result) -> None:
-        self.audit.write(
+        self._write_audit(
             event,
             session_id=row.session_id,
             request_id=row.request_id,
@@ -250,7 +261,7 @@ class InteractionCoordinator:
         )
 
     def _reject(self, session_id: str, request_id: str, tool_call_id: str, reason: str) -> None:
-        self.audit.write(
+        self._write_audit(
             "rejected",
             session_id=session_id,
             request_id=request_id,

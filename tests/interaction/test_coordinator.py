@@ -568,6 +568,28 @@ async def test_stopping_the_turn_tells_the_open_card_so_it_does_not_stay_answera
     assert resolved[0]["cancelled"] is True and resolved[0]["reason"] == "turn_stopped"
 
 
+async def test_an_unwritable_audit_log_never_strands_the_turn(
+    store: Store, tmp_path: Path, workspace: Path
+) -> None:
+    # A full disk or a read-only audit folder: the line is lost, the answer is not.
+    blocker = tmp_path / "audit-is-a-file"
+    blocker.write_text("x")
+    coordinator = InteractionCoordinator(
+        store, AuditLog(blocker / "interactions.jsonl"), workspace=workspace
+    )
+    asked = await start_ask(coordinator)
+    result = coordinator.submit(SESSION, asked.request_id, ["safe"])
+    assert result["selections"] == ["safe"]
+    tool = await asyncio.wait_for(asked.task, 5)
+    assert json.loads(tool.content)["selections"] == ["safe"]
+    with pytest.raises(AlreadyAnswered):
+        coordinator.submit(SESSION, asked.request_id, ["safe"])
+    stopped = await start_ask(coordinator, call_id="call_ask_2")
+    stopped.task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await stopped.task
+
+
 async def test_submit_from_another_thread_resolves_the_future_on_its_loop(
     coordinator: InteractionCoordinator,
 ) -> None:
