@@ -198,7 +198,10 @@ class InteractionCoordinator:
             except InvalidAnswer:
                 self._reject(session_id, request_id, row.tool_call_id, "invalid")
                 raise
-        if not self.is_live(request_id) and not self.can_resume(row):
+        # Decided once: a waiter that vanishes before delivery (the turn was stopped on the loop
+        # thread meanwhile) must not turn this answer into a restart resume of that turn.
+        waiter = self._waiters.get(request_id)
+        if waiter is None and not self.can_resume(row):
             self._reject(session_id, request_id, row.tool_call_id, "not_resumable")
             raise NotResumable(
                 "The kernel restarted; this question can no longer continue. Start the task again."
@@ -213,7 +216,10 @@ class InteractionCoordinator:
             self._reject(session_id, request_id, row.tool_call_id, "duplicate")
             raise AlreadyAnswered("This question was already answered; the answer stands.")
         self._audit_outcome(row, status, result)
-        self._deliver(row, result)
+        if waiter is not None:
+            _resolve_soon(waiter, result)  # a no-op if the turn was stopped meanwhile
+        elif self.on_orphan is not None:
+            self.on_orphan(row, result)
         return result
 
     def expire(self, request_id: str) -> bool:
@@ -232,13 +238,6 @@ class InteractionCoordinator:
         """Expire what is past its time; returns the rows that are still pending."""
         now = time.time()
         return [r for r in rows if not (r.expires_at <= now and self.expire(r.request_id))]
-
-    def _deliver(self, row: PendingRow, result: Result) -> None:
-        waiter = self._waiters.get(row.request_id)
-        if waiter is not None:
-            _resolve_soon(waiter, result)
-        elif self.on_orphan is not None:
-            self.on_orphan(row, result)
 
     def _write_audit(self, event: Any, **fields: Any) -> None:
         """An audit line that cannot be written (full disk) is logged, never fatal: the answer

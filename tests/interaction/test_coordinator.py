@@ -590,6 +590,28 @@ async def test_an_unwritable_audit_log_never_strands_the_turn(
         await stopped.task
 
 
+async def test_an_answer_racing_a_stop_never_resumes_the_stopped_turn_as_an_orphan(
+    coordinator: InteractionCoordinator, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Submit on a subshell thread saw the question live; before it consumed the row, the
+    # loop thread stopped the turn and dropped the waiter. The answer belongs to that stopped
+    # turn: it must not start the saved turn a second time through the restart path.
+    asked = await start_ask(coordinator)
+    orphans: list[str] = []
+    coordinator.on_orphan = lambda row, _result: orphans.append(row.request_id)
+    coordinator.can_resume = lambda _row: True  # the saved state is there, as in a kernel
+    real = store.resolve_pending
+
+    def stop_lands_first(*args: Any) -> bool:
+        coordinator._waiters.pop(asked.request_id, None)  # what ask's finally does on Stop
+        return real(*args)
+
+    monkeypatch.setattr(store, "resolve_pending", stop_lands_first)
+    coordinator.submit(SESSION, asked.request_id, ["safe"])
+    assert orphans == []
+    asked.task.cancel()
+
+
 async def test_submit_from_another_thread_resolves_the_future_on_its_loop(
     coordinator: InteractionCoordinator,
 ) -> None:
