@@ -198,6 +198,11 @@ class TutorMagics(Magics):
         if parsed.command == "config":
             show_markdown(render_settings_markdown(resolved))
             return
+        # A flag asked for this turn: a value that does not validate must not silently fall back.
+        if bad_flags := [p for p in resolved.problems if p.startswith("--")]:
+            lines = "\n".join(bad_flags)
+            show_markdown(f"```\nNot started, a flag has a bad value:\n{lines}\n\n{USAGE}```")
+            return
         if parsed.command == "stop":
             for turn in self.state.running_turns():
                 turn.cancel("Stopped with %tutor stop.")

@@ -112,3 +112,17 @@ def test_ask_user_gets_the_degraded_result_and_the_turn_goes_on(
     turn = magics.state.turns[-1]
     assert turn.status == "done"
     assert [m["role"] for m in turn.messages] == ["user", "assistant", "tool", "assistant"]
+
+
+@pytest.mark.parametrize("flags", ["--max-rounds lots", "--temperature warm", "--timeout -5"])
+def test_a_flag_with_a_bad_value_is_refused_not_silently_ignored(
+    shell: InteractiveShell,
+    server: FakeLLMServer,
+    capsys: pytest.CaptureFixture[str],
+    flags: str,
+) -> None:
+    server.add(Reply(text="answered with the defaults"))
+    shell.run_line_magic("tutor", f"{flags} What is an eigenvector?")
+    out = capsys.readouterr().out
+    assert flags.split()[0] in out
+    assert server.requests == []
