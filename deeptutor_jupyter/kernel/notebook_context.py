@@ -45,6 +45,8 @@ def notebook_cells(shell: Any) -> tuple[list[dict[str, Any]], str]:
     if path is not None:
         try:
             nb = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(nb, dict) or not isinstance(nb.get("cells", []), list):
+                raise ValueError("not a notebook")
             cells = [
                 {
                     "type": c.get("cell_type", "code"),
@@ -52,6 +54,7 @@ def notebook_cells(shell: Any) -> tuple[list[dict[str, Any]], str]:
                     "tags": list((c.get("metadata") or {}).get("tags", [])),
                 }
                 for c in nb.get("cells", [])
+                if isinstance(c, dict)
             ]
             return cells, f"the saved file {path.name}"
         except (OSError, ValueError):

@@ -62,6 +62,7 @@ def start_turn(
     from deeptutor_jupyter.kernel.display import show_markdown
     from deeptutor_jupyter.kernel.turn_plan import PlanError, plan_turn
 
+    model = tutor.model_for(resolved)  # first: it registers the key the plan must redact
     try:
         plan = plan_turn(tutor, s, kbs=kbs or [], user_tools=user_tools, no_tools=no_tools)
     except PlanError as exc:
@@ -86,7 +87,7 @@ def start_turn(
     )
     running_md = turn_markdown(question, "", model=profile.label, status="running", tools=[])
     display(widget_bundle(view, running_md), raw=True, display_id=turn_id)  # type: ignore[no-untyped-call]
-    turn = tutor.orchestrator.start_turn(ctx, tutor.model_for(resolved), log, plan.extra)
+    turn = tutor.orchestrator.start_turn(ctx, model, log, plan.extra)
     tutor.track(turn, view)
     if cell_id:
         tutor.cell_turns[cell_id] = turn

@@ -109,6 +109,8 @@ def tool_extra(
     from deeptutor_jupyter.memory import new_trace_id
 
     return {
+        # Redacted from tool results (a learner may have the key in a variable or a cell).
+        "secrets": [k for k in tutor.secrets() if k],
         "memory": tutor.memory,
         "trace_id": new_trace_id(),
         "kbs": kbs,

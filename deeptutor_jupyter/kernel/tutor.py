@@ -63,10 +63,15 @@ class KernelTutor:
     logs: dict[str, EventLog] = field(default_factory=dict)  # event logs of running turns
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     loaded_tools: dict[str, set[str]] = field(default_factory=dict)  # session -> deferred loaded
+    keys: set[str] = field(default_factory=set, repr=False)
 
     @property
     def workspace(self) -> Path:
         return Path.cwd()
+
+    def secrets(self) -> list[str]:
+        """The API keys this kernel's models use."""
+        return [k for k in self.keys if k]
 
     def background(self, coro: Any) -> asyncio.Task[Any]:
         """Run work on the kernel loop without blocking the cell; keeps the task alive."""
@@ -144,6 +149,8 @@ class KernelTutor:
 
         s = resolved.settings
         key = s.api_key.get_secret_value() if s.api_key is not None else None
+        if key:
+            self.keys.add(key)
         key_id = hashlib.sha256((key or "").encode()).hexdigest()[:12]
         cache_key = (s.provider or "", s.model or "", s.base_url or "", key_id, str(s.timeout))
         model = self.models.get(cache_key)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,7 +75,9 @@ class ToolCallAssembler:
     def finish(self) -> tuple[ToolCall, ...]:
         return tuple(
             ToolCall(
-                id=call.id or f"call_{index}",
+                # Ids must be unique across the whole conversation, not just this round:
+                # a history that repeats one is rejected by some providers later.
+                id=call.id or f"call_{uuid.uuid4().hex[:12]}_{index}",
                 name=call.name,
                 arguments="".join(call.arguments) or "{}",
             )

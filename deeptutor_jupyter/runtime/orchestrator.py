@@ -234,7 +234,7 @@ class Orchestrator:
                 return await self._ask(turn, loop, call)
             if call.name == LoadToolsTool.name:
                 return self._load_tools(turn, loop, call)
-            return await self.registry.execute(call, tool_ctx)
+            return redact(await self.registry.execute(call, tool_ctx), turn.extra)
 
         loop = AgentLoop(
             model,
@@ -351,6 +351,18 @@ class Orchestrator:
 
     def _record_finish(self, turn: Turn, error: str | None) -> None:
         self._guard(turn, lambda s: s.finish_turn(turn.turn_id, turn.status, turn.answer, error))
+
+
+def redact(result: ToolResult, extra: dict[str, Any]) -> ToolResult:
+    """A tool can read what the learner has (a variable, a cell): the configured API key must
+    not travel from there to the model, the events, the history or the tool card."""
+    content = result.content
+    for secret in extra.get("secrets") or ():
+        if secret and len(secret) >= 8 and secret in content:
+            content = content.replace(secret, "[redacted]")
+    if content == result.content:
+        return result
+    return ToolResult(content, result.is_error, result.data, result.summary, result.stop_turn)
 
 
 def _streamed_text(log: EventLog) -> str:

@@ -126,3 +126,24 @@ def test_attach_reads_first_and_the_answer_loop_gets_notes_not_the_reader(
     view = kernel.with_class("dt-turn")[0]
     assert kernel.markdown_in(view) == "Let's check that claim together."
     assert any("dt-explore" in w.get("_dom_classes", ()) for w in kernel.widgets.values())
+
+
+def test_the_api_key_never_reaches_the_model_through_a_tool(
+    kernel: KernelDriver, fake_llm: FakeLLMServer
+):
+    from tests.e2e.kernel_driver import SECRET
+
+    fake_llm.extend(
+        [
+            Reply(tool_calls=[ToolCallSpec("inspect_variable", {"name": "cfg"}, id="v1")]),
+            Reply(text="It holds a key; keep it out of notebooks."),
+        ]
+    )
+    kernel.execute(f"cfg = {{'api_key': {SECRET!r}}}")
+    kernel.execute("%tutor what is in cfg")
+    done(kernel)
+    sent = json.dumps(fake_llm.requests[1].body)
+    assert SECRET not in sent and "[redacted]" in sent
+    assert SECRET not in json.dumps(
+        [m["content"] for m in kernel.iopub if "comm" in m["header"]["msg_type"]]
+    )

@@ -35,3 +35,20 @@ async def test_anthropic_rounds_reuse_one_connection():
         finally:
             await model.aclose()
         assert len({r.client_port for r in server.requests}) == 1
+
+
+async def test_tool_calls_without_ids_get_ids_unique_across_rounds():
+    chunk = (
+        'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,'
+        '"function":{"name":"calculate","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}\n\n'
+    )
+    raw = [chunk, "data: [DONE]\n\n"]
+    with FakeLLMServer([Reply(raw_sse=raw), Reply(raw_sse=raw)]) as server:
+        model = make_model(provider="custom", model="fake-model", base_url=server.url)
+        try:
+            first = await _round(model, "a")
+            second = await _round(model, "b")
+        finally:
+            await model.aclose()
+    assert first.tool_calls[0].id != second.tool_calls[0].id
+    assert first.tool_calls[0].name == "calculate"
