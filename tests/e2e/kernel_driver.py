@@ -123,6 +123,12 @@ class KernelDriver:
     def click(self, comm_id: str) -> None:
         self.send_comm(comm_id, {"method": "custom", "content": {"event": "click"}})
 
+    def restart(self) -> None:
+        """A kernel restart: a new process, and the widget models of the old one are gone."""
+        self.km.restart_kernel(now=True)
+        self.widgets.clear()
+        self.kc.wait_for_ready(timeout=60)
+
     def shutdown(self) -> None:
         self.kc.stop_channels()
         self.km.shutdown_kernel(now=True)

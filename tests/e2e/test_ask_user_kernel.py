@@ -265,9 +265,7 @@ def test_kernel_restart_resumes_the_exact_turn(tmp_path):
         try:
             k.execute("%load_ext deeptutor_jupyter\n%tutor Help me with my project")
             card_of(k)
-            k.km.restart_kernel(now=True)
-            k.widgets.clear()
-            k.kc.wait_for_ready(timeout=60)
+            k.restart()
             k.execute("%load_ext deeptutor_jupyter\n%tutor pending")
             card = card_of(k)
             radio = inside(k, card, "RadioButtonsModel")[0]
@@ -301,9 +299,7 @@ def test_kernel_restart_without_a_saved_state_says_it_cannot_continue(tmp_path):
         try:
             k.execute("%load_ext deeptutor_jupyter\n%tutor Help me")
             card_of(k)
-            k.km.restart_kernel(now=True)
-            k.widgets.clear()
-            k.kc.wait_for_ready(timeout=60)
+            k.restart()
             with sqlite3.connect(home(tmp_path) / "state.db") as db:
                 db.execute("DELETE FROM turn_states")
             k.execute("%load_ext deeptutor_jupyter\n%tutor pending")
@@ -363,9 +359,7 @@ def test_a_resumed_turn_keeps_its_knowledge_base(tmp_path):
             k.wait_for(lambda: any("chunk" in str(w.get("value", "")) for w in k.widgets.values()))
             k.execute("%tutor --kb course what does an eigenvalue do")
             card_of(k)
-            k.km.restart_kernel(now=True)
-            k.widgets.clear()
-            k.kc.wait_for_ready(timeout=60)
+            k.restart()
             k.execute("%load_ext deeptutor_jupyter\n%tutor pending")
             card = card_of(k)
             update(k, inside(k, card, "RadioButtonsModel")[0], index=0)

@@ -12,6 +12,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,26 @@ def open_notebook(page: Any, lab: str, name: str) -> None:
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60000)
 
 
+@contextmanager
+def lab_page(name: str) -> Iterator[Any]:
+    """A Chromium page; its screenshot lands in tests/ui/artifacts/<name>(-failure).png."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        page = browser.new_page(viewport={"width": 1300, "height": 1000})
+        page.set_default_timeout(30000)
+        try:
+            yield page
+            page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / f"{name}-failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
+
+
 def ask_reply(call_id: str) -> Reply:
     options = [
         {"id": "safe", "label": "Analyse first", "recommended": True},
@@ -133,35 +154,23 @@ def ask_reply(call_id: str) -> Reply:
 
 @needs_chromium
 def test_a_live_card_survives_a_page_reload(lab: str, fake_llm: FakeLLMServer, tmp_path: Path):
-    from playwright.sync_api import sync_playwright
-
     fake_llm.extend([ask_reply("call_reload"), Reply(text="Answered after the reload.")])
     write_notebook(
         tmp_path / "reload.ipynb", "%load_ext deeptutor_jupyter", "%tutor How should we proceed?"
     )
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        page = browser.new_page(viewport={"width": 1300, "height": 1000})
-        page.set_default_timeout(30000)
-        try:
-            open_notebook(page, lab, "reload.ipynb")
-            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-            page.get_by_text("Which way?").wait_for()
-            page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
-            page.wait_for_timeout(1000)
-            page.reload()
-            open_notebook(page, lab, "reload.ipynb")
-            # The card comes back from the live kernel's widget models and still answers.
-            page.locator(".dt-ask-user label", has_text="Just do it").first.click()
-            page.locator(".dt-ask-submit").click()
-            page.get_by_text("Answered after the reload.").wait_for()
-            page.screenshot(path=str(ARTIFACTS / "lab-reload.png"), full_page=True)
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / "lab-reload-failure.png"), full_page=True)
-            raise
-        finally:
-            browser.close()
+    with lab_page("lab-reload") as page:
+        open_notebook(page, lab, "reload.ipynb")
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        page.get_by_text("Which way?").wait_for()
+        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+        page.wait_for_timeout(1000)
+        page.reload()
+        open_notebook(page, lab, "reload.ipynb")
+        # The card comes back from the live kernel's widget models and still answers.
+        page.locator(".dt-ask-user label", has_text="Just do it").first.click()
+        page.locator(".dt-ask-submit").click()
+        page.get_by_text("Answered after the reload.").wait_for()
+
     sent = [
         m
         for r in fake_llm.requests
@@ -173,8 +182,6 @@ def test_a_live_card_survives_a_page_reload(lab: str, fake_llm: FakeLLMServer, t
 
 @needs_chromium
 def test_a_turn_and_a_form_in_real_jupyterlab(lab: str, fake_llm: FakeLLMServer, tmp_path: Path):
-    from playwright.sync_api import sync_playwright
-
     fake_llm.extend(
         [
             Reply(text="An **eigenvector** keeps its direction."),
@@ -188,29 +195,18 @@ def test_a_turn_and_a_form_in_real_jupyterlab(lab: str, fake_llm: FakeLLMServer,
         "%tutor What is an eigenvector?",
         "%tutor How should we proceed?",
     )
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        page = browser.new_page(viewport={"width": 1300, "height": 1000})
-        page.set_default_timeout(30000)
-        try:
-            open_notebook(page, lab, "lesson.ipynb")
-            # Not awaited: the command's promise settles only when every cell has run.
-            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-            page.get_by_text("An eigenvector keeps its direction.").wait_for(timeout=30000)
-            page.get_by_text("Which way?").wait_for(timeout=30000)
-            page.locator(".dt-ask-user label", has_text="Analyse first").first.click()
-            page.locator(".dt-ask-submit").click()
-            page.get_by_text("Good: we analyse first.").wait_for(timeout=30000)
-            page.locator(".dt-ask-receipt").wait_for(timeout=10000)
-            page.screenshot(path=str(ARTIFACTS / "lab-turn.png"), full_page=True)
-            page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
-            time.sleep(1.5)
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / "lab-failure.png"), full_page=True)
-            raise
-        finally:
-            browser.close()
+    with lab_page("lab-turn") as page:
+        open_notebook(page, lab, "lesson.ipynb")
+        # Not awaited: the command's promise settles only when every cell has run.
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        page.get_by_text("An eigenvector keeps its direction.").wait_for()
+        page.get_by_text("Which way?").wait_for()
+        page.locator(".dt-ask-user label", has_text="Analyse first").first.click()
+        page.locator(".dt-ask-submit").click()
+        page.get_by_text("Good: we analyse first.").wait_for()
+        page.locator(".dt-ask-receipt").wait_for(timeout=10000)
+        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+        time.sleep(1.5)
 
     sent = [
         m
