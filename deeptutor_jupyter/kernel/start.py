@@ -10,9 +10,10 @@ from deeptutor_jupyter.kernel.display import turn_markdown, widget_bundle
 from deeptutor_jupyter.kernel.i18n import t
 
 if TYPE_CHECKING:
-    from deeptutor_jupyter.config import ResolvedSettings
+    from deeptutor_jupyter.config import ResolvedSettings, Settings
     from deeptutor_jupyter.kernel.tutor import KernelTutor
     from deeptutor_jupyter.kernel.widgets.turn_view import TurnView
+    from deeptutor_jupyter.runtime.context import ModelProfile
     from deeptutor_jupyter.runtime.events import Event, EventLog
 
 
@@ -29,7 +30,7 @@ def start_turn(
 ) -> None:
     from IPython.display import display
 
-    from deeptutor_jupyter.runtime.context import ModelProfile, TurnContext
+    from deeptutor_jupyter.runtime.context import TurnContext
     from deeptutor_jupyter.runtime.events import EventLog
 
     if not resolved.ready:
@@ -50,14 +51,7 @@ def start_turn(
     tutor.cancel_cell(cell_id, t("superseded", s.language))
     tutor.store.ensure_session(tutor.session_id, tutor.notebook)
 
-    profile = ModelProfile(
-        provider=s.provider or "",
-        model=s.model or "",
-        base_url=s.base_url,
-        max_rounds=s.max_rounds,
-        max_tokens=s.max_tokens,
-        temperature=s.temperature,
-    )
+    profile = profile_of(s)
     turn_id = f"turn-{uuid.uuid4().hex[:12]}"
     from deeptutor_jupyter.kernel.display import show_markdown
     from deeptutor_jupyter.kernel.turn_plan import PlanError, plan_turn
@@ -91,6 +85,20 @@ def start_turn(
     tutor.track(turn, view)
     if cell_id:
         tutor.cell_turns[cell_id] = turn
+
+
+def profile_of(s: Settings) -> ModelProfile:
+    """The model a turn talks to, from the effective settings (never the key)."""
+    from deeptutor_jupyter.runtime.context import ModelProfile
+
+    return ModelProfile(
+        provider=s.provider or "",
+        model=s.model or "",
+        base_url=s.base_url,
+        max_rounds=s.max_rounds,
+        max_tokens=s.max_tokens,
+        temperature=s.temperature,
+    )
 
 
 def attach_view(

@@ -26,8 +26,8 @@ def run_in_terminal(
     out: TextIO | None = None,
 ) -> Turn | None:
     from deeptutor_jupyter.config import setup_instructions_markdown
-    from deeptutor_jupyter.providers import make_model
-    from deeptutor_jupyter.runtime.context import ModelProfile, TurnContext
+    from deeptutor_jupyter.kernel.start import profile_of
+    from deeptutor_jupyter.runtime.context import TurnContext
     from deeptutor_jupyter.runtime.events import EventLog
     from deeptutor_jupyter.runtime.orchestrator import Orchestrator
 
@@ -42,14 +42,7 @@ def run_in_terminal(
         tutor.new_session()
     assert tutor.store is not None
     tutor.store.ensure_session(tutor.session_id, tutor.notebook)
-    profile = ModelProfile(
-        provider=s.provider or "",
-        model=s.model or "",
-        base_url=s.base_url,
-        max_rounds=s.max_rounds,
-        max_tokens=s.max_tokens,
-        temperature=s.temperature,
-    )
+    profile = profile_of(s)
     ctx = TurnContext(
         session_id=tutor.session_id,
         turn_id=f"turn-{uuid.uuid4().hex[:12]}",
@@ -62,15 +55,7 @@ def run_in_terminal(
 
     async def main() -> Turn:
         # A model per run: its HTTP client belongs to this run's event loop.
-        key = s.api_key.get_secret_value() if s.api_key is not None else None
-        model = make_model(
-            provider=profile.provider,
-            model=profile.model,
-            base_url=s.base_url,
-            api_key=key,
-            timeout=s.timeout,
-            connect_timeout=s.connect_timeout,
-        )
+        model = tutor.model_for(resolved, cached=False)
         log = EventLog(ctx.turn_id, tutor.store)
         log.subscribe(lambda event: _print(event, stream))
         turn = orchestrator.start_turn(ctx, model, log)

@@ -52,12 +52,7 @@ def plan_turn(
     from deeptutor_jupyter.kernel.notebook_context import tutor_md_blocks
     from deeptutor_jupyter.knowledge import list_kbs
     from deeptutor_jupyter.knowledge.mount import MountContext, mounted_tools
-    from deeptutor_jupyter.skills import (
-        always_blocks,
-        discover_skills,
-        skills_manifest,
-        user_skills_dir,
-    )
+    from deeptutor_jupyter.skills import always_blocks, skills_manifest
 
     home = settings.home
     known = {kb["name"] for kb in list_kbs(home)}
@@ -68,10 +63,7 @@ def plan_turn(
             f"No knowledge base named {', '.join(unknown)}. Known: {listed}. "
             "Create one with `%tutor kb add <name> <folder>`."
         )
-    course = os.environ.get("DEEPTUTOR_COURSE_DIR")
-    skills = discover_skills(
-        course_dir=Path(course) if course else None, user_dir=user_skills_dir(home)
-    )
+    skills = _skills(home)
     blocks = tutor_md_blocks(tutor.workspace)
     if tutor.memory is not None and (remembered := tutor.memory.system_prompt_block()):
         blocks.append(remembered)
@@ -122,14 +114,18 @@ def tool_extra(
 
 
 def resume_extra(tutor: KernelTutor, home: Path, context: dict[str, Any]) -> dict[str, Any]:
+    kbs = list((context.get("metadata") or {}).get("kbs", []))
+    return tool_extra(tutor, home, kbs, _skills(home))
+
+
+def _skills(home: Path) -> dict[str, Any]:
+    """Built-in < course (DEEPTUTOR_COURSE_DIR) < the learner's own skills."""
     from deeptutor_jupyter.skills import discover_skills, user_skills_dir
 
     course = os.environ.get("DEEPTUTOR_COURSE_DIR")
-    skills = discover_skills(
-        course_dir=Path(course) if course else None, user_dir=user_skills_dir(home)
+    return dict(
+        discover_skills(course_dir=Path(course) if course else None, user_dir=user_skills_dir(home))
     )
-    kbs = list((context.get("metadata") or {}).get("kbs", []))
-    return tool_extra(tutor, home, kbs, skills)
 
 
 def record_trace(tutor: KernelTutor, turn: Turn, log: EventLog) -> TraceRecord | None:

@@ -49,7 +49,6 @@ class KernelTutor:
     history: list[dict[str, Any]] = field(default_factory=list)
     turns: list[Turn] = field(default_factory=list)  # every turn this kernel started, in order
     cell_turns: dict[str, Turn] = field(default_factory=dict)
-    views: dict[str, TurnView] = field(default_factory=dict)
     models: dict[tuple[str, ...], ChatModel] = field(default_factory=dict)
     last_cell_id: str | None = None
     coordinator: InteractionCoordinator | None = None
@@ -85,7 +84,6 @@ class KernelTutor:
 
     def track(self, turn: Turn, view: TurnView) -> None:
         self.turns.append(turn)
-        self.views[turn.turn_id] = view
         view.start_ticker()
 
     def open(self, resolved: ResolvedSettings) -> None:
@@ -144,7 +142,11 @@ class KernelTutor:
             self.store.ensure_session(self.session_id, self.notebook)
         return self.session_id
 
-    def model_for(self, resolved: ResolvedSettings) -> ChatModel:
+    def model_for(self, resolved: ResolvedSettings, *, cached: bool = True) -> ChatModel:
+        """The model of these settings; cached models keep the degradations learned for them.
+
+        ``cached=False`` gives a fresh one, for a caller whose event loop will not outlive it.
+        """
         from deeptutor_jupyter.providers import make_model
 
         s = resolved.settings
@@ -153,7 +155,7 @@ class KernelTutor:
             self.keys.add(key)
         key_id = hashlib.sha256((key or "").encode()).hexdigest()[:12]
         cache_key = (s.provider or "", s.model or "", s.base_url or "", key_id, str(s.timeout))
-        model = self.models.get(cache_key)
+        model = self.models.get(cache_key) if cached else None
         if model is None:
             model = make_model(
                 provider=s.provider or "",
@@ -163,7 +165,8 @@ class KernelTutor:
                 timeout=s.timeout,
                 connect_timeout=s.connect_timeout,
             )
-            self.models[cache_key] = model
+            if cached:
+                self.models[cache_key] = model
         return model
 
     def running_turns(self) -> list[Turn]:
