@@ -94,4 +94,7 @@ class EventLog:
         except Exception as exc:
             # Keep the events in memory and say so once; the turn itself goes on.
             self._unsaved = batch + self._unsaved
+            first = self.persist_error is None
             self.persist_error = str(exc)
+            if first:  # this emit's own flush fails too, but no longer says so
+                self.emit("notice", text=f"The events of this turn are not being saved: {exc}")

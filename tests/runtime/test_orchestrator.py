@@ -129,6 +129,8 @@ async def test_a_full_disk_is_reported_and_the_answer_still_arrives(server, stor
     assert turn.status == "done" and turn.answer == "x" * 20000
     notices = [e.data["text"] for e in events if e.type == "notice"]
     assert any("full" in n for n in notices), notices
+    # The event log says once, not per batch, that it cannot save.
+    assert sum("not being saved" in n for n in notices) == 1, notices
     assert events[-1].type == "done"
 
 
