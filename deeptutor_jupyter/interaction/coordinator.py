@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from deeptutor_jupyter.interaction.audit import AuditLog
+from deeptutor_jupyter.interaction.owners import Owner, live_owner_ids
 from deeptutor_jupyter.interaction.schema import CHOICE_MODES, AskUserArgs, payload
 from deeptutor_jupyter.providers.base import ToolCall
 from deeptutor_jupyter.store.db import PendingRow, Store
@@ -105,12 +106,16 @@ class InteractionCoordinator:
         *,
         workspace: Path,
         expiry_seconds: float = 24 * 3600,
+        owner: Owner | None = None,
     ) -> None:
         self.store = store
         self.audit = audit
         self.workspace = workspace
         self.expiry_seconds = expiry_seconds
+        # The process whose turns wait here; None for a surface that only answers (a server).
+        self.owner = owner
         self._waiters: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[Result]]] = {}
+        self._seen_version = -1
         # Set by the kernel: continue a saved turn whose Future died with its kernel.
         self.on_orphan: Callable[[PendingRow, Result], None] | None = None
         self.can_resume: Callable[[PendingRow], bool] = lambda _row: False
@@ -125,7 +130,15 @@ class InteractionCoordinator:
         args: AskUserArgs,
         emit: Emit,
         snapshot: dict[str, Any] | None,
+        place: dict[str, Any] | None = None,
+        supersedes: list[str] | None = None,
+        on_saved: Callable[[str], None] | None = None,
     ) -> ToolResult:
+        """Save the question (and the paused turn), show it, wait for the answer.
+
+        ``supersedes`` are saved states of this turn's earlier questions: this new checkpoint
+        replaces them, so they are dropped only once it is written.
+        """
         now = time.time()
         request_id = f"ask_{uuid.uuid4().hex[:16]}"
         expires_at = now + self.expiry_seconds
@@ -136,10 +149,29 @@ class InteractionCoordinator:
             session_id=session_id,
             expires_at=expires_at,
         )
+        owner = self.owner.id if self.owner is not None else None
         row = PendingRow(
-            request_id, session_id, turn_id, call.id, body, "pending", now, expires_at, None, None
+            request_id,
+            session_id,
+            turn_id,
+            call.id,
+            body,
+            "pending",
+            now,
+            expires_at,
+            None,
+            None,
+            owner,
+            place,
         )
         self.store.add_pending(row, snapshot)
+        if on_saved is not None and snapshot is not None:
+            on_saved(request_id)
+        if supersedes:
+            try:
+                self.store.drop_turn_state(*supersedes)
+            except Exception:  # kept states are tidied at the turn's end or by housekeeping
+                logger.warning("could not drop superseded turn states", exc_info=True)
         self._write_audit(
             "asked", session_id=session_id, request_id=request_id, tool_call_id=call.id
         )
@@ -165,6 +197,43 @@ class InteractionCoordinator:
 
     def is_live(self, request_id: str) -> bool:
         return request_id in self._waiters
+
+    @property
+    def waiting(self) -> bool:
+        return bool(self._waiters)
+
+    def poll_remote(self) -> int:
+        """Deliver answers that another process consumed for questions waiting here.
+
+        Cheap when nothing happened: ``PRAGMA data_version`` changes only when another
+        connection committed. Returns how many waiters were resolved.
+        """
+        if not self._waiters:
+            return 0
+        version = self.store.data_version()
+        if version == self._seen_version:
+            return 0
+        self._seen_version = version
+        resolved = 0
+        for request_id, (status, result) in self.store.statuses(list(self._waiters)).items():
+            waiter = self._waiters.get(request_id)
+            if status != "pending" and result is not None and waiter is not None:
+                _resolve_soon(waiter, dict(result))
+                resolved += 1
+        return resolved
+
+    def owner_elsewhere(self, row: PendingRow) -> bool:
+        """True when another live process waits on this question and will continue its turn."""
+        if row.owner is None or row.request_id in self._waiters:
+            return False
+        if self.owner is not None and row.owner == self.owner.id:
+            return False  # ours, but its waiter is gone (the turn was stopped meanwhile)
+        return row.owner in live_owner_ids(self.store)
+
+    def answerable(self, row: PendingRow) -> bool:
+        """Whether an answer given here would reach a turn (live here, live elsewhere, or
+        resumable from its saved state)."""
+        return self.is_live(row.request_id) or self.owner_elsewhere(row) or self.can_resume(row)
 
     # answering ---------------------------------------------------------------------------
     def submit(
@@ -201,7 +270,8 @@ class InteractionCoordinator:
         # Decided once: a waiter that vanishes before delivery (the turn was stopped on the loop
         # thread meanwhile) must not turn this answer into a restart resume of that turn.
         waiter = self._waiters.get(request_id)
-        if waiter is None and not self.can_resume(row):
+        elsewhere = waiter is None and self.owner_elsewhere(row)
+        if waiter is None and not elsewhere and not self.can_resume(row):
             self._reject(session_id, request_id, row.tool_call_id, "not_resumable")
             raise NotResumable(
                 "The kernel restarted; this question can no longer continue. Start the task again."
@@ -218,6 +288,8 @@ class InteractionCoordinator:
         self._audit_outcome(row, status, result)
         if waiter is not None:
             _resolve_soon(waiter, result)  # a no-op if the turn was stopped meanwhile
+        elif elsewhere:
+            pass  # its owner notices the answer in the store and continues in its own cell
         elif self.on_orphan is not None:
             self.on_orphan(row, result)
         return result

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from traitlets import CFloat, CInt, Unicode
 
-from deeptutor_jupyter.kernel.tutor import KernelTutor, ensure_loop, has_event_loop, notebook_key
+from deeptutor_jupyter.kernel.tutor import KernelTutor, ensure_loop, has_event_loop
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.config import ResolvedSettings
@@ -134,9 +134,7 @@ class TutorMagics(Magics):
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
-        self.state = KernelTutor(notebook=notebook_key(shell.user_ns if shell else None))
-        self.state.resolve = self._resolve
-        self.state.shell = shell
+        self.state = KernelTutor.for_shell(shell, self._resolve)
 
     def _trait_settings(self) -> dict[str, Any]:
         names = ("provider", "model", "base_url", "max_rounds", "max_tokens", "temperature")
@@ -204,10 +202,10 @@ class TutorMagics(Magics):
             show_markdown(f"```\nNot started, a flag has a bad value:\n{lines}\n\n{USAGE}```")
             return
         if parsed.command == "stop":
-            for turn in self.state.running_turns():
+            for turn in self.state.session.running_turns():
                 turn.cancel("Stopped with %tutor stop.")
             return
-        self.state.language = resolved.settings.language
+        self.state.session.language = resolved.settings.language
         if parsed.command in ("memory", "kb"):
             from deeptutor_jupyter.kernel import commands
 
@@ -219,7 +217,7 @@ class TutorMagics(Magics):
                 show_markdown(f"⚠ {exc}")
             return
         if parsed.command == "pending":
-            if not resolved.ready and self.state.store is None:
+            if not resolved.ready and self.state.session.store is None:
                 from deeptutor_jupyter.kernel.start import show_setup
 
                 show_setup(resolved)
@@ -342,7 +340,7 @@ def unregister(ipython: Any) -> None:
     ipython.events.unregister("pre_run_cell", hook)
     if keep_question_marks in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(keep_question_marks)
-    for turn in magics.state.running_turns():
+    for turn in magics.state.session.running_turns():
         turn.cancel("The extension was unloaded.")
 
 

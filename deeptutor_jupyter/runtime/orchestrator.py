@@ -49,6 +49,11 @@ class Turn:
     messages: list[Message] = field(default_factory=list)  # what this turn added to the history
     extra: dict[str, Any] = field(default_factory=dict)  # handed to tools (stores, selections)
     started: float = field(default_factory=time.monotonic)
+    interactive: bool = True  # False: no surface can show a form; ask_user degrades
+    owner: str | None = None  # the process running it (see interaction/owners.py)
+    # Saved states of questions this turn asked; dropped once it checkpoints again or ends.
+    open_states: list[str] = field(default_factory=list)
+    trace: Any = None  # the L1 trace record, once the turn is done
 
     @property
     def turn_id(self) -> str:
@@ -82,18 +87,31 @@ class Orchestrator:
         model: ChatModel,
         log: EventLog | None = None,
         extra: dict[str, Any] | None = None,
+        *,
+        interactive: bool = True,
+        owner: str | None = None,
     ) -> Turn:
-        return self._start(ctx, model, log, None, extra)
+        turn = Turn(ctx, log or EventLog(ctx.turn_id, self.store), extra=extra or {})
+        turn.interactive, turn.owner = interactive, owner
+        return self._start(turn, model, None)
 
     def resume_turn(
         self,
         saved: dict[str, Any],
         outcome: ToolResult,
         model: ChatModel,
-        log: EventLog,
+        log: EventLog | None = None,
         extra: dict[str, Any] | None = None,
+        *,
+        resumed_from: str = "",
+        owner: str | None = None,
     ) -> Turn:
-        """Continue a turn saved while it waited on ask_user, in this process."""
+        """Continue, in this process, a turn saved while it waited on ask_user.
+
+        Its events continue the saved ``seq``; the saved state of ``resumed_from`` is dropped
+        only once this turn checkpoints again (another question) or ends, so a crash in
+        between leaves the question answerable again, never a lost answer.
+        """
         from deeptutor_jupyter.agent.loop import LoopState
 
         state = LoopState.from_json(saved["loop"])
@@ -101,17 +119,18 @@ class Orchestrator:
         compat = saved.get("compat") or {}
         model.compat.stream_options = bool(compat.get("stream_options", True))
         model.compat.native_tools = bool(compat.get("native_tools", True))
-        return self._start(ctx, model, log, (state, outcome), extra)
+        log = log or EventLog(ctx.turn_id, self.store)
+        if self.store is not None and not log.events:
+            # The seq goes on from the saved events whoever built the log: a seq that started
+            # over would collide with (and once overwrote) the events before the pause.
+            log.start_seq = max(log.start_seq, self.store.last_seq(ctx.turn_id))
+        turn = Turn(ctx, log, extra=extra or {}, owner=owner)
+        if resumed_from:
+            turn.open_states.append(resumed_from)
+        return self._start(turn, model, (state, outcome))
 
-    def _start(
-        self,
-        ctx: TurnContext,
-        model: ChatModel,
-        log: EventLog | None,
-        resume: Resume | None,
-        extra: dict[str, Any] | None,
-    ) -> Turn:
-        turn = Turn(ctx, log or EventLog(ctx.turn_id, self.store), extra=extra or {})
+    def _start(self, turn: Turn, model: ChatModel, resume: Resume | None) -> Turn:
+        ctx = turn.ctx
         task = asyncio.get_running_loop().create_task(self._run(turn, model, resume))
         turn.task = task
         self.running[ctx.turn_id] = turn
@@ -195,6 +214,7 @@ class Orchestrator:
         if turn.status != "error":
             self._record_messages(turn, [question, *added])
         self._record_finish(turn, error)
+        self._guard(turn, lambda s: s.drop_turn_state(*turn.open_states))
         log.emit(
             "done",
             status=turn.status,
@@ -230,7 +250,7 @@ class Orchestrator:
                     f"Available tools: {available}.",
                     is_error=True,
                 )
-            if call.name == AskUserTool.name and self.coordinator is not None:
+            if call.name == AskUserTool.name and self.coordinator and turn.interactive:
                 return await self._ask(turn, loop, call)
             if call.name == LoadToolsTool.name:
                 return self._load_tools(turn, loop, call)
@@ -319,14 +339,19 @@ class Orchestrator:
             },
         }
         turn.log.flush()
-        return await self.coordinator.ask(
+        superseded, turn.open_states = turn.open_states, []
+        result = await self.coordinator.ask(
             session_id=ctx.session_id,
             turn_id=ctx.turn_id,
             call=call,
             args=args,
             emit=turn.log.emit,
             snapshot=saved,
+            place=ctx.metadata.get("place") or None,
+            supersedes=superseded,
+            on_saved=turn.open_states.append,
         )
+        return result
 
     # store writes never end a turn: a full disk is reported, the answer is still shown -------
     def _guard(self, turn: Turn, action: Callable[[Store], None]) -> None:
@@ -341,7 +366,9 @@ class Orchestrator:
         c = turn.ctx
         self._guard(
             turn,
-            lambda s: s.start_turn(c.turn_id, c.session_id, c.question, c.profile.label, c.cell_id),
+            lambda s: s.start_turn(
+                c.turn_id, c.session_id, c.question, c.profile.label, c.cell_id, turn.owner
+            ),
         )
 
     def _record_messages(self, turn: Turn, messages: list[Message]) -> None:

@@ -331,8 +331,10 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
         custom_input: str,
         answered_at: float,
         status: str = "continuing",
+        where: str = "",
     ) -> None:
-        """Replace the form with what was answered, when, and whether the turn goes on."""
+        """Replace the form with what was answered, when, and whether the turn goes on (and
+        where, when that is another notebook's cell)."""
         labels = {o.id: o.label for o in self.options}
         lines: list[str] = []
         if self.mode in OPTION_MODES:
@@ -347,6 +349,8 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
         else:
             lines.append(self._verbatim("your_answer", custom_input))
         word = self._s("continuing" if status == "continuing" else "answered")
+        if where:
+            word = self._s("continues_in").format(where=where)
         when = self._s("answered_at").format(time=local_time(answered_at))
         lines.append(_small(f"{when} · {word}"))
         self._settle("answered", "".join(f"<div>{line}</div>" for line in lines))
