@@ -79,7 +79,9 @@ class KernelTutor:
 
     def place(self) -> dict[str, Any]:
         """Where a turn started now shows: this notebook, the cell as the learner sees it."""
-        count = getattr(self.shell, "execution_count", None)
+        # The running cell is the last of In (execution_count may already name the next one).
+        history = (getattr(self.shell, "user_ns", None) or {}).get("In")
+        count = len(history) - 1 if isinstance(history, list) and len(history) > 1 else None
         return {
             "notebook": Path(self.session.notebook).name,
             "cell": f"[{count}]" if isinstance(count, int) else "",

@@ -42,6 +42,16 @@ class Event:
     data: dict[str, Any]
     ts: float
 
+    def envelope(self) -> dict[str, Any]:
+        """The event as surfaces receive it: its fields beside type, seq, turn_id and ts."""
+        return {
+            **self.data,
+            "type": self.type,
+            "seq": self.seq,
+            "turn_id": self.turn_id,
+            "ts": self.ts,
+        }
+
 
 Subscriber = Callable[[Event], None]
 
@@ -55,9 +65,16 @@ class EventLog:
     _unsaved: list[Event] = field(default_factory=list)
     persist_error: str | None = None
     start_seq: int = 0  # a resumed turn continues the seq of its saved events
+    check: bool = True  # validate every event against the typed contract
 
     def emit(self, type: EventType, **data: Any) -> Event:
         event = Event(type, self.start_seq + len(self.events) + 1, self.turn_id, data, time.time())
+        if self.check:
+            # The contract of runtime/event_types.py: an event that does not fit it is a bug
+            # of the emitter, caught here rather than in a surface that renders it.
+            from deeptutor_jupyter.runtime.event_types import parse_event
+
+            parse_event(event.envelope())
         self.events.append(event)
         self._unsaved.append(event)
         # Content deltas are the bulk; everything else is rare and worth saving at once.

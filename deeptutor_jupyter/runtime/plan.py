@@ -98,7 +98,11 @@ def plan_turn(
             user_tools=user_tools,
             no_tools=no_tools,
         ),
-        always=(*ALWAYS, *sorted(n for n in loaded if n in deferred)),
+        # Only what this session registered: a surface without a kernel has no notebook tools.
+        always=(
+            *(n for n in ALWAYS if registry.get(n)),
+            *sorted(n for n in loaded if n in deferred),
+        ),
     )
     return TurnPlan(tools, blocks, tool_deps(session, home, kbs, skills))
 

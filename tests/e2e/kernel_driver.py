@@ -100,8 +100,11 @@ class KernelDriver:
         self.kc.shell_channel.send(msg)
         msg_id: str = msg["header"]["msg_id"]
         self.wait_for(lambda: self._idle_after(msg_id), timeout)
+        # wait_for_ready re-sends kernel_info every second: a late reply to one of those may
+        # come first, so replies are matched by msg_id, never by order.
         reply = self.kc.get_shell_msg(timeout=timeout)
-        assert reply["parent_header"]["msg_id"] == msg_id
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = self.kc.get_shell_msg(timeout=timeout)
         self.last_reply = reply
         status = reply["content"]["status"]
         if status != "ok":
