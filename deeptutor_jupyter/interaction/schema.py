@@ -60,16 +60,16 @@ class AskUserPayload(BaseModel):
     read it; one model for all of them."""
 
     id: str = Field(description="The request id; a submission names it.")
-    toolCallId: str = Field(description="The tool call this question answers.")  # noqa: N815
-    sessionId: str = Field(description="Only this session may answer.")  # noqa: N815
+    toolCallId: str = Field(description="The tool call this question answers.")
+    sessionId: str = Field(description="Only this session may answer.")
     title: str
     description: str = ""
     mode: Mode
     options: list[AskOption] = Field(default_factory=list)
-    allowCustom: bool = False  # noqa: N815
-    submitLabel: str = ""  # noqa: N815
+    allowCustom: bool = False
+    submitLabel: str = ""
     resumable: bool = Field(True, description="False: show the not-resumable notice only.")
-    expiresAt: float = Field(description="Unix time after which it times out.")  # noqa: N815
+    expiresAt: float = Field(description="Unix time after which it times out.")
 
 
 class AskUserTool(Tool):

@@ -77,9 +77,9 @@ class UserInputRequired(_Event, AskUserPayload):
 class UserInputResolved(_Event):
     type: Literal["user_input_resolved"] = "user_input_resolved"
     id: str = Field(description="The request id of the question.")
-    toolCallId: str  # noqa: N815 - the reference protocol's name
+    toolCallId: str
     selections: list[str] = Field(default_factory=list)
-    customInput: str = ""  # noqa: N815
+    customInput: str = ""
     cancelled: bool = False
     reason: str = Field("", description="timeout | turn_stopped when not a learner's answer.")
 
