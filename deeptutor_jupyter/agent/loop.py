@@ -340,6 +340,7 @@ def _assistant(visible: str, calls: list[ToolCall]) -> Message:
 def _as_text_protocol(messages: list[Message]) -> list[Message]:
     """Native tool messages rewritten for an endpoint without function calling."""
     out: list[Message] = []
+    merged: set[int] = set()  # indexes of user messages made of tool results
     for m in messages:
         if m.get("role") == "assistant" and m.get("tool_calls"):
             blocks = "".join(
@@ -358,13 +359,14 @@ def _as_text_protocol(messages: list[Message]) -> list[Message]:
         elif m.get("role") == "tool":
             call_id, content = m.get("tool_call_id", ""), m.get("content", "")
             block = f'<tool_result id="{call_id}">{content}</tool_result>'
-            if out and out[-1].get("role") == "user" and out[-1].get("_tool_results"):
-                out[-1]["content"] += "\n" + block
+            if out and len(out) - 1 in merged:
+                out[-1]["content"] = f"{out[-1].get('content') or ''}\n{block}"
             else:
-                out.append({"role": "user", "content": block, "_tool_results": True})
+                merged.add(len(out))
+                out.append({"role": "user", "content": block})
         else:
             out.append(m)
-    return [{k: v for k, v in m.items() if k != "_tool_results"} for m in out]
+    return out
 
 
 def _loads(arguments: str) -> Any:

@@ -1,9 +1,7 @@
 """The seam between the chat loop and every model endpoint.
 
-Messages travel in OpenAI chat format (plain dicts: ``role``, ``content``, ``tool_calls``,
-``tool_call_id``) because that is what most endpoints speak and because plain dicts serialise into
-the store unchanged, which an exact resume after a kernel restart needs. Providers that speak
-another wire format (Anthropic) translate at their edge.
+Messages and tool calls are the typed shapes of ``deeptutor_jupyter/messages.py``; providers
+that speak another wire format (Anthropic) translate at their edge.
 """
 
 from __future__ import annotations
@@ -12,7 +10,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-Message = dict[str, Any]
+from deeptutor_jupyter.messages import Message, ToolCall
+
+__all__ = ["Message", "ToolCall"]  # re-exported: most callers know them from here
 
 ErrorKind = Literal[
     "auth",  # 401/403: the key was rejected
@@ -25,22 +25,6 @@ ErrorKind = Literal[
     "stream_broken",  # the connection dropped after output had started
     "malformed",  # the reply was not what the protocol promises
 ]
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One tool call the model asked for; ``arguments`` is the raw JSON text it wrote."""
-
-    id: str
-    name: str
-    arguments: str
-
-    def to_message(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "type": "function",
-            "function": {"name": self.name, "arguments": self.arguments},
-        }
 
 
 @dataclass(frozen=True)

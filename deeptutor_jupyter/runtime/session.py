@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator, Result
     from deeptutor_jupyter.interaction.owners import Owner
     from deeptutor_jupyter.memory import MemoryStore
+    from deeptutor_jupyter.messages import Message
     from deeptutor_jupyter.providers.base import ChatModel
     from deeptutor_jupyter.runtime.context import ModelProfile
     from deeptutor_jupyter.runtime.events import Event, EventLog, Subscriber
@@ -94,7 +95,7 @@ class TutorSession:
         self.memory: MemoryStore | None = None
         self.owner: Owner | None = None
         self.session_id = ""
-        self.history: list[dict[str, Any]] = []
+        self.history: list[Message] = []
         self.turns: list[Turn] = []  # every turn this process started or resumed, in order
         self.models: dict[tuple[str, ...], ChatModel] = {}
         self.keys: set[str] = set()

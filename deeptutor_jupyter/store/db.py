@@ -15,7 +15,10 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.messages import Message
 
 SCHEMA_VERSION = 2
 
@@ -449,9 +452,7 @@ class Store:
             c.executemany("DELETE FROM owners WHERE id = ?", [(o,) for o in owner_ids])
 
     # conversation history ----------------------------------------------------------------
-    def append_messages(
-        self, session_id: str, turn_id: str, messages: Iterable[dict[str, Any]]
-    ) -> None:
+    def append_messages(self, session_id: str, turn_id: str, messages: Iterable[Message]) -> None:
         with self._tx() as c:
             (start,) = c.execute(
                 "SELECT COALESCE(MAX(idx) + 1, 0) FROM messages WHERE session_id = ?",
@@ -465,7 +466,7 @@ class Store:
                 ],
             )
 
-    def history(self, session_id: str) -> list[dict[str, Any]]:
+    def history(self, session_id: str) -> list[Message]:
         rows = self._query(
             "SELECT message FROM messages WHERE session_id = ? ORDER BY idx", (session_id,)
         )
