@@ -215,10 +215,10 @@ class InteractionCoordinator:
             return 0
         self._seen_version = version
         resolved = 0
-        for request_id, (status, result) in self.store.statuses(list(self._waiters)).items():
+        for request_id, state in self.store.question_states(list(self._waiters)).items():
             waiter = self._waiters.get(request_id)
-            if status != "pending" and result is not None and waiter is not None:
-                _resolve_soon(waiter, dict(result))
+            if state.status != "pending" and state.result is not None and waiter is not None:
+                _resolve_soon(waiter, dict(state.result))
                 resolved += 1
         return resolved
 

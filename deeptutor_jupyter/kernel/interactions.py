@@ -14,9 +14,12 @@ from typing import TYPE_CHECKING, Any
 from deeptutor_jupyter.kernel.i18n import t
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from deeptutor_jupyter.kernel.tutor import KernelTutor
     from deeptutor_jupyter.kernel.widgets.ask_user_card import AskUserCard
     from deeptutor_jupyter.runtime.events import Event
+    from deeptutor_jupyter.store.db import QuestionState
 
 # Refusals after which the card cannot be fixed by editing the answer.
 FINAL_CODES = frozenset({"duplicate", "expired", "foreign_session", "unknown", "not_resumable"})
@@ -109,8 +112,42 @@ def show_pending(tutor: KernelTutor, all_sessions: bool) -> None:
         turn = session.turn_of(row.turn_id)
         if turn is not None and turn.task is not None and not turn.task.done():
             turn.log.subscribe(_follow(card, row.request_id), after_seq=turn.log.last_seq)
+        else:  # its turn waits elsewhere (or nowhere): follow the store
+            session.watch_question(row.request_id, _reflect(card))
         text = f"**{t('pending_title', tutor.language)}** {body.get('title', '')}"
         display(widget_bundle(box, text), raw=True)  # type: ignore[no-untyped-call]
+
+
+FINISHED = frozenset({"done", "error", "cancelled", "interrupted"})
+
+
+def _reflect(card: AskUserCard) -> Callable[[QuestionState], bool]:
+    """Keep a card true to its question when the answer or the turn happen in another
+    process: answered there, expired, and 'continuing' only while the turn still runs."""
+
+    def update(state: QuestionState) -> bool:
+        result = state.result or {}
+        when = state.answered_at or time.time()
+        if state.status == "expired":
+            card.show_expired()
+            return True
+        if state.status == "cancelled":
+            if card.state in ("open", "submitted"):
+                card.show_cancelled(when)
+            return True
+        if state.status != "answered":
+            return False
+        finished = state.turn_status in FINISHED
+        if card.state in ("open", "submitted") or (finished and card.state == "answered"):
+            card.show_receipt(
+                list(result.get("selections", [])),
+                str(result.get("customInput", "")),
+                when,
+                status="done" if finished else "continuing",
+            )
+        return finished
+
+    return update
 
 
 def _follow(card: AskUserCard, request_id: str) -> Any:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.runtime.context import ModelProfile
     from deeptutor_jupyter.runtime.events import Event, EventLog, Subscriber
     from deeptutor_jupyter.runtime.orchestrator import Orchestrator, Turn
-    from deeptutor_jupyter.store.db import PendingRow, Store
+    from deeptutor_jupyter.store.db import PendingRow, QuestionState, Store
     from deeptutor_jupyter.tools.base import Tool
 
 WATCH_INTERVAL = 0.25  # seconds between looks for answers given in another process
@@ -106,6 +106,9 @@ class TutorSession:
         # Where a turn shown by this process appears, for receipts elsewhere ({"notebook", "cell"}).
         self.place: Callable[[], dict[str, Any]] = lambda: {"notebook": Path(notebook).name}
         self._watcher: asyncio.Task[None] | None = None
+        # Cards of questions whose turn runs elsewhere: request id -> what to tell them.
+        self._watched: dict[str, Callable[[QuestionState], bool]] = {}
+        self._watched_version = -1
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # opening -----------------------------------------------------------------------------
@@ -435,8 +438,29 @@ class TutorSession:
             return
         self._watcher = loop.create_task(self._watch_loop())
 
+    def watch_question(self, request_id: str, update: Callable[[QuestionState], bool]) -> None:
+        """Tell ``update`` how a question whose turn runs elsewhere moves on (answered there,
+        expired, its turn finished) until it returns True (nothing more to follow)."""
+        self._watched[request_id] = update
+        self._watched_version = -1  # look at once, then only when another process commits
+        self._watch()
+
+    def _poll_watched(self) -> None:
+        assert self.store is not None
+        version = self.store.data_version()
+        if not self._watched or version == self._watched_version:
+            return
+        self._watched_version = version
+        for request_id, state in self.store.question_states(list(self._watched)).items():
+            update = self._watched.get(request_id)
+            if update is not None and update(state):
+                self._watched.pop(request_id, None)
+
+    def _busy(self) -> bool:
+        return bool(self.running_turns() or self._watched)
+
     def _maybe_stop_watching(self) -> None:
-        if not self.running_turns() and self._watcher is not None:
+        if not self._busy() and self._watcher is not None:
             self._watcher.cancel()
             self._watcher = None
 
@@ -448,12 +472,13 @@ class TutorSession:
 
         beat_due = 0.0
         loop = asyncio.get_running_loop()
-        while self.running_turns():
+        while self._busy():
             try:
-                if loop.time() >= beat_due and self.owner is not None:
+                if loop.time() >= beat_due and self.owner is not None and self.running_turns():
                     register(self.store, self.owner)  # a fresh row even if it was tidied away
                     beat_due = loop.time() + HEARTBEAT_SECONDS
                 self.coordinator.poll_remote()
+                self._poll_watched()
             except Exception:  # a locked or full store: look again next time
                 pass
             await asyncio.sleep(WATCH_INTERVAL)

@@ -138,6 +138,14 @@ _LATE_INDEXES = "CREATE INDEX IF NOT EXISTS turns_by_status ON turns (status);"
 
 
 @dataclass(frozen=True)
+class QuestionState:
+    status: str  # pending | answered | cancelled | expired
+    result: dict[str, Any] | None
+    answered_at: float | None
+    turn_status: str | None  # running | done | error | cancelled | interrupted
+
+
+@dataclass(frozen=True)
 class OwnerRow:
     id: str
     pid: int
@@ -395,17 +403,22 @@ class Store:
                 "DELETE FROM turn_states WHERE request_id = ?", [(r,) for r in request_ids]
             )
 
-    def statuses(self, request_ids: Iterable[str]) -> dict[str, tuple[str, dict[str, Any] | None]]:
-        """request id -> (status, result) for these questions; what a waiting owner polls."""
+    def question_states(self, request_ids: Iterable[str]) -> dict[str, QuestionState]:
+        """Where these questions and their turns stand; what a waiting owner and an open card
+        elsewhere poll."""
         ids = list(request_ids)
         if not ids:
             return {}
         rows = self._query(
-            "SELECT request_id, status, result FROM pending"
-            f" WHERE request_id IN ({', '.join('?' for _ in ids)})",
+            "SELECT p.request_id, p.status, p.result, p.answered_at, t.status FROM pending p"
+            " LEFT JOIN turns t ON t.id = p.turn_id"
+            f" WHERE p.request_id IN ({', '.join('?' for _ in ids)})",
             ids,
         )
-        return {r: (st, json.loads(res) if res else None) for r, st, res in rows}
+        return {
+            r: QuestionState(st, json.loads(res) if res else None, at, turn)
+            for r, st, res, at, turn in rows
+        }
 
     def claim_pending(self, request_id: str, owner: str, place: dict[str, Any] | None) -> None:
         """A process that resumes a question's turn becomes its owner (and its place)."""

@@ -110,6 +110,27 @@ def test_an_answer_from_notebook_b_continues_the_turn_in_notebook_a(
     a.wait_for(lambda: db(tmp_path, "SELECT status FROM turns") == [("done",)])
     # The live question's saved state went with the turn's end.
     assert db(tmp_path, "SELECT COUNT(*) FROM turn_states") == [(0,)]
+    # B's receipt stops saying the turn goes on once it has finished in A.
+    b.wait_for(lambda: "went on in lesson_a.ipynb, cell [3]" in receipt_text(b, card_b))
+    assert "continues in" not in receipt_text(b, card_b)
+
+
+def test_a_card_shown_elsewhere_follows_an_answer_given_in_the_owner(
+    tmp_path: Path, fake_llm: FakeLLMServer, kernels: list[KernelDriver]
+) -> None:
+    fake_llm.extend([ask(), Reply(text="Answered in A itself.")])
+    a = start(tmp_path, fake_llm, "lesson_a")
+    kernels.append(a)
+    a.execute("%tutor Help me with my project")
+    card_a = open_card(a)
+    b = start(tmp_path, fake_llm, "lesson_b")
+    kernels.append(b)
+    card_b = pending_in(b)
+    answer_first_option(a, card_a)
+    a.wait_for(lambda: "Answered in A itself." in answer_text(a))
+    # The card in B is no longer an open form: it shows the answer given in A.
+    b.wait_for(lambda: "Analyse first" in receipt_text(b, card_b))
+    assert not [c for c in b.with_class("dt-ask-submit") if c in b.descendants(card_b)]
 
 
 def test_a_question_whose_kernel_died_is_resumed_by_the_kernel_that_answers(

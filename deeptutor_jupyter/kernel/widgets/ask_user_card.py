@@ -136,6 +136,8 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
             widget.observe(self._on_change, names="value")
         self._refresh()
 
+    _where = ""  # where the turn of this answer went on, when not under this card
+
     def _s(self, key: str) -> str:
         return s(key, self.language)
 
@@ -349,8 +351,10 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
         else:
             lines.append(self._verbatim("your_answer", custom_input))
         word = self._s("continuing" if status == "continuing" else "answered")
-        if where:
-            word = self._s("continues_in").format(where=where)
+        self._where = where = where or self._where
+        if where:  # the turn goes on (or went on) in another notebook's cell
+            key = "continues_in" if status == "continuing" else "continued_in"
+            word = self._s(key).format(where=where)
         when = self._s("answered_at").format(time=local_time(answered_at))
         lines.append(_small(f"{when} · {word}"))
         self._settle("answered", "".join(f"<div>{line}</div>" for line in lines))
