@@ -12,7 +12,10 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.runtime.session import TutorSession
 
 __version__ = "0.1.0.dev0"
+from deeptutor_jupyter.errors import DeepTutorError
+
 __all__ = [
+    "DeepTutorError",
     "__version__",
     "load_ipython_extension",
     "pending_interactions",

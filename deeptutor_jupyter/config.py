@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.providers.specs import PROVIDERS, ProviderSpec, find_provider
 from deeptutor_jupyter.toml_writer import dump_toml
 
@@ -413,7 +414,9 @@ def render_settings_markdown(resolved: ResolvedSettings) -> str:
 # --- writing settings.toml ----------------------------------------------------------------------
 
 
-class SettingsFileError(ValueError):
+class SettingsFileError(DeepTutorError, ValueError):
+    code = "settings"
+
     """settings.toml could not be updated; the message names the file, never its content."""
 
 

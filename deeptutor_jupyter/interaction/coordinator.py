@@ -24,6 +24,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.interaction.audit import AuditLog
 from deeptutor_jupyter.interaction.owners import Owner, live_owner_ids
 from deeptutor_jupyter.interaction.schema import CHOICE_MODES, AskUserArgs, payload
@@ -37,7 +38,7 @@ Emit = Callable[..., Any]
 Result = dict[str, Any]
 
 
-class InteractionError(Exception):
+class InteractionError(DeepTutorError):
     """A submission that was refused; ``code`` names the case for code, the text for people."""
 
     code = "error"

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from traitlets import CFloat, CInt, Unicode
 
+from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.kernel.tutor import KernelTutor, ensure_loop, has_event_loop
 
 if TYPE_CHECKING:
@@ -63,8 +64,8 @@ Flags: --model NAME  --provider NAME  --base-url URL  --max-rounds N  --max-toke
 """
 
 
-class UsageError(ValueError):
-    pass
+class UsageError(DeepTutorError, ValueError):
+    code = "usage"
 
 
 @dataclass

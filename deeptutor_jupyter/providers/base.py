@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.messages import Message, ToolCall
 
 __all__ = ["Message", "ToolCall"]  # re-exported: most callers know them from here
@@ -81,7 +82,7 @@ class Compat:
     notes: list[str] = field(default_factory=list)
 
 
-class ProviderError(Exception):
+class ProviderError(DeepTutorError):
     """A failure worded for the learner: what happened and how to fix it."""
 
     def __init__(
@@ -97,6 +98,7 @@ class ProviderError(Exception):
     ) -> None:
         super().__init__(message)
         self.kind: ErrorKind = kind
+        self.code = kind
         self.message = message
         self.hint = hint
         self.status = status

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from deeptutor_jupyter.errors import DeepTutorError
+
 if TYPE_CHECKING:
     from deeptutor_jupyter.config import Settings
     from deeptutor_jupyter.memory import TraceRecord
@@ -31,7 +33,9 @@ ALWAYS = (
 )
 
 
-class PlanError(ValueError):
+class PlanError(DeepTutorError, ValueError):
+    code = "plan"
+
     """A turn that cannot start as asked (an unknown knowledge base); the text says why."""
 
 

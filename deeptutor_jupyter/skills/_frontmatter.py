@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from deeptutor_jupyter.errors import DeepTutorError
 
-class FrontMatterError(ValueError):
-    pass
+
+class FrontMatterError(DeepTutorError, ValueError):
+    code = "skill_front_matter"
 
 
 def split_front_matter(text: str) -> tuple[dict[str, Any], str]:

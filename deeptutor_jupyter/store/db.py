@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from deeptutor_jupyter.errors import DeepTutorError
+
 if TYPE_CHECKING:
     from deeptutor_jupyter.messages import Message
 
@@ -154,7 +156,9 @@ class OwnerRow:
     heartbeat: float
 
 
-class StoreError(RuntimeError):
+class StoreError(DeepTutorError, RuntimeError):
+    code = "store"
+
     """The store could not be written; the message says why in words (disk full, read-only...)."""
 
 
