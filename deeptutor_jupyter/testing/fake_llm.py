@@ -210,6 +210,14 @@ class FakeLLMServer:
         """Sleep unless the server stops meanwhile; False means stop now."""
         return seconds <= 0 or not self._stopping.wait(seconds)
 
+    def transport(self) -> Any:
+        """An httpx transport that answers in-process from the same script and records the
+        same requests, like httpx's ``MockTransport``: no socket, for fast loop tests.
+        Use it as ``httpx.AsyncClient(transport=server.transport())``."""
+        from deeptutor_jupyter.testing.transport import FakeTransport
+
+        return FakeTransport(self)
+
     def __repr__(self) -> str:
         where = self.url if self._server is not None else "stopped"
         return f"<FakeLLMServer {where} pending={self.pending} requests={len(self.requests)}>"
@@ -303,28 +311,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._stream(events, reply, headers)
 
     def _reject(self, request: RecordedRequest, *, anthropic: bool) -> tuple[int, str] | None:
-        owner = self.owner
-        if owner.api_key is not None:
-            if anthropic:
-                sent = request.headers.get("x-api-key")
-            else:
-                bearer = request.headers.get("authorization", "")
-                sent = (
-                    bearer[7:] if bearer.startswith("Bearer ") else request.headers.get("api-key")
-                )
-            if sent != owner.api_key:
-                if anthropic:
-                    return 401, "invalid x-api-key"
-                if not sent:
-                    return 401, "You didn't provide an API key."
-                masked = f"{sent[:3]}***{sent[-4:]}" if len(sent) > 8 else "***"
-                return 401, f"Incorrect API key provided: {masked}."
-        model = request.body.get("model")
-        if owner.models is not None and model not in owner.models:
-            if anthropic:
-                return 404, f"model: {model}"
-            return 404, f"The model `{model}` does not exist or you do not have access to it."
-        return None
+        return refusal(self.owner, request, anthropic=anthropic)
 
     def _send_json(self, status: int, payload: Any, headers: Mapping[str, str] = {}) -> None:
         data = json.dumps(payload).encode()
@@ -376,3 +363,28 @@ class _Handler(BaseHTTPRequestHandler):
         with contextlib.suppress(OSError):
             self.wfile.flush()
             self.connection.shutdown(socket.SHUT_RDWR)
+
+
+def refusal(
+    owner: FakeLLMServer, request: RecordedRequest, *, anthropic: bool
+) -> tuple[int, str] | None:
+    """(status, message) when the server refuses this request (key, model), else None."""
+    if owner.api_key is not None:
+        if anthropic:
+            sent = request.headers.get("x-api-key")
+        else:
+            bearer = request.headers.get("authorization", "")
+            sent = bearer[7:] if bearer.startswith("Bearer ") else request.headers.get("api-key")
+        if sent != owner.api_key:
+            if anthropic:
+                return 401, "invalid x-api-key"
+            if not sent:
+                return 401, "You didn't provide an API key."
+            masked = f"{sent[:3]}***{sent[-4:]}" if len(sent) > 8 else "***"
+            return 401, f"Incorrect API key provided: {masked}."
+    model = request.body.get("model")
+    if owner.models is not None and model not in owner.models:
+        if anthropic:
+            return 404, f"model: {model}"
+        return 404, f"The model `{model}` does not exist or you do not have access to it."
+    return None

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+import httpx
 import pytest
 from pydantic import BaseModel
 
@@ -118,8 +119,13 @@ async def run_turn(
     tmp: Path = Path("."),
 ) -> Turn:
     server.extend(replies)
-    # No retries: a script that runs out gets a 500 at once instead of a backoff.
-    model = make_model(provider="custom", model="fake-model", base_url=server.url, max_retries=0)
+    # In-process: the same script and request log without a socket (the tests below that
+    # build their own model keep the loopback path covered). No retries: a script that runs
+    # out gets a 500 at once instead of a backoff.
+    client = httpx.AsyncClient(transport=server.transport())
+    model = make_model(
+        provider="custom", model="fake-model", base_url=server.url, max_retries=0, client=client
+    )
     events: list[tuple[str, dict[str, Any]]] = []
     executed: list[ToolCall] = []
     ctx = ToolContext(session_id="s", turn_id="t", workspace=tmp)
@@ -142,6 +148,7 @@ async def run_turn(
         result = await loop.run(SYSTEM, list(history), QUESTION)
     finally:
         await model.aclose()
+        await client.aclose()  # a client handed in stays its owner's to close
     assert server.pending == 0, "every scripted reply should have been used"
     return Turn(result, events, server.requests, executed)
 
