@@ -1,8 +1,8 @@
-"""One entry for every surface: ``Orchestrator.start_turn`` runs a turn as a task on the loop.
+"""How a turn runs: ``Orchestrator.start_turn`` runs it as a task on the event loop.
 
-The magic, the sidebar (later) and the tests all come through here, so a turn behaves the same
-wherever it was started. The task always ends with a ``done`` event, whatever happened inside it,
-and a failure is an ``error`` event a view can render, never a silently dropped exception.
+Every surface reaches it through ``TutorSession`` (runtime/session.py), so a turn behaves the
+same wherever it was started. The task always ends with a ``done`` event, whatever happened inside
+it, and a failure is an ``error`` event a view can render, never a silently dropped exception.
 """
 
 from __future__ import annotations
@@ -251,12 +251,12 @@ class Orchestrator:
                     is_error=True,
                 )
             if call.name == AskUserTool.name and self.coordinator and turn.interactive:
-                return await self._ask(turn, loop, call)
+                return await self._ask(turn, agent, call)
             if call.name == LoadToolsTool.name:
-                return self._load_tools(turn, loop, call)
+                return self._load_tools(turn, agent, call)
             return redact(await self.registry.execute(call, tool_ctx), turn.extra)
 
-        loop = AgentLoop(
+        agent = AgentLoop(
             model,
             execute,
             turn.log.emit,
@@ -266,7 +266,7 @@ class Orchestrator:
             temperature=ctx.profile.temperature,
         )
         if resume is not None:
-            return await loop.resume(*resume)
+            return await agent.resume(*resume)
         if ctx.attachments:
             question = await self._explore(turn, model, question)
         blocks = [SYSTEM_PROMPT, *ctx.system_blocks]
@@ -275,13 +275,13 @@ class Orchestrator:
                 t for n in self.registry.names() if (t := self._deferred(n)) and n not in names
             ]
             blocks.append(deferred_manifest(waiting))
-        return await loop.run("\n\n".join(b for b in blocks if b), ctx.history, question)
+        return await agent.run("\n\n".join(b for b in blocks if b), ctx.history, question)
 
     def _deferred(self, name: str) -> Tool | None:
         tool = self.registry.get(name)
         return tool if tool is not None and tool.deferred else None
 
-    def _load_tools(self, turn: Turn, loop: Any, call: ToolCall) -> ToolResult:
+    def _load_tools(self, turn: Turn, agent: Any, call: ToolCall) -> ToolResult:
         checked = self.registry.validate(call)
         if isinstance(checked, ToolResult):
             return checked
@@ -294,7 +294,7 @@ class Orchestrator:
                 loaded.append(name)
             elif self._deferred(name) is not None:
                 names.append(name)
-                loop.tools.append(self.registry.schemas([name])[0])
+                agent.tools.append(self.registry.schemas([name])[0])
                 loaded.append(name)
             else:
                 unknown.append(name)
@@ -320,7 +320,7 @@ class Orchestrator:
         summary = await explore(model, paths, ctx.question, turn.log.emit)
         return {"role": "user", "content": seed_message(summary, ctx.question)}
 
-    async def _ask(self, turn: Turn, loop: Any, call: ToolCall) -> ToolResult:
+    async def _ask(self, turn: Turn, agent: Any, call: ToolCall) -> ToolResult:
         """ask_user is intercepted before any executor; bad arguments go back to the model."""
         assert self.coordinator is not None
         checked = self.registry.validate(call)
@@ -332,10 +332,10 @@ class Orchestrator:
         saved = {
             "version": STATE_VERSION,
             "context": ctx.model_dump(mode="json", exclude={"history"}),
-            "loop": loop.state.to_json(),
+            "loop": agent.state.to_json(),
             "compat": {
-                "stream_options": loop.model.compat.stream_options,
-                "native_tools": loop.model.compat.native_tools,
+                "stream_options": agent.model.compat.stream_options,
+                "native_tools": agent.model.compat.native_tools,
             },
         }
         turn.log.flush()
@@ -366,7 +366,7 @@ class Orchestrator:
         c = turn.ctx
         self._guard(
             turn,
-            lambda s: s.start_turn(
+            lambda s: s.record_turn_start(
                 c.turn_id, c.session_id, c.question, c.profile.label, c.cell_id, turn.owner
             ),
         )
@@ -377,7 +377,9 @@ class Orchestrator:
         self._guard(turn, lambda s: s.append_messages(c.session_id, c.turn_id, messages))
 
     def _record_finish(self, turn: Turn, error: str | None) -> None:
-        self._guard(turn, lambda s: s.finish_turn(turn.turn_id, turn.status, turn.answer, error))
+        self._guard(
+            turn, lambda s: s.record_turn_end(turn.turn_id, turn.status, turn.answer, error)
+        )
 
 
 def redact(result: ToolResult, extra: dict[str, Any]) -> ToolResult:

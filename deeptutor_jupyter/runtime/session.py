@@ -100,7 +100,7 @@ class TutorSession:
         self.models: dict[tuple[str, ...], ChatModel] = {}
         self.keys: set[str] = set()
         self.loaded_tools: dict[str, set[str]] = {}  # session id -> deferred tools loaded
-        self.loop: asyncio.AbstractEventLoop | None = None
+        self.event_loop: asyncio.AbstractEventLoop | None = None
         # A surface hook: show a turn this process resumed for an answer given here.
         self.on_resumed: Callable[[Turn, PendingRow], None] | None = None
         # Where a turn shown by this process appears, for receipts elsewhere ({"notebook", "cell"}).
@@ -144,7 +144,7 @@ class TutorSession:
             for tool in (*self._tools(), *turn_plan.runtime_tools()):
                 self.orchestrator.registry.register(tool)
             self.memory = MemoryStore(home)
-            self.loop = _running_loop()
+            self.event_loop = _running_loop()
             self.session_id = ""
             register(self.store, self.owner)
             self.housekeeping()
@@ -358,7 +358,7 @@ class TutorSession:
 
     def _orphan_answered(self, row: PendingRow, result: Result) -> None:
         """Called by the coordinator, maybe on a subshell thread: resume on the loop."""
-        loop = self.loop or _running_loop()
+        loop = self.event_loop or _running_loop()
         assert loop is not None, "an orphaned question is only resumed where a loop runs"
         loop.call_soon_threadsafe(self.resume, row, result)
 

@@ -237,7 +237,7 @@ class Store:
         return rows[0][0] if rows else None
 
     # turns -------------------------------------------------------------------------------
-    def start_turn(
+    def record_turn_start(
         self,
         turn_id: str,
         session_id: str,
@@ -269,7 +269,7 @@ class Store:
             )
             return int(cursor.rowcount)
 
-    def finish_turn(
+    def record_turn_end(
         self, turn_id: str, status: str, answer: str | None, error: str | None = None
     ) -> None:
         with self._tx() as c:

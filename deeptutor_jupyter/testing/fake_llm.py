@@ -22,8 +22,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from deeptutor_jupyter.testing import _wire
-
-NO_REPLY_LEFT = "FakeLLMServer: no scripted reply left"
+from deeptutor_jupyter.testing._script import NO_REPLY_LEFT, RecordedRequest, refusal
 
 
 @dataclass(frozen=True)
@@ -54,16 +53,6 @@ class Reply:
     raw_sse: Sequence[str] | None = None
     # Answer with one JSON body even to a streaming request, as some servers do.
     ignore_stream: bool = False
-
-
-@dataclass(frozen=True)
-class RecordedRequest:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-    query: dict[str, str] = field(default_factory=dict)
-    client_port: int = 0  # the same port twice means the client reused its connection
 
 
 class _Server(ThreadingHTTPServer):
@@ -214,7 +203,7 @@ class FakeLLMServer:
         """An httpx transport that answers in-process from the same script and records the
         same requests, like httpx's ``MockTransport``: no socket, for fast loop tests.
         Use it as ``httpx.AsyncClient(transport=server.transport())``."""
-        from deeptutor_jupyter.testing.transport import FakeTransport
+        from deeptutor_jupyter.testing.transport import FakeTransport  # httpx, only when asked
 
         return FakeTransport(self)
 
@@ -363,28 +352,3 @@ class _Handler(BaseHTTPRequestHandler):
         with contextlib.suppress(OSError):
             self.wfile.flush()
             self.connection.shutdown(socket.SHUT_RDWR)
-
-
-def refusal(
-    owner: FakeLLMServer, request: RecordedRequest, *, anthropic: bool
-) -> tuple[int, str] | None:
-    """(status, message) when the server refuses this request (key, model), else None."""
-    if owner.api_key is not None:
-        if anthropic:
-            sent = request.headers.get("x-api-key")
-        else:
-            bearer = request.headers.get("authorization", "")
-            sent = bearer[7:] if bearer.startswith("Bearer ") else request.headers.get("api-key")
-        if sent != owner.api_key:
-            if anthropic:
-                return 401, "invalid x-api-key"
-            if not sent:
-                return 401, "You didn't provide an API key."
-            masked = f"{sent[:3]}***{sent[-4:]}" if len(sent) > 8 else "***"
-            return 401, f"Incorrect API key provided: {masked}."
-    model = request.body.get("model")
-    if owner.models is not None and model not in owner.models:
-        if anthropic:
-            return 404, f"model: {model}"
-        return 404, f"The model `{model}` does not exist or you do not have access to it."
-    return None

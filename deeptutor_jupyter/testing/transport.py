@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from deeptutor_jupyter.testing import _wire
-from deeptutor_jupyter.testing.fake_llm import NO_REPLY_LEFT, RecordedRequest, Reply, refusal
+from deeptutor_jupyter.testing._script import NO_REPLY_LEFT, RecordedRequest, refusal
 
 if TYPE_CHECKING:
-    from deeptutor_jupyter.testing.fake_llm import FakeLLMServer
+    from deeptutor_jupyter.testing.fake_llm import FakeLLMServer, Reply
 
 
 class FakeTransport(httpx.AsyncBaseTransport):
