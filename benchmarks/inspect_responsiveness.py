@@ -1,4 +1,4 @@
-"""How fast a real kernel answers a trivial cell while ``inspect_variable`` works on a hostile value.
+"""How fast a kernel answers a trivial cell while ``inspect_variable`` works on a hostile value.
 
 A real IPython kernel (``jupyter_client``, the e2e tests' ``KernelDriver``) holds a ``Spin``
 object whose ``__repr__`` never returns and a 50-million-item list. The fake model asks

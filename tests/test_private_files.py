@@ -76,7 +76,7 @@ def test_a_full_disk_is_a_store_error_in_words(tmp_path: Path, monkeypatch: pyte
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(_files.os, "open", full)
-    with pytest.raises(StoreError, match="disk holding .* is full; free some space"):
+    with pytest.raises(StoreError, match=r"disk holding .* is full; free some space"):
         Store(tmp_path / "home" / "state.db")
 
 
@@ -156,9 +156,8 @@ def test_atomic_write_replaces_and_fsyncs(tmp_path: Path, monkeypatch: pytest.Mo
 
 def test_the_lock_excludes_a_second_holder(tmp_path: Path):
     lock = tmp_path / "x.lock"
-    with _files.locked(lock), pytest.raises(BlockingIOError):
-        with _files.locked(lock, blocking=False):
-            pass
+    with _files.locked(lock), pytest.raises(BlockingIOError), _files.locked(lock, blocking=False):
+        pass
     with _files.locked(lock, blocking=False):
         pass  # free again
 
