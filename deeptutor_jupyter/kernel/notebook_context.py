@@ -8,6 +8,7 @@ Everything sent to the model is bounded: a preview, never a full dump.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import itertools
 import json
@@ -270,6 +271,32 @@ def _abandon(thread: threading.Thread) -> None:
         )
 
 
+_BOMS = (
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF32_LE, "utf-32"),  # before UTF-16: its BOM starts with UTF-16 LE's
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def decode_text(data: bytes) -> str:
+    """Text an instructor saved with any editor: a BOM says the encoding (Windows Notepad writes
+    UTF-16 with one), else UTF-8, else cp1252/latin-1, which decode every byte."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            with contextlib.suppress(UnicodeDecodeError):
+                return data.decode(encoding)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    try:
+        return data.decode("cp1252")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
 def tutor_md_blocks(start: Path | None = None) -> list[str]:
     """TUTOR.md files from the filesystem root down to the notebook's folder.
 
@@ -281,7 +308,7 @@ def tutor_md_blocks(start: Path | None = None) -> list[str]:
     blocks = []
     for path in reversed(found):
         try:
-            text = path.read_text(encoding="utf-8")[:TUTOR_MD_CHARS]
+            text = decode_text(path.read_bytes())[:TUTOR_MD_CHARS]
         except OSError:
             continue
         blocks.append(f"Instructions from the instructor ({path}):\n{text.strip()}")

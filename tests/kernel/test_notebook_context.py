@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 import threading
 import time
 from pathlib import Path
@@ -150,3 +151,18 @@ async def test_a_repr_that_never_ends_gives_a_result_in_words(monkeypatch: pytes
     result = await tool.run(InspectArgs(name="spins"), ctx)
     assert result.is_error and "took longer than 0.2 s" in result.content
     assert "Spins" in result.content and "timed_out" in str(result.data)
+
+
+@pytest.mark.parametrize(
+    "encoding",
+    ["utf-16", "utf-16-be", "utf-8-sig", "utf-32", "latin-1", "cp1252", "utf-8"],
+)
+def test_tutor_md_in_any_editor_encoding_is_read(tmp_path: Path, encoding: str):
+    text = "Réponds en français, étape par étape."
+    if encoding == "utf-16-be":
+        data = codecs.BOM_UTF16_BE + text.encode("utf-16-be")
+    else:
+        data = text.encode(encoding)
+    (tmp_path / "TUTOR.md").write_bytes(data)
+    blocks = nbc.tutor_md_blocks(tmp_path)
+    assert text in blocks[-1]
