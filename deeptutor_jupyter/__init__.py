@@ -53,12 +53,21 @@ def submit_user_input(
 
     The answer becomes the tool result of the question's original tool call and its turn goes
     on. A refused submission raises ``deeptutor_jupyter.interaction.coordinator.InteractionError``
-    (``.code``: unknown, foreign_session, duplicate, expired, invalid, not_resumable) and changes
-    nothing. Returns the tool result sent to the model.
+    (``.code``: unknown, foreign_session, duplicate, expired, invalid, not_resumable, store)
+    and changes nothing; wrong types (``custom_input=12345``) are ``invalid``. Returns the tool
+    result sent to the model.
     """
+    from deeptutor_jupyter.interaction.coordinator import StoreUnavailable
+    from deeptutor_jupyter.store.db import StoreError
+
     tutor = _opened_tutor()
     assert tutor.coordinator is not None
-    return tutor.coordinator.submit(session_id, request_id, selections, custom_input, cancelled)
+    try:
+        return tutor.coordinator.submit(session_id, request_id, selections, custom_input, cancelled)
+    except StoreError as exc:
+        if isinstance(exc, StoreUnavailable):
+            raise
+        raise StoreUnavailable(str(exc)) from exc
 
 
 def pending_interactions(session_id: str | None = None) -> list[dict[str, Any]]:
