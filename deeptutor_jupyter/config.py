@@ -77,6 +77,12 @@ class Settings(BaseModel):
     api_key: SecretStr | None = None
     timeout: float = Field(60.0, gt=0)
     connect_timeout: float = Field(10.0, gt=0)
+    # Seconds a stream may send nothing to show (keep-alive comments do not count).
+    idle_timeout: float = Field(120.0, gt=0)
+    # Seconds of model and tool time one turn may use (time waiting for your answer is free).
+    turn_deadline: float = Field(900.0, gt=0)
+    # The longest Retry-After the tutor waits for; a longer one ends the turn with the 429 card.
+    max_retry_wait: float = Field(60.0, ge=0)
     max_rounds: int = Field(8, ge=1)
     max_tokens: int | None = Field(None, ge=1)
     temperature: float | None = Field(None, ge=0, le=2)

@@ -154,7 +154,8 @@ class KernelTutor:
         if key:
             self.keys.add(key)
         key_id = hashlib.sha256((key or "").encode()).hexdigest()[:12]
-        cache_key = (s.provider or "", s.model or "", s.base_url or "", key_id, str(s.timeout))
+        timeouts = (s.timeout, s.connect_timeout, s.idle_timeout, s.turn_deadline, s.max_retry_wait)
+        cache_key = (s.provider or "", s.model or "", s.base_url or "", key_id, str(timeouts))
         model = self.models.get(cache_key) if cached else None
         if model is None:
             model = make_model(
@@ -164,6 +165,9 @@ class KernelTutor:
                 api_key=key,
                 timeout=s.timeout,
                 connect_timeout=s.connect_timeout,
+                idle_timeout=s.idle_timeout,
+                turn_deadline=s.turn_deadline,
+                max_retry_wait=s.max_retry_wait,
             )
             if cached:
                 self.models[cache_key] = model
