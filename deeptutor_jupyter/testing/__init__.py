@@ -1,5 +1,6 @@
 """Test doubles that ship with the package, so users can test notebooks without a network."""
 
+from deeptutor_jupyter.testing import faults
 from deeptutor_jupyter.testing.fake_llm import (
     NO_REPLY_LEFT,
     FakeLLMServer,
@@ -8,4 +9,11 @@ from deeptutor_jupyter.testing.fake_llm import (
     ToolCallSpec,
 )
 
-__all__ = ["NO_REPLY_LEFT", "FakeLLMServer", "RecordedRequest", "Reply", "ToolCallSpec"]
+__all__ = [
+    "NO_REPLY_LEFT",
+    "FakeLLMServer",
+    "RecordedRequest",
+    "Reply",
+    "ToolCallSpec",
+    "faults",
+]
