@@ -56,10 +56,13 @@ def test_an_existing_looser_home_is_tightened_with_a_one_line_notice(tmp_path: P
     db = home / "state.db"
     sqlite3.connect(db).close()
     os.chmod(db, 0o644)
+    old_index = home / "kb" / "course" / "index" / "vocab.json"
+    old_index.parent.mkdir(parents=True)
+    old_index.write_text("{}")  # written 0644 by an older version
     store = Store(db)
     try:
         assert mode(home) == 0o700
-        assert mode(db) == 0o600
+        assert mode(db) == 0o600 and mode(old_index) == 0o600
         assert store.notice is not None and "\n" not in store.notice
         assert str(home) in store.notice and "private" in store.notice
     finally:

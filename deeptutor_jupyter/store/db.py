@@ -135,11 +135,12 @@ class Store:
             raise StoreError(_explain(exc, path)) from exc
 
     def _open(self, path: Path) -> sqlite3.Connection:
-        from deeptutor_jupyter._files import ensure_private_dir, private_file, tighten
+        from deeptutor_jupyter._files import ensure_private_dir, private_file, private_tree, tighten
 
         # The home holds every conversation and answer: 0700, and the database 0600 before
         # SQLite creates it with the umask's mode (its -wal and -shm copy the database's mode).
         if ensure_private_dir(path.parent):
+            private_tree(path.parent)  # what older versions wrote with the umask's mode too
             self.notice = (
                 f"Your tutor folder {path.parent} was readable by other users; it is now "
                 "private (only you can read it)."
