@@ -129,6 +129,9 @@ def locked(lock_path: Path, *, blocking: bool = True) -> Iterator[None]:
 
 def private_tree(root: Path) -> None:
     """Folders 0700 and files 0600 under ``root`` (a library wrote them with the umask's mode)."""
+    if not root.is_dir():
+        tighten(root)
+        return
     for folder, _dirs, files in os.walk(root):
         os.chmod(folder, DIR_MODE)
         for name in files:

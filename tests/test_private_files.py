@@ -59,10 +59,14 @@ def test_an_existing_looser_home_is_tightened_with_a_one_line_notice(tmp_path: P
     old_index = home / "kb" / "course" / "index" / "vocab.json"
     old_index.parent.mkdir(parents=True)
     old_index.write_text("{}")  # written 0644 by an older version
+    theirs = home / "notes.txt"  # not the tutor's: left as it is
+    theirs.write_text("mine")
+    os.chmod(theirs, 0o644)
     store = Store(db)
     try:
         assert mode(home) == 0o700
         assert mode(db) == 0o600 and mode(old_index) == 0o600
+        assert mode(theirs) == 0o644
         assert store.notice is not None and "\n" not in store.notice
         assert str(home) in store.notice and "private" in store.notice
     finally:

@@ -140,7 +140,11 @@ class Store:
         # The home holds every conversation and answer: 0700, and the database 0600 before
         # SQLite creates it with the umask's mode (its -wal and -shm copy the database's mode).
         if ensure_private_dir(path.parent):
-            private_tree(path.parent)  # what older versions wrote with the umask's mode too
+            # What older versions wrote with the umask's mode; only the tutor's own entries, in
+            # case the home is a folder that also holds other things.
+            for name in ("audit", "memory", "kb", "settings.toml", path.name):
+                if (path.parent / name).exists():
+                    private_tree(path.parent / name)
             self.notice = (
                 f"Your tutor folder {path.parent} was readable by other users; it is now "
                 "private (only you can read it)."
