@@ -56,8 +56,9 @@ def submit_user_input(
 
     The answer becomes the tool result of the question's original tool call and its turn goes
     on. A refused submission raises ``deeptutor_jupyter.interaction.coordinator.InteractionError``
-    (``.code``: unknown, foreign_session, duplicate, expired, invalid, not_resumable) and changes
-    nothing. Returns the tool result sent to the model.
+    (``.code``: unknown, foreign_session, duplicate, expired, invalid, not_resumable, store)
+    and changes nothing; wrong types (``custom_input=12345``) are ``invalid``. Returns the tool
+    result sent to the model.
     """
     return _opened_session().submit(session_id, request_id, selections, custom_input, cancelled)
 

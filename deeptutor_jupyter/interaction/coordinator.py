@@ -13,6 +13,7 @@ live Future, or, after a kernel restart, the ``on_orphan`` hook that resumes the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -29,7 +30,7 @@ from deeptutor_jupyter.interaction.audit import AuditLog
 from deeptutor_jupyter.interaction.owners import Owner, live_owner_ids
 from deeptutor_jupyter.interaction.schema import CHOICE_MODES, AskUserArgs, payload
 from deeptutor_jupyter.providers.base import ToolCall
-from deeptutor_jupyter.store.db import PendingRow, Store
+from deeptutor_jupyter.store.db import PendingRow, Store, StoreError
 from deeptutor_jupyter.tools.base import ToolResult
 
 logger = logging.getLogger(__name__)
@@ -66,6 +67,12 @@ class InvalidAnswer(InteractionError):
 
 class NotResumable(InteractionError):
     code = "not_resumable"
+
+
+class StoreUnavailable(InteractionError, StoreError):
+    """The answer could not be saved (full disk, read-only home); nothing was consumed."""
+
+    code = "store"
 
 
 TIMEOUT_RESULT: Result = {
@@ -245,6 +252,7 @@ class InteractionCoordinator:
         custom_input: str = "",
         cancelled: bool = False,
     ) -> Result:
+        check_types(selections, custom_input, cancelled)
         selections = list(selections or [])
         row = self.store.get_pending(request_id)
         if row is None:
@@ -261,7 +269,7 @@ class InteractionCoordinator:
             raise ExpiredRequest("This question timed out before it was answered.")
         if row.status != "pending":
             self._reject(session_id, request_id, row.tool_call_id, "duplicate")
-            raise AlreadyAnswered("This question was already answered; the answer stands.")
+            raise AlreadyAnswered(closed_message(row))
         if not cancelled:
             try:
                 check_answer(row.payload, selections, custom_input, self.workspace)
@@ -285,7 +293,7 @@ class InteractionCoordinator:
         status = "cancelled" if cancelled else "answered"
         if not self.store.resolve_pending(request_id, status, result, time.time()):
             self._reject(session_id, request_id, row.tool_call_id, "duplicate")
-            raise AlreadyAnswered("This question was already answered; the answer stands.")
+            raise AlreadyAnswered(closed_message(self.store.get_pending(request_id) or row))
         self._audit_outcome(row, status, result)
         if waiter is not None:
             _resolve_soon(waiter, result)  # a no-op if the turn was stopped meanwhile
@@ -354,7 +362,36 @@ def _resolve_soon(
     loop.call_soon_threadsafe(resolve)
 
 
+def closed_message(row: PendingRow) -> str:
+    """Why a question no longer takes an answer, in the words of what happened to it."""
+    reason = (row.result or {}).get("reason")
+    if row.status == "cancelled" and reason == "turn_stopped":
+        return "This turn was stopped, so its question no longer takes an answer."
+    if row.status == "cancelled":
+        return "This question was cancelled, so it no longer takes an answer."
+    return "This question was already answered; the answer stands."
+
+
+def check_types(selections: Any, custom_input: Any, cancelled: Any) -> None:
+    """InvalidAnswer for values no form could send (a number for the text, a string of ids)."""
+    if selections is not None and (
+        not isinstance(selections, (list, tuple)) or not all(isinstance(s, str) for s in selections)
+    ):
+        raise InvalidAnswer("selections must be a list of option ids (strings).")
+    if not isinstance(custom_input, str):
+        raise InvalidAnswer(
+            f"custom_input must be a string, not {type(custom_input).__name__}; "
+            f"send the answer as text, e.g. {str(custom_input)[:20]!r}."
+        )
+    if not isinstance(cancelled, bool):
+        raise InvalidAnswer("cancelled must be True or False.")
+
+
 _ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+# What a number answer may look like: an optional sign, digits with an optional decimal point
+# (or a leading one), an optional exponent. Not Python's float syntax: no "1_000", no "inf",
+# no spaces around it (the form strips them before sending).
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def check_answer(
@@ -381,13 +418,14 @@ def check_answer(
     text = custom_input.strip()
     if not text:
         raise InvalidAnswer("Please type an answer.")
+    if mode in ("number", "date") and text != custom_input:
+        raise InvalidAnswer(f"{custom_input!r} has spaces around it; send {text!r}.")
     if mode == "number":
-        try:
-            value = float(text)
-        except ValueError:
-            raise InvalidAnswer(f"{text!r} is not a number.") from None
-        if not math.isfinite(value):
-            raise InvalidAnswer(f"{text!r} is not a finite number.")
+        if not _NUMBER.fullmatch(text) or not math.isfinite(float(text)):
+            with contextlib.suppress(ValueError):
+                if not math.isfinite(float(text)):
+                    raise InvalidAnswer(f"{text!r} is not a finite number.")
+            raise InvalidAnswer(f"{text!r} is not a number (write it like 42, -1.5 or 2e3).")
     elif mode == "date":
         # fromisoformat alone also takes week dates ("2026-W01-1") and "20260102".
         try:

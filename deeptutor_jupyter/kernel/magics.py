@@ -176,6 +176,21 @@ class TutorMagics(Magics):
         ipython_config.py, then these flags. With no model configured, %tutor shows a setup card.
         """
         from deeptutor_jupyter.kernel.display import show_markdown
+        from deeptutor_jupyter.store.db import StoreError
+
+        try:
+            self._dispatch(line, cell)
+        except StoreError as exc:
+            # A full disk or a read-only home: a card in words, never a traceback in the cell.
+            show_markdown(f"⚠ **Not started.** {exc}")
+        finally:
+            store = self.state.session.store
+            if store is not None and store.notice:
+                show_markdown(f"🔒 {store.notice}")
+                store.notice = None
+
+    def _dispatch(self, line: str, cell: str | None) -> None:
+        from deeptutor_jupyter.kernel.display import show_markdown
 
         try:
             parsed = parse(line, cell)

@@ -59,7 +59,27 @@ class RoundEnd:
     usage: Usage | None = None
 
 
-ProviderEvent = TextDelta | ThinkingDelta | RoundEnd
+@dataclass(frozen=True)
+class Waiting:
+    """The endpoint asked us to wait (429, 503) and a retry follows in ``seconds``.
+
+    Not content: the loop shows it on the status line ("rate limited by X, retrying in N s").
+    """
+
+    seconds: float
+    reason: str  # the words for the status line, e.g. "rate limited by OpenAI"
+    status: int | None = None
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The stream is alive but sent nothing to show (a tool-call fragment, a usage chunk).
+
+    Resets the idle timeout in providers/retry.py, which drops it; keep-alive comments do not.
+    """
+
+
+ProviderEvent = TextDelta | ThinkingDelta | RoundEnd | Waiting
 
 
 @dataclass

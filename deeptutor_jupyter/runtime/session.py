@@ -189,7 +189,8 @@ class TutorSession:
         if key:
             self.keys.add(key)
         key_id = hashlib.sha256((key or "").encode()).hexdigest()[:12]
-        cache_key = (s.provider or "", s.model or "", s.base_url or "", key_id, str(s.timeout))
+        timeouts = (s.timeout, s.connect_timeout, s.idle_timeout, s.turn_deadline, s.max_retry_wait)
+        cache_key = (s.provider or "", s.model or "", s.base_url or "", key_id, str(timeouts))
         model = self.models.get(cache_key) if cached else None
         if model is None:
             model = make_model(
@@ -199,6 +200,9 @@ class TutorSession:
                 api_key=key,
                 timeout=s.timeout,
                 connect_timeout=s.connect_timeout,
+                idle_timeout=s.idle_timeout,
+                turn_deadline=s.turn_deadline,
+                max_retry_wait=s.max_retry_wait,
             )
             if cached:
                 self.models[cache_key] = model
@@ -312,9 +316,20 @@ class TutorSession:
         cancelled: bool = False,
     ) -> Result:
         """Answer a waiting question: consumed once; the turn goes on in its owner's cell, or
-        here when its owner is gone. Raises ``InteractionError`` when refused."""
+        here when its owner is gone. Raises ``InteractionError`` when refused, including a store
+        that cannot be written (``StoreUnavailable``, code ``store``)."""
+        from deeptutor_jupyter.interaction.coordinator import StoreUnavailable
+        from deeptutor_jupyter.store.db import StoreError
+
         assert self.coordinator is not None
-        return self.coordinator.submit(session_id, request_id, selections, custom_input, cancelled)
+        try:
+            return self.coordinator.submit(
+                session_id, request_id, selections, custom_input, cancelled
+            )
+        except StoreError as exc:
+            if isinstance(exc, StoreUnavailable):
+                raise
+            raise StoreUnavailable(str(exc)) from exc
 
     def continues_in(self, request_id: str) -> dict[str, Any] | None:
         """Where the turn of an answered question goes on, when that is another process."""

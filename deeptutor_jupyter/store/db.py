@@ -165,31 +165,47 @@ class StoreError(DeepTutorError, RuntimeError):
 class Store:
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        # Set when an existing home readable by others was tightened; the magic says so once.
+        self.notice: str | None = None
+        try:
+            self._conn = self._open(path)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(_explain(exc, path)) from exc
+
+    def _open(self, path: Path) -> sqlite3.Connection:
+        from deeptutor_jupyter._files import ensure_private_dir, private_file, private_tree, tighten
+
+        # The home holds every conversation and answer: 0700, and the database 0600 before
+        # SQLite creates it with the umask's mode (its -wal and -shm copy the database's mode).
+        if ensure_private_dir(path.parent):
+            # What older versions wrote with the umask's mode; only the tutor's own entries, in
+            # case the home is a folder that also holds other things.
+            for name in ("audit", "memory", "kb", "settings.toml", path.name):
+                if (path.parent / name).exists():
+                    private_tree(path.parent / name)
+            self.notice = (
+                f"Your tutor folder {path.parent} was readable by other users; it is now "
+                "private (only you can read it)."
+            )
+        private_file(path)
         # One connection shared by the kernel loop and, rarely, widget callbacks on a subshell
         # thread; the lock serialises them.
-        self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._lock = threading.RLock()
-        with self._lock:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA busy_timeout=5000")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SCHEMA)
-            self._migrate()
-            self._conn.executescript(_LATE_INDEXES)
-            self._conn.execute(
-                "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-            )
-
-    def _migrate(self) -> None:
-        for table, columns in _ADDED_COLUMNS.items():
-            have = {row[1] for row in self._conn.execute(f"PRAGMA table_info({table})")}
-            for column in columns:
-                if column not in have:
-                    self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
-        self._conn.execute(
-            "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-        )
+        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        try:
+            with self._lock:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA busy_timeout=5000")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.executescript(_SCHEMA)
+                _migrate(conn)
+                conn.executescript(_LATE_INDEXES)
+        except BaseException:
+            conn.close()
+            raise
+        for suffix in ("-wal", "-shm"):
+            tighten(path.with_name(path.name + suffix))
+        return conn
 
     def data_version(self) -> int:
         """Changes when another connection commits: a cheap 'did anything happen' probe."""
@@ -490,10 +506,27 @@ class Store:
         return [json.loads(r[0]) for r in rows]
 
 
-def _explain(exc: sqlite3.OperationalError, path: Path) -> str:
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Columns added after version 1, for a state.db an older version made."""
+    for table, columns in _ADDED_COLUMNS.items():
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        for column in columns:
+            if column not in have:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+    conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+
+def _explain(exc: BaseException, path: Path) -> str:
+    import errno
+
     text = str(exc)
-    if "full" in text:
-        return f"The disk holding {path} is full; this turn could not be saved ({text})."
+    code = getattr(exc, "errno", None)
+    if "full" in text or code in (errno.ENOSPC, errno.EDQUOT):
+        return f"The disk holding {path} is full; free some space and run the cell again ({text})."
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"{path} cannot be written ({text}); check the folder's permissions."
+    if "unable to open" in text:
+        return f"Could not open {path} ({text}); check that its folder exists and is writable."
     if "readonly" in text or "read-only" in text:
         return f"{path} is read-only; this turn could not be saved ({text})."
     if "locked" in text:

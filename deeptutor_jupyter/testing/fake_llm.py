@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import struct
 import threading
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -53,6 +54,11 @@ class Reply:
     raw_sse: Sequence[str] | None = None
     # Answer with one JSON body even to a streaming request, as some servers do.
     ignore_stream: bool = False
+    # Misbehave on the wire (see deeptutor_jupyter/testing/faults.py): "reset" ends the stream
+    # with a TCP reset after ``break_after`` deltas, "stall" sends the headers and then nothing,
+    # "keepalive" sends only SSE comments (every ``chunk_delay``, 0.2 s by default). The last two
+    # go on until the client hangs up or the server stops.
+    fault: str | None = None
 
 
 class _Server(ThreadingHTTPServer):
@@ -327,11 +333,15 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in headers.items():
                 self.send_header(name, value)
             self.end_headers()
+            self.wfile.flush()
+            if reply.fault in ("stall", "keepalive"):
+                self._idle(reply)
+                return
             deltas = 0
             for i, event in enumerate(events):
                 if reply.break_after is not None and event.is_delta:
                     if deltas >= reply.break_after:
-                        self._drop()
+                        self._reset() if reply.fault == "reset" else self._drop()
                         return
                     deltas += 1
                 if i and not self.owner._sleep(reply.chunk_delay):
@@ -346,6 +356,22 @@ class _Handler(BaseHTTPRequestHandler):
     def _write_chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+    def _idle(self, reply: Reply) -> None:
+        """Hold the stream open without content: silence, or keep-alive comments only."""
+        interval = reply.chunk_delay or 0.2
+        while self.owner._sleep(interval):
+            if reply.fault == "keepalive":
+                self._write_chunk(b": keep-alive\n\n")
+        self._drop()
+
+    def _reset(self) -> None:
+        # SO_LINGER with a zero timeout makes close() send RST instead of FIN: a peer reset.
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.wfile.flush()
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
 
     def _drop(self) -> None:
         self.close_connection = True

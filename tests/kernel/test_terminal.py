@@ -126,3 +126,38 @@ def test_a_flag_with_a_bad_value_is_refused_not_silently_ignored(
     out = capsys.readouterr().out
     assert flags.split()[0] in out
     assert server.requests == []
+
+
+def test_a_home_others_can_read_is_tightened_and_the_cell_says_so_once(
+    shell: InteractiveShell,
+    server: FakeLLMServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    os.chmod(home, 0o755)
+    server.extend([Reply(text="One."), Reply(text="Two.")])
+    shell.run_line_magic("tutor", "first")
+    out = capsys.readouterr().out
+    assert "One." in out
+    assert f"Your tutor folder {home} was readable by other users" in out
+    assert os.stat(home).st_mode & 0o777 == 0o700
+    shell.run_line_magic("tutor", "second")
+    out = capsys.readouterr().out
+    assert "Two." in out and "readable by other users" not in out
+
+
+def test_a_home_that_cannot_be_created_is_a_message_not_a_traceback(
+    shell: InteractiveShell,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("DEEPTUTOR_HOME", str(blocker / "home"))
+    shell.run_line_magic("tutor", "hello")
+    captured = capsys.readouterr()
+    assert "Not started." in captured.out and "a-file" in captured.out
+    assert "Traceback" not in captured.out + captured.err

@@ -263,7 +263,10 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
         if self.mode == "date":
             day: datetime.date | None = self.controls["date"].value
             return [], "" if day is None else day.isoformat()
-        return [], str(self.controls[self.mode].value)
+        text = str(self.controls[self.mode].value)
+        # A number is sent without the spaces a learner may type around it: the coordinator
+        # accepts only a plain number (interaction/coordinator.py: check_answer).
+        return [], text.strip() if self.mode == "number" else text
 
     def _missing(self) -> str:
         """The hint key for what still blocks Submit, or "" when the form can be sent."""
