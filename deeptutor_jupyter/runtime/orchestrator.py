@@ -20,6 +20,7 @@ from deeptutor_jupyter.interaction.schema import AskUserArgs, AskUserTool
 from deeptutor_jupyter.providers.base import ChatModel, Message, ProviderError, ToolCall
 from deeptutor_jupyter.runtime.context import TurnContext
 from deeptutor_jupyter.runtime.events import EventLog
+from deeptutor_jupyter.runtime.redact import scrub, scrub_text, usable
 from deeptutor_jupyter.store.db import Store
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 from deeptutor_jupyter.tools.deferred import LoadToolsArgs, LoadToolsTool, deferred_manifest
@@ -131,6 +132,7 @@ class Orchestrator:
 
     def _start(self, turn: Turn, model: ChatModel, resume: Resume | None) -> Turn:
         ctx = turn.ctx
+        turn.log.secrets = list(turn.extra.get("secrets") or ())
         task = asyncio.get_running_loop().create_task(self._run(turn, model, resume))
         turn.task = task
         self.running[ctx.turn_id] = turn
@@ -168,7 +170,10 @@ class Orchestrator:
         error: str | None = None
         try:
             result = await self._chat(turn, model, question, resume)
-            turn.answer, added, rounds = result.answer, result.messages, result.rounds
+            secrets = usable(turn.extra.get("secrets") or ())
+            # An endpoint may echo the key: the answer, as kept and as remembered, is scrubbed.
+            turn.answer = scrub_text(result.answer, secrets)
+            added, rounds = scrub(result.messages, secrets), result.rounds
             usage = {
                 "prompt_tokens": result.usage.prompt_tokens,
                 "completion_tokens": result.usage.completion_tokens,
@@ -212,7 +217,8 @@ class Orchestrator:
         if hits:
             log.emit("sources", hits=hits)
         if turn.status != "error":
-            self._record_messages(turn, [question, *added])
+            kept = scrub([question, *added], usable(turn.extra.get("secrets") or ()))
+            self._record_messages(turn, kept)
         self._record_finish(turn, error)
         self._guard(turn, lambda s: s.drop_turn_state(*turn.open_states))
         log.emit(
@@ -251,10 +257,12 @@ class Orchestrator:
                     is_error=True,
                 )
             if call.name == AskUserTool.name and self.coordinator and turn.interactive:
-                return await self._ask(turn, agent, call)
-            if call.name == LoadToolsTool.name:
-                return self._load_tools(turn, agent, call)
-            return redact(await self.registry.execute(call, tool_ctx), turn.extra)
+                result = await self._ask(turn, agent, call)
+            elif call.name == LoadToolsTool.name:
+                result = self._load_tools(turn, agent, call)
+            else:
+                result = await self.registry.execute(call, tool_ctx)
+            return redact(result, turn.extra)
 
         agent = AgentLoop(
             model,
@@ -367,7 +375,12 @@ class Orchestrator:
         self._guard(
             turn,
             lambda s: s.record_turn_start(
-                c.turn_id, c.session_id, c.question, c.profile.label, c.cell_id, turn.owner
+                c.turn_id,
+                c.session_id,
+                scrub_text(c.question, usable(turn.extra.get("secrets") or ())),
+                c.profile.label,
+                c.cell_id,
+                turn.owner,
             ),
         )
 
@@ -384,14 +397,14 @@ class Orchestrator:
 
 def redact(result: ToolResult, extra: dict[str, Any]) -> ToolResult:
     """A tool can read what the learner has (a variable, a cell): the configured API key must
-    not travel from there to the model, the events, the history or the tool card."""
-    content = result.content
-    for secret in extra.get("secrets") or ():
-        if secret and len(secret) >= 8 and secret in content:
-            content = content.replace(secret, "[redacted]")
-    if content == result.content:
+    not travel from there to the model, the events, the history or the tool card. Every tool's
+    result is scrubbed, its data and summary as much as its content."""
+    secrets = usable(extra.get("secrets") or ())
+    content, data = scrub_text(result.content, secrets), scrub(result.data, secrets)
+    summary = scrub_text(result.summary, secrets)
+    if (content, data, summary) == (result.content, result.data, result.summary):
         return result
-    return ToolResult(content, result.is_error, result.data, result.summary, result.stop_turn)
+    return ToolResult(content, result.is_error, data, summary, result.stop_turn)
 
 
 def _streamed_text(log: EventLog) -> str:

@@ -148,6 +148,7 @@ def _skills(home: Path) -> dict[str, Any]:
 def record_trace(session: TutorSession, turn: Turn, log: EventLog) -> TraceRecord | None:
     """The turn's L1 trace: written to the learner's memory, returned for the surface's output."""
     from deeptutor_jupyter.memory import TraceRecord, summarize_answer
+    from deeptutor_jupyter.runtime.redact import scrub_text, usable
 
     ctx = turn.ctx
     tools = [e.data["name"] for e in log.events if e.type == "tool_call"]
@@ -170,7 +171,7 @@ def record_trace(session: TutorSession, turn: Turn, log: EventLog) -> TraceRecor
         model=ctx.profile.label,
         started_at=started,
         finished_at=log.events[-1].ts if log.events else started,
-        question=ctx.question,
+        question=scrub_text(ctx.question, usable(session.secrets())),
         answer_summary=summarize_answer(turn.answer),
         tools=tools,
         ask_user=asked,
