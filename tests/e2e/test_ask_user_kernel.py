@@ -288,8 +288,31 @@ def test_kernel_restart_resumes_the_exact_turn(tmp_path):
                 )
             ]
             assert seqs == list(range(1, len(seqs) + 1))  # one turn, one unbroken event log
+            # The saved notebook tells the truth: while waiting, the first cell says how to
+            # answer after a restart; at the end the answer reaches both the cell where the
+            # learner answered and the cell that asked, with the trace.
+            (turn_id, request_id), *_ = rows(tmp_path, "SELECT turn_id, request_id FROM pending")
+            waiting = display_updates(k, turn_id)
+            assert "%tutor pending" in waiting[0]["text/markdown"]
+            for display_id in (turn_id, f"pending-{request_id}"):
+                final = k.wait_for(
+                    lambda d=display_id: [
+                        u for u in display_updates(k, d) if "Resumed" in u["text/markdown"]
+                    ]
+                )
+                assert "application/vnd.deeptutor.trace+json" in final[-1]
         finally:
             k.shutdown()
+
+
+def display_updates(k: KernelDriver, display_id: str) -> list[dict[str, Any]]:
+    """The bundles a display id was updated to, in order (what the saved notebook keeps)."""
+    return [
+        m["content"]["data"]
+        for m in k.iopub
+        if m["header"]["msg_type"] == "update_display_data"
+        and m["content"].get("transient", {}).get("display_id") == display_id
+    ]
 
 
 def test_kernel_restart_without_a_saved_state_says_it_cannot_continue(tmp_path):
