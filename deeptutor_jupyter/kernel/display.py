@@ -14,6 +14,11 @@ def show_markdown(text: str) -> None:
     display({"text/markdown": text, "text/plain": text}, raw=True)  # type: ignore[no-untyped-call]
 
 
+def plural(count: int, one: str, many: str) -> str:
+    """``1 entry``, ``2 entries``: English counts read as words, not ``entry(s)``."""
+    return f"{count} {one if count == 1 else many}"
+
+
 def widget_bundle(widget: Any, markdown: str) -> dict[str, Any]:
     return {
         WIDGET_MIME: {"model_id": widget.model_id, "version_major": 2, "version_minor": 0},

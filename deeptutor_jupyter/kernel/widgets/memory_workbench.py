@@ -24,6 +24,7 @@ from typing import Any, cast
 
 import ipywidgets as widgets
 
+from deeptutor_jupyter.kernel.widgets.fallback import TextFallback
 from deeptutor_jupyter.kernel.widgets.memory_workbench_strings import strings
 from deeptutor_jupyter.kernel.widgets.turn_view import markdown_bundle
 from deeptutor_jupyter.memory import (
@@ -244,7 +245,7 @@ class EntryRow(widgets.VBox):  # type: ignore[misc]
             self.status.value = message_html(text, error=True)
 
 
-class MemoryWorkbench(widgets.VBox):  # type: ignore[misc]
+class MemoryWorkbench(TextFallback, widgets.VBox):  # type: ignore[misc]
     """Pick a document, read it with provenance, fix entries, preview and apply consolidation."""
 
     def __init__(
@@ -310,6 +311,23 @@ class MemoryWorkbench(widgets.VBox):  # type: ignore[misc]
         self.add_class("dt-memory")
         self.refresh()
 
+    def fallback_markdown(self) -> str:
+        """What a saved notebook shows: the documents and their sizes, not what they say.
+
+        A notebook gets shared; what the tutor remembers about the learner stays in
+        ``$DEEPTUTOR_HOME`` unless they copy it out themselves.
+        """
+        s = self._s
+        lines = [f"**{s['title']}**", "", s["fallback"], ""]
+        for key in document_keys(self.store):
+            lines.append(f"- {self._choice_label(key)}")
+        return "\n".join(lines) + "\n"
+
+    def _choice_label(self, key: DocKey) -> str:
+        return self._s["entries"].format(
+            name=doc_name(key), count=len(self.store.read(*key).entries())
+        )
+
     @property
     def selected(self) -> DocKey:
         value: DocKey = self.picker.value
@@ -345,15 +363,7 @@ class MemoryWorkbench(widgets.VBox):  # type: ignore[misc]
     def _load_choices(self) -> None:
         keys = document_keys(self.store)
         current = self.picker.value if self.picker.value in keys else keys[0]
-        options = [
-            (
-                self._s["entries"].format(
-                    name=doc_name(k), count=len(self.store.read(*k).entries())
-                ),
-                k,
-            )
-            for k in keys
-        ]
+        options = [(self._choice_label(k), k) for k in keys]
         # Counts change after every write; re-listing must not count as the learner picking.
         self.picker.unobserve(self._on_pick, names="value")
         self.picker.options = options

@@ -5,6 +5,10 @@ from __future__ import annotations
 _STRINGS: dict[str, dict[str, str]] = {
     "en": {
         "title": "Tutor memory",
+        "fallback": (
+            "The memory workbench: run `%tutor memory` with a running kernel to read and edit "
+            "what the tutor remembers."
+        ),
         "document": "Document",
         "entries": "{name} · {count} entries",
         "empty": "_Nothing is remembered here yet._",
@@ -56,6 +60,9 @@ _STRINGS: dict[str, dict[str, str]] = {
     },
     "zh": {
         "title": "导师记忆",
+        "fallback": (
+            "记忆工作台：在运行中的内核里执行 `%tutor memory` 即可查看和编辑导师记住的内容。"
+        ),
         "document": "文档",
         "entries": "{name} · {count} 条",
         "empty": "_这里还没有记住任何内容。_",

@@ -25,6 +25,7 @@ from deeptutor_jupyter.config import (
     setup_instructions_markdown,
     write_settings,
 )
+from deeptutor_jupyter.kernel.widgets.fallback import TextFallback
 from deeptutor_jupyter.providers.specs import ProviderSpec, api_key_from_env, find_provider
 
 # The choices the card offers; any other provider is configured by hand (see the instructions).
@@ -106,7 +107,7 @@ def _show(widget: widgets.DOMWidget, visible: bool) -> None:
     widget.layout.display = None if visible else "none"
 
 
-class SetupCard(widgets.VBox):  # type: ignore[misc]
+class SetupCard(TextFallback, widgets.VBox):  # type: ignore[misc]
     """Asks for provider, model, base URL and key, and writes them to settings.toml."""
 
     def __init__(
@@ -149,11 +150,21 @@ class SetupCard(widgets.VBox):  # type: ignore[misc]
 
         self.provider.observe(self._on_provider, names="value")
         self.save_button.on_click(self._on_save)
-        header = widgets.HTML(self._header_html(resolved.missing()))
+        self.missing = resolved.missing()
+        header = widgets.HTML(self._header_html(self.missing))
         fields = [self.provider, self.model, self.base_url, self.api_key]
         children = [header, *fields, self.save_button, self.status, self.instructions]
         super().__init__(children=children, **kwargs)
         self.add_class("dt-setup-card")
+
+    def fallback_markdown(self) -> str:
+        """The card in words: what is missing and the steps to set it up by hand."""
+        s = self._strings
+        lines = [f"**{s['title']}**", ""]
+        if self.missing:
+            lines += [s["missing"], *(f"- {m}" for m in self.missing), ""]
+        lines.append(setup_instructions_markdown(self.language, home=self.home))
+        return "\n".join(lines).rstrip() + "\n"
 
     @property
     def _strings(self) -> dict[str, str]:
