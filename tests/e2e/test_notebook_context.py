@@ -43,6 +43,28 @@ def test_why_sends_the_last_traceback(kernel: KernelDriver, fake_llm: FakeLLMSer
     assert "ZeroDivisionError" in sent and "return a / b" in sent and "ratio(1, 0)" in sent
 
 
+def test_why_keeps_the_learners_frames_only(kernel: KernelDriver, fake_llm: FakeLLMServer):
+    fake_llm.add(Reply(text="That is not JSON."))
+    kernel.execute("import json\ndef load(text):\n    return json.loads(text)")  # In[2]
+    with pytest.raises(AssertionError, match="JSONDecodeError"):
+        kernel.execute("load('{oops')")  # In[3]
+    msg_id = kernel.execute("%tutor why")
+    done(kernel)
+    sent = user_text(fake_llm, 0)
+    assert "Cell In[3], line 1\n    load('{oops')" in sent
+    assert "Cell In[2], line 3, in load\n    return json.loads(text)" in sent
+    assert "frames inside json" in sent and "JSONDecodeError: Expecting property name" in sent
+    saved = "".join(
+        m["content"]["data"].get("text/markdown", "")
+        for m in kernel.iopub
+        if m["header"]["msg_type"] == "update_display_data"
+        and "That is not JSON." in m["content"]["data"].get("text/markdown", "")
+    )
+    assert "Cell In[3]" in saved, kernel.outputs_of(msg_id)
+    for internal in ("interactiveshell", "site-packages", "ipykernel_", "/lib/python", "File /"):
+        assert internal not in sent and internal not in saved
+
+
 def test_why_without_an_error_says_so(kernel: KernelDriver, fake_llm: FakeLLMServer):
     msg_id = kernel.execute("%tutor why")
     shown = json.dumps([m["content"] for m in kernel.outputs_of(msg_id)])
