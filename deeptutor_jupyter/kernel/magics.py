@@ -137,6 +137,7 @@ class TutorMagics(Magics):
         self.state = KernelTutor(notebook=notebook_key(shell.user_ns if shell else None))
         self.state.resolve = self._resolve
         self.state.shell = shell
+        self.cell_errors: dict[int, str] = {}  # In[N] -> its error, for --cell N
 
     def _trait_settings(self) -> dict[str, Any]:
         names = ("provider", "model", "base_url", "max_rounds", "max_tokens", "temperature")
@@ -231,7 +232,7 @@ class TutorMagics(Magics):
             show_pending(self.state, all_sessions="--all" in parsed.args)
             return
         try:
-            question = compose_question(self.shell, parsed, cell_index)
+            question = compose_question(self.shell, parsed, cell_index, self.cell_errors)
         except UsageError as exc:
             show_markdown(str(exc))
             return
@@ -262,7 +263,9 @@ def flags_list(value: str | None) -> list[str] | None:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def compose_question(shell: Any, parsed: Parsed, cell_index: str | None) -> str:
+def compose_question(
+    shell: Any, parsed: Parsed, cell_index: str | None, cell_errors: dict[int, str] | None = None
+) -> str:
     """The message a turn sends: the learner's words plus what ``why`` and ``--cell`` point at."""
     from deeptutor_jupyter.kernel import notebook_context as nbc
 
@@ -278,18 +281,16 @@ def compose_question(shell: Any, parsed: Parsed, cell_index: str | None) -> str:
             f"```\n{error}\n```"
         )
     if cell_index is not None:
-        cells, origin = nbc.notebook_cells(shell)
         try:
-            index = int(cell_index)
-            cell = cells[index]
-        except (ValueError, IndexError):
+            number = int(cell_index.strip("[]"))
+            cell = nbc.cell_from_history(shell, number, cell_errors)
+        except ValueError:
             raise UsageError(
-                f"There is no cell {cell_index} in {origin} ({len(cells)} cells, counted from 0)."
+                f"--cell takes the number shown left of a cell, like 3 for [3]; got {cell_index!r}."
             ) from None
-        question = (
-            f"About cell {index} of my notebook ({cell['type']}):\n\n"
-            f"```\n{cell['source']}\n```\n\n{question or 'Can you help me with this cell?'}"
-        )
+        except LookupError as exc:
+            raise UsageError(str(exc)) from None
+        question = f"{cell}\n\n{question or 'Can you help me with this cell?'}"
     return question
 
 
@@ -321,25 +322,50 @@ def _cell_id_hook(tutor: KernelTutor) -> Any:
     return pre_run_cell
 
 
-_registered: dict[int, tuple[TutorMagics, Any]] = {}
+KEPT_ERRORS = 100  # the errors of the latest cells; older ones are rarely asked about
+
+
+def _cell_error_hook(magics: TutorMagics) -> Any:
+    """Remember which cell raised what, so ``--cell N`` can show the error of ``[N]``."""
+
+    def post_run_cell(result: Any) -> None:
+        number = getattr(result, "execution_count", None)
+        error = getattr(result, "error_in_exec", None)
+        if not isinstance(number, int) or error is None:
+            return
+        from deeptutor_jupyter.kernel.notebook_context import error_of_run
+
+        magics.cell_errors[number] = error_of_run(magics.shell, error)
+        while len(magics.cell_errors) > KEPT_ERRORS:
+            del magics.cell_errors[min(magics.cell_errors)]
+
+    return post_run_cell
+
+
+_registered: dict[int, tuple[TutorMagics, list[tuple[str, Any]]]] = {}
 
 
 def register(ipython: Any) -> None:
     magics = TutorMagics(shell=ipython)
     ipython.register_magics(magics)
-    hook = _cell_id_hook(magics.state)
-    ipython.events.register("pre_run_cell", hook)
+    hooks = [
+        ("pre_run_cell", _cell_id_hook(magics.state)),
+        ("post_run_cell", _cell_error_hook(magics)),
+    ]
+    for event, hook in hooks:
+        ipython.events.register(event, hook)
     if keep_question_marks not in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.append(keep_question_marks)
-    _registered[id(ipython)] = (magics, hook)
+    _registered[id(ipython)] = (magics, hooks)
 
 
 def unregister(ipython: Any) -> None:
     entry = _registered.pop(id(ipython), None)
     if entry is None:
         return
-    magics, hook = entry
-    ipython.events.unregister("pre_run_cell", hook)
+    magics, hooks = entry
+    for event, hook in hooks:
+        ipython.events.unregister(event, hook)
     if keep_question_marks in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(keep_question_marks)
     for turn in magics.state.running_turns():

@@ -66,6 +66,42 @@ def notebook_cells(shell: Any) -> tuple[list[dict[str, Any]], str]:
     ], "this kernel's input history"
 
 
+def cell_from_history(shell: Any, number: int, errors: dict[int, str] | None = None) -> str:
+    """What the learner sees as cell ``[number]``: its source, its result and its error.
+
+    Read from the kernel itself (``In``, ``Out`` and the errors recorded by the
+    ``post_run_cell`` hook of kernel/magics.py), so a cell typed since the last save counts and
+    the number is the one on screen, not a position in the saved file.
+    """
+    ns = getattr(shell, "user_ns", {}) or {}
+    inputs = list(ns.get("In", []) or [])
+    if not 0 < number < len(inputs):
+        last = len(inputs) - 2  # In already holds the cell running now, the one asking
+        seen = f"the cells run before this one are [1] to [{last}]" if last > 0 else "none ran yet"
+        raise LookupError(
+            f"There is no cell [{number}] in this kernel: {seen}. Use the number shown to the "
+            f"left of the cell, e.g. --cell {max(last, 1)}."
+        )
+    source = str(inputs[number])
+    if len(source) > CELL_CHARS:
+        source = source[:CELL_CHARS] + f"\n… ({len(inputs[number]) - CELL_CHARS} more chars)"
+    parts = [f"Cell [{number}] of my notebook:\n\n```python\n{source.rstrip()}\n```"]
+    outputs = ns.get("Out", {}) or {}
+    if number in outputs:
+        result = preview(outputs[number])["preview"]
+        parts.append(f"Its result (Out[{number}]):\n\n```\n{result}\n```")
+    error = (errors or {}).get(number)
+    if error:
+        parts.append(f"It raised an error:\n\n```\n{error.rstrip()}\n```")
+    return "\n\n".join(parts)
+
+
+def error_of_run(shell: Any, exc: BaseException) -> str:
+    """A cell's error as ``%tutor --cell`` shows it later: the learner's frames, bounded."""
+    text = _ANSI.sub("", learner_traceback(traceback.TracebackException.from_exception(exc), shell))
+    return text if len(text) <= 3000 else "…\n" + text[-3000:]
+
+
 def render_cells(cells: list[dict[str, Any]], start: int, end: int | None) -> str:
     out: list[str] = []
     used = 0
