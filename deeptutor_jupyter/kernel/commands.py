@@ -36,6 +36,11 @@ KB_USAGE = """\
 %tutor --kb <name> <question>               answer with that material, citing it
 ```"""
 
+EMPTY_KB_LIST = (
+    "No knowledge bases yet. Add your course material with `%tutor kb add NAME FOLDER`, "
+    "then ask with `%tutor --kb NAME` followed by your question."
+)
+
 MODES = ("update", "audit", "dedup", "merge")
 
 
@@ -156,7 +161,7 @@ def kb_command(tutor: KernelTutor, resolved: ResolvedSettings, rest: str) -> Non
         if verb == "list" and not params:
             kbs = list_kbs(home)
             if not kbs:
-                show_markdown("No knowledge bases yet. " + KB_USAGE)
+                show_markdown(EMPTY_KB_LIST)
                 return
             rows = [
                 f"| {kb['name']} | {kb.get('files', '?')} | {kb.get('chunks', '?')} |" for kb in kbs

@@ -78,7 +78,10 @@ def test_every_command_output_has_a_readable_fallback(kernel: KernelDriver, fake
     )
     assert "0 changes applied in 1 pass" in assert_readable(done[-1])
 
-    for code in ("%tutor kb list", "%tutor config", "%tutor help", "%tutor why", "%tutor"):
+    (empty_kbs,) = run(kernel, "%tutor kb list")
+    assert empty_kbs.startswith("No knowledge bases yet. Add your course material with `%tutor")
+    assert "```" not in empty_kbs and empty_kbs.count("`") == 4  # two clean code spans
+    for code in ("%tutor config", "%tutor help", "%tutor why", "%tutor"):
         run(kernel, code)
 
     fake_llm.extend(

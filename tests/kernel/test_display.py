@@ -83,3 +83,13 @@ def test_turn_markdown_shows_each_question_and_the_answer():
 def test_turn_markdown_without_questions_is_unchanged():
     md = turn_markdown("Q", "A", model="m", status="done", tools=[])
     assert "Tutor asked" not in md and md == "**You:** Q\n\n**Tutor** (m):\n\nA\n"
+
+
+def test_error_cards_show_commands_as_code_not_backticks():
+    from deeptutor_jupyter.kernel.widgets.turn_view import error_card
+
+    card = error_card(
+        {"message": "The key was rejected <b>401</b>.", "hint": "`%tutor config` shows the key."}
+    )
+    assert "<code>%tutor config</code> shows the key." in card.value
+    assert "`" not in card.value and "&lt;b&gt;401&lt;/b&gt;" in card.value

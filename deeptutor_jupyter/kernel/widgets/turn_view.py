@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import html
 import json
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -270,13 +271,19 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         return self._text.text if self._text is not None else ""
 
 
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def with_code(text: str) -> str:
+    """Escaped text whose Markdown code spans (```%tutor config```) show as ``<code>``."""
+    return _CODE_SPAN.sub(r"<code>\1</code>", html.escape(text))
+
+
 def error_card(data: dict[str, Any], language: str = "en") -> widgets.HTML:
     hint = data.get("hint") or ""
-    body = (
-        f"<b>{html.escape(t('error_title', language))}</b> {html.escape(data.get('message', ''))}"
-    )
+    body = f"<b>{html.escape(t('error_title', language))}</b> {with_code(data.get('message', ''))}"
     if hint:
-        body += f"<br><b>{html.escape(t('how_to_fix', language))}</b> {html.escape(hint)}"
+        body += f"<br><b>{html.escape(t('how_to_fix', language))}</b> {with_code(hint)}"
     card = widgets.HTML(
         '<div style="border-left:4px solid #d9534f;padding:6px 10px;'
         f'background:rgba(217,83,79,0.08)">{body}</div>'
