@@ -36,7 +36,7 @@ def markdown_bundle(text: str) -> dict[str, Any]:
 
 class _TextBlock:
     def __init__(self) -> None:
-        self.widget = widgets.Output(layout=widgets.Layout(width="100%"))
+        self.widget = widgets.Output(layout=widgets.Layout(width="auto", max_width="100%"))
         self.widget.add_class("dt-text")
         self.parts: list[str] = []
         self.shown = 0
