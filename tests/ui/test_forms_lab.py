@@ -4,6 +4,7 @@ scrollbar), and each answered the way a student would, Enter included."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -72,10 +73,9 @@ def test_each_form_mode_fits_and_answers(lab: str, fake_llm: FakeLLMServer, tmp_
     write_notebook(tmp_path / "forms.ipynb", "%load_ext deeptutor_jupyter", "%tutor Plan my study")
     with lab_page("forms") as page:
         open_notebook(page, lab, "forms.ipynb")
-        try:  # JupyterLab's news toast would cover part of the screenshots
+        # JupyterLab's news toast would cover part of the screenshots.
+        with contextlib.suppress(Exception):
             page.locator(".jp-toast-button", has_text="No").click(timeout=3000)
-        except Exception:
-            pass
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
 
         def open_card(mode: str) -> Any:
