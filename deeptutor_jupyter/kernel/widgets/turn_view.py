@@ -48,7 +48,9 @@ class _TextBlock:
     def sync(self) -> None:
         if len(self.parts) != self.shown:
             self.shown = len(self.parts)
-            self.widget.outputs = (markdown_bundle(self.text),)
+            self.widget.outputs = (markdown_bundle(self.text + self.suffix),)
+
+    suffix = ""  # link definitions, so the [n] markers of the answer link to their sources
 
 
 class ToolCard(widgets.Accordion):  # type: ignore[misc]
@@ -106,6 +108,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         )
         self.add_class("dt-turn")
         self._text: _TextBlock | None = None
+        self._text_blocks: list[_TextBlock] = []
         self._thinking_parts: list[str] = []
         self._thinking_shown = 0
         self._cards: dict[str, ToolCard] = {}
@@ -194,10 +197,19 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         self._reading_text.value = _pre("".join(self._reading_parts))
 
     def show_sources(self, markdown: str) -> None:
-        """Citations as Markdown links: JupyterLab opens a relative link as a file."""
+        """Citations as Markdown links: JupyterLab opens a relative link as a file.
+
+        The ``[n]: link`` definitions of kernel/turn_plan.py's ``sources_markdown`` also go
+        under each answer block, which makes its ``[n]`` markers links.
+        """
         if not markdown:
             return
         self._flush()
+        definitions = "\n".join(re.findall(r"^\[\d+\]: .*$", markdown, flags=re.MULTILINE))
+        for block in self._text_blocks:
+            block.suffix = "\n\n" + definitions if definitions else ""
+            block.shown = -1
+            block.sync()
         box = widgets.Output()
         box.add_class("dt-sources")
         box.outputs = (markdown_bundle(markdown),)
@@ -210,6 +222,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
     def _current_text(self) -> _TextBlock:
         if self._text is None:
             self._text = _TextBlock()
+            self._text_blocks.append(self._text)
             self.blocks.children = (*self.blocks.children, self._text.widget)
         return self._text
 
