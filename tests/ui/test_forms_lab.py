@@ -1,6 +1,7 @@
 """Every ask_user form mode in real JupyterLab and Chromium: a screenshot of each (kept in
 tests/ui/artifacts/form-<mode>.png), no element wider than the output area (no stray horizontal
-scrollbar), and each answered the way a student would, Enter included."""
+scrollbar), and each answered the way a student would, Enter included. The setup card is
+checked the same way, with no label cut off."""
 
 from __future__ import annotations
 
@@ -70,7 +71,13 @@ def test_each_form_mode_fits_and_answers(lab: str, fake_llm: FakeLLMServer, tmp_
     (tmp_path / "data" / "raw").mkdir(parents=True)
     fake_llm.extend([ask(mode, extra) for mode, extra in QUESTIONS])
     fake_llm.add(Reply(text="All set, thank you."))
-    write_notebook(tmp_path / "forms.ipynb", "%load_ext deeptutor_jupyter", "%tutor Plan my study")
+    setup_card = (
+        "from deeptutor_jupyter.kernel.widgets.setup_card import SetupCard\n"
+        "card = SetupCard(language='en')\ncard.provider.value = 'openai-compatible'\ncard"
+    )
+    write_notebook(
+        tmp_path / "forms.ipynb", "%load_ext deeptutor_jupyter", "%tutor Plan my study", setup_card
+    )
     with lab_page("forms") as page:
         open_notebook(page, lab, "forms.ipynb")
         # JupyterLab's news toast would cover part of the screenshots.
@@ -140,6 +147,16 @@ def test_each_form_mode_fits_and_answers(lab: str, fake_llm: FakeLLMServer, tmp_
         page.get_by_text("All set, thank you.").wait_for()
         page.locator(".dt-ask-receipt").last.wait_for()
         check("receipt", page.locator(".dt-ask-user").last)
+
+        # The setup card: no label cut off, every field within the output area.
+        setup = page.locator(".dt-setup-card")
+        setup.scroll_into_view_if_needed()
+        cut = setup.evaluate(
+            """(card) => [...card.querySelectorAll('.widget-label')]
+                .filter((l) => l.scrollWidth > l.clientWidth + 1).map((l) => l.textContent)"""
+        )
+        assert cut == [], cut
+        check("setup", setup)
 
     got = answers(fake_llm)
     assert got["single"]["selections"] == ["walk"]
