@@ -286,6 +286,21 @@ def _pending(magics: TutorMagics, call: Call) -> None:
     show_pending(tutor, all_sessions="--all" in call.parsed.args)
 
 
+@command(
+    "demo",
+    "demo [off]",
+    "try the tutor offline on a scripted stand-in (not a real model); off: back to your model",
+    args={"off"},
+    settings=False,
+)
+def _demo(magics: TutorMagics, call: Call) -> None:
+    from deeptutor_jupyter.kernel.demo import demo_for
+    from deeptutor_jupyter.kernel.display import show_markdown
+
+    demo = demo_for(magics.state)
+    show_markdown(demo.stop() if "off" in call.parsed.args else demo.start())
+
+
 def _free_command(name: str) -> Handler:
     def run(magics: TutorMagics, call: Call) -> None:
         from deeptutor_jupyter.kernel import commands
