@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from deeptutor_jupyter.kernel.display import turn_markdown, widget_bundle
+from deeptutor_jupyter.kernel.display import asked_from_events, turn_markdown, widget_bundle
 from deeptutor_jupyter.kernel.i18n import t
 
 if TYPE_CHECKING:
@@ -114,23 +114,25 @@ def attach_view(
             tools_used.append(event.data["name"])
         elif event.type == "sources":
             sources[:] = source_links(event.data.get("hits", []), tutor.workspace)
-            view.show_sources(sources_markdown(sources))
+            view.show_sources(sources_markdown(sources, answer=view.answer_text))
         elif event.type == "user_input_required":
             waiting = turn_markdown(question, "", model=label, status="running", tools=tools_used)
             waiting += "\n" + t("waiting_saved", language).format(title=event.data.get("title", ""))
             update_display(widget_bundle(view, waiting), raw=True, display_id=turn.turn_id)  # type: ignore[no-untyped-call]
         elif event.type == "done":
             errors = [e.data.get("message", "") for e in log.events if e.type == "error"]
+            answer = event.data.get("answer", "")
             md = turn_markdown(
                 question,
-                event.data.get("answer", ""),
+                answer,
                 model=label,
                 status=event.data.get("status", "done"),
                 tools=tools_used,
                 error="; ".join(errors),
+                asked=asked_from_events(session.events_of(turn)),
             )
             if sources:
-                md += "\n" + sources_markdown(sources) + "\n"
+                md += "\n" + sources_markdown(sources, answer=answer) + "\n"
             for display_id, widget in {turn.turn_id: view, **(also or {})}.items():
                 bundle = widget_bundle(widget, md)
                 if trace and turn.trace is not None:
