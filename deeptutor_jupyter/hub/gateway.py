@@ -1,0 +1,261 @@
+"""The OpenAI-compatible gateway: ``/v1/chat/completions`` and ``/v1/models`` under the prefix.
+
+The student's request goes to the upstream with the course's key instead of the student's token.
+Streams are relayed chunk by chunk as they arrive (nothing is buffered), and the upstream request
+is closed as soon as the student's connection closes (a Stop in the cell). Upstream errors keep
+their status, body and ``Retry-After``, so the kernel's error cards (providers/errors.py) word
+them as for a direct connection. The gateway's own refusals carry ``"type": "course_service"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import httpx
+from pydantic import SecretStr
+from tornado.iostream import StreamClosedError
+from tornado.web import RequestHandler
+
+from deeptutor_jupyter.hub.auth import (
+    HubUnavailable,
+    Identity,
+    NotAllowed,
+    TokenChecker,
+    authorize,
+    required_scope,
+)
+from deeptutor_jupyter.hub.quota import QuotaStore, Refusal, Ticket
+from deeptutor_jupyter.hub.settings import GatewayConfig, Limits
+from deeptutor_jupyter.hub.usage_stream import UsageScanner, estimate_prompt_tokens
+
+log = logging.getLogger("deeptutor.hub")
+T = TypeVar("T")
+
+ERROR_TYPE = "course_service"
+# Response headers of the upstream worth passing on; hop-by-hop ones are tornado's business.
+_PASSED_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-request-id")
+
+
+@dataclass
+class GatewayState:
+    """What every handler shares. ``has_scope`` decides scope filters the way HubAuth does."""
+
+    config: GatewayConfig
+    key: SecretStr | None
+    quota: QuotaStore
+    check_token: TokenChecker
+    has_scope: Any
+    service_name: str = "deeptutor"
+    client: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=None))
+    executor: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(4, thread_name_prefix="deeptutor-hub-db")
+    )
+
+    async def db(self, fn: Any, *args: Any) -> Any:
+        """Run a database call off the event loop, so open streams keep flowing meanwhile."""
+        return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
+    def upstream_headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if self.key is not None:
+            headers["Authorization"] = f"Bearer {self.key.get_secret_value()}"
+        return headers
+
+    async def limits_for(self, identity: Identity) -> Limits:
+        override: Limits | None = await self.db(self.quota.student_override, identity.name)
+        return override or self.config.limits_for(identity.groups)
+
+
+def error_body(code: str, message: str) -> dict[str, Any]:
+    """OpenAI's error shape, so every client quotes ``message``."""
+    return {"error": {"message": message, "type": ERROR_TYPE, "code": code, "param": None}}
+
+
+class ApiHandler(RequestHandler):
+    """Token-authenticated JSON handlers: no cookies, so no XSRF check applies."""
+
+    state: GatewayState
+
+    def initialize(self, state: GatewayState) -> None:
+        self.state = state
+
+    def check_xsrf_cookie(self) -> None:
+        return None
+
+    def fail(self, status: int, code: str, message: str, retry_after: int | None = None) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        if retry_after is not None:
+            self.set_header("Retry-After", str(retry_after))
+        self.finish(json.dumps(error_body(code, message)))
+
+    async def identify(self) -> Identity | None:
+        """The student, or None after the refusal has been sent."""
+        state = self.state
+        scope = required_scope(state.service_name)
+        try:
+            return await authorize(
+                self.request.headers.get("Authorization"),
+                state.check_token,
+                state.service_name,
+                lambda who: state.has_scope(who, scope),
+            )
+        except NotAllowed as exc:
+            self.fail(exc.status, exc.code, exc.message)
+        except HubUnavailable:
+            log.warning("the hub could not check a token")
+            self.fail(503, "hub_unavailable", "The hub could not confirm who you are; try again.")
+        return None
+
+
+class ModelsHandler(ApiHandler):
+    async def get(self) -> None:
+        if await self.identify() is None:
+            return
+        data = [
+            {"id": m, "object": "model", "owned_by": "course"} for m in self.state.config.models
+        ]
+        self.finish({"object": "list", "data": data})
+
+
+class ChatCompletionsHandler(ApiHandler):
+    _relay: asyncio.Task[None] | None = None
+    _gone = False
+
+    def on_connection_close(self) -> None:
+        # The student's cell stopped (or the kernel died): drop the upstream request at once.
+        self._gone = True
+        if self._relay is not None:
+            self._relay.cancel()
+
+    async def post(self) -> None:
+        identity = await self.identify()
+        if identity is None:
+            return
+        body = self._json_body()
+        if body is None:
+            return
+        model = str(body.get("model", ""))
+        allowed = self.state.config.models
+        if allowed and model not in allowed:
+            offered = ", ".join(allowed)
+            self.fail(
+                404,
+                "model_not_offered",
+                f"Your course does not offer the model '{model}'. Available: {offered}.",
+            )
+            return
+        ticket = await self._admit(identity, body)
+        if ticket is None:
+            return
+        self._relay = asyncio.ensure_future(self._forward(body, model, ticket))
+        try:
+            await self._relay
+        except asyncio.CancelledError:
+            if not self._gone:
+                raise
+
+    def _json_body(self) -> dict[str, Any] | None:
+        try:
+            body = json.loads(self.request.body or b"")
+        except ValueError:
+            self.fail(400, "invalid_json", "The request body is not JSON.")
+            return None
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            self.fail(400, "invalid_request", "The request needs a model and a list of messages.")
+            return None
+        return body
+
+    async def _admit(self, identity: Identity, body: dict[str, Any]) -> Ticket | None:
+        limits = await self.state.limits_for(identity)
+        asked = body.get("max_tokens") or body.get("max_completion_tokens")
+        hold = asked if isinstance(asked, int) and asked > 0 else self.state.config.reserve_tokens
+        outcome: Ticket | Refusal = await self.state.db(
+            self.state.quota.admit, identity.name, limits, hold
+        )
+        if isinstance(outcome, Refusal):
+            self.fail(429, outcome.code, outcome.message, outcome.retry_after)
+            return None
+        return outcome
+
+    async def _forward(self, body: dict[str, Any], model: str, ticket: Ticket) -> None:
+        streaming = body.get("stream") is True
+        if streaming:
+            # The upstream's own count is the one to bill; ask for it on every stream.
+            options = body.get("stream_options")
+            body["stream_options"] = {**(options if isinstance(options, dict) else {})}
+            body["stream_options"]["include_usage"] = True
+        url = self.state.config.upstream_url + "/chat/completions"
+        scanner = UsageScanner()
+        settled = False
+        try:
+            request = self.state.client.build_request(
+                "POST",
+                url,
+                content=json.dumps(body).encode(),
+                headers=self.state.upstream_headers(),
+                timeout=httpx.Timeout(self.state.config.upstream_timeout, connect=10.0),
+            )
+            response = await self.state.client.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            await self.state.db(self.state.quota.release, ticket)
+            settled = True
+            self._upstream_unreachable(exc)
+            return
+        try:
+            self.set_status(response.status_code)
+            for name in _PASSED_HEADERS:
+                if name in response.headers:
+                    self.set_header(name, response.headers[name])
+            if response.status_code != 200:
+                self.finish(await response.aread())
+                await self.state.db(self.state.quota.release, ticket)
+                settled = True
+                return
+            if streaming:
+                self.set_header("Cache-Control", "no-cache")
+                self.set_header("X-Accel-Buffering", "no")
+                async for chunk in response.aiter_raw():
+                    scanner.feed(chunk)
+                    self.write(chunk)
+                    try:
+                        await self.flush()
+                    except StreamClosedError:
+                        self._gone = True
+                        break
+            else:
+                data = await response.aread()
+                scanner.feed_json(data)
+                self.write(data)
+            if not self._gone:
+                self.finish()
+        except httpx.HTTPError as exc:
+            # The upstream dropped mid-answer: end the student's stream the way a dropped
+            # connection ends it, so the kernel reports a broken stream.
+            log.warning("upstream failed mid-answer: %s", type(exc).__name__)
+            self._gone = True
+            if self.request.connection is not None:
+                self.request.connection.close()
+        finally:
+            await response.aclose()
+            if not settled:
+                prompt, completion = scanner.usage(estimate_prompt_tokens(body))
+                await asyncio.shield(
+                    self.state.db(self.state.quota.settle, ticket, model, prompt, completion)
+                )
+
+    def _upstream_unreachable(self, exc: httpx.HTTPError) -> None:
+        log.warning("upstream unreachable: %s", type(exc).__name__)
+        if isinstance(exc, httpx.TimeoutException):
+            self.fail(504, "upstream_timeout", "The course's model server did not answer in time.")
+        else:
+            self.fail(
+                502,
+                "upstream_unreachable",
+                "The course's model server could not be reached; tell your instructor.",
+            )
