@@ -22,6 +22,7 @@ from deeptutor_jupyter.providers.errors import (
     Endpoint,
     HTTPStatusFailure,
     IncompleteStream,
+    course_refusal,
     from_exception,
     retry_after_seconds,
 )
@@ -57,6 +58,8 @@ def is_retryable(exc: BaseException) -> bool:
     import httpx
 
     if isinstance(exc, HTTPStatusFailure):
+        if exc.status == 429 and _budget_spent(exc.body):
+            return False  # a spent daily budget does not come back within a retry
         return exc.status in (408, 409, 429) or exc.status >= 500
     # Read timeouts are not retried: the learner already waited a full timeout once.
     return isinstance(
@@ -67,6 +70,11 @@ def is_retryable(exc: BaseException) -> bool:
         | httpx.ReadError
         | IncompleteStream,
     )
+
+
+def _budget_spent(body: str) -> bool:
+    refused = course_refusal(body)
+    return refused is not None and refused[0] == "budget_exhausted"
 
 
 def _retry_after(exc: BaseException) -> float | None:

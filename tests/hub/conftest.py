@@ -9,16 +9,22 @@ from deeptutor_jupyter.testing import FakeLLMServer
 from tests.hub.harness import UPSTREAM_KEY, Hub
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def upstream() -> Iterator[FakeLLMServer]:
     with FakeLLMServer(api_key=UPSTREAM_KEY, models=["fake-model", "fake-large"]) as server:
         yield server
 
 
-@pytest.fixture
-def hub(tmp_path: Path, upstream: FakeLLMServer) -> Iterator[Hub]:
-    running = Hub(tmp_path, upstream.url, daily_tokens=1_000)
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory, upstream: FakeLLMServer) -> Iterator[Hub]:
+    """One hub per test module; each test uses its own students' budgets or resets them."""
+    running = Hub(tmp_path_factory.mktemp("hub"), upstream.url, daily_tokens=1_000)
     try:
         yield running
     finally:
         running.stop()
+
+
+@pytest.fixture
+def hub_dir(hub: Hub) -> Path:
+    return hub.tmp

@@ -60,6 +60,9 @@ c.JupyterHub.authenticator_class = "dummy"
 c.DummyAuthenticator.password = "classroom"
 c.Authenticator.allowed_users = {{"alice", "bob", "ms-lee"}}
 c.JupyterHub.spawner_class = "simple"
+c.SimpleLocalProcessSpawner.home_dir_template = "{tmp}/home/{{username}}"
+# Tests run as root in CI; jupyter-server refuses root unless told.
+c.Spawner.args = ["--allow-root"]
 c.Spawner.default_url = "/lab"
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
