@@ -24,7 +24,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CHP = ROOT / ".venv" / "node" / "node_modules" / ".bin" / "configurable-http-proxy"
 UPSTREAM_KEY = "sk-course-UPSTREAM-9d41be"
-STUDENTS = ("alice", "bob")
+STUDENTS = ("alice", "bob", "carol", "dan", "erin")
 INSTRUCTOR = "ms-lee"
 
 
@@ -58,7 +58,7 @@ c.JupyterHub.cookie_secret_file = "{tmp}/cookie_secret"
 c.JupyterHub.pid_file = "{tmp}/jupyterhub.pid"
 c.JupyterHub.authenticator_class = "dummy"
 c.DummyAuthenticator.password = "classroom"
-c.Authenticator.allowed_users = {{"alice", "bob", "ms-lee"}}
+c.Authenticator.allowed_users = {{"alice", "bob", "carol", "dan", "erin", "ms-lee"}}
 c.JupyterHub.spawner_class = "simple"
 c.SimpleLocalProcessSpawner.home_dir_template = "{tmp}/home/{{username}}"
 # Tests run as root in CI; jupyter-server refuses root unless told.
@@ -167,6 +167,20 @@ class Hub:
         r = self.admin("POST", f"/users/{user}/tokens", json=body)
         assert r.status_code == 201, r.text
         return str(r.json()["token"])
+
+    def browser_login(self, user: str) -> httpx.Client:
+        """A client logged in to the hub with the dummy authenticator's form, as a browser is."""
+        client = httpx.Client(follow_redirects=True, timeout=30)
+        client.get(f"{self.url}/hub/login")
+        xsrf = client.cookies.get("_xsrf", "")
+        # Not following the redirect: it would spawn the user's server, which is not needed here.
+        r = client.post(
+            f"{self.url}/hub/login",
+            data={"username": user, "password": "classroom", "_xsrf": xsrf},
+            follow_redirects=False,
+        )
+        assert r.status_code == 302, r.text[:500]
+        return client
 
     def stop(self) -> None:
         self.proc.terminate()
