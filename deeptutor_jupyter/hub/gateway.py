@@ -235,12 +235,16 @@ class ChatCompletionsHandler(ApiHandler):
             if not self._gone:
                 self.finish()
         except httpx.HTTPError as exc:
-            # The upstream dropped mid-answer: end the student's stream the way a dropped
-            # connection ends it, so the kernel reports a broken stream.
+            # The upstream dropped mid-answer. Cutting the student's connection would not get
+            # through configurable-http-proxy (it keeps the client waiting), so the stream ends
+            # with an error event, which OpenAI clients and the kernel raise as a broken answer.
             log.warning("upstream failed mid-answer: %s", type(exc).__name__)
-            self._gone = True
-            if self.request.connection is not None:
-                self.request.connection.close()
+            if not self._gone:
+                error = error_body(
+                    "upstream_dropped", "The course's model server stopped answering."
+                )
+                error["error"]["code"] = 502
+                self.finish(b"data: " + json.dumps(error).encode() + b"\n\n")
         finally:
             await response.aclose()
             if not settled:

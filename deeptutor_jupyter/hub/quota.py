@@ -302,7 +302,7 @@ class QuotaStore:
                 )
 
     def mastery_by_objective(self, min_students: int) -> list[tuple[str, int, float | None]]:
-        """(objective, students, mean); the mean is None when fewer than ``min_students`` reported."""
+        """(objective, students, mean); mean is None when fewer than ``min_students`` reported."""
         query = sa.select(
             mastery.c.objective, sa.func.count(), sa.func.avg(mastery.c.value)
         ).group_by(mastery.c.objective)

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
@@ -74,11 +73,13 @@ class GatewayConfig(BaseModel):
         return name in self.instructors or bool(self.instructor_groups.intersection(groups))
 
 
-def _most(values: Any) -> int | None:
-    items = list(values)
-    if any(v is None for v in items):
-        return None  # one unlimited group wins
-    return max(items)
+def _most(values: Iterable[int | None]) -> int | None:
+    numbers: list[int] = []
+    for value in values:
+        if value is None:
+            return None  # one unlimited group wins
+        numbers.append(value)
+    return max(numbers)
 
 
 class ServiceConfigError(ValueError):

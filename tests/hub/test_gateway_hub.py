@@ -167,3 +167,16 @@ def wait_until(predicate: Any, timeout: float = 20.0) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.05)
+
+
+def test_an_upstream_that_drops_mid_answer_ends_the_students_stream_with_an_error(
+    hub: Hub, upstream: FakeLLMServer
+) -> None:
+    token = hub.token_for("bob", [SERVICE_SCOPE])
+    upstream.add(Reply(chunks=["one ", "two ", "three"], break_after=2))
+    r = chat(hub, token)
+    assert r.status_code == 200
+    events = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: {")]
+    assert "".join(c["delta"].get("content") or "" for e in events for c in e.get("choices", []))
+    assert events[-1]["error"]["code"] == 502
+    assert "stopped answering" in events[-1]["error"]["message"]
