@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -29,6 +30,7 @@ from deeptutor_jupyter.hub.auth import (
     authorize,
     required_scope,
 )
+from deeptutor_jupyter.hub.batch import GroupCommit
 from deeptutor_jupyter.hub.quota import QuotaStore, Refusal, Ticket
 from deeptutor_jupyter.hub.settings import GatewayConfig, Limits
 from deeptutor_jupyter.hub.usage_stream import UsageScanner, estimate_prompt_tokens
@@ -37,6 +39,7 @@ log = logging.getLogger("deeptutor.hub")
 T = TypeVar("T")
 
 ERROR_TYPE = "course_service"
+OVERRIDE_CACHE_SECONDS = 5.0
 # Response headers of the upstream worth passing on; hop-by-hop ones are tornado's business.
 _PASSED_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-request-id")
 
@@ -51,10 +54,24 @@ class GatewayState:
     check_token: TokenChecker
     has_scope: Any
     service_name: str = "deeptutor"
-    client: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=None))
+    # No cap on connections: httpx's default of 100 would queue the 101st student's stream.
+    client: httpx.AsyncClient = field(
+        default_factory=lambda: httpx.AsyncClient(
+            timeout=None, limits=httpx.Limits(max_connections=None, max_keepalive_connections=200)
+        )
+    )
     executor: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(4, thread_name_prefix="deeptutor-hub-db")
     )
+
+    _commits: GroupCommit | None = None
+    _overrides: dict[str, tuple[float, Limits | None]] = field(default_factory=dict)
+
+    @property
+    def commits(self) -> GroupCommit:
+        if self._commits is None:
+            self._commits = GroupCommit(self.quota, self.executor)
+        return self._commits
 
     async def db(self, fn: Any, *args: Any) -> Any:
         """Run a database call off the event loop, so open streams keep flowing meanwhile."""
@@ -67,8 +84,21 @@ class GatewayState:
         return headers
 
     async def limits_for(self, identity: Identity) -> Limits:
-        override: Limits | None = await self.db(self.quota.student_override, identity.name)
-        return override or self.config.limits_for(identity.groups)
+        """An instructor's override for the student, else group or course limits.
+
+        Overrides are cached for OVERRIDE_CACHE_SECONDS: a change made on another replica's
+        page reaches this one within that time, and a request costs no extra query.
+        """
+        now = time.monotonic()
+        cached = self._overrides.get(identity.name)
+        if cached is None or cached[0] < now:
+            override = await self.db(self.quota.student_override, identity.name)
+            cached = (now + OVERRIDE_CACHE_SECONDS, override)
+            self._overrides[identity.name] = cached
+        return cached[1] or self.config.limits_for(identity.groups)
+
+    def forget_override(self, student: str) -> None:
+        self._overrides.pop(student, None)
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:
@@ -175,9 +205,7 @@ class ChatCompletionsHandler(ApiHandler):
         limits = await self.state.limits_for(identity)
         asked = body.get("max_tokens") or body.get("max_completion_tokens")
         hold = asked if isinstance(asked, int) and asked > 0 else self.state.config.reserve_tokens
-        outcome: Ticket | Refusal = await self.state.db(
-            self.state.quota.admit, identity.name, limits, hold
-        )
+        outcome = await self.state.commits.admit(identity.name, limits, hold)
         if isinstance(outcome, Refusal):
             self.fail(429, outcome.code, outcome.message, outcome.retry_after)
             return None
@@ -201,9 +229,13 @@ class ChatCompletionsHandler(ApiHandler):
                 headers=self.state.upstream_headers(),
                 timeout=httpx.Timeout(self.state.config.upstream_timeout, connect=10.0),
             )
+            # The gateway's own share of the latency: token check, admission, until sending.
+            self.set_header(
+                "Server-Timing", f"gateway;dur={self.request.request_time() * 1000:.2f}"
+            )
             response = await self.state.client.send(request, stream=True)
         except httpx.HTTPError as exc:
-            await self.state.db(self.state.quota.release, ticket)
+            await self.state.commits.release(ticket)
             settled = True
             self._upstream_unreachable(exc)
             return
@@ -214,10 +246,15 @@ class ChatCompletionsHandler(ApiHandler):
                     self.set_header(name, response.headers[name])
             if response.status_code != 200:
                 self.finish(await response.aread())
-                await self.state.db(self.state.quota.release, ticket)
+                await self.state.commits.release(ticket)
                 settled = True
                 return
             if streaming:
+                # Small SSE writes must leave at once: with Nagle on, each one after the first
+                # waits for the client's delayed ACK (about 40 ms on Linux).
+                stream = getattr(self.request.connection, "stream", None)
+                if stream is not None:
+                    stream.set_nodelay(True)
                 self.set_header("Cache-Control", "no-cache")
                 self.set_header("X-Accel-Buffering", "no")
                 async for chunk in response.aiter_raw():
@@ -249,9 +286,7 @@ class ChatCompletionsHandler(ApiHandler):
             await response.aclose()
             if not settled:
                 prompt, completion = scanner.usage(estimate_prompt_tokens(body))
-                await asyncio.shield(
-                    self.state.db(self.state.quota.settle, ticket, model, prompt, completion)
-                )
+                await asyncio.shield(self.state.commits.settle(ticket, model, prompt, completion))
 
     def _upstream_unreachable(self, exc: httpx.HTTPError) -> None:
         log.warning("upstream unreachable: %s", type(exc).__name__)

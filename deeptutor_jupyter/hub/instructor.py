@@ -142,6 +142,7 @@ class InstructorPage(InstructorHandler):
                 requests_per_minute=_int_or_none(self.get_body_argument("requests_per_minute", "")),
             )
             await self.state.db(self.state.quota.set_student_override, student, limits)
+        self.state.forget_override(student)
         self.redirect(self.request.path)
 
 

@@ -116,6 +116,8 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA busy_timeout=30000")
+    # WAL with NORMAL stays consistent after a crash; a power cut may lose the last counts.
+    cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
 
 
@@ -177,47 +179,65 @@ class QuotaStore:
     # --- admission ----------------------------------------------------------------------------
 
     def admit(self, student: str, limits: Limits, hold: int) -> Ticket | Refusal:
+        with self.engine.begin() as conn:
+            return self.admit_in(conn, student, limits, hold)
+
+    def release(self, ticket: Ticket) -> None:
+        """Give back the hold of a request the upstream refused or never answered."""
+        with self.engine.begin() as conn:
+            self.release_in(conn, ticket)
+
+    def settle(self, ticket: Ticket, model: str, prompt: int, completion: int) -> None:
+        """Replace the request's hold by what the upstream said it used; record the usage."""
+        with self.engine.begin() as conn:
+            self.settle_in(conn, ticket, model, prompt, completion)
+
+    def run_batch(self, ops: list[Callable[[sa.Connection], Any]]) -> list[Any]:
+        """Several operations in one transaction (hub/batch.py orders them so that replicas
+        lock rows in the same order); a failed batch is retried one operation at a time."""
+        try:
+            with self.engine.begin() as conn:
+                return [op(conn) for op in ops]
+        except sa.exc.DBAPIError:
+            results: list[Any] = []
+            for op in ops:
+                try:
+                    with self.engine.begin() as conn:
+                        results.append(op(conn))
+                except sa.exc.DBAPIError as exc:
+                    results.append(exc)
+            return results
+
+    def admit_in(
+        self, conn: sa.Connection, student: str, limits: Limits, hold: int
+    ) -> Ticket | Refusal:
         now = self.clock()
         day = now.strftime("%Y-%m-%d")
         minute = int(now.timestamp() // 60)
-        with self.engine.begin() as conn:
-            if limits.requests_per_minute is not None:
-                refused = self._take_minute_slot(conn, student, minute, limits.requests_per_minute)
-                if refused:
-                    return Refusal(
-                        "rate_limited",
-                        f"You are sending questions faster than your course allows "
-                        f"({limits.requests_per_minute} a minute). Wait a minute and try again.",
-                        retry_after=60 - now.second,
-                    )
-            _insert_missing(
-                conn, budget_day, {"student": student, "day": day, "used": 0, "held": 0}
+        per_minute = limits.requests_per_minute
+        if per_minute is not None and self._take_minute_slot(conn, student, minute, per_minute):
+            return Refusal(
+                "rate_limited",
+                f"You are sending questions faster than your course allows "
+                f"({per_minute} a minute). Wait a minute and try again.",
+                retry_after=60 - now.second,
             )
-            if limits.daily_tokens is None:
-                conn.execute(
-                    budget_day.update()
-                    .where(budget_day.c.student == student, budget_day.c.day == day)
-                    .values(held=budget_day.c.held + hold)
-                )
-                return Ticket(student, day, hold)
-            result = conn.execute(
-                budget_day.update()
-                .where(
-                    budget_day.c.student == student,
-                    budget_day.c.day == day,
-                    budget_day.c.used + budget_day.c.held < limits.daily_tokens,
-                )
-                .values(held=budget_day.c.held + hold)
+        _insert_missing(conn, budget_day, {"student": student, "day": day, "used": 0, "held": 0})
+        where = [budget_day.c.student == student, budget_day.c.day == day]
+        if limits.daily_tokens is not None:
+            where.append(budget_day.c.used + budget_day.c.held < limits.daily_tokens)
+        result = conn.execute(
+            budget_day.update().where(*where).values(held=budget_day.c.held + hold)
+        )
+        if result.rowcount == 1:
+            return Ticket(student, day, hold)
+        if limits.requests_per_minute is not None:
+            # A refused request should not also cost a slot of the minute.
+            conn.execute(
+                rate_minute.update()
+                .where(rate_minute.c.student == student, rate_minute.c.minute == minute)
+                .values(count=rate_minute.c.count - 1)
             )
-            if result.rowcount == 1:
-                return Ticket(student, day, hold)
-            if limits.requests_per_minute is not None:
-                # A refused request should not also cost a slot of the minute.
-                conn.execute(
-                    rate_minute.update()
-                    .where(rate_minute.c.student == student, rate_minute.c.minute == minute)
-                    .values(count=rate_minute.c.count - 1)
-                )
         return Refusal("budget_exhausted", budget_message())
 
     def _take_minute_slot(
@@ -233,40 +253,42 @@ class QuotaStore:
             )
             .values(count=rate_minute.c.count + 1)
         )
-        if minute % 10 == 0:
-            conn.execute(rate_minute.delete().where(rate_minute.c.minute < minute - 1))
+        # Only the student's own old rows: touching others' rows would break the lock order.
+        conn.execute(
+            rate_minute.delete().where(
+                rate_minute.c.student == student, rate_minute.c.minute < minute - 1
+            )
+        )
         return result.rowcount != 1
 
-    def release(self, ticket: Ticket) -> None:
-        """Give back the hold of a request the upstream refused or never answered."""
-        with self.engine.begin() as conn:
-            conn.execute(
-                budget_day.update()
-                .where(budget_day.c.student == ticket.student, budget_day.c.day == ticket.day)
-                .values(held=budget_day.c.held - ticket.held)
-            )
+    def release_in(self, conn: sa.Connection, ticket: Ticket) -> None:
+        conn.execute(
+            budget_day.update()
+            .where(budget_day.c.student == ticket.student, budget_day.c.day == ticket.day)
+            .values(held=budget_day.c.held - ticket.held)
+        )
 
-    def settle(self, ticket: Ticket, model: str, prompt: int, completion: int) -> None:
-        """Replace the request's hold by what the upstream said it used; record the usage."""
+    def settle_in(
+        self, conn: sa.Connection, ticket: Ticket, model: str, prompt: int, completion: int
+    ) -> None:
         total = max(0, prompt) + max(0, completion)
-        with self.engine.begin() as conn:
-            conn.execute(
-                budget_day.update()
-                .where(budget_day.c.student == ticket.student, budget_day.c.day == ticket.day)
-                .values(used=budget_day.c.used + total, held=budget_day.c.held - ticket.held)
+        conn.execute(
+            budget_day.update()
+            .where(budget_day.c.student == ticket.student, budget_day.c.day == ticket.day)
+            .values(used=budget_day.c.used + total, held=budget_day.c.held - ticket.held)
+        )
+        key = {"student": ticket.student, "day": ticket.day, "model": model}
+        zeros = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        _insert_missing(conn, usage_day, {**key, **zeros})
+        conn.execute(
+            usage_day.update()
+            .where(*(usage_day.c[k] == v for k, v in key.items()))
+            .values(
+                requests=usage_day.c.requests + 1,
+                prompt_tokens=usage_day.c.prompt_tokens + max(0, prompt),
+                completion_tokens=usage_day.c.completion_tokens + max(0, completion),
             )
-            key = {"student": ticket.student, "day": ticket.day, "model": model}
-            zeros = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
-            _insert_missing(conn, usage_day, {**key, **zeros})
-            conn.execute(
-                usage_day.update()
-                .where(*(usage_day.c[k] == v for k, v in key.items()))
-                .values(
-                    requests=usage_day.c.requests + 1,
-                    prompt_tokens=usage_day.c.prompt_tokens + max(0, prompt),
-                    completion_tokens=usage_day.c.completion_tokens + max(0, completion),
-                )
-            )
+        )
 
     # --- reports ------------------------------------------------------------------------------
 
