@@ -65,7 +65,9 @@ class GatewayState:
     )
 
     _commits: GroupCommit | None = None
-    _overrides: dict[str, tuple[float, Limits | None]] = field(default_factory=dict)
+    _overrides: dict[str, Limits] = field(default_factory=dict)
+    _overrides_until: float = 0.0
+    _overrides_loading: asyncio.Future[Any] | None = None
 
     @property
     def commits(self) -> GroupCommit:
@@ -86,19 +88,24 @@ class GatewayState:
     async def limits_for(self, identity: Identity) -> Limits:
         """An instructor's override for the student, else group or course limits.
 
-        Overrides are cached for OVERRIDE_CACHE_SECONDS: a change made on another replica's
-        page reaches this one within that time, and a request costs no extra query.
+        All overrides are read in one query at most every OVERRIDE_CACHE_SECONDS, so a request
+        costs no query of its own; a change on another replica's page arrives within that time.
         """
-        now = time.monotonic()
-        cached = self._overrides.get(identity.name)
-        if cached is None or cached[0] < now:
-            override = await self.db(self.quota.student_override, identity.name)
-            cached = (now + OVERRIDE_CACHE_SECONDS, override)
-            self._overrides[identity.name] = cached
-        return cached[1] or self.config.limits_for(identity.groups)
+        if time.monotonic() >= self._overrides_until:
+            if self._overrides_loading is None:
+                self._overrides_loading = asyncio.ensure_future(self.db(self.quota.overrides))
+            loading = self._overrides_loading
+            try:
+                self._overrides = await asyncio.shield(loading)
+                self._overrides_until = time.monotonic() + OVERRIDE_CACHE_SECONDS
+            finally:
+                if self._overrides_loading is loading:
+                    self._overrides_loading = None
+        return self._overrides.get(identity.name) or self.config.limits_for(identity.groups)
 
     def forget_override(self, student: str) -> None:
-        self._overrides.pop(student, None)
+        """This replica saw an instructor change a student's limits: read them again."""
+        self._overrides_until = 0.0
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:
