@@ -101,7 +101,10 @@ class KernelDriver:
         msg_id: str = msg["header"]["msg_id"]
         self.wait_for(lambda: self._idle_after(msg_id), timeout)
         reply = self.kc.get_shell_msg(timeout=timeout)
-        assert reply["parent_header"]["msg_id"] == msg_id
+        # On a busy machine wait_for_ready may have asked kernel_info twice: skip stray replies.
+        while reply["parent_header"].get("msg_id") != msg_id:
+            assert reply["msg_type"] == "kernel_info_reply", reply["msg_type"]
+            reply = self.kc.get_shell_msg(timeout=timeout)
         self.last_reply = reply
         status = reply["content"]["status"]
         if status != "ok":

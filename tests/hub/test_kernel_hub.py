@@ -8,10 +8,8 @@ holds the hub-issued ``JUPYTERHUB_API_TOKEN`` and the ``DEEPTUTOR_HUB_*`` entrie
 
 from __future__ import annotations
 
-import contextlib
 import html
 import json
-import queue
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,11 +59,6 @@ def alice_kernel(alice_env: dict[str, str], tmp_path: Path) -> Iterator[KernelDr
         IPYTHONDIR=str(tmp_path / "ipython"),
     )
     driver = KernelDriver(env, cwd=tmp_path)
-    # A busy machine can make wait_for_ready ask kernel_info twice; drop the extra reply so
-    # the first execute reads its own.
-    with contextlib.suppress(queue.Empty):
-        while True:
-            driver.kc.get_shell_msg(timeout=0.5)
     try:
         driver.execute("%load_ext deeptutor_jupyter")
         yield driver
