@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -52,7 +53,7 @@ class GatewayState:
     key: SecretStr | None
     quota: QuotaStore
     check_token: TokenChecker
-    has_scope: Any
+    has_scope: Callable[[Identity, str], bool]
     service_name: str = "deeptutor"
     # No cap on connections: httpx's default of 100 would queue the 101st student's stream.
     client: httpx.AsyncClient = field(

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import html
 import io
 import re
@@ -29,7 +30,7 @@ _OBJECTIVE_RE = re.compile(r"^[\w.:/-]{1,120}$")
 
 
 def _usage_json(rows: list[UsageRow]) -> list[dict[str, Any]]:
-    return [row.__dict__ for row in rows]
+    return [dataclasses.asdict(row) for row in rows]
 
 
 class OwnUsageHandler(ApiHandler):

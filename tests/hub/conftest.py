@@ -18,7 +18,12 @@ def upstream() -> Iterator[FakeLLMServer]:
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory: pytest.TempPathFactory, upstream: FakeLLMServer) -> Iterator[Hub]:
     """One hub per test module; each test uses its own students' budgets or resets them."""
-    running = Hub(tmp_path_factory.mktemp("hub"), upstream.url, daily_tokens=1_000)
+    running = Hub(
+        tmp_path_factory.mktemp("hub"),
+        upstream.url,
+        daily_tokens=1_000,
+        groups={"honours": {"daily_tokens": 5_000, "requests_per_minute": None}},
+    )
     try:
         yield running
     finally:

@@ -66,7 +66,10 @@ c.Spawner.args = ["--allow-root"]
 c.Spawner.default_url = "/lab"
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
-c.JupyterHub.load_groups = {{"class-a": {{"users": ["alice", "bob"]}}}}
+c.JupyterHub.load_groups = {{
+    "class-a": {{"users": ["alice", "bob"]}},
+    "honours": {{"users": ["dan"]}},
+}}
 c.JupyterHub.services = [{{"name": "test-admin", "api_token": {admin_token!r}}}]
 c.JupyterHub.load_roles = [{{
     "name": "test-admin-role",
@@ -150,10 +153,11 @@ class Hub:
             time.sleep(0.2)
         raise AssertionError(f"JupyterHub did not come up:\n{self.log_text()}")
 
-    def log_text(self) -> str:
+    def log_text(self, whole: bool = False) -> str:
         if not self.log.closed:
             self.log.flush()
-        return (self.tmp / "hub.log").read_text(encoding="utf-8", errors="replace")[-6000:]
+        text = (self.tmp / "hub.log").read_text(encoding="utf-8", errors="replace")
+        return text if whole else text[-6000:]
 
     def admin(self, method: str, path: str, **kw: Any) -> httpx.Response:
         headers = {"Authorization": f"token {self.admin_token}"}

@@ -67,6 +67,10 @@ def test_a_student_token_reaches_the_upstream_with_the_course_key(
     models = httpx.get(f"{hub.service}/v1/models", headers={"Authorization": f"Bearer {token}"})
     assert [m["id"] for m in models.json()["data"]] == ["fake-model", "fake-large"]
 
+    # The hub's log (which carries the service's own output) holds neither secret.
+    assert UPSTREAM_KEY not in hub.log_text(whole=True)
+    assert token not in hub.log_text(whole=True)
+
     mine = httpx.get(f"{hub.service}/v1/usage", headers={"Authorization": f"Bearer {token}"}).json()
     row = next(u for u in mine["usage"] if u["model"] == "fake-model")
     assert (row["requests"], row["prompt_tokens"], row["completion_tokens"]) == (2, 13, 8)
@@ -180,3 +184,14 @@ def test_an_upstream_that_drops_mid_answer_ends_the_students_stream_with_an_erro
     assert "".join(c["delta"].get("content") or "" for e in events for c in e.get("choices", []))
     assert events[-1]["error"]["code"] == 502
     assert "stopped answering" in events[-1]["error"]["message"]
+
+
+def test_group_limits_apply_to_a_server_token(hub: Hub) -> None:
+    # The scopes configure() gives a server's token, which include reading the user's groups.
+    server_like = [SERVICE_SCOPE, "read:users:groups!user"]
+    dan = hub.token_for("dan", server_like)
+    mine = httpx.get(f"{hub.service}/v1/usage", headers={"Authorization": f"Bearer {dan}"})
+    assert mine.json()["limits"] == {"daily_tokens": 5000, "requests_per_minute": None}
+    erin = hub.token_for("erin", server_like)
+    theirs = httpx.get(f"{hub.service}/v1/usage", headers={"Authorization": f"Bearer {erin}"})
+    assert theirs.json()["limits"] == {"daily_tokens": 1000, "requests_per_minute": None}
