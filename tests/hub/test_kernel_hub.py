@@ -19,6 +19,7 @@ import pytest
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
 from tests.e2e.kernel_driver import KernelDriver
 from tests.hub.harness import UPSTREAM_KEY, Hub
+from tests.hub.test_gateway_hub import upstream_connection_open
 
 pytestmark = [pytest.mark.hub, pytest.mark.e2e]
 
@@ -109,6 +110,24 @@ def test_tutor_in_a_students_kernel_goes_through_the_course_service(
     home_files = [p for p in (tmp_path / "home").rglob("*") if p.is_file()]
     assert home_files  # the turn was stored
     assert not any(UPSTREAM_KEY.encode() in p.read_bytes() for p in home_files)
+
+
+def test_stop_in_the_students_cell_closes_the_upstream_request(
+    alice_kernel: KernelDriver, upstream: FakeLLMServer
+) -> None:
+    k = alice_kernel
+    upstream.clear_requests()
+    upstream.add(Reply(chunks=[f"w{i} " for i in range(2000)], chunk_delay=0.02))
+    k.execute("%tutor Tell me a long story.")
+    view = turn_view(k)
+    k.wait_for(lambda: "w3" in k.markdown_in(view))
+    port = upstream.requests[-1].client_port
+    assert upstream_connection_open(upstream, port)
+    stop = next(b for b in k.with_class("dt-stop") if b in k.descendants(view))
+    k.click(stop)
+    # The kernel closes its request to the service, and the service its request upstream,
+    # long before the 2000 chunks (40 s) are out.
+    k.wait_for(lambda: not upstream_connection_open(upstream, port))
 
 
 def test_a_spent_budget_shows_a_card_in_the_students_cell(
