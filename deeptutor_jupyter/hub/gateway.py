@@ -226,22 +226,19 @@ class ChatCompletionsHandler(ApiHandler):
             options = body.get("stream_options")
             body["stream_options"] = {**(options if isinstance(options, dict) else {})}
             body["stream_options"]["include_usage"] = True
-        url = self.state.config.upstream_url + "/chat/completions"
         scanner = UsageScanner()
         settled = False
         try:
-            request = self.state.client.build_request(
-                "POST",
-                url,
-                content=json.dumps(body).encode(),
-                headers=self.state.upstream_headers(),
-                timeout=httpx.Timeout(self.state.config.upstream_timeout, connect=10.0),
-            )
             # The gateway's own share of the latency: token check, admission, until sending.
             self.set_header(
                 "Server-Timing", f"gateway;dur={self.request.request_time() * 1000:.2f}"
             )
-            response = await self.state.client.send(request, stream=True)
+            response = await self._send(body)
+            if streaming and await _rejects_stream_options(response):
+                # An upstream without include_usage (some servers): go on without it; the
+                # usage is then estimated (hub/usage_stream.py).
+                body.pop("stream_options", None)
+                response = await self._send(body)
         except httpx.HTTPError as exc:
             await self.state.commits.release(ticket)
             settled = True
@@ -296,6 +293,16 @@ class ChatCompletionsHandler(ApiHandler):
                 prompt, completion = scanner.usage(estimate_prompt_tokens(body))
                 await asyncio.shield(self.state.commits.settle(ticket, model, prompt, completion))
 
+    async def _send(self, body: dict[str, Any]) -> httpx.Response:
+        request = self.state.client.build_request(
+            "POST",
+            self.state.config.upstream_url + "/chat/completions",
+            content=json.dumps(body).encode(),
+            headers=self.state.upstream_headers(),
+            timeout=httpx.Timeout(self.state.config.upstream_timeout, connect=10.0),
+        )
+        return await self.state.client.send(request, stream=True)
+
     def _upstream_unreachable(self, exc: httpx.HTTPError) -> None:
         log.warning("upstream unreachable: %s", type(exc).__name__)
         if isinstance(exc, httpx.TimeoutException):
@@ -306,3 +313,14 @@ class ChatCompletionsHandler(ApiHandler):
                 "upstream_unreachable",
                 "The course's model server could not be reached; tell your instructor.",
             )
+
+
+async def _rejects_stream_options(response: httpx.Response) -> bool:
+    """Whether the upstream refused ``stream_options``; the refused response is then closed."""
+    if response.status_code not in (400, 422):
+        return False
+    text = (await response.aread()).decode("utf-8", "replace")
+    if "stream_options" in text or "include_usage" in text:
+        await response.aclose()
+        return True
+    return False

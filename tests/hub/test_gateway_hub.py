@@ -195,3 +195,21 @@ def test_group_limits_apply_to_a_server_token(hub: Hub) -> None:
     erin = hub.token_for("erin", server_like)
     theirs = httpx.get(f"{hub.service}/v1/usage", headers={"Authorization": f"Bearer {erin}"})
     assert theirs.json()["limits"] == {"daily_tokens": 1000, "requests_per_minute": None}
+
+
+def test_an_upstream_without_stream_options_is_asked_again_without_them(
+    hub: Hub, upstream: FakeLLMServer
+) -> None:
+    token = hub.token_for("erin", [SERVICE_SCOPE])
+    upstream.clear_requests()
+    upstream.extend(
+        [
+            Reply(status=400, error="Unrecognized request argument supplied: stream_options"),
+            Reply(text="Fine without."),
+        ]
+    )
+    r = chat(hub, token)
+    assert (r.status_code, sse_text(r)) == (200, "Fine without.")
+    first, second = upstream.requests[-2:]
+    assert first.body["stream_options"] == {"include_usage": True}
+    assert "stream_options" not in second.body
