@@ -74,7 +74,6 @@ def serve_gateway(port: int, upstream: str, db: str) -> None:
     )
 
     async def main() -> None:
-        state.client = httpx.AsyncClient(timeout=None, limits=httpx.Limits(max_connections=1000))
         make_app(state, PREFIX, oauth=False).listen(port, address="127.0.0.1")
         await asyncio.Event().wait()
 

@@ -41,6 +41,7 @@ T = TypeVar("T")
 
 ERROR_TYPE = "course_service"
 OVERRIDE_CACHE_SECONDS = 5.0
+UPSTREAM_POOLS = 8
 # Response headers of the upstream worth passing on; hop-by-hop ones are tornado's business.
 _PASSED_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-request-id")
 
@@ -55,12 +56,20 @@ class GatewayState:
     check_token: TokenChecker
     has_scope: Callable[[Identity, str], bool]
     service_name: str = "deeptutor"
-    # No cap on connections: httpx's default of 100 would queue the 101st student's stream.
-    client: httpx.AsyncClient = field(
-        default_factory=lambda: httpx.AsyncClient(
-            timeout=None, limits=httpx.Limits(max_connections=None, max_keepalive_connections=200)
-        )
+    # Several small pools instead of one large one: httpcore's pool scans all its connections
+    # for every request and every release, which costs more than the relaying itself once a
+    # hundred streams are open (measured with benchmarks/hub_gateway.py). No cap on connections:
+    # httpx's default of 100 would queue the 101st student's stream.
+    clients: list[httpx.AsyncClient] = field(
+        default_factory=lambda: [
+            httpx.AsyncClient(
+                timeout=None,
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
+            )
+            for _ in range(UPSTREAM_POOLS)
+        ]
     )
+    _next_client: int = 0
     executor: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(4, thread_name_prefix="deeptutor-hub-db")
     )
@@ -75,6 +84,11 @@ class GatewayState:
         if self._commits is None:
             self._commits = GroupCommit(self.quota, self.executor)
         return self._commits
+
+    def client(self) -> httpx.AsyncClient:
+        """The next upstream pool, round robin."""
+        self._next_client = (self._next_client + 1) % len(self.clients)
+        return self.clients[self._next_client]
 
     async def db(self, fn: Any, *args: Any) -> Any:
         """Run a database call off the event loop, so open streams keep flowing meanwhile."""
@@ -294,14 +308,15 @@ class ChatCompletionsHandler(ApiHandler):
                 await asyncio.shield(self.state.commits.settle(ticket, model, prompt, completion))
 
     async def _send(self, body: dict[str, Any]) -> httpx.Response:
-        request = self.state.client.build_request(
+        client = self.state.client()
+        request = client.build_request(
             "POST",
             self.state.config.upstream_url + "/chat/completions",
             content=json.dumps(body).encode(),
             headers=self.state.upstream_headers(),
             timeout=httpx.Timeout(self.state.config.upstream_timeout, connect=10.0),
         )
-        return await self.state.client.send(request, stream=True)
+        return await client.send(request, stream=True)
 
     def _upstream_unreachable(self, exc: httpx.HTTPError) -> None:
         log.warning("upstream unreachable: %s", type(exc).__name__)
