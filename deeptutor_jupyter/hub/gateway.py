@@ -255,9 +255,12 @@ class ChatCompletionsHandler(ApiHandler):
                 response = await self._send(body)
         except httpx.HTTPError as exc:
             await self.state.commits.release(ticket)
-            settled = True
             self._upstream_unreachable(exc)
             return
+        except asyncio.CancelledError:
+            # The student left before the upstream answered: give the hold back.
+            await asyncio.shield(self.state.commits.release(ticket))
+            raise
         try:
             self.set_status(response.status_code)
             for name in _PASSED_HEADERS:

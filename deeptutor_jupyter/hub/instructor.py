@@ -44,11 +44,12 @@ class OwnUsageHandler(ApiHandler):
             return
         rows = await self.state.db(self.state.quota.usage, identity.name)
         limits = await self.state.limits_for(identity)
-        used = await self.state.db(self.state.quota.used_today, identity.name)
+        used, held = await self.state.db(self.state.quota.today, identity.name)
         self.finish(
             {
                 "student": identity.name,
                 "used_today": used,
+                "held_now": held,
                 "limits": limits.model_dump(),
                 "usage": _usage_json(rows),
             }

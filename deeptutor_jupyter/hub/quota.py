@@ -293,14 +293,18 @@ class QuotaStore:
     # --- reports ------------------------------------------------------------------------------
 
     def used_today(self, student: str) -> int:
+        return self.today(student)[0]
+
+    def today(self, student: str) -> tuple[int, int]:
+        """(tokens used today, tokens held by the student's running requests)."""
         day = self.clock().strftime("%Y-%m-%d")
         with self.engine.connect() as conn:
-            value = conn.execute(
-                sa.select(budget_day.c.used).where(
+            row = conn.execute(
+                sa.select(budget_day.c.used, budget_day.c.held).where(
                     budget_day.c.student == student, budget_day.c.day == day
                 )
-            ).scalar()
-        return int(value or 0)
+            ).first()
+        return (int(row.used), int(row.held)) if row is not None else (0, 0)
 
     def usage(self, student: str | None = None, days: int = 31) -> list[UsageRow]:
         since = (self.clock() - dt.timedelta(days=days)).strftime("%Y-%m-%d")

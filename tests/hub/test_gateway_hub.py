@@ -213,3 +213,27 @@ def test_an_upstream_without_stream_options_is_asked_again_without_them(
     first, second = upstream.requests[-2:]
     assert first.body["stream_options"] == {"include_usage": True}
     assert "stream_options" not in second.body
+
+
+def test_a_student_who_leaves_before_the_answer_starts_gets_the_hold_back(
+    hub: Hub, upstream: FakeLLMServer
+) -> None:
+    token = hub.token_for("carol", [SERVICE_SCOPE])
+    headers = {"Authorization": f"Bearer {token}"}
+    upstream.add(Reply(text="late", delay=3.0))
+    with pytest.raises(httpx.ReadTimeout):
+        chat_timeout = httpx.Timeout(30, read=0.5)
+        body = {"model": "fake-model", "messages": [{"role": "user", "content": "x"}]}
+        httpx.post(
+            f"{hub.service}/v1/chat/completions",
+            json={**body, "stream": True, "max_tokens": 300},
+            headers=headers,
+            timeout=chat_timeout,
+        )
+
+    def held() -> int:
+        r = httpx.get(f"{hub.service}/v1/usage", headers=headers)
+        return int(r.json()["held_now"])
+
+    wait_until(lambda: held() == 0)
+    assert httpx.get(f"{hub.service}/v1/usage", headers=headers).json()["used_today"] == 0
