@@ -266,6 +266,19 @@ class ChatCompletionsHandler(ApiHandler):
             for name in _PASSED_HEADERS:
                 if name in response.headers:
                     self.set_header(name, response.headers[name])
+            if response.status_code in (401, 403):
+                # The upstream refused the course's key, not the student's token: passed on
+                # as is, the student's cell would tell them to fix a key they do not have.
+                said = _upstream_message(await response.aread())
+                self.clear_header("Retry-After")
+                self.fail(
+                    502,
+                    "upstream_key_rejected",
+                    f"The model server refused the course's key{said}. Tell your instructor.",
+                )
+                await self.state.commits.release(ticket)
+                settled = True
+                return
             if response.status_code != 200:
                 self.finish(await response.aread())
                 await self.state.commits.release(ticket)
@@ -342,3 +355,14 @@ async def _rejects_stream_options(response: httpx.Response) -> bool:
         await response.aclose()
         return True
     return False
+
+
+def _upstream_message(raw: bytes) -> str:
+    """`` ("its message")`` from an OpenAI-shaped error body, or nothing."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return ""
+    error = data.get("error") if isinstance(data, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return f' ("{str(message)[:200]}")' if message else ""

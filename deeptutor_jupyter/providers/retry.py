@@ -58,8 +58,8 @@ def is_retryable(exc: BaseException) -> bool:
     import httpx
 
     if isinstance(exc, HTTPStatusFailure):
-        if exc.status == 429 and _budget_spent(exc.body):
-            return False  # a spent daily budget does not come back within a retry
+        if _final_course_refusal(exc.body):
+            return False  # a spent daily budget or a refused course key stays so for a while
         return exc.status in (408, 409, 429) or exc.status >= 500
     # Read timeouts are not retried: the learner already waited a full timeout once.
     return isinstance(
@@ -72,9 +72,9 @@ def is_retryable(exc: BaseException) -> bool:
     )
 
 
-def _budget_spent(body: str) -> bool:
+def _final_course_refusal(body: str) -> bool:
     refused = course_refusal(body)
-    return refused is not None and refused[0] == "budget_exhausted"
+    return refused is not None and refused[0] in ("budget_exhausted", "upstream_key_rejected")
 
 
 def _retry_after(exc: BaseException) -> float | None:

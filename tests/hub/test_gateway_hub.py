@@ -123,6 +123,14 @@ def test_upstream_errors_pass_through_with_status_and_body(
     upstream.add(Reply(status=429, error="Slow down", headers={"Retry-After": "7"}))
     r = chat(hub, token, max_tokens=10)
     assert (r.status_code, r.headers.get("retry-after")) == (429, "7")
+    # The course's key refused upstream is the instructor's problem, and says so.
+    upstream.add(Reply(status=401, error="Incorrect API key provided"))
+    r = chat(hub, token, max_tokens=10)
+    assert r.status_code == 502
+    assert r.json()["error"]["message"] == (
+        'The model server refused the course\'s key ("Incorrect API key provided"). '
+        "Tell your instructor."
+    )
 
 
 def test_a_student_who_hangs_up_closes_the_upstream_request(

@@ -74,6 +74,10 @@ def test_a_course_refusal_is_shown_in_its_own_words_and_not_retried() -> None:
         {"error": {"message": "Wait a minute.", "type": "course_service", "code": "rate_limited"}}
     )
     assert is_retryable(HTTPStatusFailure(429, minute))
+    key = {"message": "The model server refused the course's key.", "type": "course_service"}
+    refused_key = json.dumps({"error": {**key, "code": "upstream_key_rejected"}})
+    assert not is_retryable(HTTPStatusFailure(502, refused_key))
+    assert from_status(endpoint, 502, refused_key).message == key["message"]
     # An upstream's own 429 is still worded as a provider's limit.
     upstream = from_status(endpoint, 429, json.dumps({"error": {"message": "Slow down"}}))
     assert "limiting how many requests" in upstream.message and "Slow down" in upstream.message
