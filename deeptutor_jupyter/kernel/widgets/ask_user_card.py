@@ -28,7 +28,12 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from deeptutor_jupyter.kernel.widgets.ask_user_strings import s
+from deeptutor_jupyter.kernel.i18n import text
+
+
+def s(key: str, language: str = "en") -> str:
+    return text("ask", key, language)
+
 
 MODES: tuple[str, ...] = ("single", "multiple", "text", "number", "date", "directory", "toggle")
 OPTION_MODES: frozenset[str] = frozenset({"single", "multiple", "toggle"})
