@@ -1,19 +1,28 @@
 """A named knowledge base: remembered sources, an incremental BM25 index, and search.
 
-Incremental by content hash: each file's SHA-256 is kept in the manifest, and a file whose hash
-did not change keeps its chunks from chunks.jsonl without being read again. The BM25 index
-itself is rebuilt from all chunks on every change (bm25s has no in-place update), which costs
-milliseconds for thousands of chunks; the expensive part, reading PDFs and notebooks, is what
-the hashes save.
+A refresh costs what changed, not what is kept (layout in ``knowledge/storage.py``):
+
+* each file's size and ``mtime_ns`` are in the manifest; a file whose stamp is unchanged is not
+  read at all, and one whose stamp moved is hashed and re-read only if its SHA-256 changed;
+* the chunks of unchanged files stay where they are in the append-only chunk store;
+* each chunk's term ids and counts are kept (``index/doc_*.npy``), so only changed files are
+  tokenised; the BM25 matrix is then recomputed from those arrays with numpy, which costs
+  milliseconds per thousand files.
+
+Rows follow the discovery order of the files, whatever was reused, so a refresh gives the same
+index (and the same search results) as a full rebuild of the same files.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import time
 import uuid
+from array import array
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,22 +34,49 @@ from deeptutor_jupyter.knowledge.ingest import (
     relative_path,
 )
 from deeptutor_jupyter.knowledge.model import (
-    Chunk,
     Hit,
     IndexReport,
     KnowledgeBaseNotFound,
     KnowledgeIndexError,
     validate_kb_name,
 )
-from deeptutor_jupyter.knowledge.tokenize import TOKENIZER_VERSION, tokenize
+from deeptutor_jupyter.knowledge.tokenize import (
+    TOKENIZER_VERSION,
+    Vocabulary,
+    token_ids,
+    tokenize,
+)
 
 __all__ = ["KnowledgeBase", "Progress", "list_kbs", "remove_kb"]
 
+# progress(done, total, current_file): done and total are bytes of the files being indexed.
 Progress = Callable[[int, int, str], None]
 
 # Folders never worth indexing: VCS data, caches, checkpoints (names starting with "." too).
 _SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
 MAX_FILE_BYTES = 50 * 1024 * 1024
+_PROGRESS_STEP = 1 << 20  # inside a big file, report every MiB tokenised
+
+
+@dataclass
+class _Previous:
+    """What a re-index may reuse: the verified index, or nothing (``damage`` says why)."""
+
+    manifest: dict[str, Any] | None = None
+    loaded: storage.Loaded | None = None
+    damage: str | None = None
+
+
+@dataclass
+class _Build:
+    """The new index as it is assembled, file by file, in row order."""
+
+    entries: dict[str, Any] = field(default_factory=dict)
+    # ("old", first old row, rows) or ("new", first new doc, rows), one per file with chunks
+    segments: list[tuple[str, int, int]] = field(default_factory=list)
+    ids: array[int] = field(default_factory=lambda: array("i"))
+    doc_lengths: array[int] = field(default_factory=lambda: array("q"))
+    stamps_moved: bool = False
 
 
 class KnowledgeBase:
@@ -69,51 +105,55 @@ class KnowledgeBase:
     def add_sources(self, paths: list[Path], progress: Progress | None = None) -> IndexReport:
         """Remember ``paths`` (folders or files) as sources and bring the index up to date.
 
-        ``progress(done, total, current_file)`` is called with done=0 before the first file and
-        after each file; the index is written after the last call.
+        ``progress(done, total, current_file)`` is called with done=0 before the first file,
+        after each file and every MiB inside a big one (done and total in bytes); the index is
+        written after the last call.
         """
-        new = [Path(p).expanduser().resolve() for p in paths]
+        new = [Path(p).expanduser().absolute() for p in paths]
         with storage.write_lock(self.folder):
-            old, cached, damage = self._previous_state()
-            report = IndexReport(rebuilt_from_corruption=damage is not None)
-            if damage and old is None:
+            previous = self._previous_state()
+            old = previous.manifest
+            report = IndexReport(rebuilt_from_corruption=previous.damage is not None)
+            if previous.damage and old is None:
                 report.errors.append(
-                    f"the previous index was unreadable ({damage}); its sources are forgotten"
+                    f"the previous index was unreadable ({previous.damage}); "
+                    "its sources are forgotten"
                 )
-            sources = _merge(old["sources"] if old else [], [str(p) for p in new])
+            sources = _merge(old["sources"] if old else [], [str(p.resolve()) for p in new])
             root = Path(old["root"]) if old else (self._new_root or Path.cwd()).resolve()
-            return self._reindex(old, cached, sources, root, report, progress)
+            return self._reindex(previous, sources, root, report, progress)
 
     def refresh(self, progress: Progress | None = None) -> IndexReport:
         """Re-scan the remembered sources: new, changed and deleted files are picked up."""
+        return self._refresh(progress)
+
+    def _refresh(self, progress: Progress | None = None, *, rebuild: str = "") -> IndexReport:
         with storage.write_lock(self.folder):
-            old, cached, damage = self._previous_state()
+            previous = self._previous_state()
+            if rebuild and previous.damage is None:
+                previous = _Previous(previous.manifest, None, rebuild)
+            old = previous.manifest
             if old is None:
-                raise self._unusable(damage)
-            report = IndexReport(rebuilt_from_corruption=damage is not None)
-            return self._reindex(old, cached, old["sources"], Path(old["root"]), report, progress)
+                raise self._unusable(previous.damage)
+            report = IndexReport(rebuilt_from_corruption=previous.damage is not None)
+            return self._reindex(previous, old["sources"], Path(old["root"]), report, progress)
 
     def _files_on_disk(self) -> list[Path]:
         return [p for p in self.folder.iterdir() if p.name != ".lock"]
 
-    def _previous_state(
-        self,
-    ) -> tuple[dict[str, Any] | None, dict[str, list[Chunk]], str | None]:
-        """(manifest or None, chunks by file to reuse, what was wrong or None)."""
+    def _previous_state(self) -> _Previous:
         if not self.folder.exists() or not self._files_on_disk():
-            return None, {}, None
+            return _Previous()
         try:
             loaded = storage.load_verified(self.folder, TOKENIZER_VERSION)
+            storage.check_ranges(self.folder, loaded.manifest)
         except storage.CorruptIndex as exc:
             try:
                 manifest: dict[str, Any] | None = storage.read_manifest(self.folder)
-            except storage.CorruptIndex:
-                manifest = None
-            return manifest, {}, str(exc)  # nothing on disk is trusted: re-read every file
-        by_file: dict[str, list[Chunk]] = {}
-        for chunk in loaded.chunks:
-            by_file.setdefault(chunk.path, []).append(chunk)
-        return loaded.manifest, by_file, None
+            except storage.CorruptIndex as again:
+                manifest = _old_manifest(self.folder) if "older version" in str(again) else None
+            return _Previous(manifest, None, str(exc))  # nothing on disk is trusted
+        return _Previous(loaded.manifest, loaded, None)
 
     def _unusable(self, damage: str | None) -> KnowledgeIndexError:
         if damage is None:
@@ -128,13 +168,13 @@ class KnowledgeBase:
 
     def _reindex(
         self,
-        old: dict[str, Any] | None,
-        cached: dict[str, list[Chunk]],
+        previous: _Previous,
         sources: list[str],
         root: Path,
         report: IndexReport,
         progress: Progress | None,
     ) -> IndexReport:
+        old = previous.manifest
         files = _discover(sources, report.errors)
         if report.rebuilt_from_corruption and old and old["files"] and not files:
             raise KnowledgeIndexError(
@@ -142,20 +182,40 @@ class KnowledgeBase:
                 f"sources exist any more ({', '.join(sources)}). Remove it with "
                 f"%tutor kb remove {self.name}"
             )
-        old_files: dict[str, Any] = old["files"] if old else {}
-        entries: dict[str, Any] = {}
-        chunks: list[Chunk] = []
+        loaded = previous.loaded
+        old_files: dict[str, Any] = loaded.manifest["files"] if loaded else {}
+        old_rows = (
+            {rel: int(start) for (rel, _), start in zip(loaded.files, loaded.starts, strict=False)}
+            if loaded
+            else {}
+        )
+        writer = _StoreWriter(self.folder, loaded.manifest if loaded else None)
+        vocab = Vocabulary(loaded.retriever.vocab_dict if loaded and loaded.retriever else None)
+        build = _Build()
+        total = sum(size for _, size in files)
+        done = 0
         if progress:
-            progress(0, len(files), "")
-        for done, path in enumerate(files, start=1):
-            rel = relative_path(path, root)
-            self._index_file(path, rel, root, old_files, cached, entries, chunks, report)
-            if progress:
-                progress(done, len(files), rel)
-        report.removed = len(set(old_files) - set(entries))
-        report.chunks = len(chunks)
-        if report.changed or old is None or old.get("sources") != sources:
-            self._write(old, sources, root, entries, chunks)
+            progress(0, total, "")
+        try:
+            for path, size in files:
+                rel = relative_path(path, root)
+                tick = _ticker(progress, done, total, rel)
+                self._index_file(
+                    path, rel, root, old_files, old_rows, build, writer, vocab, report, tick
+                )
+                done += size
+                if progress:
+                    progress(done, total, rel)
+            report.removed = len(set(old_files) - set(build.entries))
+            report.chunks = sum(int(e["chunks"]) for e in build.entries.values())
+            if report.changed or old is None or old.get("sources") != sources:
+                self._write(old, previous, sources, root, build, writer, vocab)
+            elif build.stamps_moved:  # touched but identical files: remember their new stamps
+                manifest = {**loaded.manifest, "files": build.entries} if loaded else None
+                if manifest is not None:
+                    storage.write_manifest(self.folder, manifest)
+        finally:
+            writer.close()
         return report
 
     def _index_file(
@@ -164,60 +224,109 @@ class KnowledgeBase:
         rel: str,
         root: Path,
         old_files: dict[str, Any],
-        cached: dict[str, list[Chunk]],
-        entries: dict[str, Any],
-        chunks: list[Chunk],
+        old_rows: dict[str, int],
+        build: _Build,
+        writer: _StoreWriter,
+        vocab: Vocabulary,
         report: IndexReport,
+        tick: Callable[[int], None],
     ) -> None:
         try:
-            digest = storage.sha256_file(path)
+            st = path.stat()
+            previous = old_files.get(rel)
+            stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+            same_stamp = previous is not None and all(
+                previous.get(k) == v for k, v in stamp.items()
+            )
+            digest = previous["sha256"] if same_stamp and previous else storage.sha256_file(path)
         except OSError as exc:
             report.errors.append(f"{rel}: cannot be read ({exc.strerror or exc})")
             return
-        previous = old_files.get(rel)
-        if previous and previous.get("sha256") == digest and rel in cached:
-            found = cached[rel]
+        if previous is not None and previous.get("sha256") == digest:
             report.unchanged += 1
+            entry = {**previous, **stamp}
+            build.stamps_moved |= not same_stamp
+            entry.update(writer.keep(previous))
+            if entry["chunks"]:
+                build.segments.append(("old", old_rows[rel], int(entry["chunks"])))
+            build.entries[rel] = entry
+            return
+        try:
+            found = ingest_file(path, root, self.name)
+        except IngestError as exc:
+            report.errors.append(str(exc))
+            return
+        if previous:
+            report.updated += 1
         else:
-            try:
-                found = ingest_file(path, root, self.name)
-            except IngestError as exc:
-                report.errors.append(str(exc))
-                return
-            if previous:
-                report.updated += 1
-            else:
-                report.added += 1
-        entries[rel] = {"sha256": digest, "chunks": len(found), "source": str(path)}
-        chunks.extend(found)
+            report.added += 1
+        first_doc = len(build.doc_lengths)
+        lines: list[bytes] = []
+        read = 0
+        for chunk in found:
+            ids = token_ids(f"{chunk.title}\n{chunk.text}", vocab)
+            build.ids.extend(ids)
+            build.doc_lengths.append(len(ids))
+            lines.append(storage.chunk_line(chunk))
+            read += len(chunk.text)
+            if read >= _PROGRESS_STEP:
+                tick(read)
+        if found:
+            build.segments.append(("new", first_doc, len(found)))
+        entry = {"sha256": digest, **stamp, "source": str(path), "chunks": len(found)}
+        entry.update(writer.append(b"".join(lines)))
+        build.entries[rel] = entry
 
     def _write(
         self,
         old: dict[str, Any] | None,
+        previous: _Previous,
         sources: list[str],
         root: Path,
-        entries: dict[str, Any],
-        chunks: list[Chunk],
+        build: _Build,
+        writer: _StoreWriter,
+        vocab: Vocabulary,
     ) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        tokens = [tokenize(f"{c.title}\n{c.text}") for c in chunks]
-        retriever = storage.build_retriever(tokens) if chunks else None
+        store = writer.finish(build.entries)
+        n_docs = sum(n for _, _, n in build.segments)
+        index_files: dict[str, str] = {}
+        if n_docs:
+            ptr, terms, tfs = _doc_arrays(build, previous, vocab)
+            index_files = storage.save_index(self.folder, dict(vocab), ptr, terms, tfs)
+        else:
+            shutil.rmtree(self.folder / storage.INDEX_DIR, ignore_errors=True)
         manifest = {
             "name": self.name,
             "root": str(root),
             "sources": sources,
-            "files": entries,
             "tokenizer": TOKENIZER_VERSION,
             "created_at": (old or {}).get("created_at", now),
             "updated_at": now,
+            "chunks": n_docs,
+            "store": store,
+            "store_size": writer.size,
+            "index_files": index_files,
+            "files": build.entries,
         }
-        storage.write_all(self.folder, manifest, chunks, retriever)
+        storage.write_manifest(self.folder, manifest)
+        previous_store = (previous.loaded.manifest.get("store") if previous.loaded else None) or ""
+        storage.remove_old_stores(self.folder, {store, previous_store})
         self._cache = None
 
     # --- reading --------------------------------------------------------------------------------
 
     def search(self, query: str, k: int = 5) -> list[Hit]:
         """The ``k`` best chunks for ``query``, best first; chunks scoring 0 are left out."""
+        try:
+            return self._search(query, k)
+        except storage.CorruptIndex as exc:
+            # A chunk range failed its checksum as it was read: rebuild from the sources.
+            self._cache = None
+            self.last_report = self._refresh(rebuild=str(exc))
+            return self._search(query, k)
+
+    def _search(self, query: str, k: int) -> list[Hit]:
         loaded = self._loaded()
         if loaded.retriever is None or k <= 0:
             return []
@@ -231,7 +340,7 @@ class KnowledgeBase:
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
         root = str(loaded.manifest["root"])
-        return [Hit(loaded.chunks[i], float(scores[i]), root) for i in top if scores[i] > 0]
+        return [Hit(loaded.chunk(int(i)), float(scores[i]), root) for i in top if scores[i] > 0]
 
     def _loaded(self) -> storage.Loaded:
         """The verified index, from memory while manifest.json is unchanged on disk."""
@@ -249,22 +358,29 @@ class KnowledgeBase:
         return loaded
 
     def _stamp(self) -> tuple[int, int, int]:
-        try:
-            st = (self.folder / storage.MANIFEST).stat()
-        except FileNotFoundError:
-            return (0, 0, 0)
-        return (st.st_mtime_ns, st.st_size, st.st_ino)
+        return _stamp(self.folder / storage.MANIFEST)
 
     def verify(self) -> str | None:
-        """None when the index on disk is sound, else what is wrong with it (nothing is fixed)."""
+        """None when the index on disk is sound, else what is wrong with it (nothing is fixed).
+
+        The full check: every index file and every chunk range against its checksum.
+        """
         try:
-            storage.load_verified(self.folder, TOKENIZER_VERSION)
+            storage.verify_all(self.folder, TOKENIZER_VERSION)
         except storage.CorruptIndex as exc:
             return str(exc)
         return None
 
     def info(self) -> dict[str, Any]:
-        """``name, root, sources, files, chunks, updated_at`` from the manifest (not verified)."""
+        """``name, root, sources, files, chunks, updated_at`` from the manifest (not verified).
+
+        Kept per manifest stamp: a turn start asks for every knowledge base's info, and a big
+        manifest costs milliseconds to parse.
+        """
+        stamp = self._stamp()
+        cached = _INFO_CACHE.get(self.folder)
+        if cached is not None and cached[0] == stamp and stamp != (0, 0, 0):
+            return dict(cached[1])
         try:
             manifest = storage.read_manifest(self.folder)
         except storage.CorruptIndex as exc:
@@ -279,7 +395,7 @@ class KnowledgeBase:
                 "updated_at": None,
                 "problem": str(exc),
             }
-        return {
+        info = {
             "name": self.name,
             "root": manifest["root"],
             "sources": list(manifest["sources"]),
@@ -287,24 +403,192 @@ class KnowledgeBase:
             "chunks": manifest["chunks"],
             "updated_at": manifest.get("updated_at"),
         }
+        _INFO_CACHE[self.folder] = (stamp, info)
+        return dict(info)
+
+
+_INFO_CACHE: dict[Path, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return (0, 0, 0)
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+class _StoreWriter:
+    """Appends chunk lines to the chunk store: the current one, or a new generation when there
+    is none to trust or when less than half of it would still be live."""
+
+    def __init__(self, folder: Path, manifest: dict[str, Any] | None) -> None:
+        self.folder = folder
+        self.old_name: str | None = manifest.get("store") if manifest else None
+        self.name = self.old_name or storage.new_store_name()
+        self.size = 0
+        self._fh: Any = None
+        if self.old_name:
+            try:
+                self.size = (folder / self.old_name).stat().st_size
+            except OSError:
+                self.old_name, self.name = None, storage.new_store_name()
+
+    def _open(self) -> Any:
+        if self._fh is None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            storage.remove_leftovers(self.folder)
+            self._fh = (self.folder / self.name).open("ab")
+            self.size = self._fh.seek(0, os.SEEK_END)
+        return self._fh
+
+    def keep(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """A reused file's range, unchanged (it stays in the same store)."""
+        return {k: entry[k] for k in ("offset", "length", "digest")}
+
+    def append(self, data: bytes) -> dict[str, Any]:
+        fh = self._open()
+        offset = self.size
+        fh.write(data)
+        self.size += len(data)
+        return {"offset": offset, "length": len(data), "digest": hashlib.sha256(data).hexdigest()}
+
+    def finish(self, entries: dict[str, Any]) -> str:
+        """Flush and fsync; compact into a new generation when the store is mostly dead."""
+        fh = self._open()
+        fh.flush()
+        os.fsync(fh.fileno())
+        live = sum(int(e["length"]) for e in entries.values())
+        if self.size > 2 * live + (1 << 16):
+            self._compact(entries)
+        return self.name
+
+    def _compact(self, entries: dict[str, Any]) -> None:
+        fresh = storage.new_store_name()
+        offset = 0
+        with (self.folder / self.name).open("rb") as src, (self.folder / fresh).open("wb") as dst:
+            for entry in entries.values():
+                src.seek(int(entry["offset"]))
+                dst.write(src.read(int(entry["length"])))
+                entry["offset"] = offset
+                offset += int(entry["length"])
+            dst.flush()
+            os.fsync(dst.fileno())
+        self.close()
+        self.name, self.size = fresh, offset
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+def _ticker(progress: Progress | None, done: int, total: int, rel: str) -> Callable[[int], None]:
+    def tick(read: int) -> None:
+        if progress:
+            progress(done + read, total, rel)
+
+    return tick
+
+
+def _doc_arrays(build: _Build, previous: _Previous, vocab: Vocabulary) -> tuple[Any, Any, Any]:
+    """(ptr, terms, tfs) for every row: old rows sliced out of the previous arrays, new rows
+    counted from their token ids in one numpy pass."""
+    import numpy as np
+
+    n_new = len(build.doc_lengths)
+    ids = np.frombuffer(build.ids, dtype=np.int32) if len(build.ids) else np.zeros(0, np.int32)
+    docs = np.repeat(
+        np.arange(n_new, dtype=np.int64),
+        np.frombuffer(build.doc_lengths, np.int64) if n_new else np.zeros(0, np.int64),
+    )
+    keep = ids >= vocab.n_stop
+    keys = (docs[keep] << 32) | ids[keep].astype(np.int64)
+    unique, counts = np.unique(keys, return_counts=True)
+    new_terms = (unique & 0xFFFFFFFF).astype(np.int32)
+    new_per_doc = np.bincount((unique >> 32).astype(np.int64), minlength=n_new)
+    new_ptr = np.zeros(n_new + 1, dtype=np.int64)
+    np.cumsum(new_per_doc, out=new_ptr[1:])
+    new_tfs = counts.astype(np.int32)
+    if previous.loaded is not None and any(kind == "old" for kind, _, _ in build.segments):
+        old_ptr, old_terms, old_tfs = storage.load_doc_arrays(
+            previous.loaded.folder, previous.loaded.manifest
+        )
+    else:
+        old_ptr = old_terms = old_tfs = None
+    per_doc: list[Any] = []
+    terms: list[Any] = []
+    tfs: list[Any] = []
+    for kind, first, rows in _coalesce(build.segments):
+        ptr, t, f = (
+            (old_ptr, old_terms, old_tfs) if kind == "old" else (new_ptr, new_terms, new_tfs)
+        )
+        lo, hi = int(ptr[first]), int(ptr[first + rows])
+        per_doc.append(np.diff(ptr[first : first + rows + 1]))
+        terms.append(t[lo:hi])
+        tfs.append(f[lo:hi])
+    counts_all = np.concatenate(per_doc)
+    ptr_all = np.zeros(len(counts_all) + 1, dtype=np.int64)
+    np.cumsum(counts_all, out=ptr_all[1:])
+    return ptr_all, np.concatenate(terms).astype(np.int32), np.concatenate(tfs).astype(np.int32)
+
+
+def _coalesce(segments: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """Adjacent segments of the same kind whose rows follow each other become one slice."""
+    out: list[tuple[str, int, int]] = []
+    for kind, first, rows in segments:
+        if out and out[-1][0] == kind and out[-1][1] + out[-1][2] == first:
+            out[-1] = (kind, out[-1][1], out[-1][2] + rows)
+        else:
+            out.append((kind, first, rows))
+    return out
+
+
+def _old_manifest(folder: Path) -> dict[str, Any] | None:
+    """Sources and root of a manifest written by an older version, to re-read its files."""
+    import json
+
+    try:
+        data = json.loads((folder / storage.MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if (
+        isinstance(data, dict)
+        and isinstance(data.get("sources"), list)
+        and isinstance(data.get("root"), str)
+    ):
+        return {**data, "files": data.get("files") if isinstance(data.get("files"), dict) else {}}
+    return None
 
 
 def _merge(old: list[str], new: list[str]) -> list[str]:
     return list(dict.fromkeys([*old, *new]))
 
 
-def _discover(sources: list[str], errors: list[str]) -> list[Path]:
-    """Every supported file under the sources, once each, in a stable order."""
+def _discover(sources: list[str], errors: list[str]) -> list[tuple[Path, int]]:
+    """Every supported file under the sources with its size, once each, in a stable order.
+
+    A symlink inside a source folder that resolves outside it is skipped and named: adding a
+    folder must not make a private file elsewhere searchable (symlinked folders are not
+    descended at all). A file named directly is indexed even when it is a link.
+    """
     found: dict[Path, None] = {}
+    outside: list[str] = []
     for source in sources:
         path = Path(source)
         if path.is_dir():
+            top = path.resolve()
             for candidate in sorted(path.rglob("*")):
                 parts = candidate.relative_to(path).parts
                 if any(p.startswith(".") or p in _SKIPPED_DIRS for p in parts):
                     continue
-                if candidate.suffix.lower() in SUPPORTED_SUFFIXES and candidate.is_file():
-                    found.setdefault(candidate.resolve(), None)
+                if candidate.suffix.lower() not in SUPPORTED_SUFFIXES or not candidate.is_file():
+                    continue
+                target = candidate.resolve()
+                if candidate.is_symlink() and not target.is_relative_to(top):
+                    outside.append(str(candidate))
+                    continue
+                found.setdefault(target, None)
         elif path.is_file():
             if path.suffix.lower() in SUPPORTED_SUFFIXES:
                 found.setdefault(path.resolve(), None)
@@ -315,13 +599,27 @@ def _discover(sources: list[str], errors: list[str]) -> list[Path]:
                 )
         else:
             errors.append(f"{source}: not found")
-    too_big = [p for p in found if p.stat().st_size > MAX_FILE_BYTES]
-    errors += [f"{p}: skipped, larger than {MAX_FILE_BYTES // 2**20} MB" for p in too_big]
-    return [p for p in found if p not in too_big]
+    errors += [f"{p}: skipped, a link to a file outside the folder being added" for p in outside]
+    sized: list[tuple[Path, int]] = []
+    for p in found:
+        try:
+            size = p.stat().st_size
+        except OSError as exc:
+            errors.append(f"{p}: cannot be read ({exc.strerror or exc})")
+            continue
+        if size > MAX_FILE_BYTES:
+            errors.append(f"{p}: skipped, larger than {MAX_FILE_BYTES // 2**20} MB")
+        else:
+            sized.append((p, size))
+    return sized
 
 
 def list_kbs(home: Path) -> list[dict[str, Any]]:
-    """``info()`` of every knowledge base under ``home/kb``, by name; damaged ones included."""
+    """``info()`` of every knowledge base under ``home/kb``, by name; damaged ones included.
+
+    One ``stat`` per knowledge base when nothing changed: manifests are parsed again only
+    when their stamp moves (``KnowledgeBase.info``).
+    """
     base = Path(home).expanduser() / "kb"
     if not base.is_dir():
         return []

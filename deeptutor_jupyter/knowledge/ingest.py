@@ -84,9 +84,28 @@ def ingest_file(path: Path, root: Path, kb: str) -> list[Chunk]:
     ]
 
 
+# Share of U+FFFD above which bytes that are not UTF-8 count as binary rather than text in a
+# legacy encoding (a Latin-1 French text has a few per cent accented letters, random bytes half).
+_MAX_UNDECODABLE = 0.10
+
+
 def _read_text(path: Path) -> str:
-    # utf-8-sig drops a BOM; undecodable bytes become U+FFFD rather than losing the file.
-    return path.read_bytes().decode("utf-8-sig", errors="replace")
+    """The file as text; IngestError when it is binary (a renamed image, an archive...)."""
+    data = path.read_bytes()
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 with a BOM (Windows Notepad)
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError:
+            pass
+    if b"\x00" in data:
+        raise IngestError(f"{path.name}: skipped, it is a binary file (NUL bytes), not text")
+    try:
+        return data.decode("utf-8-sig")  # drops a BOM
+    except UnicodeDecodeError:
+        text = data.decode("utf-8-sig", errors="replace")
+    if text.count("\ufffd") > _MAX_UNDECODABLE * len(text):
+        raise IngestError(f"{path.name}: skipped, it is not text (mostly undecodable bytes)")
+    return text  # a few stray bytes become U+FFFD rather than losing the file
 
 
 def split_long(text: str, limit: int = MAX_CHUNK_CHARS) -> list[tuple[int, str]]:
@@ -113,10 +132,14 @@ def split_long(text: str, limit: int = MAX_CHUNK_CHARS) -> list[tuple[int, str]]
 
 
 def _pieces_with_lines(text: str, first_line: int, *, title: str, kind: str) -> list[_Piece]:
-    return [
-        _Piece(piece, title, kind, line=first_line + text.count("\n", 0, offset))
-        for offset, piece in split_long(text)
-    ]
+    # Lines are counted from the previous piece, not from the start: linear in the file's size.
+    pieces: list[_Piece] = []
+    line, counted = first_line, 0
+    for offset, piece in split_long(text):
+        line += text.count("\n", counted, offset)
+        counted = offset
+        pieces.append(_Piece(piece, title, kind, line=line))
+    return pieces
 
 
 # --- Markdown -----------------------------------------------------------------------------------

@@ -2,14 +2,24 @@
 
 Layout of ``$DEEPTUTOR_HOME/kb/<name>/``::
 
-    manifest.json   sources, root, per-file hashes and chunk counts, checksums of the rest
-    chunks.jsonl    one Chunk per line, in index order (row i of the index is line i)
-    index/          the bm25s index (its own ``save`` format)
+    manifest.json          sources, root, per-file stamps, hashes and chunk ranges, checksums
+    chunks-<gen>.jsonl     the chunk store: one Chunk per line, append-only
+    index/                 bm25s's score matrix and vocabulary (``bm25s.BM25.save`` format),
+                           plus each chunk's term ids and counts (doc_*.npy), so a refresh
+                           re-tokenises only the files that changed
 
-Write order: the index goes to a temp folder and is swapped in by rename, then chunks.jsonl
-and manifest.json are each replaced atomically, the manifest last. The manifest carries the
-SHA-256 of every other file, so a crash between two renames, a truncated file or a hand edit
-shows up as a checksum mismatch on load, and the index is rebuilt instead of used.
+Rows of the index follow the manifest's ``files`` order, and each file's chunks are one
+contiguous byte range of the chunk store (``offset``, ``length``, ``digest``). A refresh
+appends the chunks of changed files to the store and leaves the rest where they are; once
+less than half of the store is live it is copied, range by range, into a new generation.
+
+Write order: the chunk store is appended to (bytes past the old manifest's ranges are never
+read by anyone), the index goes to a temp folder and is swapped in by rename, and
+manifest.json is replaced atomically, last. The manifest carries the SHA-256 of every index
+file and of every file's chunk range, so a crash between two renames, a truncated file or a
+hand edit shows up as a checksum mismatch, and the index is rebuilt instead of used. Index
+files are checked when the index is opened; a chunk range when its chunks are read (a search
+hit), so opening a big knowledge base does not hash every chunk.
 
 bm25s and numpy are imported inside the functions that need them, never at module import.
 """
@@ -18,22 +28,26 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from deeptutor_jupyter.knowledge.model import Chunk
 
 MANIFEST = "manifest.json"
-CHUNKS = "chunks.jsonl"
 INDEX_DIR = "index"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
+STORE_PREFIX = "chunks-"
+# The arrays a refresh reuses; the rest of index/ is bm25s's own save format.
+DOC_ARRAYS = ("doc_ptr.npy", "doc_terms.npy", "doc_tfs.npy")
+K1, B = 1.5, 0.75  # bm25s's defaults (method "lucene")
 
 
 class CorruptIndex(Exception):
@@ -42,11 +56,25 @@ class CorruptIndex(Exception):
 
 @dataclass
 class Loaded:
-    """A verified index in memory: the chunks and the bm25s retriever over them."""
+    """A verified index: the manifest, the bm25s retriever (memory-mapped) and row lookup."""
 
     manifest: dict[str, Any]
-    chunks: list[Chunk]
     retriever: Any  # bm25s.BM25, or None for a knowledge base with no chunks
+    folder: Path
+    files: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    starts: Any = None  # numpy array: first row of each file
+    _chunks: dict[int, list[Chunk]] = field(default_factory=dict)
+
+    def chunk(self, row: int) -> Chunk:
+        """The chunk of index row ``row``, read from its file's range and checked."""
+        import numpy as np
+
+        which = int(np.searchsorted(self.starts, row, side="right")) - 1
+        if which not in self._chunks:
+            if len(self._chunks) > 256:  # a search reads a handful; do not grow without bound
+                self._chunks.clear()
+            self._chunks[which] = read_range(self.folder, self.manifest, self.files[which][1])
+        return self._chunks[which][row - int(self.starts[which])]
 
 
 def sha256_file(path: Path) -> str:
@@ -57,11 +85,11 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_bytes(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -94,28 +122,61 @@ def write_lock(folder: Path) -> Iterator[None]:
 def read_manifest(folder: Path) -> dict[str, Any]:
     """The parsed manifest; CorruptIndex when it is missing, unreadable or of another shape."""
     try:
-        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        data = orjson.loads((folder / MANIFEST).read_bytes())
     except FileNotFoundError as exc:
         raise CorruptIndex("manifest.json is missing") from exc
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, ValueError) as exc:
         raise CorruptIndex(f"manifest.json cannot be read ({exc})") from exc
-    if not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION:
+    if not isinstance(data, dict):
         raise CorruptIndex("manifest.json has an unknown format")
     for key, kind in (("sources", list), ("files", dict), ("root", str), ("chunks", int)):
         if not isinstance(data.get(key), kind):
             raise CorruptIndex(f"manifest.json: {key!r} is missing or malformed")
+    if data.get("version") != MANIFEST_VERSION:
+        # Sources and root are still good: the caller re-reads every file into the new format.
+        raise CorruptIndex("the index was written by an older version")
     return data
 
 
 def load_verified(folder: Path, tokenizer_version: int) -> Loaded:
-    """Load chunks and index after checking every file against the manifest."""
+    """The manifest and the memory-mapped index, after checking every index file's checksum."""
     manifest = read_manifest(folder)
     if manifest.get("tokenizer") != tokenizer_version:
         raise CorruptIndex("the index was built with another tokenizer version")
-    chunks = _load_chunks(folder, manifest)
-    if not chunks:
-        return Loaded(manifest, chunks, None)
+    files = list(manifest["files"].items())
+    starts = _row_starts(files, manifest["chunks"])
+    store = manifest.get("store")
+    if manifest["chunks"] == 0:
+        return Loaded(manifest, None, folder, files, starts)
+    if not isinstance(store, str) or not store.startswith(STORE_PREFIX):
+        raise CorruptIndex("manifest.json names no chunk store")
+    try:
+        size = (folder / store).stat().st_size
+    except FileNotFoundError as exc:
+        raise CorruptIndex(f"{store} is missing") from exc
+    if size < int(manifest.get("store_size", -1)):
+        raise CorruptIndex(f"{store} is shorter than the manifest says")
     index = folder / INDEX_DIR
+    _check_index_files(index, manifest)
+    retriever = _load_retriever(index)
+    if retriever.scores.get("num_docs") != manifest["chunks"]:
+        raise CorruptIndex("the index and the manifest hold different numbers of chunks")
+    return Loaded(manifest, retriever, folder, files, starts)
+
+
+def _row_starts(files: list[tuple[str, dict[str, Any]]], total: int) -> Any:
+    import numpy as np
+
+    try:
+        counts = np.fromiter((int(e["chunks"]) for _, e in files), np.int64, len(files))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorruptIndex("manifest.json: a file entry is malformed") from exc
+    if int(counts.sum()) != total or (counts < 0).any():
+        raise CorruptIndex("chunk counts in manifest.json disagree")
+    return np.concatenate(([0], np.cumsum(counts)[:-1])) if len(files) else counts
+
+
+def _check_index_files(index: Path, manifest: dict[str, Any]) -> None:
     expected = manifest.get("index_files")
     if not isinstance(expected, dict) or not expected:
         raise CorruptIndex("manifest.json lists no index files")
@@ -127,69 +188,159 @@ def load_verified(folder: Path, tokenizer_version: int) -> Loaded:
     for name, digest in expected.items():
         if sha256_file(index / name) != digest:
             raise CorruptIndex(f"index/{name} does not match its checksum")
-    retriever = _load_retriever(index)
-    if retriever.scores.get("num_docs") != len(chunks):
-        raise CorruptIndex("the index and chunks.jsonl hold different numbers of chunks")
-    return Loaded(manifest, chunks, retriever)
 
 
-def _load_chunks(folder: Path, manifest: dict[str, Any]) -> list[Chunk]:
-    path = folder / CHUNKS
-    if not path.is_file():
-        raise CorruptIndex("chunks.jsonl is missing")
-    if sha256_file(path) != manifest.get("chunks_sha256"):
-        raise CorruptIndex("chunks.jsonl does not match its checksum")
+def read_range(folder: Path, manifest: dict[str, Any], entry: dict[str, Any]) -> list[Chunk]:
+    """The chunks of one file, checked against the digest of its byte range."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-        chunks = [Chunk.from_json(json.loads(line)) for line in lines if line]
+        offset, length = int(entry["offset"]), int(entry["length"])
+        with (folder / manifest["store"]).open("rb") as fh:
+            fh.seek(offset)
+            data = fh.read(length)
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        raise CorruptIndex(f"the chunk store cannot be read ({exc})") from exc
+    if len(data) != length or hashlib.sha256(data).hexdigest() != entry.get("digest"):
+        raise CorruptIndex("a range of the chunk store does not match its checksum")
+    try:
+        chunks = [Chunk.from_json(orjson.loads(line)) for line in data.splitlines() if line]
     except (ValueError, TypeError) as exc:
-        raise CorruptIndex(f"chunks.jsonl cannot be parsed ({exc})") from exc
-    per_file = sum(int(entry.get("chunks", -1)) for entry in manifest["files"].values())
-    if not len(chunks) == manifest["chunks"] == per_file:
-        raise CorruptIndex("chunk counts in manifest.json and chunks.jsonl disagree")
+        raise CorruptIndex(f"the chunk store cannot be parsed ({exc})") from exc
+    if len(chunks) != entry.get("chunks"):
+        raise CorruptIndex("a file's chunk count disagrees with the chunk store")
     return chunks
+
+
+def check_ranges(folder: Path, manifest: dict[str, Any]) -> None:
+    """Every file's chunk range against its digest, in one sequential read of the store (a
+    refresh reuses ranges without parsing them, so it checks them this way first)."""
+    if not manifest["chunks"]:
+        return
+    try:
+        data = (folder / manifest["store"]).read_bytes()
+    except (OSError, KeyError, TypeError) as exc:
+        raise CorruptIndex(f"the chunk store cannot be read ({exc})") from exc
+    view = memoryview(data)
+    for rel, entry in manifest["files"].items():
+        try:
+            offset, length = int(entry["offset"]), int(entry["length"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptIndex(f"manifest.json: the entry of {rel} is malformed") from exc
+        part = view[offset : offset + length]
+        if len(part) != length or hashlib.sha256(part).hexdigest() != entry.get("digest"):
+            raise CorruptIndex(f"the chunks of {rel} do not match their checksum")
+
+
+def iter_chunks(folder: Path) -> Iterator[Chunk]:
+    """Every chunk in index order (benchmarks and tests; search reads only its hits)."""
+    manifest = read_manifest(folder)
+    for entry in manifest["files"].values():
+        yield from read_range(folder, manifest, entry)
+
+
+def verify_all(folder: Path, tokenizer_version: int) -> Loaded:
+    """``load_verified`` plus every chunk range and the doc arrays: the full check."""
+    loaded = load_verified(folder, tokenizer_version)
+    for _, entry in loaded.files:
+        if entry.get("chunks"):
+            read_range(folder, loaded.manifest, entry)
+    if loaded.retriever is not None:
+        load_doc_arrays(folder, loaded.manifest)
+    return loaded
+
+
+def load_doc_arrays(folder: Path, manifest: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """(doc_ptr, doc_terms, doc_tfs) of a verified index: each chunk's term ids and counts."""
+    import numpy as np
+
+    try:
+        ptr, terms, tfs = (np.load(folder / INDEX_DIR / name) for name in DOC_ARRAYS)
+    except (OSError, ValueError) as exc:
+        raise CorruptIndex(f"the term arrays cannot be loaded ({exc})") from exc
+    if len(ptr) != manifest["chunks"] + 1 or len(terms) != len(tfs) or ptr[-1] != len(terms):
+        raise CorruptIndex("the term arrays do not match the manifest")
+    return ptr, terms, tfs
 
 
 def _load_retriever(index: Path) -> Any:
     import bm25s  # type: ignore[import-untyped]
 
     try:
-        return bm25s.BM25.load(index, show_progress=False)
+        # Memory-mapped: the score matrix stays in the page cache, not in the kernel's heap.
+        return bm25s.BM25.load(index, mmap=True, show_progress=False)
     except Exception as exc:  # bm25s and numpy raise many kinds on a damaged file
         raise CorruptIndex(f"the bm25s index cannot be loaded ({type(exc).__name__})") from exc
 
 
-def build_retriever(token_lists: list[list[str]]) -> Any:
-    """A bm25s retriever over pre-tokenised chunks (ours, so Chinese works the same way)."""
+def bm25_scores(ptr: Any, terms: Any, tfs: Any, n_vocab: int) -> tuple[Any, Any, Any]:
+    """bm25s's lucene scores as a term-major CSC matrix (data, indices, indptr), in numpy.
+
+    The same numbers as ``bm25s.BM25().index`` (idf ``log(1 + (N - df + .5) / (df + .5))``,
+    tf part ``tf / (tf + k1 (1 - b + b dl / avgdl))``) without its per-document Python loops.
+    """
+    import numpy as np
+
+    n_docs = len(ptr) - 1
+    per_doc = np.diff(ptr)
+    docs = np.repeat(np.arange(n_docs, dtype=np.int32), per_doc)
+    lengths = np.bincount(docs, weights=tfs, minlength=n_docs)
+    avg = float(lengths.sum()) / max(n_docs, 1)
+    df = np.bincount(terms, minlength=n_vocab)
+    idf = np.log(1 + (n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
+    tf = tfs.astype(np.float32)
+    norm = (K1 * (1 - B + B * lengths / avg)).astype(np.float32)
+    data = (idf[terms] * (tf / (tf + norm[docs]))).astype(np.float32)
+    # Within one term's column the order of documents does not change a sum over it.
+    order = np.argsort(terms, kind="quicksort")
+    indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+    np.cumsum(df, out=indptr[1:])
+    return data[order], docs[order], indptr
+
+
+def save_index(
+    folder: Path, vocab: dict[str, int], ptr: Any, terms: Any, tfs: Any
+) -> dict[str, str]:
+    """Write the index to a staging folder and swap it in; the checksums of its files."""
     import bm25s
+    import numpy as np
 
+    data, indices, indptr = bm25_scores(ptr, terms, tfs, len(vocab))
     retriever = bm25s.BM25()
-    retriever.index(token_lists, show_progress=False)
-    return retriever
-
-
-def write_all(folder: Path, manifest: dict[str, Any], chunks: list[Chunk], retriever: Any) -> None:
-    """Write index, chunks and manifest in the crash-safe order described above."""
-    folder.mkdir(parents=True, exist_ok=True)
-    _remove_leftovers(folder)
-    index_files: dict[str, str] = {}
-    if retriever is not None:
-        staging = folder / f".index-new-{uuid.uuid4().hex}"
-        retriever.save(staging, show_progress=False)
-        index_files = {p.name: sha256_file(p) for p in sorted(staging.iterdir())}
-        _swap_in(staging, folder / INDEX_DIR)
-    else:
-        shutil.rmtree(folder / INDEX_DIR, ignore_errors=True)
-    body = "".join(json.dumps(c.to_json(), ensure_ascii=False) + "\n" for c in chunks)
-    atomic_write_text(folder / CHUNKS, body)
-    manifest = {
-        **manifest,
-        "version": MANIFEST_VERSION,
-        "chunks": len(chunks),
-        "chunks_sha256": sha256_file(folder / CHUNKS),
-        "index_files": index_files,
+    retriever.scores = {
+        "data": data,
+        "indices": indices,
+        "indptr": indptr,
+        "num_docs": len(ptr) - 1,
     }
-    atomic_write_text(folder / MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=1))
+    retriever.vocab_dict = vocab
+    retriever.nonoccurrence_array = None  # lucene needs none; save() reads the attribute
+    staging = folder / f".index-new-{uuid.uuid4().hex}"
+    retriever.save(staging, show_progress=False)
+    for name, array in zip(DOC_ARRAYS, (ptr, terms, tfs), strict=True):
+        np.save(staging / name, array)
+    index_files = {p.name: sha256_file(p) for p in sorted(staging.iterdir())}
+    _swap_in(staging, folder / INDEX_DIR)
+    return index_files
+
+
+def chunk_line(chunk: Chunk) -> bytes:
+    return orjson.dumps(chunk.to_json()) + b"\n"
+
+
+def new_store_name() -> str:
+    return f"{STORE_PREFIX}{uuid.uuid4().hex[:12]}.jsonl"
+
+
+def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
+    body = orjson.dumps({**manifest, "version": MANIFEST_VERSION}, option=orjson.OPT_INDENT_2)
+    atomic_write_bytes(folder / MANIFEST, body)
+
+
+def remove_old_stores(folder: Path, keep: set[str]) -> None:
+    """Delete chunk stores other than ``keep`` (the current one and the one before it, which
+    a reader holding the previous manifest may still be reading)."""
+    for path in folder.glob(f"{STORE_PREFIX}*.jsonl"):
+        if path.name not in keep:
+            path.unlink(missing_ok=True)
 
 
 def _swap_in(staging: Path, target: Path) -> None:
@@ -202,10 +353,11 @@ def _swap_in(staging: Path, target: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _remove_leftovers(folder: Path) -> None:
+def remove_leftovers(folder: Path) -> None:
     # Staging folders and temp files from an interrupted write; only a writer (under the lock)
     # removes them, so no other writer's staging folder can be in use.
     for leftover in folder.glob(".index-*"):
         shutil.rmtree(leftover, ignore_errors=True)
     for leftover in folder.glob(".*.tmp"):
         leftover.unlink(missing_ok=True)
+    (folder / "chunks.jsonl").unlink(missing_ok=True)  # the store of manifest version 1
