@@ -43,7 +43,9 @@ def write_text(path: Path, size: int, *, markdown: bool, seed: int = 3) -> None:
     while written < size:
         if markdown and n % 5 == 0:
             parts.append(f"## Section {n // 5}\n\n")
-        lines = [" ".join(rng.choices(vocab, weights=weights, k=12)) for _ in range(rng.randint(2, 8))]
+        lines = [
+            " ".join(rng.choices(vocab, weights=weights, k=12)) for _ in range(rng.randint(2, 8))
+        ]
         parts.append("\n".join(lines) + "\n\n")
         written += len(parts[-1])
         n += 1

@@ -1,3 +1,4 @@
+# ruff: noqa: E501
 """Knowledge-base costs that grow with use: refresh, first search, listing, memory.
 
 The corpus is ``benchmarks/kb.py``'s seeded Markdown generator (N short files, default 1,000).
@@ -99,27 +100,35 @@ def main() -> int:
         first_search, hits = _timed(
             lambda: KnowledgeBase(home, "bench").search("gradient descent", k=5)
         )
-        again = statistics.median(_timed(lambda: kb.search("eigenvalues loops"))[0] for _ in range(5))
+        again = statistics.median(
+            _timed(lambda: kb.search("eigenvalues loops"))[0] for _ in range(5)
+        )
         list_big = statistics.median(_timed(lambda: list_kbs(home))[0] for _ in range(5))
         list_small = statistics.median(
             _timed(lambda: list_kbs(Path(tmp) / "home-small"))[0] for _ in range(5)
         )
 
     ms = lambda s: f"{s * 1000:9.1f} ms"  # noqa: E731
+    rows = [
+        ("full index (add_sources)", f"{ms(full)}  ({report.summary()})"),
+        ("floor, bm25s.BM25.index same tokens", f"{ms(floor)}  ratio {full / floor:.2f}x (goal < 1.5x)"),
+        ("our tokenizer over all chunks", f"{ms(tokenize_s)}  ({tokenize_s / full:.0%} of the full index)"),
+        ("refresh, nothing changed", f"{ms(nothing)}  (goal < 1000 ms; {r_nothing.summary()})"),
+        ("refresh, one file changed", f"{ms(one)}  {one / full:.1%} of full (goal < 5%; {r_one.summary()})"),
+        ("refresh, one added + one removed", f"{ms(add_remove)}  {add_remove / full:.1%} of full ({r_ar.summary()})"),
+        ("first search, fresh KnowledgeBase", f"{ms(first_search)}  (goal < 500 ms; {len(hits)} hits)"),
+        ("search again (warm), median", ms(again)),
+        ("list_kbs, this KB", f"{ms(list_big)}  vs one-file KB {ms(list_small)}"),
+        ("peak RSS", f"{rss_before:,.0f} MB before indexing, {rss_after:,.0f} MB after"),
+    ]  # fmt: skip
     print(f"kb refresh benchmark: {n_files} files, {report.chunks} chunks")
-    print(f"  full index (add_sources):            {ms(full)}  ({report.summary()})")
-    print(f"  floor, bm25s.BM25.index same tokens: {ms(floor)}  ratio {full / floor:.2f}x (goal < 1.5x)")
-    print(f"  our tokenizer over all chunks:       {ms(tokenize_s)}  ({tokenize_s / full:.0%} of the full index)")
-    print(f"  refresh, nothing changed:            {ms(nothing)}  (goal < 1000 ms; {r_nothing.summary()})")
-    print(f"  refresh, one file changed:           {ms(one)}  {one / full:.1%} of full (goal < 5%; {r_one.summary()})")
-    print(f"  refresh, one added + one removed:    {ms(add_remove)}  {add_remove / full:.1%} of full ({r_ar.summary()})")
-    print(f"  first search, fresh KnowledgeBase:   {ms(first_search)}  (goal < 500 ms; {len(hits)} hits)")
-    print(f"  search again (warm), median:         {ms(again)}")
-    print(f"  list_kbs, this KB:                   {ms(list_big)}  vs one-file KB {ms(list_small)}")
-    print(f"  peak RSS: {rss_before:,.0f} MB before indexing, {rss_after:,.0f} MB after")
+    for label, value in rows:
+        print(f"  {label + ':':38} {value}")
     ok = one / full < 0.05 and nothing < 1.0 and full / floor < 1.5 and first_search < 0.5
-    print(f"RESULT: refresh of one file {one / full:.1%} of a full index, "
-          f"index {full / floor:.2f}x bm25s: {'PASS' if ok else 'FAIL'}")
+    print(
+        f"RESULT: refresh of one file {one / full:.1%} of a full index, "
+        f"index {full / floor:.2f}x bm25s: {'PASS' if ok else 'FAIL'}"
+    )
     return 0
 
 

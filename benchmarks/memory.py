@@ -41,6 +41,7 @@ from deeptutor_jupyter.memory import (  # noqa: E402
     MemoryStore,
     Section,
     TraceRecord,
+    parse,
     render,
 )
 
@@ -182,6 +183,7 @@ def main() -> None:
         print(f"  L3 profile.md: {args.entries} entries, {size / 1024:,.0f} KiB")
         for label, fn in [
             ("L3 read_text", lambda: store.read_text("L3", "profile")),
+            ("L3 parse only (no cache)", lambda: parse(store.read_text("L3", "profile"))),
             ("L3 read (parse)", lambda: store.read("L3", "profile")),
             ("L3 read_l3_concat", store.read_l3_concat),
             ("L3 system_prompt_block", store.system_prompt_block),

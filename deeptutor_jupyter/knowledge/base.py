@@ -192,18 +192,20 @@ class KnowledgeBase:
         writer = _StoreWriter(self.folder, loaded.manifest if loaded else None)
         vocab = Vocabulary(loaded.retriever.vocab_dict if loaded and loaded.retriever else None)
         build = _Build()
-        total = sum(size for _, size in files)
+        total = sum(st.st_size for _, st in files)
+        prefix = str(root).rstrip("/") + "/"
         done = 0
         if progress:
             progress(0, total, "")
         try:
-            for path, size in files:
-                rel = relative_path(path, root)
+            for path, st in files:
+                name = str(path)
+                rel = name[len(prefix) :] if name.startswith(prefix) else relative_path(path, root)
                 tick = _ticker(progress, done, total, rel)
                 self._index_file(
-                    path, rel, root, old_files, old_rows, build, writer, vocab, report, tick
+                    path, st, rel, root, old_files, old_rows, build, writer, vocab, report, tick
                 )
-                done += size
+                done += st.st_size
                 if progress:
                     progress(done, total, rel)
             report.removed = len(set(old_files) - set(build.entries))
@@ -221,6 +223,7 @@ class KnowledgeBase:
     def _index_file(
         self,
         path: Path,
+        st: os.stat_result,
         rel: str,
         root: Path,
         old_files: dict[str, Any],
@@ -232,7 +235,6 @@ class KnowledgeBase:
         tick: Callable[[int], None],
     ) -> None:
         try:
-            st = path.stat()
             previous = old_files.get(rel)
             stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
             same_stamp = previous is not None and all(
@@ -565,33 +567,25 @@ def _merge(old: list[str], new: list[str]) -> list[str]:
     return list(dict.fromkeys([*old, *new]))
 
 
-def _discover(sources: list[str], errors: list[str]) -> list[tuple[Path, int]]:
-    """Every supported file under the sources with its size, once each, in a stable order.
+def _discover(sources: list[str], errors: list[str]) -> list[tuple[Path, os.stat_result]]:
+    """Every supported file under the sources with its stat, once each, in a stable order.
 
     A symlink inside a source folder that resolves outside it is skipped and named: adding a
     folder must not make a private file elsewhere searchable (symlinked folders are not
-    descended at all). A file named directly is indexed even when it is a link.
+    descended at all). A file named directly is indexed even when it is a link. The walk uses
+    ``os.scandir``, whose entries carry what pathlib would ask the file system for again.
     """
-    found: dict[Path, None] = {}
+    found: dict[str, os.stat_result] = {}
     outside: list[str] = []
     for source in sources:
         path = Path(source)
         if path.is_dir():
-            top = path.resolve()
-            for candidate in sorted(path.rglob("*")):
-                parts = candidate.relative_to(path).parts
-                if any(p.startswith(".") or p in _SKIPPED_DIRS for p in parts):
-                    continue
-                if candidate.suffix.lower() not in SUPPORTED_SUFFIXES or not candidate.is_file():
-                    continue
-                target = candidate.resolve()
-                if candidate.is_symlink() and not target.is_relative_to(top):
-                    outside.append(str(candidate))
-                    continue
-                found.setdefault(target, None)
+            top = str(path.resolve())
+            _walk(top, top, found, outside)
         elif path.is_file():
             if path.suffix.lower() in SUPPORTED_SUFFIXES:
-                found.setdefault(path.resolve(), None)
+                resolved = path.resolve()
+                found.setdefault(str(resolved), resolved.stat())
             else:
                 errors.append(
                     f"{source}: unsupported file type (supported: "
@@ -600,18 +594,44 @@ def _discover(sources: list[str], errors: list[str]) -> list[tuple[Path, int]]:
         else:
             errors.append(f"{source}: not found")
     errors += [f"{p}: skipped, a link to a file outside the folder being added" for p in outside]
-    sized: list[tuple[Path, int]] = []
-    for p in found:
-        try:
-            size = p.stat().st_size
-        except OSError as exc:
-            errors.append(f"{p}: cannot be read ({exc.strerror or exc})")
-            continue
-        if size > MAX_FILE_BYTES:
-            errors.append(f"{p}: skipped, larger than {MAX_FILE_BYTES // 2**20} MB")
+    sized: list[tuple[Path, os.stat_result]] = []
+    for name, st in found.items():
+        if st.st_size > MAX_FILE_BYTES:
+            errors.append(f"{name}: skipped, larger than {MAX_FILE_BYTES // 2**20} MB")
         else:
-            sized.append((p, size))
+            sized.append((Path(name), st))
     return sized
+
+
+def _walk(folder: str, top: str, found: dict[str, os.stat_result], outside: list[str]) -> None:
+    # Depth first with names sorted: the same order as sorted(Path(top).rglob("*")).
+    try:
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        name = entry.name
+        if name.startswith(".") or name in _SKIPPED_DIRS:
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                _walk(entry.path, top, found, outside)
+                continue
+            if os.path.splitext(name)[1].lower() not in SUPPORTED_SUFFIXES:
+                continue
+            if entry.is_symlink():
+                target = os.path.realpath(entry.path)
+                if not os.path.isfile(target):
+                    continue
+                if os.path.commonpath([target, top]) != top:
+                    outside.append(entry.path)
+                    continue
+                found.setdefault(target, os.stat(target))
+            elif entry.is_file(follow_symlinks=False):
+                found.setdefault(entry.path, entry.stat(follow_symlinks=False))
+        except OSError:
+            continue  # vanished while walking
 
 
 def list_kbs(home: Path) -> list[dict[str, Any]]:
