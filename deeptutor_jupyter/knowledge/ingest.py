@@ -84,9 +84,10 @@ def ingest_file(path: Path, root: Path, kb: str) -> list[Chunk]:
     ]
 
 
-# Share of U+FFFD above which bytes that are not UTF-8 count as binary rather than text in a
-# legacy encoding (a Latin-1 French text has a few per cent accented letters, random bytes half).
-_MAX_UNDECODABLE = 0.10
+# Share of control characters (other than whitespace) above which bytes that are not UTF-8
+# count as binary: text in a legacy encoding has none, random bytes about one in ten.
+_MAX_CONTROL = 0.01
+_CONTROL = bytes(c for c in range(32) if chr(c) not in "\t\n\r\f\v\x1b")
 
 
 def _read_text(path: Path) -> str:
@@ -102,10 +103,12 @@ def _read_text(path: Path) -> str:
     try:
         return data.decode("utf-8-sig")  # drops a BOM
     except UnicodeDecodeError:
-        text = data.decode("utf-8-sig", errors="replace")
-    if text.count("\ufffd") > _MAX_UNDECODABLE * len(text):
-        raise IngestError(f"{path.name}: skipped, it is not text (mostly undecodable bytes)")
-    return text  # a few stray bytes become U+FFFD rather than losing the file
+        pass
+    controls = len(data) - len(data.translate(None, _CONTROL))
+    if controls > _MAX_CONTROL * len(data):
+        raise IngestError(f"{path.name}: skipped, it is not text (neither UTF-8 nor a legacy text)")
+    # Not UTF-8 but text: most likely Windows' Western encoding; what it lacks becomes U+FFFD.
+    return data.decode("cp1252", errors="replace")
 
 
 def split_long(text: str, limit: int = MAX_CHUNK_CHARS) -> list[tuple[int, str]]:
@@ -136,8 +139,10 @@ def _pieces_with_lines(text: str, first_line: int, *, title: str, kind: str) -> 
     pieces: list[_Piece] = []
     line, counted = first_line, 0
     for offset, piece in split_long(text):
-        line += text.count("\n", counted, offset)
-        counted = offset
+        # A piece cut at a line end starts with newlines that chunks drop: count past them.
+        start = offset + len(piece) - len(piece.lstrip("\n"))
+        line += text.count("\n", counted, start)
+        counted = start
         pieces.append(_Piece(piece, title, kind, line=line))
     return pieces
 
