@@ -15,7 +15,6 @@ index (and the same search results) as a full rebuild of the same files.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import time
@@ -350,12 +349,12 @@ class KnowledgeBase:
         if self._cache is not None and self._cache[0] == stamp:
             return self._cache[1]
         try:
-            loaded = storage.load_verified(self.folder, TOKENIZER_VERSION)
+            loaded = storage.load_verified(self.folder, TOKENIZER_VERSION, for_search=True)
         except storage.CorruptIndex as exc:
             if not self.folder.exists():
                 raise self._unusable(None) from exc
             self.last_report = self.refresh()  # raises KnowledgeIndexError if it cannot
-            loaded = storage.load_verified(self.folder, TOKENIZER_VERSION)
+            loaded = storage.load_verified(self.folder, TOKENIZER_VERSION, for_search=True)
         self._cache = (self._stamp(), loaded)
         return loaded
 
@@ -453,7 +452,7 @@ class _StoreWriter:
         offset = self.size
         fh.write(data)
         self.size += len(data)
-        return {"offset": offset, "length": len(data), "digest": hashlib.sha256(data).hexdigest()}
+        return {"offset": offset, "length": len(data), "digest": storage.checksum(data)}
 
     def finish(self, entries: dict[str, Any]) -> str:
         """Flush and fsync; compact into a new generation when the store is mostly dead."""

@@ -25,6 +25,7 @@ SUPPORTED_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".py", ".ipynb", ".p
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_MARKS = ("#", "`", "~")  # the first character of every heading or fence line
 
 
 class IngestError(ValueError):
@@ -161,6 +162,10 @@ def markdown_sections(text: str, stack: list[str]) -> list[tuple[int, str, str]]
     current: list[str] = []
     start, fence = 0, ""
     for number, line in enumerate(text.splitlines()):
+        first = line.lstrip(" ")[:1]
+        if first not in _MARKS:  # most lines are prose: no regex for them
+            current.append(line)
+            continue
         fence_match = _FENCE.match(line)
         if fence_match:
             marker = fence_match.group(1)

@@ -78,7 +78,22 @@ class Loaded:
 
 
 def sha256_file(path: Path) -> str:
+    """The SHA-256 of a source file: what the manifest compares to see whether it changed."""
     digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def checksum(data: bytes | memoryview) -> str:
+    """The checksum of our own files and chunk ranges: BLAKE2b-256, about three times faster
+    than SHA-256 here, and these are checked at every open and refresh."""
+    return hashlib.blake2b(data, digest_size=32).hexdigest()
+
+
+def checksum_file(path: Path) -> str:
+    digest = hashlib.blake2b(digest_size=32)
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
@@ -138,8 +153,12 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     return data
 
 
-def load_verified(folder: Path, tokenizer_version: int) -> Loaded:
-    """The manifest and the memory-mapped index, after checking every index file's checksum."""
+def load_verified(folder: Path, tokenizer_version: int, *, for_search: bool = False) -> Loaded:
+    """The manifest and the memory-mapped index, after checking the index files' checksums.
+
+    ``for_search`` leaves out the term arrays (``doc_*.npy``): a search never reads them, and a
+    refresh, which does, opens the index without it.
+    """
     manifest = read_manifest(folder)
     if manifest.get("tokenizer") != tokenizer_version:
         raise CorruptIndex("the index was built with another tokenizer version")
@@ -157,7 +176,7 @@ def load_verified(folder: Path, tokenizer_version: int) -> Loaded:
     if size < int(manifest.get("store_size", -1)):
         raise CorruptIndex(f"{store} is shorter than the manifest says")
     index = folder / INDEX_DIR
-    _check_index_files(index, manifest)
+    _check_index_files(index, manifest, DOC_ARRAYS if for_search else ())
     retriever = _load_retriever(index)
     if retriever.scores.get("num_docs") != manifest["chunks"]:
         raise CorruptIndex("the index and the manifest hold different numbers of chunks")
@@ -176,7 +195,7 @@ def _row_starts(files: list[tuple[str, dict[str, Any]]], total: int) -> Any:
     return np.concatenate(([0], np.cumsum(counts)[:-1])) if len(files) else counts
 
 
-def _check_index_files(index: Path, manifest: dict[str, Any]) -> None:
+def _check_index_files(index: Path, manifest: dict[str, Any], skip: tuple[str, ...] = ()) -> None:
     expected = manifest.get("index_files")
     if not isinstance(expected, dict) or not expected:
         raise CorruptIndex("manifest.json lists no index files")
@@ -186,7 +205,9 @@ def _check_index_files(index: Path, manifest: dict[str, Any]) -> None:
             f"index files differ: expected {sorted(expected)}, found {sorted(present)}"
         )
     for name, digest in expected.items():
-        if sha256_file(index / name) != digest:
+        if name in skip:
+            continue  # not needed to search; a refresh checks it before using it
+        if checksum_file(index / name) != digest:
             raise CorruptIndex(f"index/{name} does not match its checksum")
 
 
@@ -199,7 +220,7 @@ def read_range(folder: Path, manifest: dict[str, Any], entry: dict[str, Any]) ->
             data = fh.read(length)
     except (OSError, KeyError, TypeError, ValueError) as exc:
         raise CorruptIndex(f"the chunk store cannot be read ({exc})") from exc
-    if len(data) != length or hashlib.sha256(data).hexdigest() != entry.get("digest"):
+    if len(data) != length or checksum(data) != entry.get("digest"):
         raise CorruptIndex("a range of the chunk store does not match its checksum")
     try:
         chunks = [Chunk.from_json(orjson.loads(line)) for line in data.splitlines() if line]
@@ -226,7 +247,7 @@ def check_ranges(folder: Path, manifest: dict[str, Any]) -> None:
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptIndex(f"manifest.json: the entry of {rel} is malformed") from exc
         part = view[offset : offset + length]
-        if len(part) != length or hashlib.sha256(part).hexdigest() != entry.get("digest"):
+        if len(part) != length or checksum(part) != entry.get("digest"):
             raise CorruptIndex(f"the chunks of {rel} do not match their checksum")
 
 
@@ -317,7 +338,7 @@ def save_index(
     retriever.save(staging, show_progress=False)
     for name, array in zip(DOC_ARRAYS, (ptr, terms, tfs), strict=True):
         np.save(staging / name, array)
-    index_files = {p.name: sha256_file(p) for p in sorted(staging.iterdir())}
+    index_files = {p.name: checksum_file(p) for p in sorted(staging.iterdir())}
     _swap_in(staging, folder / INDEX_DIR)
     return index_files
 

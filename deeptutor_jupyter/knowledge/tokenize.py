@@ -31,14 +31,20 @@ on or so than that the their then there these this those to was were will with""
 STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 
 
-def _fold(text: str) -> str:
-    # NFKC leaves ASCII unchanged, and most course material is ASCII: skip the normalisation.
-    return text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).lower()
+# For ASCII text the pattern above is "runs of [a-z0-9] after lower()": every other ASCII
+# character becomes a space and str.split does the rest, about twice as fast as the regex.
+_ASCII_SPLIT = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
+
+
+def _words(text: str) -> list[str]:
+    if text.isascii():  # NFKC leaves ASCII unchanged, and most course material is ASCII
+        return text.lower().translate(_ASCII_SPLIT).split()
+    return _TOKEN.findall(unicodedata.normalize("NFKC", text).lower())
 
 
 def tokenize(text: str) -> list[str]:
     """The BM25 terms of ``text``, in order, stopwords removed."""
-    return [t for t in _TOKEN.findall(_fold(text)) if t not in STOPWORDS]
+    return [t for t in _words(text) if t not in STOPWORDS]
 
 
 class Vocabulary(dict[str, int]):
@@ -64,4 +70,4 @@ class Vocabulary(dict[str, int]):
 
 def token_ids(text: str, vocab: Vocabulary) -> list[int]:
     """The term ids of ``text`` in ``vocab``, stopwords included (ids below ``vocab.n_stop``)."""
-    return list(map(vocab.__getitem__, _TOKEN.findall(_fold(text))))
+    return list(map(vocab.__getitem__, _words(text)))

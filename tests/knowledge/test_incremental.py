@@ -239,3 +239,18 @@ def test_progress_moves_inside_a_big_file(tmp_path: Path) -> None:
     size = big.stat().st_size
     inside = [s for s in steps if 0 < s[0] < size and s[2] == "big.txt"]
     assert len(inside) >= 2 and steps[-1] == (size, size, "big.txt")
+
+
+def test_the_ascii_fast_path_splits_words_like_the_pattern() -> None:
+    import random
+    import string
+    import unicodedata
+
+    from deeptutor_jupyter.knowledge.tokenize import _TOKEN, STOPWORDS, tokenize
+
+    rng = random.Random(5)
+    for _ in range(3000):
+        text = "".join(rng.choice(string.printable) for _ in range(rng.randint(0, 80)))
+        folded = unicodedata.normalize("NFKC", text).lower()
+        assert tokenize(text) == [t for t in _TOKEN.findall(folded) if t not in STOPWORDS]
+    assert tokenize("Read_CSV the ＡＢＣ 循环") == ["read", "csv", "abc", "循", "环"]
