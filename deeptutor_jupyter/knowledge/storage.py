@@ -31,6 +31,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -48,6 +49,8 @@ STORE_PREFIX = "chunks-"
 # The arrays a refresh reuses; the rest of index/ is bm25s's own save format.
 DOC_ARRAYS = ("doc_ptr.npy", "doc_terms.npy", "doc_tfs.npy")
 K1, B = 1.5, 0.75  # bm25s's defaults (method "lucene")
+# A file last written longer ago than this may be trusted by its stamp (see settled_stamps).
+SETTLED_NS = 2_000_000_000
 
 
 class CorruptIndex(Exception):
@@ -153,11 +156,14 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     return data
 
 
-def load_verified(folder: Path, tokenizer_version: int, *, for_search: bool = False) -> Loaded:
+def load_verified(
+    folder: Path, tokenizer_version: int, *, for_search: bool = False, trust: bool = True
+) -> Loaded:
     """The manifest and the memory-mapped index, after checking the index files' checksums.
 
     ``for_search`` leaves out the term arrays (``doc_*.npy``): a search never reads them, and a
-    refresh, which does, opens the index without it.
+    refresh, which does, opens the index without it. With ``trust``, a file whose stamp is the
+    one recorded after it was last hashed is not hashed again (``settled_stamps``).
     """
     manifest = read_manifest(folder)
     if manifest.get("tokenizer") != tokenizer_version:
@@ -176,7 +182,7 @@ def load_verified(folder: Path, tokenizer_version: int, *, for_search: bool = Fa
     if size < int(manifest.get("store_size", -1)):
         raise CorruptIndex(f"{store} is shorter than the manifest says")
     index = folder / INDEX_DIR
-    _check_index_files(index, manifest, DOC_ARRAYS if for_search else ())
+    _check_index_files(folder, manifest, DOC_ARRAYS if for_search else (), trust=trust)
     retriever = _load_retriever(index)
     if retriever.scores.get("num_docs") != manifest["chunks"]:
         raise CorruptIndex("the index and the manifest hold different numbers of chunks")
@@ -195,7 +201,50 @@ def _row_starts(files: list[tuple[str, dict[str, Any]]], total: int) -> Any:
     return np.concatenate(([0], np.cumsum(counts)[:-1])) if len(files) else counts
 
 
-def _check_index_files(index: Path, manifest: dict[str, Any], skip: tuple[str, ...] = ()) -> None:
+def file_stamp(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+def settled_stamps(folder: Path, manifest: dict[str, Any]) -> dict[str, list[int]]:
+    """Stamps of the index files and chunk store last written more than ``SETTLED_NS`` ago.
+
+    Recorded in the manifest after those files were hashed, they let later opens skip the hash
+    while the stamp is unchanged: every write moves a file's stamp, except a second write within
+    the same tick of the file-system clock as the first. A file is therefore recorded only once
+    it is older than any tick (the same rule as git's "racily clean" index entries).
+    """
+    now = time.time_ns()
+    names = [f"{INDEX_DIR}/{n}" for n in manifest.get("index_files") or {}]
+    if manifest.get("store"):
+        names.append(str(manifest["store"]))
+    out: dict[str, list[int]] = {}
+    for name in names:
+        try:
+            stamp = file_stamp(folder / name)
+        except OSError:
+            continue
+        if now - stamp[1] > SETTLED_NS:
+            out[name] = stamp
+    return out
+
+
+def trusted(folder: Path, manifest: dict[str, Any], name: str) -> bool:
+    """True when ``name`` still has the stamp recorded after it was last verified."""
+    stamps = manifest.get("stamps")
+    recorded = stamps.get(name) if isinstance(stamps, dict) else None
+    if not recorded:
+        return False
+    try:
+        return bool(file_stamp(folder / name) == recorded)
+    except OSError:
+        return False
+
+
+def _check_index_files(
+    folder: Path, manifest: dict[str, Any], skip: tuple[str, ...] = (), *, trust: bool = True
+) -> None:
+    index = folder / INDEX_DIR
     expected = manifest.get("index_files")
     if not isinstance(expected, dict) or not expected:
         raise CorruptIndex("manifest.json lists no index files")
@@ -205,8 +254,8 @@ def _check_index_files(index: Path, manifest: dict[str, Any], skip: tuple[str, .
             f"index files differ: expected {sorted(expected)}, found {sorted(present)}"
         )
     for name, digest in expected.items():
-        if name in skip:
-            continue  # not needed to search; a refresh checks it before using it
+        if name in skip or (trust and trusted(folder, manifest, f"{INDEX_DIR}/{name}")):
+            continue  # not needed to search (a refresh checks it), or unchanged since checked
         if checksum_file(index / name) != digest:
             raise CorruptIndex(f"index/{name} does not match its checksum")
 
@@ -231,10 +280,10 @@ def read_range(folder: Path, manifest: dict[str, Any], entry: dict[str, Any]) ->
     return chunks
 
 
-def check_ranges(folder: Path, manifest: dict[str, Any]) -> None:
+def check_ranges(folder: Path, manifest: dict[str, Any], *, trust: bool = True) -> None:
     """Every file's chunk range against its digest, in one sequential read of the store (a
     refresh reuses ranges without parsing them, so it checks them this way first)."""
-    if not manifest["chunks"]:
+    if not manifest["chunks"] or (trust and trusted(folder, manifest, str(manifest["store"]))):
         return
     try:
         data = (folder / manifest["store"]).read_bytes()
@@ -260,7 +309,7 @@ def iter_chunks(folder: Path) -> Iterator[Chunk]:
 
 def verify_all(folder: Path, tokenizer_version: int) -> Loaded:
     """``load_verified`` plus every chunk range and the doc arrays: the full check."""
-    loaded = load_verified(folder, tokenizer_version)
+    loaded = load_verified(folder, tokenizer_version, trust=False)
     for _, entry in loaded.files:
         if entry.get("chunks"):
             read_range(folder, loaded.manifest, entry)

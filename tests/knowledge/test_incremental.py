@@ -92,11 +92,12 @@ def test_refresh_reads_and_tokenises_only_what_changed(
     )
     monkeypatch.setattr(kb_base, "token_ids", lambda t, v: tokenised.append(t) or real_ids(t, v))
 
-    manifest = (kb.folder / "manifest.json").read_bytes()
+    before = json.loads((kb.folder / "manifest.json").read_bytes())
     assert kb.refresh().unchanged == 30
     sources = [p for p in hashed if course in p.parents]
     assert sources == [] and ingested == [] and tokenised == []  # stat only
-    assert (kb.folder / "manifest.json").read_bytes() == manifest  # nothing rewritten
+    after = json.loads((kb.folder / "manifest.json").read_bytes())
+    assert after["files"] == before["files"] and after["index_files"] == before["index_files"]
 
     same = (course / "n001.md").read_text(encoding="utf-8")
     _touch(course / "n001.md", same)  # touched, identical: hashed, not re-read
@@ -128,6 +129,50 @@ def test_the_chunk_store_is_appended_to_and_compacted(tmp_path: Path) -> None:
     assert len(list(kb.folder.glob("chunks-*.jsonl"))) <= 2
     assert kb.verify() is None
     assert kb.search("rewritten")[0].chunk.path == "course/n003.md"
+
+
+def _age(kb: KnowledgeBase) -> None:
+    """Move the index's files 10 s into the past, as if written before the last clock tick."""
+    past = time.time_ns() - 10_000_000_000
+    for path in [*kb.folder.glob("chunks-*.jsonl"), *(kb.folder / "index").iterdir()]:
+        os.utime(path, ns=(past, past))
+
+
+def test_settled_files_are_trusted_by_stamp_until_written_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    course = _corpus(tmp_path / "course", n=5)
+    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
+    kb.add_sources([course])
+    assert "stamps" not in json.loads((kb.folder / "manifest.json").read_bytes())
+    _age(kb)
+    kb.refresh()  # hashes everything, then records the stamps of what it checked
+    stamps = json.loads((kb.folder / "manifest.json").read_bytes())["stamps"]
+    assert len(stamps) == 9  # 8 index files and the chunk store
+    hashed: list[str] = []
+    real = kb_base.storage.checksum_file
+    monkeypatch.setattr(
+        kb_base.storage, "checksum_file", lambda p: hashed.append(p.name) or real(p)
+    )
+    monkeypatch.setattr(kb_base.storage, "check_ranges", _fail_if_ranges_checked)
+    assert kb.refresh().unchanged == 5
+    assert KnowledgeBase(tmp_path / "home", "inc").search("gradient")
+    assert hashed == []
+    monkeypatch.undo()
+    # A write moves the stamp, whatever the size: the file is hashed again and the damage seen.
+    data = (kb.folder / "index" / "data.csc.index.npy").read_bytes()
+    (kb.folder / "index" / "data.csc.index.npy").write_bytes(data[:-4] + b"\x00\x00\x80\x7f")
+    assert kb.verify() is not None
+    report = kb.refresh()
+    assert report.rebuilt_from_corruption and kb.verify() is None
+
+
+def _fail_if_ranges_checked(
+    folder: Path, manifest: dict[str, object], *, trust: bool = True
+) -> None:
+    from deeptutor_jupyter.knowledge import storage
+
+    assert trust and storage.trusted(folder, manifest, str(manifest["store"]))
 
 
 def test_a_damaged_chunk_found_by_search_rebuilds_the_index(tmp_path: Path) -> None:
