@@ -236,8 +236,18 @@ class KnowledgeBase:
         report: IndexReport,
         tick: Callable[[int], None],
     ) -> None:
+        previous = old_files.get(rel)
+        if (
+            previous is not None
+            and previous.get("size") == st.st_size
+            and previous.get("mtime_ns") == st.st_mtime_ns
+        ):  # the common case of a refresh, kept short: same stamp, same entry, same rows
+            report.unchanged += 1
+            if previous["chunks"]:
+                build.segments.append(("old", old_rows[rel], int(previous["chunks"])))
+            build.entries[rel] = previous
+            return
         try:
-            previous = old_files.get(rel)
             stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
             same_stamp = (
                 previous is not None
