@@ -350,15 +350,20 @@ def bm25_scores(ptr: Any, terms: Any, tfs: Any, n_vocab: int) -> tuple[Any, Any,
     import numpy as np
 
     n_docs = len(ptr) - 1
-    per_doc = np.diff(ptr)
-    docs = np.repeat(np.arange(n_docs, dtype=np.int32), per_doc)
+    docs = np.repeat(np.arange(n_docs, dtype=np.int32), np.diff(ptr))
     lengths = np.bincount(docs, weights=tfs, minlength=n_docs)
-    avg = float(lengths.sum()) / max(n_docs, 1)
+    avg = float(lengths.sum()) / max(n_docs, 1) or 1.0
     df = np.bincount(terms, minlength=n_vocab)
     idf = np.log(1 + (n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
-    tf = tfs.astype(np.float32)
     norm = (K1 * (1 - B + B * lengths / avg)).astype(np.float32)
-    data = (idf[terms] * (tf / (tf + norm[docs]))).astype(np.float32)
+    del lengths
+    # In place, one array of temporaries at a time: at 50,000 files there are ~10^7 of each.
+    data = tfs.astype(np.float32)
+    denom = norm[docs]
+    denom += data
+    np.divide(data, denom, out=data)
+    del denom
+    data *= idf[terms]
     # Within one term's column the order of documents does not change a sum over it.
     order = np.argsort(terms, kind="quicksort")
     indptr = np.zeros(n_vocab + 1, dtype=np.int64)

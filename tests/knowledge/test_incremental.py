@@ -299,3 +299,23 @@ def test_the_ascii_fast_path_splits_words_like_the_pattern() -> None:
         folded = unicodedata.normalize("NFKC", text).lower()
         assert tokenize(text) == [t for t in _TOKEN.findall(folded) if t not in STOPWORDS]
     assert tokenize("Read_CSV the ＡＢＣ 循环") == ["read", "csv", "abc", "循", "环"]
+
+
+def test_our_matrix_scores_like_bm25s(tmp_path: Path) -> None:
+    import bm25s  # type: ignore[import-untyped]
+    import numpy as np
+
+    from deeptutor_jupyter.knowledge.tokenize import tokenize
+
+    course = _corpus(tmp_path / "course", n=40)
+    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
+    kb.add_sources([course])
+    tokens = [tokenize(f"{c.title}\n{c.text}") for c in iter_chunks(kb.folder)]
+    reference = bm25s.BM25()
+    reference.index(tokens, show_progress=False)
+    ours = kb._loaded().retriever
+    for query in QUERIES:
+        words = tokenize(query)
+        expected = reference.get_scores(words)
+        got = ours.get_scores_from_ids(ours.get_tokens_ids(words))
+        assert np.allclose(got, expected, rtol=1e-5, atol=1e-6)
