@@ -55,6 +55,7 @@ Progress = Callable[[int, int, str], None]
 _SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
 MAX_FILE_BYTES = 50 * 1024 * 1024
 _PROGRESS_STEP = 1 << 20  # inside a big file, report every MiB tokenised
+BASE_DOC = ("base_doc_ptr.npy", "base_doc_terms.npy", "base_doc_tfs.npy")
 
 
 @dataclass
@@ -71,8 +72,9 @@ class _Build:
     """The new index as it is assembled, file by file, in row order."""
 
     entries: dict[str, Any] = field(default_factory=dict)
-    # ("old", first old row, rows) or ("new", first new doc, rows), one per file with chunks
-    segments: list[tuple[str, int, int]] = field(default_factory=list)
+    # (kind, first, rows, rel), one per file with chunks, in the files' order: "old" with the
+    # file's first row in the previous index, "new" with its first doc among the new ones
+    segments: list[tuple[str, int, int, str]] = field(default_factory=list)
     ids: array[int] = field(default_factory=lambda: array("i"))
     doc_lengths: array[int] = field(default_factory=lambda: array("q"))
     stamps_moved: bool = False
@@ -183,13 +185,8 @@ class KnowledgeBase:
             )
         loaded = previous.loaded
         old_files: dict[str, Any] = loaded.manifest["files"] if loaded else {}
-        old_rows = (
-            {rel: int(start) for (rel, _), start in zip(loaded.files, loaded.starts, strict=False)}
-            if loaded
-            else {}
-        )
         writer = _StoreWriter(self.folder, loaded.manifest if loaded else None)
-        vocab = Vocabulary(loaded.retriever.vocab_dict if loaded and loaded.retriever else None)
+        vocab = Vocabulary(loaded.index.vocab if loaded and loaded.index else None)
         build = _Build()
         total = sum(st.st_size for _, st in files)
         prefix = str(root).rstrip("/") + "/"
@@ -206,9 +203,7 @@ class KnowledgeBase:
                     else relative_path(Path(name), root)
                 )
                 tick = _ticker(progress, done, total, rel)
-                self._index_file(
-                    name, st, rel, root, old_files, old_rows, build, writer, vocab, report, tick
-                )
+                self._index_file(name, st, rel, root, old_files, build, writer, vocab, report, tick)
                 done += st.st_size
                 if progress:
                     progress(done, total, rel)
@@ -229,7 +224,6 @@ class KnowledgeBase:
         rel: str,
         root: Path,
         old_files: dict[str, Any],
-        old_rows: dict[str, int],
         build: _Build,
         writer: _StoreWriter,
         vocab: Vocabulary,
@@ -244,7 +238,7 @@ class KnowledgeBase:
         ):  # the common case of a refresh, kept short: same stamp, same entry, same rows
             report.unchanged += 1
             if previous["chunks"]:
-                build.segments.append(("old", old_rows[rel], int(previous["chunks"])))
+                build.segments.append(("old", int(previous["row"]), int(previous["chunks"]), rel))
             build.entries[rel] = previous
             return
         try:
@@ -266,7 +260,7 @@ class KnowledgeBase:
             build.stamps_moved |= not same_stamp
             entry.update(writer.keep(previous))
             if entry["chunks"]:
-                build.segments.append(("old", old_rows[rel], int(entry["chunks"])))
+                build.segments.append(("old", int(entry["row"]), int(entry["chunks"]), rel))
             build.entries[rel] = entry
             return
         try:
@@ -290,8 +284,8 @@ class KnowledgeBase:
             if read >= _PROGRESS_STEP:
                 tick(read)
         if found:
-            build.segments.append(("new", first_doc, len(found)))
-        entry = {"sha256": digest, **stamp, "source": path, "chunks": len(found)}
+            build.segments.append(("new", first_doc, len(found), rel))
+        entry = {"sha256": digest, **stamp, "source": path, "chunks": len(found), "row": 0}
         entry.update(writer.append(b"".join(lines)))
         build.entries[rel] = entry
 
@@ -315,11 +309,18 @@ class KnowledgeBase:
     ) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         store = writer.finish(build.entries)
-        n_docs = sum(n for _, _, n in build.segments)
+        n_docs = sum(n for _, _, n, _ in build.segments)
         index_files: dict[str, str] = {}
+        rows = 0
+        stamps: dict[str, Any] = {}
         if n_docs:
-            ptr, terms, tfs = _doc_arrays(build, previous, vocab)
-            index_files = storage.save_index(self.folder, dict(vocab), ptr, terms, tfs)
+            arrays, keep, rows = _index_arrays(build, previous.loaded, vocab)
+            terms = [""] * len(vocab)
+            for term, i in vocab.items():
+                terms[i] = term
+            index_files = storage.save_index(self.folder, arrays, terms, keep)
+            old_stamps = previous.loaded.manifest.get("stamps", {}) if previous.loaded else {}
+            stamps = {k: v for k, v in old_stamps.items() if k.split("/")[-1] in keep}
         else:
             shutil.rmtree(self.folder / storage.INDEX_DIR, ignore_errors=True)
         manifest = {
@@ -330,9 +331,11 @@ class KnowledgeBase:
             "created_at": (old or {}).get("created_at", now),
             "updated_at": now,
             "chunks": n_docs,
+            "rows": rows,
             "store": store,
             "store_size": writer.size,
             "index_files": index_files,
+            "stamps": stamps,  # the base segment's, when it was carried over unchanged
             "files": build.entries,
         }
         storage.write_manifest(self.folder, manifest)
@@ -354,14 +357,15 @@ class KnowledgeBase:
 
     def _search(self, query: str, k: int) -> list[Hit]:
         loaded = self._loaded()
-        if loaded.retriever is None or k <= 0:
+        if loaded.index is None or k <= 0:
             return []
-        ids = loaded.retriever.get_tokens_ids(tokenize(query))
+        vocab = loaded.index.vocab
+        ids = [vocab[term] for term in tokenize(query) if term in vocab]
         if not ids:
             return []
         import numpy as np
 
-        scores = loaded.retriever.get_scores_from_ids(ids)
+        scores = loaded.index.scores(ids)
         k = min(k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
@@ -517,56 +521,157 @@ def _ticker(progress: Progress | None, done: int, total: int, rel: str) -> Calla
     return tick
 
 
-def _doc_arrays(build: _Build, previous: _Previous, vocab: Vocabulary) -> tuple[Any, Any, Any]:
-    """(ptr, terms, tfs) for every row: old rows sliced out of the previous arrays, new rows
-    counted from their token ids in one numpy pass."""
+def _new_docs(build: _Build, vocab: Vocabulary) -> tuple[Any, Any, Any]:
+    """(ptr, terms, tfs) of the new docs, counted from their token ids in one numpy pass."""
     import numpy as np
 
     n_new = len(build.doc_lengths)
     ids = np.frombuffer(build.ids, dtype=np.int32) if len(build.ids) else np.zeros(0, np.int32)
-    docs = np.repeat(
-        np.arange(n_new, dtype=np.int64),
-        np.frombuffer(build.doc_lengths, np.int64) if n_new else np.zeros(0, np.int64),
-    )
+    per_doc = np.frombuffer(build.doc_lengths, np.int64) if n_new else np.zeros(0, np.int64)
+    docs = np.repeat(np.arange(n_new, dtype=np.int64), per_doc)
     keep = ids >= vocab.n_stop
     keys = (docs[keep] << 32) | ids[keep].astype(np.int64)
     unique, counts = np.unique(keys, return_counts=True)
-    new_terms = (unique & 0xFFFFFFFF).astype(np.int32)
-    new_per_doc = np.bincount((unique >> 32).astype(np.int64), minlength=n_new)
-    new_ptr = np.zeros(n_new + 1, dtype=np.int64)
-    np.cumsum(new_per_doc, out=new_ptr[1:])
-    new_tfs = counts.astype(np.int32)
-    if previous.loaded is not None and any(kind == "old" for kind, _, _ in build.segments):
-        old_ptr, old_terms, old_tfs = storage.load_doc_arrays(
-            previous.loaded.folder, previous.loaded.manifest
-        )
-    else:
-        old_ptr = old_terms = old_tfs = None
-    per_doc: list[Any] = []
-    terms: list[Any] = []
-    tfs: list[Any] = []
-    for kind, first, rows in _coalesce(build.segments):
-        ptr, t, f = (
-            (old_ptr, old_terms, old_tfs) if kind == "old" else (new_ptr, new_terms, new_tfs)
-        )
+    ptr = np.zeros(n_new + 1, dtype=np.int64)
+    np.cumsum(np.bincount((unique >> 32).astype(np.int64), minlength=n_new), out=ptr[1:])
+    return ptr, (unique & 0xFFFFFFFF).astype(np.int32), counts.astype(np.int32)
+
+
+def _gather(
+    parts: list[tuple[tuple[Any, Any, Any], int, int]],
+) -> tuple[Any, Any, Any]:
+    """Doc-major arrays made of row slices ``(arrays, first, rows)`` of other doc-major arrays."""
+    import numpy as np
+
+    per_doc, terms, tfs = [np.zeros(0, np.int64)], [np.zeros(0, np.int32)], [np.zeros(0, np.int32)]
+    for (ptr, t, f), first, rows in parts:
         lo, hi = int(ptr[first]), int(ptr[first + rows])
         per_doc.append(np.diff(ptr[first : first + rows + 1]))
         terms.append(t[lo:hi])
         tfs.append(f[lo:hi])
-    counts_all = np.concatenate(per_doc)
-    ptr_all = np.zeros(len(counts_all) + 1, dtype=np.int64)
-    np.cumsum(counts_all, out=ptr_all[1:])
+    counts = np.concatenate(per_doc)
+    ptr_all = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr_all[1:])
     return ptr_all, np.concatenate(terms).astype(np.int32), np.concatenate(tfs).astype(np.int32)
 
 
-def _coalesce(segments: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
-    """Adjacent segments of the same kind whose rows follow each other become one slice."""
+def _index_arrays(
+    build: _Build, loaded: storage.Loaded | None, vocab: Vocabulary
+) -> tuple[dict[str, Any], dict[str, str], int]:
+    """(arrays to write, base files to carry over with their checksums, row count).
+
+    Sets each entry's ``row``. The base is kept when what changed since it was built (its dead
+    rows plus the delta) stays under ``REBUILD_SHARE`` of it; otherwise every live row goes
+    into a new base, in the files' order.
+    """
+    import numpy as np
+
+    from deeptutor_jupyter.knowledge import bm25
+
+    new = _new_docs(build, vocab)
+    index = loaded.index if loaded else None
+    first_delta = index.delta_first if index is not None else 0
+    empty = (np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))
+    base_doc: tuple[Any, ...] = empty
+    delta_doc: tuple[Any, ...] = empty
+    if loaded is not None and index is not None:
+        base_doc = tuple(storage.load_arrays(loaded.folder, BASE_DOC))
+        delta_doc = tuple(storage.load_arrays(loaded.folder, bm25.DELTA_FILES))
+
+    def source(kind: str, first: int) -> tuple[tuple[Any, ...], int]:
+        if kind == "new":
+            return new, first
+        if first < first_delta:
+            return base_doc, first
+        return delta_doc, first - first_delta
+
+    # Slices never run across the base's end into the delta: they come from other arrays.
+    segments = _coalesce([(k, f, n) for k, f, n, _ in build.segments], first_delta)
+    dead = np.ones(first_delta, dtype=bool)
+    moved = 0
+    for kind, first, rows, _ in build.segments:
+        if kind == "old" and first < first_delta:
+            dead[first : first + rows] = False
+        else:
+            moved += rows
+    n_vocab = len(vocab)
+    if index is None or int(dead.sum()) + moved > bm25.REBUILD_SHARE * first_delta:
+        row = 0
+        for _, _, rows, rel in build.segments:
+            build.entries[rel]["row"] = row
+            row += rows
+        ptr, terms, tfs = _gather([(*source(k, f), n) for k, f, n in segments])
+        indptr, rows_by_term, tfs_by_term = bm25.postings(ptr, terms, tfs, n_vocab)
+        df = np.bincount(terms, minlength=n_vocab).astype(np.int32)
+        arrays = {
+            "base_indptr.npy": indptr,
+            "base_rows.npy": rows_by_term,
+            "base_tfs.npy": tfs_by_term,
+            "base_doc_ptr.npy": ptr,
+            "base_doc_terms.npy": terms,
+            "base_doc_tfs.npy": tfs,
+            "base_df.npy": df,
+            **dict(zip(bm25.DELTA_FILES, empty, strict=True)),
+            "dead.npy": np.zeros(row, dtype=bool),
+            "dl.npy": bm25.lengths(ptr, tfs),
+            "df.npy": df,
+        }
+        return arrays, {}, row
+    # Keep the base: only the delta, the dead mask and the statistics are written.
+    delta_parts = []
+    row = first_delta
+    for kind, first, rows, rel in build.segments:
+        if kind == "old" and first < first_delta:
+            continue  # stays where it is in the base
+        build.entries[rel]["row"] = row
+        row += rows
+        delta_parts.append((*source(kind, first), rows))
+    d_ptr, d_terms, d_tfs = _gather(delta_parts)
+    base_ptr, base_terms = base_doc[0], base_doc[1]
+    dead_terms = [
+        np.asarray(base_terms[int(base_ptr[a]) : int(base_ptr[b])]) for a, b in _runs(dead)
+    ]
+    assert loaded is not None and index is not None
+    base_df = storage.load_arrays(loaded.folder, ("base_df.npy",))[0]
+    df = np.zeros(n_vocab, dtype=np.int64)
+    df[: len(base_df)] += base_df
+    if dead_terms:
+        df -= np.bincount(np.concatenate(dead_terms), minlength=n_vocab)
+    df += np.bincount(d_terms, minlength=n_vocab)
+    dl = np.concatenate([np.asarray(index.dl[:first_delta]), bm25.lengths(d_ptr, d_tfs)])
+    dl[:first_delta][dead] = 0
+    arrays = {
+        "delta_doc_ptr.npy": d_ptr,
+        "delta_doc_terms.npy": d_terms,
+        "delta_doc_tfs.npy": d_tfs,
+        "dead.npy": dead,
+        "dl.npy": dl.astype(np.int32),
+        "df.npy": df.astype(np.int32),
+    }
+    keep = {name: loaded.manifest["index_files"][name] for name in bm25.BASE_FILES}
+    return arrays, keep, row
+
+
+def _runs(mask: Any) -> list[tuple[int, int]]:
+    """(start, end) of each run of True in a boolean array."""
+    import numpy as np
+
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.astype(np.int8), [0]))))
+    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+
+
+def _coalesce(segments: list[tuple[str, int, int]], boundary: int) -> list[tuple[str, int, int]]:
+    """Adjacent segments of the same kind whose rows follow each other become one slice, as
+    long as both lie on the same side of ``boundary`` (the first delta row)."""
     out: list[tuple[str, int, int]] = []
     for kind, first, rows in segments:
-        if out and out[-1][0] == kind and out[-1][1] + out[-1][2] == first:
-            out[-1] = (kind, out[-1][1], out[-1][2] + rows)
-        else:
-            out.append((kind, first, rows))
+        if out:
+            last_kind, last_first, last_rows = out[-1]
+            same_side = kind == "new" or (last_first < boundary) == (first < boundary)
+            if last_kind == kind and last_first + last_rows == first and same_side:
+                out[-1] = (kind, last_first, last_rows + rows)
+                continue
+        out.append((kind, first, rows))
     return out
 
 

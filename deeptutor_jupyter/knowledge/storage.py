@@ -4,11 +4,12 @@ Layout of ``$DEEPTUTOR_HOME/kb/<name>/``::
 
     manifest.json          sources, root, per-file stamps, hashes and chunk ranges, checksums
     chunks-<gen>.jsonl     the chunk store: one Chunk per line, append-only
-    index/                 bm25s's score matrix and vocabulary (``bm25s.BM25.save`` format),
-                           plus each chunk's term ids and counts (doc_*.npy), so a refresh
-                           re-tokenises only the files that changed
+    index/                 term counts by row and by term, in a base and a delta segment,
+                           and the vocabulary (``knowledge/bm25.py``), so a refresh
+                           re-tokenises only the files that changed and rewrites only the
+                           delta
 
-Rows of the index follow the manifest's ``files`` order, and each file's chunks are one
+Each file's chunks are consecutive rows of the index (its ``row`` is the first) and one
 contiguous byte range of the chunk store (``offset``, ``length``, ``digest``). A refresh
 appends the chunks of changed files to the store and leaves the rest where they are; once
 less than half of the store is live it is copied, range by range, into a new generation.
@@ -21,7 +22,7 @@ hand edit shows up as a checksum mismatch, and the index is rebuilt instead of u
 files are checked when the index is opened; a chunk range when its chunks are read (a search
 hit), so opening a big knowledge base does not hash every chunk.
 
-bm25s and numpy are imported inside the functions that need them, never at module import.
+numpy is imported inside the functions that need it, never at module import.
 """
 
 from __future__ import annotations
@@ -46,9 +47,8 @@ MANIFEST = "manifest.json"
 INDEX_DIR = "index"
 MANIFEST_VERSION = 2
 STORE_PREFIX = "chunks-"
-# The arrays a refresh reuses; the rest of index/ is bm25s's own save format.
-DOC_ARRAYS = ("doc_ptr.npy", "doc_terms.npy", "doc_tfs.npy")
-K1, B = 1.5, 0.75  # bm25s's defaults (method "lucene")
+# The arrays only a refresh reads: a search leaves their checksums to it.
+DOC_ARRAYS = ("base_doc_ptr.npy", "base_doc_terms.npy", "base_doc_tfs.npy", "base_df.npy")
 # A file last written longer ago than this may be trusted by its stamp (see settled_stamps).
 SETTLED_NS = 2_000_000_000
 
@@ -59,25 +59,27 @@ class CorruptIndex(Exception):
 
 @dataclass
 class Loaded:
-    """A verified index: the manifest, the bm25s retriever (memory-mapped) and row lookup."""
+    """A verified index: the manifest, the memory-mapped index and row lookup."""
 
     manifest: dict[str, Any]
-    retriever: Any  # bm25s.BM25, or None for a knowledge base with no chunks
+    index: Any  # bm25.Index, or None for a knowledge base with no chunks
     folder: Path
     files: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    starts: Any = None  # numpy array: first row of each file
+    starts: Any = None  # numpy array: first row of each file with chunks, ascending
+    owners: Any = None  # numpy array: index in ``files`` of each of those
     _chunks: dict[int, list[Chunk]] = field(default_factory=dict)
 
     def chunk(self, row: int) -> Chunk:
         """The chunk of index row ``row``, read from its file's range and checked."""
         import numpy as np
 
-        which = int(np.searchsorted(self.starts, row, side="right")) - 1
+        at = int(np.searchsorted(self.starts, row, side="right")) - 1
+        which = int(self.owners[at])
         if which not in self._chunks:
             if len(self._chunks) > 256:  # a search reads a handful; do not grow without bound
                 self._chunks.clear()
             self._chunks[which] = read_range(self.folder, self.manifest, self.files[which][1])
-        return self._chunks[which][row - int(self.starts[which])]
+        return self._chunks[which][row - int(self.starts[at])]
 
 
 def sha256_file(path: Path) -> str:
@@ -169,10 +171,10 @@ def load_verified(
     if manifest.get("tokenizer") != tokenizer_version:
         raise CorruptIndex("the index was built with another tokenizer version")
     files = list(manifest["files"].items())
-    starts = _row_starts(files, manifest["chunks"])
+    starts, owners = _row_starts(files, manifest["chunks"], int(manifest.get("rows", 0)))
     store = manifest.get("store")
     if manifest["chunks"] == 0:
-        return Loaded(manifest, None, folder, files, starts)
+        return Loaded(manifest, None, folder, files, starts, owners)
     if not isinstance(store, str) or not store.startswith(STORE_PREFIX):
         raise CorruptIndex("manifest.json names no chunk store")
     try:
@@ -181,24 +183,36 @@ def load_verified(
         raise CorruptIndex(f"{store} is missing") from exc
     if size < int(manifest.get("store_size", -1)):
         raise CorruptIndex(f"{store} is shorter than the manifest says")
-    index = folder / INDEX_DIR
     _check_index_files(folder, manifest, DOC_ARRAYS if for_search else (), trust=trust)
-    retriever = _load_retriever(index)
-    if retriever.scores.get("num_docs") != manifest["chunks"]:
+    index = _open_index(folder / INDEX_DIR)
+    live = index.rows - int(index.dead.sum())
+    if index.rows != manifest.get("rows") or live != manifest["chunks"]:
         raise CorruptIndex("the index and the manifest hold different numbers of chunks")
-    return Loaded(manifest, retriever, folder, files, starts)
+    return Loaded(manifest, index, folder, files, starts, owners)
 
 
-def _row_starts(files: list[tuple[str, dict[str, Any]]], total: int) -> Any:
+def _row_starts(files: list[tuple[str, dict[str, Any]]], total: int, rows: int) -> tuple[Any, Any]:
+    """(first rows, owning file indexes) of the files with chunks, by row; checks that the
+    files' rows do not overlap and lie inside the index."""
     import numpy as np
 
     try:
-        counts = np.fromiter((int(e["chunks"]) for _, e in files), np.int64, len(files))
+        pairs = [(int(e["row"]), int(e["chunks"]), i) for i, (_, e) in enumerate(files)]
     except (KeyError, TypeError, ValueError) as exc:
         raise CorruptIndex("manifest.json: a file entry is malformed") from exc
-    if int(counts.sum()) != total or (counts < 0).any():
+    pairs = sorted(p for p in pairs if p[1])
+    if sum(n for _, n, _ in pairs) != total:
         raise CorruptIndex("chunk counts in manifest.json disagree")
-    return np.concatenate(([0], np.cumsum(counts)[:-1])) if len(files) else counts
+    end = 0
+    for row, n, _ in pairs:
+        if row < end or n < 0:
+            raise CorruptIndex("manifest.json: the rows of two files overlap")
+        end = row + n
+    if end > rows:
+        raise CorruptIndex("manifest.json: a file's rows lie outside the index")
+    starts = np.fromiter((r for r, _, _ in pairs), np.int64, len(pairs))
+    owners = np.fromiter((i for _, _, i in pairs), np.int64, len(pairs))
+    return starts, owners
 
 
 def file_stamp(path: Path) -> list[int]:
@@ -313,88 +327,54 @@ def verify_all(folder: Path, tokenizer_version: int) -> Loaded:
     for _, entry in loaded.files:
         if entry.get("chunks"):
             read_range(folder, loaded.manifest, entry)
-    if loaded.retriever is not None:
-        load_doc_arrays(folder, loaded.manifest)
     return loaded
 
 
-def load_doc_arrays(folder: Path, manifest: dict[str, Any]) -> tuple[Any, Any, Any]:
-    """(doc_ptr, doc_terms, doc_tfs) of a verified index: each chunk's term ids and counts."""
+def load_arrays(folder: Path, names: tuple[str, ...]) -> list[Any]:
+    """Arrays of a verified index, memory-mapped (a refresh reads a few slices of them)."""
     import numpy as np
 
     try:
-        ptr, terms, tfs = (np.load(folder / INDEX_DIR / name) for name in DOC_ARRAYS)
+        return [np.load(folder / INDEX_DIR / name, mmap_mode="r") for name in names]
     except (OSError, ValueError) as exc:
-        raise CorruptIndex(f"the term arrays cannot be loaded ({exc})") from exc
-    if len(ptr) != manifest["chunks"] + 1 or len(terms) != len(tfs) or ptr[-1] != len(terms):
-        raise CorruptIndex("the term arrays do not match the manifest")
-    return ptr, terms, tfs
+        raise CorruptIndex(f"the index arrays cannot be loaded ({exc})") from exc
 
 
-def _load_retriever(index: Path) -> Any:
-    import bm25s  # type: ignore[import-untyped]
+def _open_index(index: Path) -> Any:
+    from deeptutor_jupyter.knowledge.bm25 import Index
 
     try:
-        # Memory-mapped: the score matrix stays in the page cache, not in the kernel's heap.
-        return bm25s.BM25.load(index, mmap=True, show_progress=False)
-    except Exception as exc:  # bm25s and numpy raise many kinds on a damaged file
-        raise CorruptIndex(f"the bm25s index cannot be loaded ({type(exc).__name__})") from exc
-
-
-def bm25_scores(ptr: Any, terms: Any, tfs: Any, n_vocab: int) -> tuple[Any, Any, Any]:
-    """bm25s's lucene scores as a term-major CSC matrix (data, indices, indptr), in numpy.
-
-    The same numbers as ``bm25s.BM25().index`` (idf ``log(1 + (N - df + .5) / (df + .5))``,
-    tf part ``tf / (tf + k1 (1 - b + b dl / avgdl))``) without its per-document Python loops.
-    """
-    import numpy as np
-
-    n_docs = len(ptr) - 1
-    docs = np.repeat(np.arange(n_docs, dtype=np.int32), np.diff(ptr))
-    lengths = np.bincount(docs, weights=tfs, minlength=n_docs)
-    avg = float(lengths.sum()) / max(n_docs, 1) or 1.0
-    df = np.bincount(terms, minlength=n_vocab)
-    idf = np.log(1 + (n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
-    norm = (K1 * (1 - B + B * lengths / avg)).astype(np.float32)
-    del lengths
-    # In place, one array of temporaries at a time: at 50,000 files there are ~10^7 of each.
-    data = tfs.astype(np.float32)
-    denom = norm[docs]
-    denom += data
-    np.divide(data, denom, out=data)
-    del denom
-    data *= idf[terms]
-    # Within one term's column the order of documents does not change a sum over it.
-    order = np.argsort(terms, kind="quicksort")
-    indptr = np.zeros(n_vocab + 1, dtype=np.int64)
-    np.cumsum(df, out=indptr[1:])
-    return data[order], docs[order], indptr
+        return Index.open(index)
+    except Exception as exc:  # numpy and orjson raise many kinds on a damaged file
+        raise CorruptIndex(f"the index cannot be loaded ({type(exc).__name__}: {exc})") from exc
 
 
 def save_index(
-    folder: Path, vocab: dict[str, int], ptr: Any, terms: Any, tfs: Any
+    folder: Path,
+    arrays: dict[str, Any],
+    terms: list[str],
+    keep: dict[str, str],
 ) -> dict[str, str]:
-    """Write the index to a staging folder and swap it in; the checksums of its files."""
-    import bm25s
+    """Write the index to a staging folder and swap it in; the checksums of its files.
+
+    ``keep`` names files of the current index to carry over unchanged (the base segment, with
+    their checksums): they are hard-linked, not copied, so their stamps stay those recorded.
+    """
     import numpy as np
 
-    data, indices, indptr = bm25_scores(ptr, terms, tfs, len(vocab))
-    retriever = bm25s.BM25()
-    retriever.scores = {
-        "data": data,
-        "indices": indices,
-        "indptr": indptr,
-        "num_docs": len(ptr) - 1,
-    }
-    retriever.vocab_dict = vocab
-    retriever.nonoccurrence_array = None  # lucene needs none; save() reads the attribute
     staging = folder / f".index-new-{uuid.uuid4().hex}"
-    retriever.save(staging, show_progress=False)
-    for name, array in zip(DOC_ARRAYS, (ptr, terms, tfs), strict=True):
+    staging.mkdir()
+    index_files: dict[str, str] = {}
+    for name, digest in keep.items():
+        os.link(folder / INDEX_DIR / name, staging / name)
+        index_files[name] = digest
+    for name, array in arrays.items():
         np.save(staging / name, array)
-    index_files = {p.name: checksum_file(p) for p in sorted(staging.iterdir())}
+        index_files[name] = checksum_file(staging / name)
+    (staging / "vocab.json").write_bytes(orjson.dumps(terms))
+    index_files["vocab.json"] = checksum_file(staging / "vocab.json")
     _swap_in(staging, folder / INDEX_DIR)
-    return index_files
+    return dict(sorted(index_files.items()))
 
 
 def chunk_line(chunk: Chunk) -> bytes:

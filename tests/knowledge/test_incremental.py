@@ -67,6 +67,28 @@ def test_refresh_gives_the_same_results_as_a_full_rebuild(tmp_path: Path) -> Non
     assert kb.verify() is None
 
 
+def test_a_small_change_rewrites_the_delta_not_the_base(tmp_path: Path) -> None:
+    course = _corpus(tmp_path / "course", n=120)
+    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
+    kb.add_sources([course])
+    base = kb.folder / "index" / "base_tfs.npy"
+    inode = base.stat().st_ino
+    for step in range(12):  # changed, added and removed files pile up in the delta
+        _touch(course / f"n{step * 7:03d}.md", f"# Step {step}\n\neigenvalues step {step}\n")
+        _touch(course / f"new{step:02d}.md", f"# New {step}\n\nmatrix rank {step}\n")
+        (course / f"n{step * 7 + 3:03d}.md").unlink()
+        kb.refresh()
+        full = KnowledgeBase(tmp_path / f"home-{step}", "full", root=tmp_path)
+        full.add_sources([course])
+        assert _results(kb) == _results(full), step
+        manifest = json.loads((kb.folder / "manifest.json").read_bytes())
+        if step == 0:
+            assert base.stat().st_ino == inode  # the base was carried over, not rewritten
+            assert manifest["rows"] > manifest["chunks"]  # the changed file's old rows are dead
+    assert base.stat().st_ino != inode  # past a tenth of the base, it was rebuilt
+    assert kb.verify() is None
+
+
 def test_refresh_reads_and_tokenises_only_what_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -144,11 +166,11 @@ def test_settled_files_are_trusted_by_stamp_until_written_again(
     course = _corpus(tmp_path / "course", n=5)
     kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
     kb.add_sources([course])
-    assert "stamps" not in json.loads((kb.folder / "manifest.json").read_bytes())
+    assert not json.loads((kb.folder / "manifest.json").read_bytes())["stamps"]
     _age(kb)
     kb.refresh()  # hashes everything, then records the stamps of what it checked
     stamps = json.loads((kb.folder / "manifest.json").read_bytes())["stamps"]
-    assert len(stamps) == 9  # 8 index files and the chunk store
+    assert len(stamps) == 15  # 14 index files and the chunk store
     hashed: list[str] = []
     real = kb_base.storage.checksum_file
     monkeypatch.setattr(
@@ -160,8 +182,8 @@ def test_settled_files_are_trusted_by_stamp_until_written_again(
     assert hashed == []
     monkeypatch.undo()
     # A write moves the stamp, whatever the size: the file is hashed again and the damage seen.
-    data = (kb.folder / "index" / "data.csc.index.npy").read_bytes()
-    (kb.folder / "index" / "data.csc.index.npy").write_bytes(data[:-4] + b"\x00\x00\x80\x7f")
+    data = (kb.folder / "index" / "base_tfs.npy").read_bytes()
+    (kb.folder / "index" / "base_tfs.npy").write_bytes(data[:-4] + b"\x07\x00\x00\x00")
     assert kb.verify() is not None
     report = kb.refresh()
     assert report.rebuilt_from_corruption and kb.verify() is None
@@ -313,9 +335,9 @@ def test_our_matrix_scores_like_bm25s(tmp_path: Path) -> None:
     tokens = [tokenize(f"{c.title}\n{c.text}") for c in iter_chunks(kb.folder)]
     reference = bm25s.BM25()
     reference.index(tokens, show_progress=False)
-    ours = kb._loaded().retriever
+    ours = kb._loaded().index
     for query in QUERIES:
         words = tokenize(query)
         expected = reference.get_scores(words)
-        got = ours.get_scores_from_ids(ours.get_tokens_ids(words))
+        got = ours.scores([ours.vocab[w] for w in words if w in ours.vocab])
         assert np.allclose(got, expected, rtol=1e-5, atol=1e-6)
