@@ -64,6 +64,18 @@ class Index:
     dead: Any
     df: Any
     vocab: dict[str, int]
+    live: int = 0  # rows not dead
+    avg: float = 1.0  # average length of the live rows
+    any_dead: bool = False
+
+    def __post_init__(self) -> None:
+        import numpy as np
+
+        # Once per opening, not per query: both cost a pass over every row.
+        self.any_dead = bool(self.dead.any())
+        self.live = len(self.dl) - int(self.dead.sum())
+        # Dead rows have length 0 in dl.npy, so the sum is over the live rows only.
+        self.avg = float(np.sum(self.dl, dtype=np.int64)) / max(self.live, 1) or 1.0
 
     @property
     def rows(self) -> int:
@@ -92,9 +104,7 @@ class Index:
         """The BM25 score of every row for a query of term ids (repeats count again)."""
         import numpy as np
 
-        # Dead rows have length 0 in dl.npy, so the sum is over the live rows only.
-        live = self.rows - int(self.dead.sum())
-        avg = float(np.sum(self.dl, dtype=np.int64)) / max(live, 1) or 1.0
+        live, avg = self.live, self.avg
         dl = np.asarray(self.dl)
         out = np.zeros(self.rows, dtype=np.float64)
         for term in ids:
@@ -111,10 +121,12 @@ class Index:
                 lo, hi = int(indptr[term]), int(indptr[term + 1])
                 if lo == hi:
                     continue
-                where = np.asarray(rows[lo:hi]) + shift
+                where = np.asarray(rows[lo:hi])
+                if shift:
+                    where = where + shift
                 tf = np.asarray(tfs[lo:hi], dtype=np.float64)
                 norm = K1 * (1 - B + B * dl[where] / avg)
                 out[where] += idf * tf / (tf + norm)
-        if self.dead.any():
+        if self.any_dead:
             out[: self.delta_first][self.dead] = 0.0
         return out

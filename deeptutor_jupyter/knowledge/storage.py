@@ -67,19 +67,40 @@ class Loaded:
     files: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     starts: Any = None  # numpy array: first row of each file with chunks, ascending
     owners: Any = None  # numpy array: index in ``files`` of each of those
-    _chunks: dict[int, list[Chunk]] = field(default_factory=dict)
+    _lines: dict[int, list[bytes]] = field(default_factory=dict)
 
     def chunk(self, row: int) -> Chunk:
-        """The chunk of index row ``row``, read from its file's range and checked."""
+        """The chunk of index row ``row``, read from its file's range (checked) and parsed."""
         import numpy as np
 
         at = int(np.searchsorted(self.starts, row, side="right")) - 1
         which = int(self.owners[at])
-        if which not in self._chunks:
-            if len(self._chunks) > 256:  # a search reads a handful; do not grow without bound
-                self._chunks.clear()
-            self._chunks[which] = read_range(self.folder, self.manifest, self.files[which][1])
-        return self._chunks[which][row - int(self.starts[at])]
+        lines = self._lines.get(which)
+        if lines is None:
+            if len(self._lines) > 256:  # a search reads a handful; do not grow without bound
+                self._lines.clear()
+            entry = self.files[which][1]
+            lines = self._lines[which] = _range_lines(self.folder / self.manifest["store"], entry)
+        try:
+            return Chunk.from_json(orjson.loads(lines[row - int(self.starts[at])]))
+        except (ValueError, TypeError) as exc:
+            raise CorruptIndex(f"the chunk store cannot be parsed ({exc})") from exc
+
+
+def _range_lines(store: Path, entry: dict[str, Any]) -> list[bytes]:
+    """The lines of one file's range of the chunk store, checked against its digest."""
+    try:
+        offset, length = int(entry["offset"]), int(entry["length"])
+        with store.open("rb") as fh:
+            data = os.pread(fh.fileno(), length, offset)
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        raise CorruptIndex(f"the chunk store cannot be read ({exc})") from exc
+    if len(data) != length or checksum(data) != entry.get("digest"):
+        raise CorruptIndex("a range of the chunk store does not match its checksum")
+    lines = [line for line in data.splitlines() if line]
+    if len(lines) != entry.get("chunks"):
+        raise CorruptIndex("a file's chunk count disagrees with the chunk store")
+    return lines
 
 
 def sha256_file(path: Path) -> str:
