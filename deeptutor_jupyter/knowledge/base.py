@@ -202,7 +202,7 @@ class KnowledgeBase:
                     if name.startswith(prefix)
                     else relative_path(Path(name), root)
                 )
-                tick = _ticker(progress, done, total, rel)
+                tick = _Ticker(progress, done, total, rel)
                 self._index_file(name, st, rel, root, old_files, build, writer, vocab, report, tick)
                 done += st.st_size
                 if progress:
@@ -228,7 +228,7 @@ class KnowledgeBase:
         writer: _StoreWriter,
         vocab: Vocabulary,
         report: IndexReport,
-        tick: Callable[[int], None],
+        tick: _Ticker,
     ) -> None:
         previous = old_files.get(rel)
         if (
@@ -312,15 +312,12 @@ class KnowledgeBase:
         n_docs = sum(n for _, _, n, _ in build.segments)
         index_files: dict[str, str] = {}
         rows = 0
-        stamps: dict[str, Any] = {}
         if n_docs:
             arrays, keep, rows = _index_arrays(build, previous.loaded, vocab)
             terms = [""] * len(vocab)
             for term, i in vocab.items():
                 terms[i] = term
             index_files = storage.save_index(self.folder, arrays, terms, keep)
-            old_stamps = previous.loaded.manifest.get("stamps", {}) if previous.loaded else {}
-            stamps = {k: v for k, v in old_stamps.items() if k.split("/")[-1] in keep}
         else:
             shutil.rmtree(self.folder / storage.INDEX_DIR, ignore_errors=True)
         manifest = {
@@ -335,9 +332,13 @@ class KnowledgeBase:
             "store": store,
             "store_size": writer.size,
             "index_files": index_files,
-            "stamps": stamps,  # the base segment's, when it was carried over unchanged
+            # Files this write did not touch, checked by this run and settled (the base
+            # segment, an unchanged store): the next open need not hash them.
+            "stamps": {},
             "files": build.entries,
         }
+        if previous.loaded is not None:
+            manifest["stamps"] = storage.settled_stamps(self.folder, manifest)
         storage.write_manifest(self.folder, manifest)
         previous_store = (previous.loaded.manifest.get("store") if previous.loaded else None) or ""
         storage.remove_old_stores(self.folder, {store, previous_store})
@@ -513,12 +514,17 @@ class _StoreWriter:
             self._fh = None
 
 
-def _ticker(progress: Progress | None, done: int, total: int, rel: str) -> Callable[[int], None]:
-    def tick(read: int) -> None:
-        if progress:
-            progress(done + read, total, rel)
+class _Ticker:
+    """Progress inside one file: ``tick(bytes read so far)``."""
 
-    return tick
+    __slots__ = ("done", "progress", "rel", "total")
+
+    def __init__(self, progress: Progress | None, done: int, total: int, rel: str) -> None:
+        self.progress, self.done, self.total, self.rel = progress, done, total, rel
+
+    def __call__(self, read: int) -> None:
+        if self.progress:
+            self.progress(self.done + read, self.total, self.rel)
 
 
 def _new_docs(build: _Build, vocab: Vocabulary) -> tuple[Any, Any, Any]:

@@ -407,7 +407,8 @@ def new_store_name() -> str:
 
 
 def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
-    body = orjson.dumps({**manifest, "version": MANIFEST_VERSION}, option=orjson.OPT_INDENT_2)
+    # Not indented: at 50,000 files indentation alone was a third of the file.
+    body = orjson.dumps({**manifest, "version": MANIFEST_VERSION})
     atomic_write_bytes(folder / MANIFEST, body)
 
 
