@@ -331,6 +331,7 @@ class KnowledgeBase:
             "rows": rows,
             "store": store,
             "store_size": writer.size,
+            "blocks": writer.blocks,
             "index_files": index_files,
             # Files this write did not touch, checked by this run and settled (the base
             # segment, an unchanged store): the next open need not hash them.
@@ -459,6 +460,10 @@ class _StoreWriter:
         self.name = self.old_name or storage.new_store_name()
         self.size = 0
         self._fh: Any = None
+        # [start, end, checksum] of each batch of appends: a refresh checks the store with a
+        # few hashes instead of one per file.
+        self.blocks: list[list[Any]] = list(manifest.get("blocks") or []) if manifest else []
+        self._block: tuple[int, Any] | None = None
         if self.old_name:
             try:
                 self.size = (folder / self.old_name).stat().st_size
@@ -471,6 +476,7 @@ class _StoreWriter:
             storage.remove_leftovers(self.folder)
             self._fh = (self.folder / self.name).open("ab")
             self.size = self._fh.seek(0, os.SEEK_END)
+            self._block = (self.size, storage.new_checksum())
         return self._fh
 
     def keep(self, entry: dict[str, Any]) -> dict[str, Any]:
@@ -482,6 +488,8 @@ class _StoreWriter:
         offset = self.size
         fh.write(data)
         self.size += len(data)
+        assert self._block is not None
+        self._block[1].update(data)
         return {"offset": offset, "length": len(data), "digest": storage.checksum(data)}
 
     def finish(self, entries: dict[str, Any]) -> str:
@@ -489,6 +497,9 @@ class _StoreWriter:
         fh = self._open()
         fh.flush()
         os.fsync(fh.fileno())
+        if self._block is not None and self.size > self._block[0]:
+            self.blocks.append([self._block[0], self.size, self._block[1].hexdigest()])
+            self._block = None
         live = sum(int(e["length"]) for e in entries.values())
         if self.size > 2 * live + (1 << 16):
             self._compact(entries)
@@ -497,16 +508,20 @@ class _StoreWriter:
     def _compact(self, entries: dict[str, Any]) -> None:
         fresh = storage.new_store_name()
         offset = 0
+        digest = storage.new_checksum()
         with (self.folder / self.name).open("rb") as src, (self.folder / fresh).open("wb") as dst:
             for entry in entries.values():
                 src.seek(int(entry["offset"]))
-                dst.write(src.read(int(entry["length"])))
+                data = src.read(int(entry["length"]))
+                dst.write(data)
+                digest.update(data)
                 entry["offset"] = offset
                 offset += int(entry["length"])
             dst.flush()
             os.fsync(dst.fileno())
         self.close()
         self.name, self.size = fresh, offset
+        self.blocks = [[0, offset, digest.hexdigest()]]
 
     def close(self) -> None:
         if self._fh is not None:
@@ -753,7 +768,8 @@ def _walk(folder: str, top: str, found: dict[str, os.stat_result], outside: list
             if entry.is_dir(follow_symlinks=False):
                 _walk(entry.path, top, found, outside)
                 continue
-            if os.path.splitext(name)[1].lower() not in SUPPORTED_SUFFIXES:
+            dot = name.rfind(".")  # names starting with "." were skipped above
+            if dot < 0 or name[dot:].lower() not in SUPPORTED_SUFFIXES:
                 continue
             if entry.is_symlink():
                 target = os.path.realpath(entry.path)
