@@ -5,12 +5,12 @@ A refresh costs what changed, not what is kept (layout in ``knowledge/storage.py
 * each file's size and ``mtime_ns`` are in the manifest; a file whose stamp is unchanged is not
   read at all, and one whose stamp moved is hashed and re-read only if its SHA-256 changed;
 * the chunks of unchanged files stay where they are in the append-only chunk store;
-* each chunk's term ids and counts are kept (``index/doc_*.npy``), so only changed files are
-  tokenised; the BM25 matrix is then recomputed from those arrays with numpy, which costs
-  milliseconds per thousand files.
+* each chunk's term ids and counts are kept, so only changed files are tokenised, and the index
+  keeps term counts in a base and a delta segment (``knowledge/bm25.py``): a refresh writes the
+  delta and the statistics, and rebuilds the base only once changes pass a tenth of it.
 
-Rows follow the discovery order of the files, whatever was reused, so a refresh gives the same
-index (and the same search results) as a full rebuild of the same files.
+A row's score does not depend on the segment that holds it, so a refresh gives the same search
+results as a full rebuild of the same files.
 """
 
 from __future__ import annotations
@@ -19,19 +19,15 @@ import os
 import shutil
 import time
 import uuid
-from array import array
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from deeptutor_jupyter.knowledge import storage
-from deeptutor_jupyter.knowledge.ingest import (
-    SUPPORTED_SUFFIXES,
-    IngestError,
-    ingest_file,
-    relative_path,
-)
+from deeptutor_jupyter.knowledge.chunkstore import StoreWriter
+from deeptutor_jupyter.knowledge.discover import discover
+from deeptutor_jupyter.knowledge.ingest import IngestError, ingest_file, relative_path
 from deeptutor_jupyter.knowledge.model import (
     Hit,
     IndexReport,
@@ -39,6 +35,7 @@ from deeptutor_jupyter.knowledge.model import (
     KnowledgeIndexError,
     validate_kb_name,
 )
+from deeptutor_jupyter.knowledge.rebuild import Build, index_arrays
 from deeptutor_jupyter.knowledge.tokenize import (
     TOKENIZER_VERSION,
     Vocabulary,
@@ -51,11 +48,7 @@ __all__ = ["KnowledgeBase", "Progress", "list_kbs", "remove_kb"]
 # progress(done, total, current_file): done and total are bytes of the files being indexed.
 Progress = Callable[[int, int, str], None]
 
-# Folders never worth indexing: VCS data, caches, checkpoints (names starting with "." too).
-_SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
-MAX_FILE_BYTES = 50 * 1024 * 1024
 _PROGRESS_STEP = 1 << 20  # inside a big file, report every MiB tokenised
-BASE_DOC = ("base_doc_ptr.npy", "base_doc_terms.npy", "base_doc_tfs.npy")
 
 
 @dataclass
@@ -65,19 +58,6 @@ class _Previous:
     manifest: dict[str, Any] | None = None
     loaded: storage.Loaded | None = None
     damage: str | None = None
-
-
-@dataclass
-class _Build:
-    """The new index as it is assembled, file by file, in row order."""
-
-    entries: dict[str, Any] = field(default_factory=dict)
-    # (kind, first, rows, rel), one per file with chunks, in the files' order: "old" with the
-    # file's first row in the previous index, "new" with its first doc among the new ones
-    segments: list[tuple[str, int, int, str]] = field(default_factory=list)
-    ids: array[int] = field(default_factory=lambda: array("i"))
-    doc_lengths: array[int] = field(default_factory=lambda: array("q"))
-    stamps_moved: bool = False
 
 
 class KnowledgeBase:
@@ -176,7 +156,7 @@ class KnowledgeBase:
         progress: Progress | None,
     ) -> IndexReport:
         old = previous.manifest
-        files = _discover(sources, report.errors)
+        files = discover(sources, report.errors)
         if report.rebuilt_from_corruption and old and old["files"] and not files:
             raise KnowledgeIndexError(
                 f"The index of {self.name!r} is damaged and cannot be rebuilt: none of its "
@@ -185,9 +165,9 @@ class KnowledgeBase:
             )
         loaded = previous.loaded
         old_files: dict[str, Any] = loaded.manifest["files"] if loaded else {}
-        writer = _StoreWriter(self.folder, loaded.manifest if loaded else None)
+        writer = StoreWriter(self.folder, loaded.manifest if loaded else None)
         vocab = Vocabulary(loaded.index.vocab if loaded and loaded.index else None)
-        build = _Build()
+        build = Build()
         total = sum(st.st_size for _, st in files)
         prefix = str(root).rstrip("/") + "/"
         done = 0
@@ -224,8 +204,8 @@ class KnowledgeBase:
         rel: str,
         root: Path,
         old_files: dict[str, Any],
-        build: _Build,
-        writer: _StoreWriter,
+        build: Build,
+        writer: StoreWriter,
         vocab: Vocabulary,
         report: IndexReport,
         tick: _Ticker,
@@ -289,7 +269,7 @@ class KnowledgeBase:
         entry.update(writer.append(b"".join(lines)))
         build.entries[rel] = entry
 
-    def _remember_stamps(self, manifest: dict[str, Any], build: _Build) -> None:
+    def _remember_stamps(self, manifest: dict[str, Any], build: Build) -> None:
         """Nothing changed: record touched-but-identical files' new stamps, and the stamps of
         index files and store just verified, so the next open need not hash them again."""
         settled = storage.settled_stamps(self.folder, manifest)
@@ -303,8 +283,8 @@ class KnowledgeBase:
         previous: _Previous,
         sources: list[str],
         root: Path,
-        build: _Build,
-        writer: _StoreWriter,
+        build: Build,
+        writer: StoreWriter,
         vocab: Vocabulary,
     ) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -313,7 +293,7 @@ class KnowledgeBase:
         index_files: dict[str, str] = {}
         rows = 0
         if n_docs:
-            arrays, keep, rows = _index_arrays(build, previous.loaded, vocab)
+            arrays, keep, rows = index_arrays(build, previous.loaded, vocab)
             terms = [""] * len(vocab)
             for term, i in vocab.items():
                 terms[i] = term
@@ -450,85 +430,6 @@ def _stamp(path: Path) -> tuple[int, int, int]:
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-class _StoreWriter:
-    """Appends chunk lines to the chunk store: the current one, or a new generation when there
-    is none to trust or when less than half of it would still be live."""
-
-    def __init__(self, folder: Path, manifest: dict[str, Any] | None) -> None:
-        self.folder = folder
-        self.old_name: str | None = manifest.get("store") if manifest else None
-        self.name = self.old_name or storage.new_store_name()
-        self.size = 0
-        self._fh: Any = None
-        # [start, end, checksum] of each batch of appends: a refresh checks the store with a
-        # few hashes instead of one per file.
-        self.blocks: list[list[Any]] = list(manifest.get("blocks") or []) if manifest else []
-        self._block: tuple[int, Any] | None = None
-        if self.old_name:
-            try:
-                self.size = (folder / self.old_name).stat().st_size
-            except OSError:
-                self.old_name, self.name = None, storage.new_store_name()
-
-    def _open(self) -> Any:
-        if self._fh is None:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            storage.remove_leftovers(self.folder)
-            self._fh = (self.folder / self.name).open("ab")
-            self.size = self._fh.seek(0, os.SEEK_END)
-            self._block = (self.size, storage.new_checksum())
-        return self._fh
-
-    def keep(self, entry: dict[str, Any]) -> dict[str, Any]:
-        """A reused file's range, unchanged (it stays in the same store)."""
-        return {k: entry[k] for k in ("offset", "length", "digest")}
-
-    def append(self, data: bytes) -> dict[str, Any]:
-        fh = self._open()
-        offset = self.size
-        fh.write(data)
-        self.size += len(data)
-        assert self._block is not None
-        self._block[1].update(data)
-        return {"offset": offset, "length": len(data), "digest": storage.checksum(data)}
-
-    def finish(self, entries: dict[str, Any]) -> str:
-        """Flush and fsync; compact into a new generation when the store is mostly dead."""
-        fh = self._open()
-        fh.flush()
-        os.fsync(fh.fileno())
-        if self._block is not None and self.size > self._block[0]:
-            self.blocks.append([self._block[0], self.size, self._block[1].hexdigest()])
-            self._block = None
-        live = sum(int(e["length"]) for e in entries.values())
-        if self.size > 2 * live + (1 << 16):
-            self._compact(entries)
-        return self.name
-
-    def _compact(self, entries: dict[str, Any]) -> None:
-        fresh = storage.new_store_name()
-        offset = 0
-        digest = storage.new_checksum()
-        with (self.folder / self.name).open("rb") as src, (self.folder / fresh).open("wb") as dst:
-            for entry in entries.values():
-                src.seek(int(entry["offset"]))
-                data = src.read(int(entry["length"]))
-                dst.write(data)
-                digest.update(data)
-                entry["offset"] = offset
-                offset += int(entry["length"])
-            dst.flush()
-            os.fsync(dst.fileno())
-        self.close()
-        self.name, self.size = fresh, offset
-        self.blocks = [[0, offset, digest.hexdigest()]]
-
-    def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
-
-
 class _Ticker:
     """Progress inside one file: ``tick(bytes read so far)``."""
 
@@ -540,160 +441,6 @@ class _Ticker:
     def __call__(self, read: int) -> None:
         if self.progress:
             self.progress(self.done + read, self.total, self.rel)
-
-
-def _new_docs(build: _Build, vocab: Vocabulary) -> tuple[Any, Any, Any]:
-    """(ptr, terms, tfs) of the new docs, counted from their token ids in one numpy pass."""
-    import numpy as np
-
-    n_new = len(build.doc_lengths)
-    ids = np.frombuffer(build.ids, dtype=np.int32) if len(build.ids) else np.zeros(0, np.int32)
-    per_doc = np.frombuffer(build.doc_lengths, np.int64) if n_new else np.zeros(0, np.int64)
-    docs = np.repeat(np.arange(n_new, dtype=np.int64), per_doc)
-    keep = ids >= vocab.n_stop
-    keys = (docs[keep] << 32) | ids[keep].astype(np.int64)
-    unique, counts = np.unique(keys, return_counts=True)
-    ptr = np.zeros(n_new + 1, dtype=np.int64)
-    np.cumsum(np.bincount((unique >> 32).astype(np.int64), minlength=n_new), out=ptr[1:])
-    return ptr, (unique & 0xFFFFFFFF).astype(np.int32), counts.astype(np.int32)
-
-
-def _gather(
-    parts: list[tuple[tuple[Any, Any, Any], int, int]],
-) -> tuple[Any, Any, Any]:
-    """Doc-major arrays made of row slices ``(arrays, first, rows)`` of other doc-major arrays."""
-    import numpy as np
-
-    per_doc, terms, tfs = [np.zeros(0, np.int64)], [np.zeros(0, np.int32)], [np.zeros(0, np.int32)]
-    for (ptr, t, f), first, rows in parts:
-        lo, hi = int(ptr[first]), int(ptr[first + rows])
-        per_doc.append(np.diff(ptr[first : first + rows + 1]))
-        terms.append(t[lo:hi])
-        tfs.append(f[lo:hi])
-    counts = np.concatenate(per_doc)
-    ptr_all = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=ptr_all[1:])
-    return ptr_all, np.concatenate(terms).astype(np.int32), np.concatenate(tfs).astype(np.int32)
-
-
-def _index_arrays(
-    build: _Build, loaded: storage.Loaded | None, vocab: Vocabulary
-) -> tuple[dict[str, Any], dict[str, str], int]:
-    """(arrays to write, base files to carry over with their checksums, row count).
-
-    Sets each entry's ``row``. The base is kept when what changed since it was built (its dead
-    rows plus the delta) stays under ``REBUILD_SHARE`` of it; otherwise every live row goes
-    into a new base, in the files' order.
-    """
-    import numpy as np
-
-    from deeptutor_jupyter.knowledge import bm25
-
-    new = _new_docs(build, vocab)
-    index = loaded.index if loaded else None
-    first_delta = index.delta_first if index is not None else 0
-    empty = (np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))
-    base_doc: tuple[Any, ...] = empty
-    delta_doc: tuple[Any, ...] = empty
-    if loaded is not None and index is not None:
-        base_doc = tuple(storage.load_arrays(loaded.folder, BASE_DOC))
-        delta_doc = tuple(storage.load_arrays(loaded.folder, bm25.DELTA_FILES))
-
-    def source(kind: str, first: int) -> tuple[tuple[Any, ...], int]:
-        if kind == "new":
-            return new, first
-        if first < first_delta:
-            return base_doc, first
-        return delta_doc, first - first_delta
-
-    # Slices never run across the base's end into the delta: they come from other arrays.
-    segments = _coalesce([(k, f, n) for k, f, n, _ in build.segments], first_delta)
-    dead = np.ones(first_delta, dtype=bool)
-    moved = 0
-    for kind, first, rows, _ in build.segments:
-        if kind == "old" and first < first_delta:
-            dead[first : first + rows] = False
-        else:
-            moved += rows
-    n_vocab = len(vocab)
-    if index is None or int(dead.sum()) + moved > bm25.REBUILD_SHARE * first_delta:
-        row = 0
-        for _, _, rows, rel in build.segments:
-            build.entries[rel]["row"] = row
-            row += rows
-        ptr, terms, tfs = _gather([(*source(k, f), n) for k, f, n in segments])
-        indptr, rows_by_term, tfs_by_term = bm25.postings(ptr, terms, tfs, n_vocab)
-        df = np.bincount(terms, minlength=n_vocab).astype(np.int32)
-        arrays = {
-            "base_indptr.npy": indptr,
-            "base_rows.npy": rows_by_term,
-            "base_tfs.npy": tfs_by_term,
-            "base_doc_ptr.npy": ptr,
-            "base_doc_terms.npy": terms,
-            "base_doc_tfs.npy": tfs,
-            "base_df.npy": df,
-            **dict(zip(bm25.DELTA_FILES, empty, strict=True)),
-            "dead.npy": np.zeros(row, dtype=bool),
-            "dl.npy": bm25.lengths(ptr, tfs),
-            "df.npy": df,
-        }
-        return arrays, {}, row
-    # Keep the base: only the delta, the dead mask and the statistics are written.
-    delta_parts = []
-    row = first_delta
-    for kind, first, rows, rel in build.segments:
-        if kind == "old" and first < first_delta:
-            continue  # stays where it is in the base
-        build.entries[rel]["row"] = row
-        row += rows
-        delta_parts.append((*source(kind, first), rows))
-    d_ptr, d_terms, d_tfs = _gather(delta_parts)
-    base_ptr, base_terms = base_doc[0], base_doc[1]
-    dead_terms = [
-        np.asarray(base_terms[int(base_ptr[a]) : int(base_ptr[b])]) for a, b in _runs(dead)
-    ]
-    assert loaded is not None and index is not None
-    base_df = storage.load_arrays(loaded.folder, ("base_df.npy",))[0]
-    df = np.zeros(n_vocab, dtype=np.int64)
-    df[: len(base_df)] += base_df
-    if dead_terms:
-        df -= np.bincount(np.concatenate(dead_terms), minlength=n_vocab)
-    df += np.bincount(d_terms, minlength=n_vocab)
-    dl = np.concatenate([np.asarray(index.dl[:first_delta]), bm25.lengths(d_ptr, d_tfs)])
-    dl[:first_delta][dead] = 0
-    arrays = {
-        "delta_doc_ptr.npy": d_ptr,
-        "delta_doc_terms.npy": d_terms,
-        "delta_doc_tfs.npy": d_tfs,
-        "dead.npy": dead,
-        "dl.npy": dl.astype(np.int32),
-        "df.npy": df.astype(np.int32),
-    }
-    keep = {name: loaded.manifest["index_files"][name] for name in bm25.BASE_FILES}
-    return arrays, keep, row
-
-
-def _runs(mask: Any) -> list[tuple[int, int]]:
-    """(start, end) of each run of True in a boolean array."""
-    import numpy as np
-
-    edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.astype(np.int8), [0]))))
-    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
-
-
-def _coalesce(segments: list[tuple[str, int, int]], boundary: int) -> list[tuple[str, int, int]]:
-    """Adjacent segments of the same kind whose rows follow each other become one slice, as
-    long as both lie on the same side of ``boundary`` (the first delta row)."""
-    out: list[tuple[str, int, int]] = []
-    for kind, first, rows in segments:
-        if out:
-            last_kind, last_first, last_rows = out[-1]
-            same_side = kind == "new" or (last_first < boundary) == (first < boundary)
-            if last_kind == kind and last_first + last_rows == first and same_side:
-                out[-1] = (kind, last_first, last_rows + rows)
-                continue
-        out.append((kind, first, rows))
-    return out
 
 
 def _old_manifest(folder: Path) -> dict[str, Any] | None:
@@ -715,74 +462,6 @@ def _old_manifest(folder: Path) -> dict[str, Any] | None:
 
 def _merge(old: list[str], new: list[str]) -> list[str]:
     return list(dict.fromkeys([*old, *new]))
-
-
-def _discover(sources: list[str], errors: list[str]) -> list[tuple[str, os.stat_result]]:
-    """Every supported file under the sources with its stat, once each, in a stable order.
-
-    A symlink inside a source folder that resolves outside it is skipped and named: adding a
-    folder must not make a private file elsewhere searchable (symlinked folders are not
-    descended at all). A file named directly is indexed even when it is a link. The walk uses
-    ``os.scandir``, whose entries carry what pathlib would ask the file system for again.
-    """
-    found: dict[str, os.stat_result] = {}
-    outside: list[str] = []
-    for source in sources:
-        path = Path(source)
-        if path.is_dir():
-            top = str(path.resolve())
-            _walk(top, top, found, outside)
-        elif path.is_file():
-            if path.suffix.lower() in SUPPORTED_SUFFIXES:
-                resolved = path.resolve()
-                found.setdefault(str(resolved), resolved.stat())
-            else:
-                errors.append(
-                    f"{source}: unsupported file type (supported: "
-                    f"{', '.join(sorted(SUPPORTED_SUFFIXES))})"
-                )
-        else:
-            errors.append(f"{source}: not found")
-    errors += [f"{p}: skipped, a link to a file outside the folder being added" for p in outside]
-    sized: list[tuple[str, os.stat_result]] = []
-    for name, st in found.items():
-        if st.st_size > MAX_FILE_BYTES:
-            errors.append(f"{name}: skipped, larger than {MAX_FILE_BYTES // 2**20} MB")
-        else:
-            sized.append((name, st))
-    return sized
-
-
-def _walk(folder: str, top: str, found: dict[str, os.stat_result], outside: list[str]) -> None:
-    # Depth first with names sorted: the same order as sorted(Path(top).rglob("*")).
-    try:
-        with os.scandir(folder) as it:
-            entries = sorted(it, key=lambda e: e.name)
-    except OSError:
-        return
-    for entry in entries:
-        name = entry.name
-        if name.startswith(".") or name in _SKIPPED_DIRS:
-            continue
-        try:
-            if entry.is_dir(follow_symlinks=False):
-                _walk(entry.path, top, found, outside)
-                continue
-            dot = name.rfind(".")  # names starting with "." were skipped above
-            if dot < 0 or name[dot:].lower() not in SUPPORTED_SUFFIXES:
-                continue
-            if entry.is_symlink():
-                target = os.path.realpath(entry.path)
-                if not os.path.isfile(target):
-                    continue
-                if os.path.commonpath([target, top]) != top:
-                    outside.append(entry.path)
-                    continue
-                found.setdefault(target, os.stat(target))
-            elif entry.is_file(follow_symlinks=False):
-                found.setdefault(entry.path, entry.stat(follow_symlinks=False))
-        except OSError:
-            continue  # vanished while walking
 
 
 def list_kbs(home: Path) -> list[dict[str, Any]]:
