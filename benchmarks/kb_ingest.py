@@ -6,6 +6,8 @@ Zipf-like words, a heading every few paragraphs in the Markdown one). For each, 
 * **ingest_file**: reading and chunking alone (``deeptutor_jupyter.knowledge.ingest``);
 * **add_sources**: end to end into a fresh knowledge base (chunk, tokenise, index, write).
 
+Each figure is the median of three runs.
+
 The goal is linear growth: the 16 MB file under 4x the 4 MB one (the ratio printed last).
 Quadratic chunking (counting newlines from the start of the file for every piece) showed up
 here as 1 MB 0.5 s, 8 MB 15 s.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -30,6 +33,8 @@ if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
 from deeptutor_jupyter.knowledge import KnowledgeBase, ingest_file  # noqa: E402
+
+REPEAT = 3
 
 
 def write_text(path: Path, size: int, *, markdown: bool, seed: int = 3) -> None:
@@ -65,13 +70,17 @@ def main() -> int:
             for size in sizes:
                 src = root / f"f{size}{suffix}"
                 write_text(src, size, markdown=suffix == ".md")
-                start = time.perf_counter()
-                chunks = ingest_file(src, root, "bench")
-                read_s = time.perf_counter() - start
-                kb = KnowledgeBase(root / f"home{size}{suffix}", "bench", root=root)
-                start = time.perf_counter()
-                report = kb.add_sources([src])
-                total_s = time.perf_counter() - start
+                reads, totals = [], []
+                for attempt in range(REPEAT):  # medians: the machine is shared
+                    start = time.perf_counter()
+                    chunks = ingest_file(src, root, "bench")
+                    reads.append(time.perf_counter() - start)
+                    home = root / f"home{size}{suffix}{attempt}"
+                    kb = KnowledgeBase(home, "bench", root=root)
+                    start = time.perf_counter()
+                    report = kb.add_sources([src])
+                    totals.append(time.perf_counter() - start)
+                read_s, total_s = statistics.median(reads), statistics.median(totals)
                 assert report.added == 1 and not report.errors, report.summary()
                 results[(suffix, size)] = total_s
                 print(
