@@ -32,20 +32,41 @@ class Build:
     stamps_moved: bool = False
 
 
+_BATCH_TOKENS = 1 << 21  # new docs are counted this many tokens at a time, to bound memory
+
+
 def _new_docs(build: Build, vocab: Vocabulary) -> tuple[Any, Any, Any]:
-    """(ptr, terms, tfs) of the new docs, counted from their token ids in one numpy pass."""
+    """(ptr, terms, tfs) of the new docs, counted from their token ids with numpy, in batches of
+    whole docs (a full index of 50,000 files has ~10^7 tokens; one pass would hold several
+    int64 copies of all of them)."""
     import numpy as np
 
     n_new = len(build.doc_lengths)
     ids = np.frombuffer(build.ids, dtype=np.int32) if len(build.ids) else np.zeros(0, np.int32)
     per_doc = np.frombuffer(build.doc_lengths, np.int64) if n_new else np.zeros(0, np.int64)
-    docs = np.repeat(np.arange(n_new, dtype=np.int64), per_doc)
-    keep = ids >= vocab.n_stop
-    keys = (docs[keep] << 32) | ids[keep].astype(np.int64)
-    unique, counts = np.unique(keys, return_counts=True)
+    offsets = np.zeros(n_new + 1, dtype=np.int64)
+    np.cumsum(per_doc, out=offsets[1:])
+    counts_per_doc: list[Any] = [np.zeros(0, np.int64)]
+    terms: list[Any] = [np.zeros(0, np.int32)]
+    tfs: list[Any] = [np.zeros(0, np.int32)]
+    first = 0
+    while first < n_new:
+        last = int(np.searchsorted(offsets, offsets[first] + _BATCH_TOKENS, side="right")) - 1
+        last = min(max(last, first + 1), n_new)
+        chunk = ids[offsets[first] : offsets[last]]
+        docs = np.repeat(np.arange(last - first, dtype=np.int64), per_doc[first:last])
+        keep = chunk >= vocab.n_stop
+        keys = (docs[keep] << 32) | chunk[keep].astype(np.int64)
+        del docs, keep
+        unique, counts = np.unique(keys, return_counts=True)
+        del keys
+        counts_per_doc.append(np.bincount(unique >> 32, minlength=last - first))
+        terms.append((unique & 0xFFFFFFFF).astype(np.int32))
+        tfs.append(counts.astype(np.int32))
+        first = last
     ptr = np.zeros(n_new + 1, dtype=np.int64)
-    np.cumsum(np.bincount((unique >> 32).astype(np.int64), minlength=n_new), out=ptr[1:])
-    return ptr, (unique & 0xFFFFFFFF).astype(np.int32), counts.astype(np.int32)
+    np.cumsum(np.concatenate(counts_per_doc), out=ptr[1:])
+    return ptr, np.concatenate(terms), np.concatenate(tfs)
 
 
 def _gather(

@@ -87,6 +87,7 @@ def ingest_output() -> str:
         "full index (add_sources):",
         "floor, bm25s.BM25.index same tokens:",
         "(goal < 1.5x)",
+        "refresh, nothing changed, first:",
         "refresh, nothing changed:",
         "200 unchanged",
         "refresh, one file changed:",

@@ -341,3 +341,27 @@ def test_our_matrix_scores_like_bm25s(tmp_path: Path) -> None:
         expected = reference.get_scores(words)
         got = ours.scores([ours.vocab[w] for w in words if w in ours.vocab])
         assert np.allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_new_docs_are_counted_the_same_in_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    import random
+
+    import numpy as np
+
+    from deeptutor_jupyter.knowledge import rebuild
+    from deeptutor_jupyter.knowledge.tokenize import Vocabulary
+
+    rng = random.Random(3)
+    for trial in range(20):
+        build, vocab = rebuild.Build(), Vocabulary()
+        for _ in range(rng.randint(0, 40)):
+            words = [f"w{rng.randint(0, 300)}" for _ in range(rng.randint(0, 50))]
+            ids = [vocab[w] for w in words] + [vocab["the"]]  # a stopword, dropped
+            build.ids.extend(ids)
+            build.doc_lengths.append(len(ids))
+        monkeypatch.setattr(rebuild, "_BATCH_TOKENS", 1 << 30)
+        whole = rebuild._new_docs(build, vocab)
+        monkeypatch.setattr(rebuild, "_BATCH_TOKENS", rng.randint(1, 60))
+        batched = rebuild._new_docs(build, vocab)
+        assert all(np.array_equal(a, b) for a, b in zip(whole, batched, strict=True)), trial
+        assert len(whole[0]) == len(build.doc_lengths) + 1
