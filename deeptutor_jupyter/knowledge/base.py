@@ -182,7 +182,7 @@ class KnowledgeBase:
                     if name.startswith(prefix)
                     else relative_path(Path(name), root)
                 )
-                tick = _Ticker(progress, done, total, rel)
+                tick = (progress, done, total)  # progress inside a big file: see below
                 self._index_file(name, st, rel, root, old_files, build, writer, vocab, report, tick)
                 done += st.st_size
                 if progress:
@@ -208,7 +208,7 @@ class KnowledgeBase:
         writer: StoreWriter,
         vocab: Vocabulary,
         report: IndexReport,
-        tick: _Ticker,
+        tick: tuple[Progress | None, int, int],
     ) -> None:
         previous = old_files.get(rel)
         if (
@@ -262,7 +262,9 @@ class KnowledgeBase:
             lines.append(storage.chunk_line(chunk))
             read += len(chunk.text)
             if read >= _PROGRESS_STEP:
-                tick(read)
+                report_progress, done, total = tick
+                if report_progress:
+                    report_progress(done + read, total, rel)
         if found:
             build.segments.append(("new", first_doc, len(found), rel))
         entry = {"sha256": digest, **stamp, "source": path, "chunks": len(found), "row": 0}
@@ -428,19 +430,6 @@ def _stamp(path: Path) -> tuple[int, int, int]:
     except FileNotFoundError:
         return (0, 0, 0)
     return (st.st_mtime_ns, st.st_size, st.st_ino)
-
-
-class _Ticker:
-    """Progress inside one file: ``tick(bytes read so far)``."""
-
-    __slots__ = ("done", "progress", "rel", "total")
-
-    def __init__(self, progress: Progress | None, done: int, total: int, rel: str) -> None:
-        self.progress, self.done, self.total, self.rel = progress, done, total, rel
-
-    def __call__(self, read: int) -> None:
-        if self.progress:
-            self.progress(self.done + read, self.total, self.rel)
 
 
 def _old_manifest(folder: Path) -> dict[str, Any] | None:
