@@ -254,17 +254,17 @@ class KnowledgeBase:
             report.added += 1
         first_doc = len(build.doc_lengths)
         lines: list[bytes] = []
-        read = 0
+        read, next_tick = 0, _PROGRESS_STEP
+        report_progress, done, total = tick
         for chunk in found:
             ids = token_ids(f"{chunk.title}\n{chunk.text}", vocab)
             build.ids.extend(ids)
             build.doc_lengths.append(len(ids))
             lines.append(storage.chunk_line(chunk))
-            read += len(chunk.text)
-            if read >= _PROGRESS_STEP:
-                report_progress, done, total = tick
-                if report_progress:
-                    report_progress(done + read, total, rel)
+            read += len(chunk.text)  # characters: never more than the file's bytes
+            if read >= next_tick and report_progress:
+                report_progress(done + read, total, rel)
+                next_tick = read + _PROGRESS_STEP
         if found:
             build.segments.append(("new", first_doc, len(found), rel))
         entry = {"sha256": digest, **stamp, "source": path, "chunks": len(found), "row": 0}
