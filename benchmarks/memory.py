@@ -3,12 +3,18 @@
 * **L1 append**: ``MemoryStore.emit`` one record at a time into a fresh home (lock, dedupe check
   against the incremental id index, one ``O_APPEND`` write), with and without ``fsync``; also
   ``emit_many`` (the notebook import path). Printed as records/s.
+* **L1 append with history**: ``emit`` rate into a home that already holds 0 and H traces
+  (default 50,000), each time through a fresh ``MemoryStore`` as a new kernel would, and the
+  steady rate after that; the goal is flat (the same rate whatever the history).
 * **L3 read**: ``profile.md`` with 10,000 footnoted entries over 20 sections; median and p90 of
-  ``read`` (parse), ``read_text``, ``read_l3_concat`` and ``system_prompt_block``.
+  ``read`` (parse), ``read_text``, ``read_l3_concat`` and ``system_prompt_block`` (the goal: the
+  parse under 20 ms, or cached by file stamp; ``system_prompt_block`` is paid every turn).
+* **merge**: deterministic consolidation of an L3 document of 10,000 entries, a tenth of them
+  duplicates (goal: under 2 s).
 
 Usage::
 
-    .venv/bin/python benchmarks/memory.py            # 5,000 appends, 10,000 entries, 15 reads
+    .venv/bin/python benchmarks/memory.py            # 5,000 appends, 50,000 history, 10,000 entries
     .venv/bin/python benchmarks/memory.py --quick    # small sizes (smoke test)
 
 Timings are from one run on one machine: compare the lines of the same run, not across runs.
@@ -17,6 +23,7 @@ Timings are from one run on one machine: compare the lines of the same run, not 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import sys
 import tempfile
@@ -34,6 +41,7 @@ from deeptutor_jupyter.memory import (  # noqa: E402
     MemoryStore,
     Section,
     TraceRecord,
+    parse,
     render,
 )
 
@@ -68,6 +76,39 @@ def append_rate(n: int, *, fsync: bool, batch: bool) -> float:
     return n / elapsed
 
 
+def append_rate_with_history(history: int, n: int) -> tuple[float, float]:
+    """(records/s of the first n appends by a fresh store, records/s of the next n)."""
+    with tempfile.TemporaryDirectory() as home:
+        if history:
+            MemoryStore(Path(home)).emit_many(record(i) for i in range(history))
+        store = MemoryStore(Path(home))  # a new kernel: nothing cached yet
+        new = [record(history + i) for i in range(2 * n)]
+        start = time.perf_counter()
+        for item in new[:n]:
+            store.emit(item)
+        first = time.perf_counter() - start
+        start = time.perf_counter()
+        for item in new[n:]:
+            store.emit(item)
+        steady = time.perf_counter() - start
+    return n / first, n / steady
+
+
+def merge_time(entries: int) -> float:
+    from deeptutor_jupyter.memory.consolidate import consolidate
+
+    with tempfile.TemporaryDirectory() as home:
+        store = MemoryStore(Path(home))
+        text = l3_document(entries, duplicates=entries // 10)
+        store.overwrite("L3", "profile", text)
+        start = time.perf_counter()
+        result = asyncio.run(consolidate(store, None, layer="L3", key="profile", mode="merge"))
+        elapsed = time.perf_counter() - start
+        after = len(store.read("L3", "profile").entries())
+        assert after == entries - entries // 10, (after, len(result.ops_applied))
+    return elapsed
+
+
 def timings(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
     samples = []
     for _ in range(repeat):
@@ -78,11 +119,13 @@ def timings(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
     return statistics.median(samples), samples[min(len(samples) - 1, int(len(samples) * 0.9))]
 
 
-def l3_document(entries: int) -> str:
+def l3_document(entries: int, duplicates: int = 0) -> str:
+    """``entries`` bullets; the last ``duplicates`` repeat earlier texts (for ``merge``)."""
     sections = [Section(f"Topic {s}") for s in range(20)]
     for i in range(entries):
         refs = [f"t_{i:08d}", f"t_{i // 10:08d}"]
-        text = f"Learner fact {i}: confuses chain rule with product rule in case {i % 13}"
+        n = i - (entries - duplicates) if i >= entries - duplicates else i
+        text = f"Learner fact {n}: confuses chain rule with product rule in case {n % 13}"
         sections[i % 20].entries.append(Entry(f"e{i:06d}", text, refs))
     return render(Document(sections))
 
@@ -91,11 +134,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--appends", type=int, default=5000)
     parser.add_argument("--entries", type=int, default=10_000)
+    parser.add_argument("--history", type=int, default=50_000)
+    parser.add_argument("--merge", type=int, default=10_000, help="entries for merge")
     parser.add_argument("-n", "--repeat", type=int, default=15)
     parser.add_argument("--quick", action="store_true", help="small sizes, for the smoke test")
     args = parser.parse_args()
     if args.quick:
         args.appends, args.entries, args.repeat = 200, 500, 3
+        args.history, args.merge = 2000, 500
 
     print("memory benchmark:")
     print(
@@ -112,6 +158,22 @@ def main() -> None:
         f"{append_rate(args.appends, fsync=False, batch=True):,.0f} records/s"
     )
 
+    n = min(args.appends, 1000)
+    empty_first, empty_steady = append_rate_with_history(0, n)
+    full_first, full_steady = append_rate_with_history(args.history, n)
+    print(
+        f"  L1 append, {n} emits with 0 traces already: {empty_first:,.0f} records/s "
+        f"(then {empty_steady:,.0f})"
+    )
+    print(
+        f"  L1 append, {n} emits with {args.history} traces already: {full_first:,.0f} records/s "
+        f"(then {full_steady:,.0f})"
+    )
+    print(
+        f"  L1 append ratio, {args.history} vs 0 traces: {full_steady / empty_steady:.2f}x "
+        f"steady, {full_first / empty_first:.2f}x first {n} (goal: flat, about 1x)"
+    )
+
     with tempfile.TemporaryDirectory() as home:
         store = MemoryStore(Path(home))
         store.overwrite("L3", "profile", l3_document(args.entries))
@@ -121,12 +183,15 @@ def main() -> None:
         print(f"  L3 profile.md: {args.entries} entries, {size / 1024:,.0f} KiB")
         for label, fn in [
             ("L3 read_text", lambda: store.read_text("L3", "profile")),
+            ("L3 parse only (no cache)", lambda: parse(store.read_text("L3", "profile"))),
             ("L3 read (parse)", lambda: store.read("L3", "profile")),
             ("L3 read_l3_concat", store.read_l3_concat),
             ("L3 system_prompt_block", store.system_prompt_block),
         ]:
             median, p90 = timings(fn, args.repeat)
             print(f"  {label}, {args.entries} entries: median {median:.1f} ms, p90 {p90:.1f} ms")
+    merge_s = merge_time(args.merge)
+    print(f"  merge, {args.merge} entries: {merge_s * 1000:,.0f} ms (goal < 2000 ms at 10,000)")
     print("RESULT: done")
 
 

@@ -180,11 +180,23 @@ def kb_command(tutor: KernelTutor, resolved: ResolvedSettings, rest: str) -> Non
         show_markdown(f"⚠ {exc}")
 
 
+PROGRESS_INTERVAL = 0.25  # seconds between progress updates: a few a second, whatever the files
+
+
 def _index(tutor: KernelTutor, home: Path, name: str, paths: list[Path]) -> None:
-    """Index in a worker thread; a progress bar follows it through thread-safe callbacks."""
+    """Index in a worker thread; a progress bar follows it through thread-safe callbacks.
+
+    Progress is coalesced: the worker reports after every file (50,000 files, 50,000 calls),
+    but the bar is updated at most every ``PROGRESS_INTERVAL``. The output carries a text
+    fallback, updated at the end, so a notebook saved without widget state still says what
+    was indexed.
+    """
+    import time
+
     import ipywidgets as widgets
     from IPython.display import display
 
+    from deeptutor_jupyter.kernel.display import widget_bundle
     from deeptutor_jupyter.knowledge import KnowledgeBase
 
     missing = [str(p) for p in paths if not p.exists()]
@@ -196,16 +208,29 @@ def _index(tutor: KernelTutor, home: Path, name: str, paths: list[Path]) -> None
     label = widgets.HTML()
     box = widgets.VBox([bar, label])
     box.add_class("dt-kb-progress")
-    display(box)  # type: ignore[no-untyped-call]
+    verb = "Adding to" if paths else "Refreshing"
+    handle = display(  # type: ignore[no-untyped-call]
+        widget_bundle(box, f"{verb} the knowledge base **{name}**…"), raw=True, display_id=True
+    )
     loop = asyncio.get_running_loop()
+    last = [0.0]
 
     def progress(done: int, total: int, current: str) -> None:
+        now = time.monotonic()
+        if now - last[0] < PROGRESS_INTERVAL and 0 < done < total:
+            return  # the last call of a run always goes through
+        last[0] = now
+
         def show() -> None:
             bar.max = max(total, 1)
             bar.value = done
             label.value = html.escape(current)
 
         loop.call_soon_threadsafe(show)
+
+    def finish(markdown: str) -> None:
+        if handle is not None:
+            handle.update(widget_bundle(box, markdown), raw=True)
 
     async def run() -> None:
         try:
@@ -216,10 +241,13 @@ def _index(tutor: KernelTutor, home: Path, name: str, paths: list[Path]) -> None
         except Exception as exc:
             bar.bar_style = "danger"
             label.value = f"⚠ {html.escape(str(exc))}"
+            finish(f"⚠ {exc}")
             return
         bar.value = bar.max
         bar.bar_style = "success"
         errors = "".join(f"<br>⚠ {html.escape(e)}" for e in report.errors)
         label.value = f"<b>{html.escape(name)}</b>: {html.escape(report.summary())}{errors}"
+        problems = "".join(f"\n- ⚠ {e}" for e in report.errors)
+        finish(f"**{name}**: {report.summary()}{problems}")
 
     tutor.background(run())

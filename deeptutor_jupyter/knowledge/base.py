@@ -1,10 +1,16 @@
 """A named knowledge base: remembered sources, an incremental BM25 index, and search.
 
-Incremental by content hash: each file's SHA-256 is kept in the manifest, and a file whose hash
-did not change keeps its chunks from chunks.jsonl without being read again. The BM25 index
-itself is rebuilt from all chunks on every change (bm25s has no in-place update), which costs
-milliseconds for thousands of chunks; the expensive part, reading PDFs and notebooks, is what
-the hashes save.
+A refresh costs what changed, not what is kept (layout in ``knowledge/storage.py``):
+
+* each file's size and ``mtime_ns`` are in the manifest; a file whose stamp is unchanged is not
+  read at all, and one whose stamp moved is hashed and re-read only if its SHA-256 changed;
+* the chunks of unchanged files stay where they are in the append-only chunk store;
+* each chunk's term ids and counts are kept, so only changed files are tokenised, and the index
+  keeps term counts in a base and a delta segment (``knowledge/bm25.py``): a refresh writes the
+  delta and the statistics, and rebuilds the base only once changes pass a tenth of it.
+
+A row's score does not depend on the segment that holds it, so a refresh gives the same search
+results as a full rebuild of the same files.
 """
 
 from __future__ import annotations
@@ -14,33 +20,44 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from deeptutor_jupyter.knowledge import storage
-from deeptutor_jupyter.knowledge.ingest import (
-    SUPPORTED_SUFFIXES,
-    IngestError,
-    ingest_file,
-    relative_path,
-)
+from deeptutor_jupyter.knowledge.chunkstore import StoreWriter
+from deeptutor_jupyter.knowledge.discover import discover
+from deeptutor_jupyter.knowledge.ingest import IngestError, ingest_file, relative_path
 from deeptutor_jupyter.knowledge.model import (
-    Chunk,
     Hit,
     IndexReport,
     KnowledgeBaseNotFound,
     KnowledgeIndexError,
     validate_kb_name,
 )
-from deeptutor_jupyter.knowledge.tokenize import TOKENIZER_VERSION, tokenize
+from deeptutor_jupyter.knowledge.rebuild import Build, index_arrays
+from deeptutor_jupyter.knowledge.tokenize import (
+    TOKENIZER_VERSION,
+    Vocabulary,
+    token_ids,
+    tokenize,
+)
 
 __all__ = ["KnowledgeBase", "Progress", "list_kbs", "remove_kb"]
 
+# progress(done, total, current_file): done and total are bytes of the files being indexed.
 Progress = Callable[[int, int, str], None]
 
-# Folders never worth indexing: VCS data, caches, checkpoints (names starting with "." too).
-_SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
-MAX_FILE_BYTES = 50 * 1024 * 1024
+_PROGRESS_STEP = 1 << 20  # inside a big file, report every MiB tokenised
+
+
+@dataclass
+class _Previous:
+    """What a re-index may reuse: the verified index, or nothing (``damage`` says why)."""
+
+    manifest: dict[str, Any] | None = None
+    loaded: storage.Loaded | None = None
+    damage: str | None = None
 
 
 class KnowledgeBase:
@@ -69,51 +86,55 @@ class KnowledgeBase:
     def add_sources(self, paths: list[Path], progress: Progress | None = None) -> IndexReport:
         """Remember ``paths`` (folders or files) as sources and bring the index up to date.
 
-        ``progress(done, total, current_file)`` is called with done=0 before the first file and
-        after each file; the index is written after the last call.
+        ``progress(done, total, current_file)`` is called with done=0 before the first file,
+        after each file and every MiB inside a big one (done and total in bytes); the index is
+        written after the last call.
         """
-        new = [Path(p).expanduser().resolve() for p in paths]
+        new = [Path(p).expanduser().absolute() for p in paths]
         with storage.write_lock(self.folder):
-            old, cached, damage = self._previous_state()
-            report = IndexReport(rebuilt_from_corruption=damage is not None)
-            if damage and old is None:
+            previous = self._previous_state()
+            old = previous.manifest
+            report = IndexReport(rebuilt_from_corruption=previous.damage is not None)
+            if previous.damage and old is None:
                 report.errors.append(
-                    f"the previous index was unreadable ({damage}); its sources are forgotten"
+                    f"the previous index was unreadable ({previous.damage}); "
+                    "its sources are forgotten"
                 )
-            sources = _merge(old["sources"] if old else [], [str(p) for p in new])
+            sources = _merge(old["sources"] if old else [], [str(p.resolve()) for p in new])
             root = Path(old["root"]) if old else (self._new_root or Path.cwd()).resolve()
-            return self._reindex(old, cached, sources, root, report, progress)
+            return self._reindex(previous, sources, root, report, progress)
 
     def refresh(self, progress: Progress | None = None) -> IndexReport:
         """Re-scan the remembered sources: new, changed and deleted files are picked up."""
+        return self._refresh(progress)
+
+    def _refresh(self, progress: Progress | None = None, *, rebuild: str = "") -> IndexReport:
         with storage.write_lock(self.folder):
-            old, cached, damage = self._previous_state()
+            previous = self._previous_state()
+            if rebuild and previous.damage is None:
+                previous = _Previous(previous.manifest, None, rebuild)
+            old = previous.manifest
             if old is None:
-                raise self._unusable(damage)
-            report = IndexReport(rebuilt_from_corruption=damage is not None)
-            return self._reindex(old, cached, old["sources"], Path(old["root"]), report, progress)
+                raise self._unusable(previous.damage)
+            report = IndexReport(rebuilt_from_corruption=previous.damage is not None)
+            return self._reindex(previous, old["sources"], Path(old["root"]), report, progress)
 
     def _files_on_disk(self) -> list[Path]:
         return [p for p in self.folder.iterdir() if p.name != ".lock"]
 
-    def _previous_state(
-        self,
-    ) -> tuple[dict[str, Any] | None, dict[str, list[Chunk]], str | None]:
-        """(manifest or None, chunks by file to reuse, what was wrong or None)."""
+    def _previous_state(self) -> _Previous:
         if not self.folder.exists() or not self._files_on_disk():
-            return None, {}, None
+            return _Previous()
         try:
             loaded = storage.load_verified(self.folder, TOKENIZER_VERSION)
+            storage.check_ranges(self.folder, loaded.manifest)
         except storage.CorruptIndex as exc:
             try:
                 manifest: dict[str, Any] | None = storage.read_manifest(self.folder)
-            except storage.CorruptIndex:
-                manifest = None
-            return manifest, {}, str(exc)  # nothing on disk is trusted: re-read every file
-        by_file: dict[str, list[Chunk]] = {}
-        for chunk in loaded.chunks:
-            by_file.setdefault(chunk.path, []).append(chunk)
-        return loaded.manifest, by_file, None
+            except storage.CorruptIndex as again:
+                manifest = _old_manifest(self.folder) if "older version" in str(again) else None
+            return _Previous(manifest, None, str(exc))  # nothing on disk is trusted
+        return _Previous(loaded.manifest, loaded, None)
 
     def _unusable(self, damage: str | None) -> KnowledgeIndexError:
         if damage is None:
@@ -128,110 +149,212 @@ class KnowledgeBase:
 
     def _reindex(
         self,
-        old: dict[str, Any] | None,
-        cached: dict[str, list[Chunk]],
+        previous: _Previous,
         sources: list[str],
         root: Path,
         report: IndexReport,
         progress: Progress | None,
     ) -> IndexReport:
-        files = _discover(sources, report.errors)
+        old = previous.manifest
+        files = discover(sources, report.errors)
         if report.rebuilt_from_corruption and old and old["files"] and not files:
             raise KnowledgeIndexError(
                 f"The index of {self.name!r} is damaged and cannot be rebuilt: none of its "
                 f"sources exist any more ({', '.join(sources)}). Remove it with "
                 f"%tutor kb remove {self.name}"
             )
-        old_files: dict[str, Any] = old["files"] if old else {}
-        entries: dict[str, Any] = {}
-        chunks: list[Chunk] = []
+        loaded = previous.loaded
+        old_files: dict[str, Any] = loaded.manifest["files"] if loaded else {}
+        writer = StoreWriter(self.folder, loaded.manifest if loaded else None)
+        vocab = Vocabulary(loaded.index.vocab if loaded and loaded.index else None)
+        build = Build()
+        total = sum(st.st_size for _, st in files)
+        prefix = str(root).rstrip("/") + "/"
+        done = 0
         if progress:
-            progress(0, len(files), "")
-        for done, path in enumerate(files, start=1):
-            rel = relative_path(path, root)
-            self._index_file(path, rel, root, old_files, cached, entries, chunks, report)
-            if progress:
-                progress(done, len(files), rel)
-        report.removed = len(set(old_files) - set(entries))
-        report.chunks = len(chunks)
-        if report.changed or old is None or old.get("sources") != sources:
-            self._write(old, sources, root, entries, chunks)
+            progress(0, total, "")
+        try:
+            for name, st in files:
+                # Plain strings until a file has to be opened: 50,000 Path objects cost more
+                # than the stat calls of a refresh with nothing changed.
+                rel = (
+                    name[len(prefix) :]
+                    if name.startswith(prefix)
+                    else relative_path(Path(name), root)
+                )
+                tick = (progress, done, total)  # progress inside a big file: see below
+                self._index_file(name, st, rel, root, old_files, build, writer, vocab, report, tick)
+                done += st.st_size
+                if progress:
+                    progress(done, total, rel)
+            report.removed = len(set(old_files) - set(build.entries))
+            report.chunks = sum(int(e["chunks"]) for e in build.entries.values())
+            if report.changed or old is None or old.get("sources") != sources:
+                self._write(old, previous, sources, root, build, writer, vocab)
+            elif loaded is not None:
+                self._remember_stamps(loaded.manifest, build)
+        finally:
+            writer.close()
         return report
 
     def _index_file(
         self,
-        path: Path,
+        path: str,
+        st: os.stat_result,
         rel: str,
         root: Path,
         old_files: dict[str, Any],
-        cached: dict[str, list[Chunk]],
-        entries: dict[str, Any],
-        chunks: list[Chunk],
+        build: Build,
+        writer: StoreWriter,
+        vocab: Vocabulary,
         report: IndexReport,
+        tick: tuple[Progress | None, int, int],
     ) -> None:
+        previous = old_files.get(rel)
+        if (
+            previous is not None
+            and previous.get("size") == st.st_size
+            and previous.get("mtime_ns") == st.st_mtime_ns
+        ):  # the common case of a refresh, kept short: same stamp, same entry, same rows
+            report.unchanged += 1
+            if previous["chunks"]:
+                build.segments.append(("old", int(previous["row"]), int(previous["chunks"]), rel))
+            build.entries[rel] = previous
+            return
         try:
-            digest = storage.sha256_file(path)
+            stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+            same_stamp = (
+                previous is not None
+                and previous.get("size") == st.st_size
+                and previous.get("mtime_ns") == st.st_mtime_ns
+            )
+            digest = (
+                previous["sha256"] if same_stamp and previous else storage.sha256_file(Path(path))
+            )
         except OSError as exc:
             report.errors.append(f"{rel}: cannot be read ({exc.strerror or exc})")
             return
-        previous = old_files.get(rel)
-        if previous and previous.get("sha256") == digest and rel in cached:
-            found = cached[rel]
+        if previous is not None and previous.get("sha256") == digest:
             report.unchanged += 1
+            entry = {**previous, **stamp}
+            build.stamps_moved |= not same_stamp
+            entry.update(writer.keep(previous))
+            if entry["chunks"]:
+                build.segments.append(("old", int(entry["row"]), int(entry["chunks"]), rel))
+            build.entries[rel] = entry
+            return
+        try:
+            found = ingest_file(Path(path), root, self.name)
+        except IngestError as exc:
+            report.errors.append(str(exc))
+            return
+        if previous:
+            report.updated += 1
         else:
-            try:
-                found = ingest_file(path, root, self.name)
-            except IngestError as exc:
-                report.errors.append(str(exc))
-                return
-            if previous:
-                report.updated += 1
-            else:
-                report.added += 1
-        entries[rel] = {"sha256": digest, "chunks": len(found), "source": str(path)}
-        chunks.extend(found)
+            report.added += 1
+        first_doc = len(build.doc_lengths)
+        lines: list[bytes] = []
+        read, next_tick = 0, _PROGRESS_STEP
+        report_progress, done, total = tick
+        for chunk in found:
+            ids = token_ids(f"{chunk.title}\n{chunk.text}", vocab)
+            build.ids.extend(ids)
+            build.doc_lengths.append(len(ids))
+            lines.append(storage.chunk_line(chunk))
+            read += len(chunk.text)  # characters: never more than the file's bytes
+            if read >= next_tick and report_progress:
+                report_progress(done + read, total, rel)
+                next_tick = read + _PROGRESS_STEP
+        if found:
+            build.segments.append(("new", first_doc, len(found), rel))
+        entry = {"sha256": digest, **stamp, "source": path, "chunks": len(found), "row": 0}
+        entry.update(writer.append(b"".join(lines)))
+        build.entries[rel] = entry
+
+    def _remember_stamps(self, manifest: dict[str, Any], build: Build) -> None:
+        """Nothing changed: record touched-but-identical files' new stamps, and the stamps of
+        index files and store just verified, so the next open need not hash them again."""
+        settled = storage.settled_stamps(self.folder, manifest)
+        if not build.stamps_moved and settled == manifest.get("stamps", {}):
+            return  # nothing to record: leave the manifest alone
+        storage.write_manifest(self.folder, {**manifest, "files": build.entries, "stamps": settled})
 
     def _write(
         self,
         old: dict[str, Any] | None,
+        previous: _Previous,
         sources: list[str],
         root: Path,
-        entries: dict[str, Any],
-        chunks: list[Chunk],
+        build: Build,
+        writer: StoreWriter,
+        vocab: Vocabulary,
     ) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        tokens = [tokenize(f"{c.title}\n{c.text}") for c in chunks]
-        retriever = storage.build_retriever(tokens) if chunks else None
+        store = writer.finish(build.entries)
+        n_docs = sum(n for _, _, n, _ in build.segments)
+        index_files: dict[str, str] = {}
+        rows = 0
+        if n_docs:
+            arrays, keep, rows = index_arrays(build, previous.loaded, vocab)
+            terms = [""] * len(vocab)
+            for term, i in vocab.items():
+                terms[i] = term
+            index_files = storage.save_index(self.folder, arrays, terms, keep)
+        else:
+            shutil.rmtree(self.folder / storage.INDEX_DIR, ignore_errors=True)
         manifest = {
             "name": self.name,
             "root": str(root),
             "sources": sources,
-            "files": entries,
             "tokenizer": TOKENIZER_VERSION,
             "created_at": (old or {}).get("created_at", now),
             "updated_at": now,
+            "chunks": n_docs,
+            "rows": rows,
+            "store": store,
+            "store_size": writer.size,
+            "blocks": writer.blocks,
+            "index_files": index_files,
+            # Files this write did not touch, checked by this run and settled (the base
+            # segment, an unchanged store): the next open need not hash them.
+            "stamps": {},
+            "files": build.entries,
         }
-        storage.write_all(self.folder, manifest, chunks, retriever)
+        if previous.loaded is not None:
+            manifest["stamps"] = storage.settled_stamps(self.folder, manifest)
+        storage.write_manifest(self.folder, manifest)
+        previous_store = (previous.loaded.manifest.get("store") if previous.loaded else None) or ""
+        storage.remove_old_stores(self.folder, {store, previous_store})
         self._cache = None
 
     # --- reading --------------------------------------------------------------------------------
 
     def search(self, query: str, k: int = 5) -> list[Hit]:
         """The ``k`` best chunks for ``query``, best first; chunks scoring 0 are left out."""
+        try:
+            return self._search(query, k)
+        except storage.CorruptIndex as exc:
+            # A chunk range failed its checksum as it was read: rebuild from the sources.
+            self._cache = None
+            self.last_report = self._refresh(rebuild=str(exc))
+            return self._search(query, k)
+
+    def _search(self, query: str, k: int) -> list[Hit]:
         loaded = self._loaded()
-        if loaded.retriever is None or k <= 0:
+        if loaded.index is None or k <= 0:
             return []
-        ids = loaded.retriever.get_tokens_ids(tokenize(query))
+        vocab = loaded.index.vocab
+        ids = [vocab[term] for term in tokenize(query) if term in vocab]
         if not ids:
             return []
         import numpy as np
 
-        scores = loaded.retriever.get_scores_from_ids(ids)
+        scores = loaded.index.scores(ids)
         k = min(k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
         root = str(loaded.manifest["root"])
-        return [Hit(loaded.chunks[i], float(scores[i]), root) for i in top if scores[i] > 0]
+        return [Hit(loaded.chunk(int(i)), float(scores[i]), root) for i in top if scores[i] > 0]
 
     def _loaded(self) -> storage.Loaded:
         """The verified index, from memory while manifest.json is unchanged on disk."""
@@ -239,32 +362,39 @@ class KnowledgeBase:
         if self._cache is not None and self._cache[0] == stamp:
             return self._cache[1]
         try:
-            loaded = storage.load_verified(self.folder, TOKENIZER_VERSION)
+            loaded = storage.load_verified(self.folder, TOKENIZER_VERSION, for_search=True)
         except storage.CorruptIndex as exc:
             if not self.folder.exists():
                 raise self._unusable(None) from exc
             self.last_report = self.refresh()  # raises KnowledgeIndexError if it cannot
-            loaded = storage.load_verified(self.folder, TOKENIZER_VERSION)
+            loaded = storage.load_verified(self.folder, TOKENIZER_VERSION, for_search=True)
         self._cache = (self._stamp(), loaded)
         return loaded
 
     def _stamp(self) -> tuple[int, int, int]:
-        try:
-            st = (self.folder / storage.MANIFEST).stat()
-        except FileNotFoundError:
-            return (0, 0, 0)
-        return (st.st_mtime_ns, st.st_size, st.st_ino)
+        return _stamp(self.folder / storage.MANIFEST)
 
     def verify(self) -> str | None:
-        """None when the index on disk is sound, else what is wrong with it (nothing is fixed)."""
+        """None when the index on disk is sound, else what is wrong with it (nothing is fixed).
+
+        The full check: every index file and every chunk range against its checksum.
+        """
         try:
-            storage.load_verified(self.folder, TOKENIZER_VERSION)
+            storage.verify_all(self.folder, TOKENIZER_VERSION)
         except storage.CorruptIndex as exc:
             return str(exc)
         return None
 
     def info(self) -> dict[str, Any]:
-        """``name, root, sources, files, chunks, updated_at`` from the manifest (not verified)."""
+        """``name, root, sources, files, chunks, updated_at`` from the manifest (not verified).
+
+        Kept per manifest stamp: a turn start asks for every knowledge base's info, and a big
+        manifest costs milliseconds to parse.
+        """
+        stamp = self._stamp()
+        cached = _INFO_CACHE.get(self.folder)
+        if cached is not None and cached[0] == stamp and stamp != (0, 0, 0):
+            return dict(cached[1])
         try:
             manifest = storage.read_manifest(self.folder)
         except storage.CorruptIndex as exc:
@@ -279,7 +409,7 @@ class KnowledgeBase:
                 "updated_at": None,
                 "problem": str(exc),
             }
-        return {
+        info = {
             "name": self.name,
             "root": manifest["root"],
             "sources": list(manifest["sources"]),
@@ -287,41 +417,48 @@ class KnowledgeBase:
             "chunks": manifest["chunks"],
             "updated_at": manifest.get("updated_at"),
         }
+        _INFO_CACHE[self.folder] = (stamp, info)
+        return dict(info)
+
+
+_INFO_CACHE: dict[Path, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return (0, 0, 0)
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _old_manifest(folder: Path) -> dict[str, Any] | None:
+    """Sources and root of a manifest written by an older version, to re-read its files."""
+    import json
+
+    try:
+        data = json.loads((folder / storage.MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if (
+        isinstance(data, dict)
+        and isinstance(data.get("sources"), list)
+        and isinstance(data.get("root"), str)
+    ):
+        return {**data, "files": data.get("files") if isinstance(data.get("files"), dict) else {}}
+    return None
 
 
 def _merge(old: list[str], new: list[str]) -> list[str]:
     return list(dict.fromkeys([*old, *new]))
 
 
-def _discover(sources: list[str], errors: list[str]) -> list[Path]:
-    """Every supported file under the sources, once each, in a stable order."""
-    found: dict[Path, None] = {}
-    for source in sources:
-        path = Path(source)
-        if path.is_dir():
-            for candidate in sorted(path.rglob("*")):
-                parts = candidate.relative_to(path).parts
-                if any(p.startswith(".") or p in _SKIPPED_DIRS for p in parts):
-                    continue
-                if candidate.suffix.lower() in SUPPORTED_SUFFIXES and candidate.is_file():
-                    found.setdefault(candidate.resolve(), None)
-        elif path.is_file():
-            if path.suffix.lower() in SUPPORTED_SUFFIXES:
-                found.setdefault(path.resolve(), None)
-            else:
-                errors.append(
-                    f"{source}: unsupported file type (supported: "
-                    f"{', '.join(sorted(SUPPORTED_SUFFIXES))})"
-                )
-        else:
-            errors.append(f"{source}: not found")
-    too_big = [p for p in found if p.stat().st_size > MAX_FILE_BYTES]
-    errors += [f"{p}: skipped, larger than {MAX_FILE_BYTES // 2**20} MB" for p in too_big]
-    return [p for p in found if p not in too_big]
-
-
 def list_kbs(home: Path) -> list[dict[str, Any]]:
-    """``info()`` of every knowledge base under ``home/kb``, by name; damaged ones included."""
+    """``info()`` of every knowledge base under ``home/kb``, by name; damaged ones included.
+
+    One ``stat`` per knowledge base when nothing changed: manifests are parsed again only
+    when their stamp moves (``KnowledgeBase.info``).
+    """
     base = Path(home).expanduser() / "kb"
     if not base.is_dir():
         return []

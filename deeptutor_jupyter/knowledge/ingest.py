@@ -26,6 +26,7 @@ SUPPORTED_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".py", ".ipynb", ".p
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_MARKS = ("#", "`", "~")  # the first character of every heading or fence line
 
 
 class IngestError(DeepTutorError, ValueError):
@@ -87,9 +88,31 @@ def ingest_file(path: Path, root: Path, kb: str) -> list[Chunk]:
     ]
 
 
+# Share of control characters (other than whitespace) above which bytes that are not UTF-8
+# count as binary: text in a legacy encoding has none, random bytes about one in ten.
+_MAX_CONTROL = 0.01
+_CONTROL = bytes(c for c in range(32) if chr(c) not in "\t\n\r\f\v\x1b")
+
+
 def _read_text(path: Path) -> str:
-    # utf-8-sig drops a BOM; undecodable bytes become U+FFFD rather than losing the file.
-    return path.read_bytes().decode("utf-8-sig", errors="replace")
+    """The file as text; IngestError when it is binary (a renamed image, an archive...)."""
+    data = path.read_bytes()
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 with a BOM (Windows Notepad)
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError:
+            pass
+    if b"\x00" in data:
+        raise IngestError(f"{path.name}: skipped, it is a binary file (NUL bytes), not text")
+    try:
+        return data.decode("utf-8-sig")  # drops a BOM
+    except UnicodeDecodeError:
+        pass
+    controls = len(data) - len(data.translate(None, _CONTROL))
+    if controls > _MAX_CONTROL * len(data):
+        raise IngestError(f"{path.name}: skipped, it is not text (neither UTF-8 nor a legacy text)")
+    # Not UTF-8 but text: most likely Windows' Western encoding; what it lacks becomes U+FFFD.
+    return data.decode("cp1252", errors="replace")
 
 
 def split_long(text: str, limit: int = MAX_CHUNK_CHARS) -> list[tuple[int, str]]:
@@ -116,10 +139,16 @@ def split_long(text: str, limit: int = MAX_CHUNK_CHARS) -> list[tuple[int, str]]
 
 
 def _pieces_with_lines(text: str, first_line: int, *, title: str, kind: str) -> list[_Piece]:
-    return [
-        _Piece(piece, title, kind, line=first_line + text.count("\n", 0, offset))
-        for offset, piece in split_long(text)
-    ]
+    # Lines are counted from the previous piece, not from the start: linear in the file's size.
+    pieces: list[_Piece] = []
+    line, counted = first_line, 0
+    for offset, piece in split_long(text):
+        # A piece cut at a line end starts with newlines that chunks drop: count past them.
+        start = offset + len(piece) - len(piece.lstrip("\n"))
+        line += text.count("\n", counted, start)
+        counted = start
+        pieces.append(_Piece(piece, title, kind, line=line))
+    return pieces
 
 
 # --- Markdown -----------------------------------------------------------------------------------
@@ -136,6 +165,10 @@ def markdown_sections(text: str, stack: list[str]) -> list[tuple[int, str, str]]
     current: list[str] = []
     start, fence = 0, ""
     for number, line in enumerate(text.splitlines()):
+        first = line.lstrip(" ")[:1]
+        if first not in _MARKS:  # most lines are prose: no regex for them
+            current.append(line)
+            continue
         fence_match = _FENCE.match(line)
         if fence_match:
             marker = fence_match.group(1)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
@@ -69,7 +69,20 @@ class Chunk:
     cell_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        # Spelled out: dataclasses.asdict deep-copies every field and was most of writing
+        # a large index.
+        return {
+            "chunk_id": self.chunk_id,
+            "kb": self.kb,
+            "path": self.path,
+            "text": self.text,
+            "title": self.title,
+            "cell": self.cell,
+            "page": self.page,
+            "kind": self.kind,
+            "line": self.line,
+            "cell_id": self.cell_id,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Chunk:

@@ -2,38 +2,56 @@
 
 Layout of ``$DEEPTUTOR_HOME/kb/<name>/``::
 
-    manifest.json   sources, root, per-file hashes and chunk counts, checksums of the rest
-    chunks.jsonl    one Chunk per line, in index order (row i of the index is line i)
-    index/          the bm25s index (its own ``save`` format)
+    manifest.json          sources, root, per-file stamps, hashes and chunk ranges, checksums
+    chunks-<gen>.jsonl     the chunk store: one Chunk per line, append-only
+    index/                 term counts by row and by term, in a base and a delta segment,
+                           and the vocabulary (``knowledge/bm25.py``), so a refresh
+                           re-tokenises only the files that changed and rewrites only the
+                           delta
 
-Write order: the index goes to a temp folder and is swapped in by rename, then chunks.jsonl
-and manifest.json are each replaced atomically, the manifest last. The manifest carries the
-SHA-256 of every other file, so a crash between two renames, a truncated file or a hand edit
-shows up as a checksum mismatch on load, and the index is rebuilt instead of used.
+Each file's chunks are consecutive rows of the index (its ``row`` is the first) and one
+contiguous byte range of the chunk store (``offset``, ``length``, ``digest``). A refresh
+appends the chunks of changed files to the store and leaves the rest where they are; once
+less than half of the store is live it is copied, range by range, into a new generation.
 
-bm25s and numpy are imported inside the functions that need them, never at module import.
+Write order: the chunk store is appended to (bytes past the old manifest's ranges are never
+read by anyone), the index goes to a temp folder and is swapped in by rename, and
+manifest.json is replaced atomically, last. The manifest carries the SHA-256 of every index
+file and of every file's chunk range, so a crash between two renames, a truncated file or a
+hand edit shows up as a checksum mismatch, and the index is rebuilt instead of used. Index
+files are checked when the index is opened; a chunk range when its chunks are read (a search
+hit), so opening a big knowledge base does not hash every chunk.
+
+numpy is imported inside the functions that need it, never at module import.
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import hashlib
-import json
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deeptutor_jupyter._files import atomic_write_text, locked, private_tree
+import orjson
+
+from deeptutor_jupyter._files import atomic_write_bytes, locked, private_tree
 from deeptutor_jupyter.knowledge.model import Chunk
 
 MANIFEST = "manifest.json"
-CHUNKS = "chunks.jsonl"
 INDEX_DIR = "index"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
+STORE_PREFIX = "chunks-"
+# The arrays only a refresh reads: a search leaves their checksums to it.
+DOC_ARRAYS = ("base_doc_ptr.npy", "base_doc_terms.npy", "base_doc_tfs.npy", "base_df.npy")
+# A file last written longer ago than this may be trusted by its stamp (see settled_stamps).
+SETTLED_NS = 2_000_000_000
 
 
 class CorruptIndex(Exception):
@@ -42,15 +60,71 @@ class CorruptIndex(Exception):
 
 @dataclass
 class Loaded:
-    """A verified index in memory: the chunks and the bm25s retriever over them."""
+    """A verified index: the manifest, the memory-mapped index and row lookup."""
 
     manifest: dict[str, Any]
-    chunks: list[Chunk]
-    retriever: Any  # bm25s.BM25, or None for a knowledge base with no chunks
+    index: Any  # bm25.Index, or None for a knowledge base with no chunks
+    folder: Path
+    files: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    starts: Any = None  # numpy array: first row of each file with chunks, ascending
+    owners: Any = None  # numpy array: index in ``files`` of each of those
+    _lines: dict[int, list[bytes]] = field(default_factory=dict)
+
+    def chunk(self, row: int) -> Chunk:
+        """The chunk of index row ``row``, read from its file's range (checked) and parsed."""
+        import numpy as np
+
+        at = int(np.searchsorted(self.starts, row, side="right")) - 1
+        which = int(self.owners[at])
+        lines = self._lines.get(which)
+        if lines is None:
+            if len(self._lines) > 256:  # a search reads a handful; do not grow without bound
+                self._lines.clear()
+            entry = self.files[which][1]
+            lines = self._lines[which] = _range_lines(self.folder / self.manifest["store"], entry)
+        try:
+            return Chunk.from_json(orjson.loads(lines[row - int(self.starts[at])]))
+        except (ValueError, TypeError) as exc:
+            raise CorruptIndex(f"the chunk store cannot be parsed ({exc})") from exc
+
+
+def _range_lines(store: Path, entry: dict[str, Any]) -> list[bytes]:
+    """The lines of one file's range of the chunk store, checked against its digest."""
+    try:
+        offset, length = int(entry["offset"]), int(entry["length"])
+        with store.open("rb") as fh:
+            data = os.pread(fh.fileno(), length, offset)
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        raise CorruptIndex(f"the chunk store cannot be read ({exc})") from exc
+    if len(data) != length or checksum(data) != entry.get("digest"):
+        raise CorruptIndex("a range of the chunk store does not match its checksum")
+    lines = [line for line in data.splitlines() if line]
+    if len(lines) != entry.get("chunks"):
+        raise CorruptIndex("a file's chunk count disagrees with the chunk store")
+    return lines
 
 
 def sha256_file(path: Path) -> str:
+    """The SHA-256 of a source file: what the manifest compares to see whether it changed."""
     digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def checksum(data: bytes | memoryview) -> str:
+    """The checksum of our own files and chunk ranges: BLAKE2b-256, about three times faster
+    than SHA-256 here, and these are checked at every open and refresh."""
+    return hashlib.blake2b(data, digest_size=32).hexdigest()
+
+
+def new_checksum() -> Any:
+    return hashlib.blake2b(digest_size=32)
+
+
+def checksum_file(path: Path) -> str:
+    digest = hashlib.blake2b(digest_size=32)
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
@@ -72,27 +146,120 @@ def write_lock(folder: Path) -> Iterator[None]:
 def read_manifest(folder: Path) -> dict[str, Any]:
     """The parsed manifest; CorruptIndex when it is missing, unreadable or of another shape."""
     try:
-        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        data = orjson.loads((folder / MANIFEST).read_bytes())
     except FileNotFoundError as exc:
         raise CorruptIndex("manifest.json is missing") from exc
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, ValueError) as exc:
         raise CorruptIndex(f"manifest.json cannot be read ({exc})") from exc
-    if not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION:
+    if not isinstance(data, dict):
         raise CorruptIndex("manifest.json has an unknown format")
     for key, kind in (("sources", list), ("files", dict), ("root", str), ("chunks", int)):
         if not isinstance(data.get(key), kind):
             raise CorruptIndex(f"manifest.json: {key!r} is missing or malformed")
+    if data.get("version") != MANIFEST_VERSION:
+        # Sources and root are still good: the caller re-reads every file into the new format.
+        raise CorruptIndex("the index was written by an older version")
     return data
 
 
-def load_verified(folder: Path, tokenizer_version: int) -> Loaded:
-    """Load chunks and index after checking every file against the manifest."""
+def load_verified(
+    folder: Path, tokenizer_version: int, *, for_search: bool = False, trust: bool = True
+) -> Loaded:
+    """The manifest and the memory-mapped index, after checking the index files' checksums.
+
+    ``for_search`` leaves out the term arrays (``doc_*.npy``): a search never reads them, and a
+    refresh, which does, opens the index without it. With ``trust``, a file whose stamp is the
+    one recorded after it was last hashed is not hashed again (``settled_stamps``).
+    """
     manifest = read_manifest(folder)
     if manifest.get("tokenizer") != tokenizer_version:
         raise CorruptIndex("the index was built with another tokenizer version")
-    chunks = _load_chunks(folder, manifest)
-    if not chunks:
-        return Loaded(manifest, chunks, None)
+    files = list(manifest["files"].items())
+    starts, owners = _row_starts(files, manifest["chunks"], int(manifest.get("rows", 0)))
+    store = manifest.get("store")
+    if manifest["chunks"] == 0:
+        return Loaded(manifest, None, folder, files, starts, owners)
+    if not isinstance(store, str) or not store.startswith(STORE_PREFIX):
+        raise CorruptIndex("manifest.json names no chunk store")
+    try:
+        size = (folder / store).stat().st_size
+    except FileNotFoundError as exc:
+        raise CorruptIndex(f"{store} is missing") from exc
+    if size < int(manifest.get("store_size", -1)):
+        raise CorruptIndex(f"{store} is shorter than the manifest says")
+    _check_index_files(folder, manifest, DOC_ARRAYS if for_search else (), trust=trust)
+    index = _open_index(folder / INDEX_DIR)
+    live = index.rows - int(index.dead.sum())
+    if index.rows != manifest.get("rows") or live != manifest["chunks"]:
+        raise CorruptIndex("the index and the manifest hold different numbers of chunks")
+    return Loaded(manifest, index, folder, files, starts, owners)
+
+
+def _row_starts(
+    files: list[tuple[str, dict[str, Any]]], total: int, rows_total: int
+) -> tuple[Any, Any]:
+    """(first rows, owning file indexes) of the files with chunks, by row; checks that the
+    files' rows do not overlap and lie inside the index."""
+    import numpy as np
+
+    try:
+        rows = np.fromiter((int(e["row"]) for _, e in files), np.int64, len(files))
+        counts = np.fromiter((int(e["chunks"]) for _, e in files), np.int64, len(files))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorruptIndex("manifest.json: a file entry is malformed") from exc
+    if int(counts.sum()) != total or (counts < 0).any():
+        raise CorruptIndex("chunk counts in manifest.json disagree")
+    owners = np.flatnonzero(counts)
+    owners = owners[np.argsort(rows[owners], kind="stable")]
+    starts, ends = rows[owners], rows[owners] + counts[owners]
+    if (starts[1:] < ends[:-1]).any() or (len(ends) and (starts[0] < 0 or ends[-1] > rows_total)):
+        raise CorruptIndex("manifest.json: a file's rows overlap another's or lie outside")
+    return starts, owners
+
+
+def file_stamp(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+def settled_stamps(folder: Path, manifest: dict[str, Any]) -> dict[str, list[int]]:
+    """Stamps of the index files and chunk store last written more than ``SETTLED_NS`` ago.
+
+    Recorded in the manifest after those files were hashed, they let later opens skip the hash
+    while the stamp is unchanged: every write moves a file's stamp, except a second write within
+    the same tick of the file-system clock as the first. A file is therefore recorded only once
+    it is older than any tick (the same rule as git's "racily clean" index entries).
+    """
+    now = time.time_ns()
+    names = [f"{INDEX_DIR}/{n}" for n in manifest.get("index_files") or {}]
+    if manifest.get("store"):
+        names.append(str(manifest["store"]))
+    out: dict[str, list[int]] = {}
+    for name in names:
+        try:
+            stamp = file_stamp(folder / name)
+        except OSError:
+            continue
+        if now - stamp[1] > SETTLED_NS:
+            out[name] = stamp
+    return out
+
+
+def trusted(folder: Path, manifest: dict[str, Any], name: str) -> bool:
+    """True when ``name`` still has the stamp recorded after it was last verified."""
+    stamps = manifest.get("stamps")
+    recorded = stamps.get(name) if isinstance(stamps, dict) else None
+    if not recorded:
+        return False
+    try:
+        return bool(file_stamp(folder / name) == recorded)
+    except OSError:
+        return False
+
+
+def _check_index_files(
+    folder: Path, manifest: dict[str, Any], skip: tuple[str, ...] = (), *, trust: bool = True
+) -> None:
     index = folder / INDEX_DIR
     expected = manifest.get("index_files")
     if not isinstance(expected, dict) or not expected:
@@ -103,72 +270,163 @@ def load_verified(folder: Path, tokenizer_version: int) -> Loaded:
             f"index files differ: expected {sorted(expected)}, found {sorted(present)}"
         )
     for name, digest in expected.items():
-        if sha256_file(index / name) != digest:
+        if name in skip or (trust and trusted(folder, manifest, f"{INDEX_DIR}/{name}")):
+            continue  # not needed to search (a refresh checks it), or unchanged since checked
+        if checksum_file(index / name) != digest:
             raise CorruptIndex(f"index/{name} does not match its checksum")
-    retriever = _load_retriever(index)
-    if retriever.scores.get("num_docs") != len(chunks):
-        raise CorruptIndex("the index and chunks.jsonl hold different numbers of chunks")
-    return Loaded(manifest, chunks, retriever)
 
 
-def _load_chunks(folder: Path, manifest: dict[str, Any]) -> list[Chunk]:
-    path = folder / CHUNKS
-    if not path.is_file():
-        raise CorruptIndex("chunks.jsonl is missing")
-    if sha256_file(path) != manifest.get("chunks_sha256"):
-        raise CorruptIndex("chunks.jsonl does not match its checksum")
+def read_range(folder: Path, manifest: dict[str, Any], entry: dict[str, Any]) -> list[Chunk]:
+    """The chunks of one file, checked against the digest of its byte range."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-        chunks = [Chunk.from_json(json.loads(line)) for line in lines if line]
+        offset, length = int(entry["offset"]), int(entry["length"])
+        with (folder / manifest["store"]).open("rb") as fh:
+            fh.seek(offset)
+            data = fh.read(length)
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        raise CorruptIndex(f"the chunk store cannot be read ({exc})") from exc
+    if len(data) != length or checksum(data) != entry.get("digest"):
+        raise CorruptIndex("a range of the chunk store does not match its checksum")
+    try:
+        chunks = [Chunk.from_json(orjson.loads(line)) for line in data.splitlines() if line]
     except (ValueError, TypeError) as exc:
-        raise CorruptIndex(f"chunks.jsonl cannot be parsed ({exc})") from exc
-    per_file = sum(int(entry.get("chunks", -1)) for entry in manifest["files"].values())
-    if not len(chunks) == manifest["chunks"] == per_file:
-        raise CorruptIndex("chunk counts in manifest.json and chunks.jsonl disagree")
+        raise CorruptIndex(f"the chunk store cannot be parsed ({exc})") from exc
+    if len(chunks) != entry.get("chunks"):
+        raise CorruptIndex("a file's chunk count disagrees with the chunk store")
     return chunks
 
 
-def _load_retriever(index: Path) -> Any:
-    import bm25s  # type: ignore[import-untyped]
+def check_ranges(folder: Path, manifest: dict[str, Any], *, trust: bool = True) -> None:
+    """Every file's chunk range against its digest, in one sequential read of the store (a
+    refresh reuses ranges without parsing them, so it checks them this way first)."""
+    if not manifest["chunks"] or (trust and trusted(folder, manifest, str(manifest["store"]))):
+        return
+    try:
+        data = (folder / manifest["store"]).read_bytes()
+    except (OSError, KeyError, TypeError) as exc:
+        raise CorruptIndex(f"the chunk store cannot be read ({exc})") from exc
+    view = memoryview(data)
+    blocks = manifest.get("blocks")
+    if isinstance(blocks, list) and blocks:
+        _check_blocks(view, manifest, blocks)
+        return
+    for rel, entry in manifest["files"].items():
+        try:
+            offset, length = int(entry["offset"]), int(entry["length"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptIndex(f"manifest.json: the entry of {rel} is malformed") from exc
+        part = view[offset : offset + length]
+        if len(part) != length or checksum(part) != entry.get("digest"):
+            raise CorruptIndex(f"the chunks of {rel} do not match their checksum")
+
+
+def _check_blocks(view: memoryview, manifest: dict[str, Any], blocks: list[Any]) -> None:
+    """The store's append batches against their checksums, and every range inside one."""
+    try:
+        spans = sorted((int(a), int(b), str(d)) for a, b, d in blocks)
+    except (TypeError, ValueError) as exc:
+        raise CorruptIndex("manifest.json: the chunk store's blocks are malformed") from exc
+    for start, end, digest in spans:
+        part = view[start:end]
+        if len(part) != end - start or checksum(part) != digest:
+            raise CorruptIndex("the chunk store does not match its checksums")
+    starts = [start for start, _, _ in spans]
+    for rel, entry in manifest["files"].items():
+        try:
+            offset, length = int(entry["offset"]), int(entry["length"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptIndex(f"manifest.json: the entry of {rel} is malformed") from exc
+        if not length:
+            continue
+        at = bisect.bisect_right(starts, offset) - 1
+        if at < 0 or offset + length > spans[at][1]:
+            raise CorruptIndex(f"the chunks of {rel} lie outside the checked store")
+
+
+def iter_chunks(folder: Path) -> Iterator[Chunk]:
+    """Every chunk in index order (benchmarks and tests; search reads only its hits)."""
+    manifest = read_manifest(folder)
+    for entry in manifest["files"].values():
+        yield from read_range(folder, manifest, entry)
+
+
+def verify_all(folder: Path, tokenizer_version: int) -> Loaded:
+    """``load_verified`` plus every chunk range and the doc arrays: the full check."""
+    loaded = load_verified(folder, tokenizer_version, trust=False)
+    for _, entry in loaded.files:
+        if entry.get("chunks"):
+            read_range(folder, loaded.manifest, entry)
+    return loaded
+
+
+def load_arrays(folder: Path, names: tuple[str, ...]) -> list[Any]:
+    """Arrays of a verified index, memory-mapped (a refresh reads a few slices of them)."""
+    import numpy as np
 
     try:
-        return bm25s.BM25.load(index, show_progress=False)
-    except Exception as exc:  # bm25s and numpy raise many kinds on a damaged file
-        raise CorruptIndex(f"the bm25s index cannot be loaded ({type(exc).__name__})") from exc
+        return [np.load(folder / INDEX_DIR / name, mmap_mode="r") for name in names]
+    except (OSError, ValueError) as exc:
+        raise CorruptIndex(f"the index arrays cannot be loaded ({exc})") from exc
 
 
-def build_retriever(token_lists: list[list[str]]) -> Any:
-    """A bm25s retriever over pre-tokenised chunks (ours, so Chinese works the same way)."""
-    import bm25s
+def _open_index(index: Path) -> Any:
+    from deeptutor_jupyter.knowledge.bm25 import Index
 
-    retriever = bm25s.BM25()
-    retriever.index(token_lists, show_progress=False)
-    return retriever
+    try:
+        return Index.open(index)
+    except Exception as exc:  # numpy and orjson raise many kinds on a damaged file
+        raise CorruptIndex(f"the index cannot be loaded ({type(exc).__name__}: {exc})") from exc
 
 
-def write_all(folder: Path, manifest: dict[str, Any], chunks: list[Chunk], retriever: Any) -> None:
-    """Write index, chunks and manifest in the crash-safe order described above."""
-    folder.mkdir(parents=True, exist_ok=True)
-    _remove_leftovers(folder)
+def save_index(
+    folder: Path,
+    arrays: dict[str, Any],
+    terms: list[str],
+    keep: dict[str, str],
+) -> dict[str, str]:
+    """Write the index to a staging folder and swap it in; the checksums of its files.
+
+    ``keep`` names files of the current index to carry over unchanged (the base segment, with
+    their checksums): they are hard-linked, not copied, so their stamps stay those recorded.
+    """
+    import numpy as np
+
+    staging = folder / f".index-new-{uuid.uuid4().hex}"
+    staging.mkdir()
     index_files: dict[str, str] = {}
-    if retriever is not None:
-        staging = folder / f".index-new-{uuid.uuid4().hex}"
-        retriever.save(staging, show_progress=False)
-        private_tree(staging)  # bm25s writes with the umask's mode; the learner's files are 0600
-        index_files = {p.name: sha256_file(p) for p in sorted(staging.iterdir())}
-        _swap_in(staging, folder / INDEX_DIR)
-    else:
-        shutil.rmtree(folder / INDEX_DIR, ignore_errors=True)
-    body = "".join(json.dumps(c.to_json(), ensure_ascii=False) + "\n" for c in chunks)
-    atomic_write_text(folder / CHUNKS, body)
-    manifest = {
-        **manifest,
-        "version": MANIFEST_VERSION,
-        "chunks": len(chunks),
-        "chunks_sha256": sha256_file(folder / CHUNKS),
-        "index_files": index_files,
-    }
-    atomic_write_text(folder / MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=1))
+    for name, digest in keep.items():
+        os.link(folder / INDEX_DIR / name, staging / name)
+        index_files[name] = digest
+    for name, array in arrays.items():
+        np.save(staging / name, array)
+        index_files[name] = checksum_file(staging / name)
+    (staging / "vocab.json").write_bytes(orjson.dumps(terms))
+    index_files["vocab.json"] = checksum_file(staging / "vocab.json")
+    private_tree(staging)  # numpy writes with the umask's mode; the learner's files are 0600
+    _swap_in(staging, folder / INDEX_DIR)
+    return dict(sorted(index_files.items()))
+
+
+def chunk_line(chunk: Chunk) -> bytes:
+    return orjson.dumps(chunk.to_json()) + b"\n"
+
+
+def new_store_name() -> str:
+    return f"{STORE_PREFIX}{uuid.uuid4().hex[:12]}.jsonl"
+
+
+def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
+    # Not indented: at 50,000 files indentation alone was a third of the file.
+    body = orjson.dumps({**manifest, "version": MANIFEST_VERSION})
+    atomic_write_bytes(folder / MANIFEST, body)
+
+
+def remove_old_stores(folder: Path, keep: set[str]) -> None:
+    """Delete chunk stores other than ``keep`` (the current one and the one before it, which
+    a reader holding the previous manifest may still be reading)."""
+    for path in folder.glob(f"{STORE_PREFIX}*.jsonl"):
+        if path.name not in keep:
+            path.unlink(missing_ok=True)
 
 
 def _swap_in(staging: Path, target: Path) -> None:
@@ -181,10 +439,11 @@ def _swap_in(staging: Path, target: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _remove_leftovers(folder: Path) -> None:
+def remove_leftovers(folder: Path) -> None:
     # Staging folders and temp files from an interrupted write; only a writer (under the lock)
     # removes them, so no other writer's staging folder can be in use.
     for leftover in folder.glob(".index-*"):
         shutil.rmtree(leftover, ignore_errors=True)
     for leftover in folder.glob(".*.tmp"):
         leftover.unlink(missing_ok=True)
+    (folder / "chunks.jsonl").unlink(missing_ok=True)  # the store of manifest version 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["TOKENIZER_VERSION", "tokenize"]
+__all__ = ["TOKENIZER_VERSION", "Vocabulary", "token_ids", "tokenize"]
 
 # Bumped whenever the terms change: an index built with other terms must be rebuilt.
 TOKENIZER_VERSION = 1
@@ -31,7 +31,43 @@ on or so than that the their then there these this those to was were will with""
 STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 
 
+# For ASCII text the pattern above is "runs of [a-z0-9] after lower()": every other ASCII
+# character becomes a space and str.split does the rest, about twice as fast as the regex.
+_ASCII_SPLIT = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
+
+
+def _words(text: str) -> list[str]:
+    if text.isascii():  # NFKC leaves ASCII unchanged, and most course material is ASCII
+        return text.lower().translate(_ASCII_SPLIT).split()
+    return _TOKEN.findall(unicodedata.normalize("NFKC", text).lower())
+
+
 def tokenize(text: str) -> list[str]:
     """The BM25 terms of ``text``, in order, stopwords removed."""
-    folded = unicodedata.normalize("NFKC", text).lower()
-    return [t for t in _TOKEN.findall(folded) if t not in STOPWORDS]
+    return [t for t in _words(text) if t not in STOPWORDS]
+
+
+class Vocabulary(dict[str, int]):
+    """Term -> id, handing out the next id to a term it has not seen.
+
+    Stopwords take the first ids, so ``token_ids`` can map every word at C speed
+    (``map(vocab.__getitem__, words)``) and drop stopwords afterwards as ``id < n_stop``.
+    """
+
+    def __init__(self, terms: dict[str, int] | None = None) -> None:
+        super().__init__(terms or {})
+        for word in sorted(STOPWORDS):
+            if word not in self:
+                self[word] = len(self)
+        self.n_stop = len(STOPWORDS)
+        if any(self[w] >= self.n_stop for w in STOPWORDS):
+            raise ValueError("a vocabulary must begin with the stopwords")
+
+    def __missing__(self, term: str) -> int:
+        self[term] = index = len(self)
+        return index
+
+
+def token_ids(text: str, vocab: Vocabulary) -> list[int]:
+    """The term ids of ``text`` in ``vocab``, stopwords included (ids below ``vocab.n_stop``)."""
+    return list(map(vocab.__getitem__, _words(text)))

@@ -15,8 +15,8 @@ References must be trace ids L1 knows or references the document already cites.
 
 from __future__ import annotations
 
-import copy
 import difflib
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -28,6 +28,8 @@ from deeptutor_jupyter.memory.document import (
     MAX_TEXT,
     Document,
     Entry,
+    Section,
+    bare_id,
     new_entry_id,
     normalise,
     ref_problem,
@@ -109,8 +111,14 @@ def plan(
     before: str,
     name: str,
 ) -> tuple[Document, OpsPreview]:
-    """Validate and apply ``ops`` to a copy of ``doc``; the original is never touched."""
-    work = copy.deepcopy(doc)
+    """Validate and apply ``ops`` to a copy of ``doc``; the original is never touched.
+
+    Each op costs about the same whatever the document's size: entries are found through one
+    index by id, duplicates through a count of normalised texts, and deleted entries leave
+    their sections once, at the end (a 10,000-entry ``merge`` used to take half a minute).
+    """
+    work = _Work(doc)
+    known = known_refs | doc.refs()
     preview = OpsPreview(before=before)
     for raw in ops:
         shown = raw if isinstance(raw, dict) else {"op": raw}
@@ -119,46 +127,86 @@ def plan(
         except ValidationError as exc:
             preview.rejected.append((shown, _describe(exc)))
             continue
-        problem = _apply(work, op, known_refs | doc.refs(), preview)
+        problem = work.apply(op, known, preview)
         if problem:
             preview.rejected.append((shown, problem))
         else:
             preview.valid.append(op.model_dump(exclude_defaults=True) | {"op": op.op})
-    preview.after = render(work)
+    result = work.finish()
+    preview.after = render(result)
     preview.diff = unified_diff(before, preview.after, name)
-    return work, preview
+    return result, preview
 
 
-def _apply(doc: Document, op: AddOp | EditOp | DeleteOp, known: set[str], out: OpsPreview) -> str:
-    if isinstance(op, DeleteOp):
-        found = doc.find(op.id)
-        if found is None:
-            return f"no entry with id {op.id!r}"
-        section, entry = found
-        section.entries.remove(entry)
-        out.deleted.append((entry, op.reason))
+class _Work:
+    """A copy of a document being edited, with the lookups the ops need."""
+
+    def __init__(self, doc: Document) -> None:
+        self.doc = Document(
+            [
+                Section(s.name, [Entry(e.id, e.text, list(e.refs)) for e in s.entries])
+                for s in doc.sections
+            ],
+            doc.title,
+        )
+        self.by_id: dict[str, tuple[Section, Entry]] = {}
+        self.norms: Counter[str] = Counter()
+        for section, entry in self.doc.entries():
+            self.by_id.setdefault(entry.id, (section, entry))
+            self.norms[normalise(entry.text)] += 1
+        self.deleted: set[int] = set()
+
+    def find(self, entry_id: str) -> tuple[Section, Entry] | None:
+        return self.by_id.get(bare_id(entry_id))
+
+    def apply(self, op: AddOp | EditOp | DeleteOp, known: set[str], out: OpsPreview) -> str:
+        if isinstance(op, DeleteOp):
+            found = self.find(op.id)
+            if found is None:
+                return f"no entry with id {op.id!r}"
+            entry = found[1]
+            del self.by_id[entry.id]
+            self.norms[normalise(entry.text)] -= 1
+            self.deleted.add(id(entry))
+            out.deleted.append((entry, op.reason))
+            return ""
+        problem = text_problem(op.text) or _refs_problem(op.refs, known)
+        if problem:
+            return problem
+        if isinstance(op, EditOp):
+            found = self.find(op.id)
+            if found is None:
+                return f"no entry with id {op.id!r}"
+            entry = found[1]
+            self.norms[normalise(entry.text)] -= 1
+            self.norms[normalise(op.text)] += 1
+            entry.text, entry.refs = op.text, list(dict.fromkeys(op.refs))
+            return ""
+        if problem := section_problem(op.section):
+            return problem
+        norm = normalise(op.text)
+        if self.norms[norm] > 0:
+            twin = next(
+                e for _, e in self.by_id.values() if normalise(e.text) == norm
+            )  # only on a rejected duplicate, to name it
+            return f"duplicate of entry m_{twin.id}"
+        target = self.doc.ensure_section(op.section)
+        # Applying a previewed batch writes the entry under the id the preview showed: a free
+        # id is kept, a taken one replaced.
+        wanted = op.id.removeprefix("m_")
+        free = _ID_RE.match(wanted) and wanted not in self.by_id
+        entry = Entry(wanted if free else new_entry_id(), op.text, list(dict.fromkeys(op.refs)))
+        target.entries.append(entry)
+        self.by_id[entry.id] = (target, entry)
+        self.norms[norm] += 1
+        op.id = f"m_{entry.id}"
         return ""
-    problem = text_problem(op.text) or _refs_problem(op.refs, known)
-    if problem:
-        return problem
-    if isinstance(op, EditOp):
-        found = doc.find(op.id)
-        if found is None:
-            return f"no entry with id {op.id!r}"
-        found[1].text, found[1].refs = op.text, list(dict.fromkeys(op.refs))
-        return ""
-    if problem := section_problem(op.section):
-        return problem
-    for _, entry in doc.entries():
-        if normalise(entry.text) == normalise(op.text):
-            return f"duplicate of entry m_{entry.id}"
-    target = doc.ensure_section(op.section)
-    wanted = op.id.removeprefix("m_")
-    taken = {entry.id for _, entry in doc.entries()}
-    entry_id = wanted if _ID_RE.match(wanted) and wanted not in taken else new_entry_id()
-    target.entries.append(Entry(entry_id, op.text, list(dict.fromkeys(op.refs))))
-    op.id = f"m_{entry_id}"
-    return ""
+
+    def finish(self) -> Document:
+        if self.deleted:
+            for section in self.doc.sections:
+                section.entries = [e for e in section.entries if id(e) not in self.deleted]
+        return self.doc
 
 
 def _refs_problem(refs: list[str], known: set[str]) -> str | None:

@@ -1,14 +1,18 @@
 """``MemoryStore``: the one facade over L1 traces and the L2/L3 documents of one learner.
 
-The store holds no document state between calls (every read goes to disk), so any number of
-stores in any number of kernels can share one ``$DEEPTUTOR_HOME``: read-modify-write sequences
-hold a per-document ``flock`` and files are replaced atomically.
+The store holds no document state it trusts between calls: every read checks the file on disk,
+so any number of stores in any number of kernels can share one ``$DEEPTUTOR_HOME``:
+read-modify-write sequences hold a per-document ``flock`` and files are replaced atomically.
+Parsed documents are kept by file stamp (``mtime_ns``, size, inode): a replaced file has a new
+inode, so an unchanged stamp means unchanged text, and the system prompt of every turn does not
+re-parse a 10,000-entry profile.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import time
 import zipfile
@@ -23,6 +27,7 @@ from deeptutor_jupyter.memory.document import (
     Document,
     DocumentError,
     Entry,
+    Section,
     new_entry_id,
     normalise,
     parse,
@@ -55,6 +60,9 @@ class MemoryStore:
         self._traces = TraceLog(
             self.root / "trace", self.root / "locks" / "trace.lock", fsync=fsync_traces
         )
+        self._parsed: dict[Path, tuple[tuple[int, int, int], Document]] = {}
+        self._prompt: tuple[tuple[Any, ...], str] | None = None
+        self._concat: tuple[tuple[Any, ...], str] | None = None
 
     # ---- L1 -----------------------------------------------------------------------------
 
@@ -90,15 +98,37 @@ class MemoryStore:
         return self.root / _doc_name(layer, key)
 
     def read(self, layer: str, key: str) -> Document:
-        return parse(read_text(self.path(layer, key)))
+        """The parsed document; a fresh copy the caller may change."""
+        return _copy(self._read_shared(layer, key))
+
+    def _read_shared(self, layer: str, key: str) -> Document:
+        # The cached parse itself: callers must not change it.
+        path = self.path(layer, key)
+        stamp = _stamp(path)
+        cached = self._parsed.get(path)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        doc = parse(read_text(path))
+        if stamp == _stamp(path):  # not replaced while it was read
+            self._parsed[path] = (stamp, doc)
+        return doc
 
     def read_text(self, layer: str, key: str) -> str:
         return read_text(self.path(layer, key))
 
     def read_l3_concat(self) -> str:
+        """Every non-empty L3 document, rendered; kept until one of their stamps moves."""
+        stamps = tuple(_stamp(self.path("L3", key)) for key in L3_KEYS)
+        if self._concat is not None and self._concat[0] == stamps:
+            return self._concat[1]
+        text = self._l3_concat()
+        self._concat = (stamps, text)
+        return text
+
+    def _l3_concat(self) -> str:
         parts = []
         for key in L3_KEYS:
-            doc = self.read("L3", key)
+            doc = self._read_shared("L3", key)
             if not doc.is_empty():
                 parts.append(f"# L3/{key}.md\n\n{render(doc).strip()}")
         return "\n\n".join(parts) if parts else EMPTY_MEMORY
@@ -107,11 +137,24 @@ class MemoryStore:
         """Preferences then profile as plain bullets, cut at whole entries to ``limit_chars``.
 
         Preferences go first: they are what the learner asked for explicitly, so when the cap
-        bites it is inferred profile lines that give way.
+        bites it is inferred profile lines that give way. Paid at every turn start, so the
+        result is kept until either file's stamp moves.
         """
+        stamps = (
+            limit_chars,
+            _stamp(self.path("L3", "preferences")),
+            _stamp(self.path("L3", "profile")),
+        )
+        if self._prompt is not None and self._prompt[0] == stamps:
+            return self._prompt[1]
+        block = self._prompt_block(limit_chars)
+        self._prompt = (stamps, block)
+        return block
+
+    def _prompt_block(self, limit_chars: int) -> str:
         blocks = [
-            ("Preferences", self.read("L3", "preferences")),
-            ("Profile", self.read("L3", "profile")),
+            ("Preferences", self._read_shared("L3", "preferences")),
+            ("Profile", self._read_shared("L3", "profile")),
         ]
         lines = ["## What you remember about this learner"]
         size, omitted = len(lines[0]), 0
@@ -282,6 +325,23 @@ def _doc_name(layer: str, key: str) -> str:
     else:
         raise ValueError(f"layer must be 'L2' or 'L3', not {layer!r}")
     return f"{layer}/{key}.md"
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return (0, 0, 0)
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _copy(doc: Document) -> Document:
+    # Much cheaper than copy.deepcopy: only lists of entries and refs are mutable.
+    sections = [
+        Section(s.name, [Entry(e.id, e.text, list(e.refs)) for e in s.entries])
+        for s in doc.sections
+    ]
+    return Document(sections, doc.title)
 
 
 def _check_surface(surface: str) -> None:

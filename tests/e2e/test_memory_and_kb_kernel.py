@@ -84,6 +84,11 @@ def test_a_kb_turn_searches_and_cites_the_right_cell(kernel, fake_llm, tmp_path)
             for w in kernel.widgets.values()
         )
     )
+    # kb add ends by updating its own text fallback; the turn's final bundle comes after it.
+    kernel.wait_for(
+        lambda: any(m["header"]["msg_type"] == "update_display_data" for m in kernel.iopub)
+    )
+    kernel.iopub.clear()
     fake_llm.extend(
         [
             Reply(

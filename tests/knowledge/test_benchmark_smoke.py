@@ -55,3 +55,65 @@ def test_corpus_is_deterministic(tmp_path: Path) -> None:
     bench.generate_corpus(tmp_path / "b", 5)
     for path in sorted((tmp_path / "a").iterdir()):
         assert path.read_bytes() == (tmp_path / "b" / path.name).read_bytes()
+
+
+def _run(script: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-W", "error", str(SCRIPT.parent / script), "--quick"],
+        cwd=str(SCRIPT.parent.parent),
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert out.returncode == 0, f"{script} exited {out.returncode}:\n{out.stdout}\n{out.stderr}"
+    return out.stdout
+
+
+@pytest.fixture(scope="module")
+def refresh_output() -> str:
+    return _run("kb_refresh.py")
+
+
+@pytest.fixture(scope="module")
+def ingest_output() -> str:
+    return _run("kb_ingest.py")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "kb refresh benchmark: 200 files,",
+        "full index (add_sources):",
+        "floor, bm25s.BM25.index same tokens:",
+        "(goal < 1.5x)",
+        "refresh, nothing changed, first:",
+        "refresh, nothing changed:",
+        "200 unchanged",
+        "refresh, one file changed:",
+        "1 updated, 0 removed, 199 unchanged",
+        "refresh, one added + one removed:",
+        "1 added, 0 updated, 1 removed, 199 unchanged",
+        "first search, fresh KnowledgeBase:",
+        "list_kbs, this KB:",
+        "peak RSS:",
+        "RESULT: refresh of one file",
+    ],
+)
+def test_kb_refresh_benchmark_quick(line: str, refresh_output: str) -> None:
+    assert line in refresh_output
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "kb ingest benchmark: 0.0625 MB, 0.25 MB, 1 MB",
+        ".txt   1.00 MB: ingest_file",
+        ".md    1.00 MB: ingest_file",
+        "add_sources",
+        "RESULT: .txt add_sources 1 MB / 0.25 MB =",
+        "RESULT: .md add_sources 1 MB / 0.25 MB =",
+    ],
+)
+def test_kb_ingest_benchmark_quick(line: str, ingest_output: str) -> None:
+    assert line in ingest_output

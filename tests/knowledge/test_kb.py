@@ -137,7 +137,9 @@ def test_deleted_and_new_files(kb: KnowledgeBase, course: Path) -> None:
     assert kb.search("hypotenuse") == []
     assert top(kb, "binary search").chunk.path == "course/extra.txt"
     assert kb.info()["chunks"] == before
-    assert progress[0] == (0, 5, "") and progress[-1][:2] == (5, 5)
+    total = sum(p.stat().st_size for p in course.iterdir() if p.suffix != ".docx" and p.is_file())
+    assert progress[0] == (0, total, "") and progress[-1][:2] == (total, total)
+    assert [step[0] for step in progress] == sorted(step[0] for step in progress)
 
 
 def test_adding_more_sources_keeps_the_old_ones(kb: KnowledgeBase, tmp_path: Path) -> None:
@@ -166,19 +168,39 @@ def test_a_bad_file_is_reported_and_the_rest_indexed(tmp_path: Path, course: Pat
     assert report.added == 5 and len(report.errors) == 1 and "broken.ipynb" in report.errors[0]
 
 
-def _index_file(kb: KnowledgeBase, name: str = "data.csc.index.npy") -> Path:
+def _index_file(kb: KnowledgeBase, name: str = "base_tfs.npy") -> Path:
     return kb.folder / "index" / name
+
+
+def _store(kb: KnowledgeBase) -> Path:
+    manifest = json.loads((kb.folder / "manifest.json").read_text(encoding="utf-8"))
+    return kb.folder / manifest["store"]
+
+
+def _flip_last_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 0x01
+    path.write_bytes(bytes(data))
 
 
 @pytest.mark.parametrize(
     "damage",
     [
         lambda kb: _index_file(kb).write_bytes(_index_file(kb).read_bytes()[:40]),
-        lambda kb: _index_file(kb, "vocab.index.json").write_text("{garbled", encoding="utf-8"),
-        lambda kb: (kb.folder / "chunks.jsonl").write_text("", encoding="utf-8"),
+        lambda kb: _index_file(kb, "vocab.json").write_text("{garbled", encoding="utf-8"),
+        lambda kb: _store(kb).write_text("", encoding="utf-8"),
         lambda kb: [p.unlink() for p in (kb.folder / "index").iterdir()],
+        lambda kb: _flip_last_byte(_store(kb)),
+        lambda kb: _flip_last_byte(_index_file(kb, "base_doc_terms.npy")),
     ],
-    ids=["truncated-array", "garbled-vocab", "empty-chunks", "index-gone"],
+    ids=[
+        "truncated-array",
+        "garbled-vocab",
+        "empty-chunks",
+        "index-gone",
+        "flipped-chunk-byte",
+        "flipped-term-array",
+    ],
 )
 def test_damaged_index_is_detected_and_rebuilt(kb: KnowledgeBase, damage: object) -> None:
     damage(kb)  # type: ignore[operator]

@@ -1,0 +1,132 @@
+"""BM25 over a large base segment and a small delta, scored at query time from term counts.
+
+Every BM25 score depends on the whole corpus (document count, average length, each term's
+document frequency), so a matrix of precomputed scores has to be rewritten whenever one file
+changes. This index keeps term counts instead, as in Lucene:
+
+* **base**: each row's term ids and counts (doc-major, ``base_doc_*``) and the same postings by
+  term (``base_indptr``, ``base_rows``, ``base_tfs``), written only when the base is rebuilt;
+* **delta**: the rows added since, doc-major (``delta_doc_*``), small; its postings by term
+  are built when the index is opened;
+* ``dead.npy`` (base rows whose file changed or went), ``dl.npy`` (each row's length) and
+  ``df.npy`` (each term's document frequency over the live rows), rewritten at every change.
+
+A refresh therefore writes what changed plus arrays the size of the row count and the
+vocabulary, never the postings. When dead and delta rows pass a tenth of the base, the base is
+rebuilt in the files' order. The numbers are bm25s's default (Lucene idf, k1=1.5, b=0.75), and
+a row's score does not depend on where it lives, so an index refreshed this way scores every
+chunk exactly as a full rebuild does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+K1, B = 1.5, 0.75
+DOC = ("doc_ptr", "doc_terms", "doc_tfs")
+BASE_FILES = tuple(f"base_{n}.npy" for n in ("indptr", "rows", "tfs", *DOC, "df"))
+DELTA_FILES = tuple(f"delta_{n}.npy" for n in DOC)
+SHARED_FILES = ("dead.npy", "dl.npy", "df.npy")
+VOCAB = "vocab.json"
+REBUILD_SHARE = 0.1  # dead + delta rows above this share of the base: rebuild the base
+
+
+def postings(ptr: Any, terms: Any, tfs: Any, n_vocab: int) -> tuple[Any, Any, Any]:
+    """Doc-major (ptr, terms, tfs) turned term-major: (indptr, rows, tfs) over ``n_vocab``."""
+    import numpy as np
+
+    rows = np.repeat(np.arange(len(ptr) - 1, dtype=np.int32), np.diff(ptr))
+    # Within one term the order of rows does not change a sum over it: no stable sort needed.
+    order = np.argsort(terms, kind="quicksort")
+    indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+    np.cumsum(np.bincount(terms, minlength=n_vocab), out=indptr[1:])
+    return indptr, rows[order], tfs[order].astype(np.int32)
+
+
+def lengths(ptr: Any, tfs: Any) -> Any:
+    import numpy as np
+
+    rows = np.repeat(np.arange(len(ptr) - 1, dtype=np.int64), np.diff(ptr))
+    return np.bincount(rows, weights=tfs, minlength=len(ptr) - 1).astype(np.int32)
+
+
+@dataclass
+class Index:
+    """An opened index: memory-mapped base postings, the delta's postings, the statistics."""
+
+    base: tuple[Any, Any, Any]
+    delta: tuple[Any, Any, Any]
+    delta_first: int  # row id of the first delta row (= number of base rows)
+    dl: Any
+    dead: Any
+    df: Any
+    vocab: dict[str, int]
+    live: int = 0  # rows not dead
+    avg: float = 1.0  # average length of the live rows
+    any_dead: bool = False
+
+    def __post_init__(self) -> None:
+        import numpy as np
+
+        # Once per opening, not per query: both cost a pass over every row.
+        self.any_dead = bool(self.dead.any())
+        self.live = len(self.dl) - int(self.dead.sum())
+        # Dead rows have length 0 in dl.npy, so the sum is over the live rows only.
+        self.avg = float(np.sum(self.dl, dtype=np.int64)) / max(self.live, 1) or 1.0
+
+    @property
+    def rows(self) -> int:
+        return len(self.dl)
+
+    @classmethod
+    def open(cls, folder: Path) -> Index:
+        import numpy as np
+        import orjson
+
+        def load(name: str) -> Any:
+            return np.load(folder / name, mmap_mode="r")
+
+        base = tuple(load(f"base_{n}.npy") for n in ("indptr", "rows", "tfs"))
+        delta_doc = [np.asarray(load(f"delta_{n}.npy")) for n in DOC]
+        dead, dl, df = (load(name) for name in SHARED_FILES)
+        terms = orjson.loads((folder / VOCAB).read_bytes())
+        vocab = {term: i for i, term in enumerate(terms)}
+        delta = postings(delta_doc[0], delta_doc[1], delta_doc[2], len(vocab))
+        first = len(dl) - (len(delta_doc[0]) - 1)
+        if first < 0 or len(dead) != first or len(df) != len(vocab):
+            raise ValueError("the index arrays do not agree with each other")
+        return cls(base, delta, first, dl, np.asarray(dead), df, vocab)
+
+    def scores(self, ids: list[int]) -> Any:
+        """The BM25 score of every row for a query of term ids (repeats count again)."""
+        import numpy as np
+
+        live, avg = self.live, self.avg
+        dl = np.asarray(self.dl)
+        out = np.zeros(self.rows, dtype=np.float64)
+        for term in ids:
+            df = int(self.df[term])
+            if df == 0:
+                continue
+            idf = math.log(1 + (live - df + 0.5) / (df + 0.5))
+            for indptr, rows, tfs, shift in (
+                (*self.base, 0),
+                (*self.delta, self.delta_first),
+            ):
+                if term + 1 >= len(indptr):
+                    continue
+                lo, hi = int(indptr[term]), int(indptr[term + 1])
+                if lo == hi:
+                    continue
+                where = np.asarray(rows[lo:hi])
+                if shift:
+                    where = where + shift
+                tf = np.asarray(tfs[lo:hi], dtype=np.float64)
+                norm = K1 * (1 - B + B * dl[where] / avg)
+                out[where] += idf * tf / (tf + norm)
+        if self.any_dead:
+            out[: self.delta_first][self.dead] = 0.0
+        return out

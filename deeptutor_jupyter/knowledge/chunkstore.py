@@ -1,0 +1,93 @@
+"""Appending chunk lines to a knowledge base's chunk store (layout in ``storage.py``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from deeptutor_jupyter._files import private_file
+from deeptutor_jupyter.knowledge import storage
+
+__all__ = ["StoreWriter"]
+
+
+class StoreWriter:
+    """Appends chunk lines to the chunk store: the current one, or a new generation when there
+    is none to trust or when less than half of it would still be live."""
+
+    def __init__(self, folder: Path, manifest: dict[str, Any] | None) -> None:
+        self.folder = folder
+        self.old_name: str | None = manifest.get("store") if manifest else None
+        self.name = self.old_name or storage.new_store_name()
+        self.size = 0
+        self._fh: Any = None
+        # [start, end, checksum] of each batch of appends: a refresh checks the store with a
+        # few hashes instead of one per file.
+        self.blocks: list[list[Any]] = list(manifest.get("blocks") or []) if manifest else []
+        self._block: tuple[int, Any] | None = None
+        if self.old_name:
+            try:
+                self.size = (folder / self.old_name).stat().st_size
+            except OSError:
+                self.old_name, self.name = None, storage.new_store_name()
+
+    def _open(self) -> Any:
+        if self._fh is None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            storage.remove_leftovers(self.folder)
+            private_file(self.folder / self.name)  # the learner's course text: 0600, like all
+            self._fh = (self.folder / self.name).open("ab")
+            self.size = self._fh.seek(0, os.SEEK_END)
+            self._block = (self.size, storage.new_checksum())
+        return self._fh
+
+    def keep(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """A reused file's range, unchanged (it stays in the same store)."""
+        return {k: entry[k] for k in ("offset", "length", "digest")}
+
+    def append(self, data: bytes) -> dict[str, Any]:
+        fh = self._open()
+        offset = self.size
+        fh.write(data)
+        self.size += len(data)
+        assert self._block is not None
+        self._block[1].update(data)
+        return {"offset": offset, "length": len(data), "digest": storage.checksum(data)}
+
+    def finish(self, entries: dict[str, Any]) -> str:
+        """Flush and fsync; compact into a new generation when the store is mostly dead."""
+        fh = self._open()
+        fh.flush()
+        os.fsync(fh.fileno())
+        if self._block is not None and self.size > self._block[0]:
+            self.blocks.append([self._block[0], self.size, self._block[1].hexdigest()])
+            self._block = None
+        live = sum(int(e["length"]) for e in entries.values())
+        if self.size > 2 * live + (1 << 16):
+            self._compact(entries)
+        return self.name
+
+    def _compact(self, entries: dict[str, Any]) -> None:
+        fresh = storage.new_store_name()
+        offset = 0
+        digest = storage.new_checksum()
+        private_file(self.folder / fresh)
+        with (self.folder / self.name).open("rb") as src, (self.folder / fresh).open("wb") as dst:
+            for entry in entries.values():
+                src.seek(int(entry["offset"]))
+                data = src.read(int(entry["length"]))
+                dst.write(data)
+                digest.update(data)
+                entry["offset"] = offset
+                offset += int(entry["length"])
+            dst.flush()
+            os.fsync(dst.fileno())
+        self.close()
+        self.name, self.size = fresh, offset
+        self.blocks = [[0, offset, digest.hexdigest()]]
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None

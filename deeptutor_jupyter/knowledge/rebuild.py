@@ -1,0 +1,205 @@
+"""Assembling a refreshed index from reused and new rows (format in ``knowledge/bm25.py``).
+
+``Build`` collects, file by file in the files' order, which rows are reused from the previous
+index and which are new; ``index_arrays`` turns that into the arrays to write: only the delta
+and the statistics while the base can be kept, a new base otherwise.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+from typing import Any
+
+from deeptutor_jupyter.knowledge import bm25, storage
+from deeptutor_jupyter.knowledge.tokenize import Vocabulary
+
+__all__ = ["Build", "index_arrays"]
+
+BASE_DOC = ("base_doc_ptr.npy", "base_doc_terms.npy", "base_doc_tfs.npy")
+
+
+@dataclass
+class Build:
+    """The new index as it is assembled, file by file, in row order."""
+
+    entries: dict[str, Any] = field(default_factory=dict)
+    # (kind, first, rows, rel), one per file with chunks, in the files' order: "old" with the
+    # file's first row in the previous index, "new" with its first doc among the new ones
+    segments: list[tuple[str, int, int, str]] = field(default_factory=list)
+    ids: array[int] = field(default_factory=lambda: array("i"))
+    doc_lengths: array[int] = field(default_factory=lambda: array("q"))
+    stamps_moved: bool = False
+
+
+_BATCH_TOKENS = 1 << 21  # new docs are counted this many tokens at a time, to bound memory
+
+
+def _new_docs(build: Build, vocab: Vocabulary) -> tuple[Any, Any, Any]:
+    """(ptr, terms, tfs) of the new docs, counted from their token ids with numpy, in batches of
+    whole docs (a full index of 50,000 files has ~10^7 tokens; one pass would hold several
+    int64 copies of all of them)."""
+    import numpy as np
+
+    n_new = len(build.doc_lengths)
+    ids = np.frombuffer(build.ids, dtype=np.int32) if len(build.ids) else np.zeros(0, np.int32)
+    per_doc = np.frombuffer(build.doc_lengths, np.int64) if n_new else np.zeros(0, np.int64)
+    offsets = np.zeros(n_new + 1, dtype=np.int64)
+    np.cumsum(per_doc, out=offsets[1:])
+    counts_per_doc: list[Any] = [np.zeros(0, np.int64)]
+    terms: list[Any] = [np.zeros(0, np.int32)]
+    tfs: list[Any] = [np.zeros(0, np.int32)]
+    first = 0
+    while first < n_new:
+        last = int(np.searchsorted(offsets, offsets[first] + _BATCH_TOKENS, side="right")) - 1
+        last = min(max(last, first + 1), n_new)
+        chunk = ids[offsets[first] : offsets[last]]
+        docs = np.repeat(np.arange(last - first, dtype=np.int64), per_doc[first:last])
+        keep = chunk >= vocab.n_stop
+        keys = (docs[keep] << 32) | chunk[keep].astype(np.int64)
+        del docs, keep
+        unique, counts = np.unique(keys, return_counts=True)
+        del keys
+        counts_per_doc.append(np.bincount(unique >> 32, minlength=last - first))
+        terms.append((unique & 0xFFFFFFFF).astype(np.int32))
+        tfs.append(counts.astype(np.int32))
+        first = last
+    ptr = np.zeros(n_new + 1, dtype=np.int64)
+    np.cumsum(np.concatenate(counts_per_doc), out=ptr[1:])
+    return ptr, np.concatenate(terms), np.concatenate(tfs)
+
+
+def _gather(
+    parts: list[tuple[tuple[Any, Any, Any], int, int]],
+) -> tuple[Any, Any, Any]:
+    """Doc-major arrays made of row slices ``(arrays, first, rows)`` of other doc-major arrays."""
+    import numpy as np
+
+    per_doc, terms, tfs = [np.zeros(0, np.int64)], [np.zeros(0, np.int32)], [np.zeros(0, np.int32)]
+    for (ptr, t, f), first, rows in parts:
+        lo, hi = int(ptr[first]), int(ptr[first + rows])
+        per_doc.append(np.diff(ptr[first : first + rows + 1]))
+        terms.append(t[lo:hi])
+        tfs.append(f[lo:hi])
+    counts = np.concatenate(per_doc)
+    ptr_all = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr_all[1:])
+    return ptr_all, np.concatenate(terms).astype(np.int32), np.concatenate(tfs).astype(np.int32)
+
+
+def index_arrays(
+    build: Build, loaded: storage.Loaded | None, vocab: Vocabulary
+) -> tuple[dict[str, Any], dict[str, str], int]:
+    """(arrays to write, base files to carry over with their checksums, row count).
+
+    Sets each entry's ``row``. The base is kept when what changed since it was built (its dead
+    rows plus the delta) stays under ``REBUILD_SHARE`` of it; otherwise every live row goes
+    into a new base, in the files' order.
+    """
+    import numpy as np
+
+    new = _new_docs(build, vocab)
+    index = loaded.index if loaded else None
+    first_delta = index.delta_first if index is not None else 0
+    empty = (np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))
+    base_doc: tuple[Any, ...] = empty
+    delta_doc: tuple[Any, ...] = empty
+    if loaded is not None and index is not None:
+        base_doc = tuple(storage.load_arrays(loaded.folder, BASE_DOC))
+        delta_doc = tuple(storage.load_arrays(loaded.folder, bm25.DELTA_FILES))
+
+    def source(kind: str, first: int) -> tuple[tuple[Any, ...], int]:
+        if kind == "new":
+            return new, first
+        if first < first_delta:
+            return base_doc, first
+        return delta_doc, first - first_delta
+
+    # Slices never run across the base's end into the delta: they come from other arrays.
+    segments = _coalesce([(k, f, n) for k, f, n, _ in build.segments], first_delta)
+    dead = np.ones(first_delta, dtype=bool)
+    moved = 0
+    for kind, first, rows, _ in build.segments:
+        if kind == "old" and first < first_delta:
+            dead[first : first + rows] = False
+        else:
+            moved += rows
+    n_vocab = len(vocab)
+    if index is None or int(dead.sum()) + moved > bm25.REBUILD_SHARE * first_delta:
+        row = 0
+        for _, _, rows, rel in build.segments:
+            build.entries[rel]["row"] = row
+            row += rows
+        ptr, terms, tfs = _gather([(*source(k, f), n) for k, f, n in segments])
+        indptr, rows_by_term, tfs_by_term = bm25.postings(ptr, terms, tfs, n_vocab)
+        df = np.bincount(terms, minlength=n_vocab).astype(np.int32)
+        arrays = {
+            "base_indptr.npy": indptr,
+            "base_rows.npy": rows_by_term,
+            "base_tfs.npy": tfs_by_term,
+            "base_doc_ptr.npy": ptr,
+            "base_doc_terms.npy": terms,
+            "base_doc_tfs.npy": tfs,
+            "base_df.npy": df,
+            **dict(zip(bm25.DELTA_FILES, empty, strict=True)),
+            "dead.npy": np.zeros(row, dtype=bool),
+            "dl.npy": bm25.lengths(ptr, tfs),
+            "df.npy": df,
+        }
+        return arrays, {}, row
+    # Keep the base: only the delta, the dead mask and the statistics are written.
+    delta_parts = []
+    row = first_delta
+    for kind, first, rows, rel in build.segments:
+        if kind == "old" and first < first_delta:
+            continue  # stays where it is in the base
+        build.entries[rel]["row"] = row
+        row += rows
+        delta_parts.append((*source(kind, first), rows))
+    d_ptr, d_terms, d_tfs = _gather(delta_parts)
+    base_ptr, base_terms = base_doc[0], base_doc[1]
+    dead_terms = [
+        np.asarray(base_terms[int(base_ptr[a]) : int(base_ptr[b])]) for a, b in _runs(dead)
+    ]
+    assert loaded is not None and index is not None
+    base_df = storage.load_arrays(loaded.folder, ("base_df.npy",))[0]
+    df = np.zeros(n_vocab, dtype=np.int64)
+    df[: len(base_df)] += base_df
+    if dead_terms:
+        df -= np.bincount(np.concatenate(dead_terms), minlength=n_vocab)
+    df += np.bincount(d_terms, minlength=n_vocab)
+    dl = np.concatenate([np.asarray(index.dl[:first_delta]), bm25.lengths(d_ptr, d_tfs)])
+    dl[:first_delta][dead] = 0
+    arrays = {
+        "delta_doc_ptr.npy": d_ptr,
+        "delta_doc_terms.npy": d_terms,
+        "delta_doc_tfs.npy": d_tfs,
+        "dead.npy": dead,
+        "dl.npy": dl.astype(np.int32),
+        "df.npy": df.astype(np.int32),
+    }
+    keep = {name: loaded.manifest["index_files"][name] for name in bm25.BASE_FILES}
+    return arrays, keep, row
+
+
+def _runs(mask: Any) -> list[tuple[int, int]]:
+    """(start, end) of each run of True in a boolean array."""
+    import numpy as np
+
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.astype(np.int8), [0]))))
+    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+
+
+def _coalesce(segments: list[tuple[str, int, int]], boundary: int) -> list[tuple[str, int, int]]:
+    """Adjacent segments of the same kind whose rows follow each other become one slice, as
+    long as both lie on the same side of ``boundary`` (the first delta row)."""
+    out: list[tuple[str, int, int]] = []
+    for kind, first, rows in segments:
+        if out:
+            last_kind, last_first, last_rows = out[-1]
+            same_side = kind == "new" or (last_first < boundary) == (first < boundary)
+            if last_kind == kind and last_first + last_rows == first and same_side:
+                out[-1] = (kind, last_first, last_rows + rows)
+                continue
+        out.append((kind, first, rows))
+    return out

@@ -1,0 +1,367 @@
+"""Incremental refresh: the same index as a full rebuild, for the work of what changed only.
+
+Also the regressions of issue 9 for ingestion: links out of the folder, binary files renamed
+to text, line counting that was quadratic in the file's size, progress inside a big file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from deeptutor_jupyter.knowledge import KnowledgeBase, ingest
+from deeptutor_jupyter.knowledge import base as kb_base
+from deeptutor_jupyter.knowledge.storage import iter_chunks
+
+QUERIES = ["gradient descent", "matrix rank", "sorting lists", "eigenvalues", "loops while"]
+
+
+def _touch(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+    later = time.time_ns() + 5_000_000_000  # a new mtime even on a coarse clock
+    os.utime(path, ns=(later, later))
+
+
+def _corpus(folder: Path, n: int = 30) -> Path:
+    folder.mkdir()
+    topics = ["gradient descent", "matrix rank", "sorting lists", "eigenvalues", "while loops"]
+    for i in range(n):
+        topic = topics[i % len(topics)]
+        body = "\n\n".join(
+            f"## Part {j}\n\n{topic} note {i} {j} with words {i * j} {topic.split()[0]}"
+            for j in range(1 + i % 3)
+        )
+        (folder / f"n{i:03d}.md").write_text(f"# Note {i}\n\n{body}\n", encoding="utf-8")
+    return folder
+
+
+def _results(kb: KnowledgeBase) -> list[list[tuple[str, float]]]:
+    everything = kb.info()["chunks"]
+    return [
+        sorted((h.chunk.chunk_id, round(h.score, 5)) for h in kb.search(q, k=everything))
+        for q in QUERIES
+    ]
+
+
+def test_refresh_gives_the_same_results_as_a_full_rebuild(tmp_path: Path) -> None:
+    course = _corpus(tmp_path / "course")
+    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
+    kb.add_sources([course])
+    _touch(course / "n004.md", "# Changed\n\nmatrix rank and gradient descent, rewritten\n")
+    (course / "n010.md").unlink()
+    _touch(course / "zz-added.md", "# Added\n\neigenvalues of a symmetric matrix\n")
+    report = kb.refresh()
+    assert (report.updated, report.removed, report.added) == (1, 1, 1)
+    assert report.unchanged == 28
+
+    full = KnowledgeBase(tmp_path / "home2", "full", root=tmp_path)
+    full.add_sources([course])
+    assert _results(kb) == _results(full)
+    assert [c.chunk_id for c in iter_chunks(kb.folder)] == [
+        c.chunk_id for c in iter_chunks(full.folder)
+    ]
+    assert kb.verify() is None
+
+
+def test_a_small_change_rewrites_the_delta_not_the_base(tmp_path: Path) -> None:
+    course = _corpus(tmp_path / "course", n=120)
+    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
+    kb.add_sources([course])
+    base = kb.folder / "index" / "base_tfs.npy"
+    inode = base.stat().st_ino
+    for step in range(12):  # changed, added and removed files pile up in the delta
+        _touch(course / f"n{step * 7:03d}.md", f"# Step {step}\n\neigenvalues step {step}\n")
+        _touch(course / f"new{step:02d}.md", f"# New {step}\n\nmatrix rank {step}\n")
+        (course / f"n{step * 7 + 3:03d}.md").unlink()
+        kb.refresh()
+        full = KnowledgeBase(tmp_path / f"home-{step}", "full", root=tmp_path)
+        full.add_sources([course])
+        assert _results(kb) == _results(full), step
+        manifest = json.loads((kb.folder / "manifest.json").read_bytes())
+        if step == 0:
+            assert base.stat().st_ino == inode  # the base was carried over, not rewritten
+            assert manifest["rows"] > manifest["chunks"]  # the changed file's old rows are dead
+    assert base.stat().st_ino != inode  # past a tenth of the base, it was rebuilt
+    assert kb.verify() is None
+
+
+def test_refresh_reads_and_tokenises_only_what_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    course = _corpus(tmp_path / "course")
+    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
+    kb.add_sources([course])
+    hashed: list[Path] = []
+    ingested: list[Path] = []
+    tokenised: list[str] = []
+    real_hash, real_ingest, real_ids = (
+        kb_base.storage.sha256_file,
+        kb_base.ingest_file,
+        kb_base.token_ids,
+    )
+
+    def spy_hash(path: Path) -> str:
+        hashed.append(path)
+        return real_hash(path)
+
+    monkeypatch.setattr(kb_base.storage, "sha256_file", spy_hash)
+    monkeypatch.setattr(
+        kb_base, "ingest_file", lambda p, *a: ingested.append(p) or real_ingest(p, *a)
+    )
+    monkeypatch.setattr(kb_base, "token_ids", lambda t, v: tokenised.append(t) or real_ids(t, v))
+
+    before = json.loads((kb.folder / "manifest.json").read_bytes())
+    assert kb.refresh().unchanged == 30
+    sources = [p for p in hashed if course in p.parents]
+    assert sources == [] and ingested == [] and tokenised == []  # stat only
+    after = json.loads((kb.folder / "manifest.json").read_bytes())
+    assert after["files"] == before["files"] and after["index_files"] == before["index_files"]
+
+    same = (course / "n001.md").read_text(encoding="utf-8")
+    _touch(course / "n001.md", same)  # touched, identical: hashed, not re-read
+    _touch(course / "n002.md", "# New\n\nsorting lists by key\n")
+    report = kb.refresh()
+    assert (report.updated, report.unchanged) == (1, 29)
+    assert sorted(p.name for p in hashed if course in p.parents) == ["n001.md", "n002.md"]
+    assert [p.name for p in ingested] == ["n002.md"]
+    assert len(tokenised) == 1 and "sorting lists by key" in tokenised[0]
+
+
+def test_the_chunk_store_is_appended_to_and_compacted(tmp_path: Path) -> None:
+    course = _corpus(tmp_path / "course", n=5)
+    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
+    kb.add_sources([course])
+    first = json.loads((kb.folder / "manifest.json").read_text(encoding="utf-8"))
+    _touch(course / "n003.md", "# Three\n\n" + "eigenvalues " * 50)
+    kb.refresh()
+    second = json.loads((kb.folder / "manifest.json").read_text(encoding="utf-8"))
+    assert second["store"] == first["store"]  # appended, not rewritten
+    for rel in ("course/n000.md", "course/n001.md"):
+        assert second["files"][rel]["offset"] == first["files"][rel]["offset"]
+    for n in range(60):  # the store would grow without bound without compaction
+        _touch(course / "n003.md", f"# Three\n\n{'eigenvalues rewritten ' * 400} {n}")
+        kb.refresh()
+    last = json.loads((kb.folder / "manifest.json").read_text(encoding="utf-8"))
+    live = sum(e["length"] for e in last["files"].values())
+    assert (kb.folder / last["store"]).stat().st_size <= 2 * live + (1 << 16)
+    assert len(list(kb.folder.glob("chunks-*.jsonl"))) <= 2
+    assert kb.verify() is None
+    assert kb.search("rewritten")[0].chunk.path == "course/n003.md"
+
+
+def _age(kb: KnowledgeBase) -> None:
+    """Move the index's files 10 s into the past, as if written before the last clock tick."""
+    past = time.time_ns() - 10_000_000_000
+    for path in [*kb.folder.glob("chunks-*.jsonl"), *(kb.folder / "index").iterdir()]:
+        os.utime(path, ns=(past, past))
+
+
+def test_settled_files_are_trusted_by_stamp_until_written_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    course = _corpus(tmp_path / "course", n=5)
+    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
+    kb.add_sources([course])
+    assert not json.loads((kb.folder / "manifest.json").read_bytes())["stamps"]
+    _age(kb)
+    kb.refresh()  # hashes everything, then records the stamps of what it checked
+    stamps = json.loads((kb.folder / "manifest.json").read_bytes())["stamps"]
+    assert len(stamps) == 15  # 14 index files and the chunk store
+    hashed: list[str] = []
+    real = kb_base.storage.checksum_file
+    monkeypatch.setattr(
+        kb_base.storage, "checksum_file", lambda p: hashed.append(p.name) or real(p)
+    )
+    monkeypatch.setattr(kb_base.storage, "check_ranges", _fail_if_ranges_checked)
+    assert kb.refresh().unchanged == 5
+    assert KnowledgeBase(tmp_path / "home", "inc").search("gradient")
+    assert hashed == []
+    monkeypatch.undo()
+    # A write moves the stamp, whatever the size: the file is hashed again and the damage seen.
+    data = (kb.folder / "index" / "base_tfs.npy").read_bytes()
+    (kb.folder / "index" / "base_tfs.npy").write_bytes(data[:-4] + b"\x07\x00\x00\x00")
+    assert kb.verify() is not None
+    report = kb.refresh()
+    assert report.rebuilt_from_corruption and kb.verify() is None
+
+
+def _fail_if_ranges_checked(
+    folder: Path, manifest: dict[str, object], *, trust: bool = True
+) -> None:
+    from deeptutor_jupyter.knowledge import storage
+
+    assert trust and storage.trusted(folder, manifest, str(manifest["store"]))
+
+
+def test_a_damaged_chunk_found_by_search_rebuilds_the_index(tmp_path: Path) -> None:
+    course = _corpus(tmp_path / "course", n=5)
+    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
+    kb.add_sources([course])
+    manifest = json.loads((kb.folder / "manifest.json").read_text(encoding="utf-8"))
+    store = kb.folder / manifest["store"]
+    data = bytearray(store.read_bytes())
+    data[data.index(b"eigenvalues")] = ord("E")  # same size: only the checksum can tell
+    store.write_bytes(bytes(data))
+    fresh = KnowledgeBase(tmp_path / "home", "inc")
+    hits = fresh.search("eigenvalues")
+    assert hits and all("Eigenvalues" not in h.chunk.text for h in hits)
+    assert fresh.last_report is not None and fresh.last_report.rebuilt_from_corruption
+    assert fresh.verify() is None
+
+
+def test_an_index_of_the_previous_format_is_rebuilt_from_its_sources(tmp_path: Path) -> None:
+    course = _corpus(tmp_path / "course", n=3)
+    kb = KnowledgeBase(tmp_path / "home", "old", root=tmp_path)
+    kb.add_sources([course])
+    manifest = json.loads((kb.folder / "manifest.json").read_text(encoding="utf-8"))
+    manifest["version"] = 1
+    (kb.folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    report = KnowledgeBase(tmp_path / "home", "old").refresh()
+    assert report.added + report.updated == 3 and report.rebuilt_from_corruption
+    assert kb.search("gradient descent")
+
+
+# --- issue 9: ingestion -------------------------------------------------------------------------
+
+
+def test_links_to_files_outside_the_folder_are_skipped_and_named(tmp_path: Path) -> None:
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "diary.md").write_text("# Secret\n\nmy bank password hint", encoding="utf-8")
+    course = _corpus(tmp_path / "course", n=2)
+    (course / "leak.md").symlink_to(private / "diary.md")
+    (course / "alias.md").symlink_to(course / "n000.md")  # inside: fine, indexed once
+    (course / "linked-dir").symlink_to(private, target_is_directory=True)
+    kb = KnowledgeBase(tmp_path / "home", "k", root=tmp_path)
+    report = kb.add_sources([course])
+    assert report.added == 2
+    assert kb.search("password") == []
+    (problem,) = report.errors
+    assert "leak.md" in problem and "outside the folder" in problem
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "words"),
+    [
+        ("image.md", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4, "NUL"),
+        ("random.txt", bytes(range(1, 256)) * 16, "not text"),
+    ],
+)
+def test_binary_files_with_a_text_suffix_are_skipped(
+    tmp_path: Path, name: str, data: bytes, words: str
+) -> None:
+    course = _corpus(tmp_path / "course", n=1)
+    (course / name).write_bytes(data)
+    kb = KnowledgeBase(tmp_path / "home", "k", root=tmp_path)
+    report = kb.add_sources([course])
+    assert report.added == 1 and kb.info()["files"] == 1
+    (problem,) = report.errors
+    assert name in problem and "skipped" in problem and words in problem
+
+
+def test_text_in_other_encodings_is_still_indexed(tmp_path: Path) -> None:
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "latin.txt").write_bytes("Le théorème de Pythagore, démontré.".encode("latin-1"))
+    (course / "notepad.txt").write_bytes("Recursion needs a base case".encode("utf-16"))
+    kb = KnowledgeBase(tmp_path / "home", "k", root=tmp_path)
+    report = kb.add_sources([course])
+    assert report.added == 2 and report.errors == []
+    assert kb.search("pythagore") and kb.search("recursion base case")
+
+
+class _CountingText(str):
+    """A str that adds up how many characters ``count`` scans."""
+
+    scanned = 0
+
+    def count(self, sub: str, start: int | None = None, end: int | None = None) -> int:  # type: ignore[override]
+        lo = 0 if start is None else start
+        hi = len(self) if end is None else end
+        _CountingText.scanned += max(hi - lo, 0)
+        return super().count(sub, start, end)
+
+
+def test_line_numbers_are_counted_in_one_pass(tmp_path: Path) -> None:
+    lines = [f"line {i} " + "word " * (i % 40) for i in range(20_000)]
+    text = _CountingText("\n".join(lines))
+    _CountingText.scanned = 0
+    pieces = ingest._pieces_with_lines(text, 1, title="t", kind="text")
+    assert len(pieces) > 100
+    assert _CountingText.scanned <= len(text)  # was the sum of all offsets: quadratic
+    for piece in pieces:  # and the numbers are still right
+        assert lines[piece.line - 1] == piece.text.lstrip("\n").split("\n")[0]
+
+
+def test_progress_moves_inside_a_big_file(tmp_path: Path) -> None:
+    big = tmp_path / "big.txt"
+    big.write_text(("gradient descent step\n" * 40 + "\n") * 3000, encoding="utf-8")
+    kb = KnowledgeBase(tmp_path / "home", "k", root=tmp_path)
+    steps: list[tuple[int, int, str]] = []
+    kb.add_sources([big], progress=lambda *step: steps.append(step))
+    size = big.stat().st_size
+    inside = [s for s in steps if 0 < s[0] < size and s[2] == "big.txt"]
+    assert len(inside) >= 2 and steps[-1] == (size, size, "big.txt")
+
+
+def test_the_ascii_fast_path_splits_words_like_the_pattern() -> None:
+    import random
+    import string
+    import unicodedata
+
+    from deeptutor_jupyter.knowledge.tokenize import _TOKEN, STOPWORDS, tokenize
+
+    rng = random.Random(5)
+    for _ in range(3000):
+        text = "".join(rng.choice(string.printable) for _ in range(rng.randint(0, 80)))
+        folded = unicodedata.normalize("NFKC", text).lower()
+        assert tokenize(text) == [t for t in _TOKEN.findall(folded) if t not in STOPWORDS]
+    assert tokenize("Read_CSV the ＡＢＣ 循环") == ["read", "csv", "abc", "循", "环"]
+
+
+def test_our_matrix_scores_like_bm25s(tmp_path: Path) -> None:
+    import bm25s  # type: ignore[import-untyped]
+    import numpy as np
+
+    from deeptutor_jupyter.knowledge.tokenize import tokenize
+
+    course = _corpus(tmp_path / "course", n=40)
+    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
+    kb.add_sources([course])
+    tokens = [tokenize(f"{c.title}\n{c.text}") for c in iter_chunks(kb.folder)]
+    reference = bm25s.BM25()
+    reference.index(tokens, show_progress=False)
+    ours = kb._loaded().index
+    for query in QUERIES:
+        words = tokenize(query)
+        expected = reference.get_scores(words)
+        got = ours.scores([ours.vocab[w] for w in words if w in ours.vocab])
+        assert np.allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_new_docs_are_counted_the_same_in_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    import random
+
+    import numpy as np
+
+    from deeptutor_jupyter.knowledge import rebuild
+    from deeptutor_jupyter.knowledge.tokenize import Vocabulary
+
+    rng = random.Random(3)
+    for trial in range(20):
+        build, vocab = rebuild.Build(), Vocabulary()
+        for _ in range(rng.randint(0, 40)):
+            words = [f"w{rng.randint(0, 300)}" for _ in range(rng.randint(0, 50))]
+            ids = [vocab[w] for w in words] + [vocab["the"]]  # a stopword, dropped
+            build.ids.extend(ids)
+            build.doc_lengths.append(len(ids))
+        monkeypatch.setattr(rebuild, "_BATCH_TOKENS", 1 << 30)
+        whole = rebuild._new_docs(build, vocab)
+        monkeypatch.setattr(rebuild, "_BATCH_TOKENS", rng.randint(1, 60))
+        batched = rebuild._new_docs(build, vocab)
+        assert all(np.array_equal(a, b) for a, b in zip(whole, batched, strict=True)), trial
+        assert len(whole[0]) == len(build.doc_lengths) + 1
