@@ -7,6 +7,7 @@ answer and the trace bundle the session recorded.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +40,13 @@ def start_turn(
     from deeptutor_jupyter.runtime.session import AskOptions
 
     if not resolved.ready:
-        show_setup(resolved)
+        kwargs = dict(new=new, kbs=kbs, user_tools=user_tools, no_tools=no_tools)
+
+        def retry(now: ResolvedSettings) -> None:
+            # The question that waited for a model goes, once the card's settings work.
+            start_turn(tutor, now, question, attachments=attachments, **kwargs)  # type: ignore[arg-type]
+
+        show_setup(resolved, again=lambda: tutor.session.resolve(flags_of(resolved)), retry=retry)
         return None
     missing = [str(p) for p in attachments or [] if not p.is_file()]
     if missing:
@@ -145,9 +152,41 @@ def attach_view(
     return view
 
 
-def show_setup(resolved: ResolvedSettings) -> None:
+def show_setup(
+    resolved: ResolvedSettings,
+    *,
+    again: Callable[[], ResolvedSettings] | None = None,
+    retry: Callable[[ResolvedSettings], None] | None = None,
+) -> None:
+    """The setup card; with ``retry``, the question that was waiting runs as soon as a Save
+    leaves nothing missing (under the card, so the learner need not run the cell again)."""
+    import ipywidgets as widgets
     from IPython.display import display
 
     from deeptutor_jupyter.kernel.widgets.setup_card import SetupCard
 
-    display(SetupCard(resolved))  # type: ignore[no-untyped-call]
+    below = widgets.Output()
+
+    def saved(_path: Path) -> None:
+        if retry is None or again is None or card.missing:
+            return
+        now = again()
+        if now.ready:
+            with below:  # the turn's view shows under the card, in this cell
+                retry(now)
+
+    card = SetupCard(resolved, on_saved=saved)
+    box = widgets.VBox([card, below]) if retry is not None else card
+    if retry is not None:
+        display(widget_bundle(box, card.fallback_markdown()), raw=True)  # type: ignore[no-untyped-call]
+    else:
+        display(card)  # type: ignore[no-untyped-call]
+
+
+def flags_of(resolved: ResolvedSettings) -> dict[str, Any]:
+    """The flags the learner gave (``--model``...), to resolve the settings again with them."""
+    return {
+        name: getattr(resolved.settings, name)
+        for name, source in resolved.sources.items()
+        if source.startswith("--") and hasattr(resolved.settings, name)
+    }
