@@ -33,7 +33,7 @@ _FLAGS: dict[str, tuple[str, bool]] = {
     "--attach": ("attach", True),
 }
 # Commands whose whole rest of the line is theirs to parse.
-_FREE_COMMANDS = ("memory", "kb")
+_FREE_COMMANDS = ("memory", "kb", "learn")
 _FLAG_RE = re.compile(r"\s*(--[a-z-]+)(?:=(\S+))?")
 # command -> the arguments it takes; anything else after the word makes the line a question
 _COMMANDS: dict[str, set[str]] = {
@@ -42,6 +42,8 @@ _COMMANDS: dict[str, set[str]] = {
     "help": set(),
     "pending": {"--all"},
     "why": set(),
+    "review": set(),
+    "progress": set(),
 }
 
 USAGE = """\
@@ -56,6 +58,9 @@ Usage:
   %tutor pending [--all]         show the questions waiting for your answer (--all: every notebook)
   %tutor memory ...              what the tutor remembers about you (%tutor memory help)
   %tutor kb ...                  course knowledge bases (%tutor kb help)
+  %tutor learn [<topic>] [--kb NAME]   a learning path with quizzes and gates (%tutor learn help)
+  %tutor review                  the review cards that are due, as a quiz
+  %tutor progress                mastery per objective and the review forecast
   %tutor --kb NAME <question>    answer from a knowledge base, with citations
   %tutor --attach a.ipynb,b.pdf <question>   read these files first, then answer
 Flags: --model NAME  --provider NAME  --base-url URL  --max-rounds N  --max-tokens N
@@ -215,6 +220,18 @@ class TutorMagics(Magics):
             run = commands.memory_command if parsed.command == "memory" else commands.kb_command
             try:
                 run(self.state, resolved, parsed.rest)
+            except ValueError as exc:
+                show_markdown(f"⚠ {exc}")
+            return
+        if parsed.command in ("learn", "review", "progress"):
+            from deeptutor_jupyter.kernel import learn_commands as learn
+
+            ensure_loop()
+            try:
+                if parsed.command == "learn":
+                    learn.learn_command(self.state, resolved, parsed.rest)
+                else:
+                    getattr(learn, f"{parsed.command}_command")(self.state, resolved)
             except ValueError as exc:
                 show_markdown(f"⚠ {exc}")
             return

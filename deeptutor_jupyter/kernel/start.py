@@ -163,6 +163,8 @@ def attach_view(
             )
             if sources:
                 md += "\n" + sources_markdown(sources) + "\n"
+            if view.quiz_receipts:  # graded quizzes, readable without widgets
+                md += "\n" + "\n\n".join(view.quiz_receipts) + "\n"
             bundle = widget_bundle(view, md)
             if trace and record is not None:
                 from deeptutor_jupyter.memory import TRACE_MIME

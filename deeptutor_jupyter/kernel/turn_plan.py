@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 ALWAYS = (
     "ask_user",
+    "make_quiz",
     "calculate",
     "read_notebook",
     "last_error",
@@ -70,6 +71,9 @@ def plan_turn(
     if skills:
         blocks.append(skills_manifest(skills))
         blocks += always_blocks(skills)
+    from deeptutor_jupyter.kernel.learn_commands import turn_blocks
+
+    blocks += turn_blocks(tutor, home)  # where the learner stands on their path
     if kbs:
         blocks.append(
             f"Knowledge bases selected for this turn: {', '.join(kbs)}. Search them with "
@@ -98,6 +102,7 @@ def tool_extra(
     tutor: KernelTutor, home: Path, kbs: list[str], skills: dict[str, Any]
 ) -> dict[str, Any]:
     """What the tools of a turn need from the kernel; rebuilt when a saved turn resumes."""
+    from deeptutor_jupyter.kernel.learn_commands import learning_of
     from deeptutor_jupyter.memory import new_trace_id
 
     return {
@@ -110,6 +115,7 @@ def tool_extra(
         "skills": skills,
         # load_tools adds here; later turns of the session mount them
         "loaded_tools": tutor.loaded_tools.setdefault(tutor.session_id, set()),
+        "quizzes": learning_of(tutor, home).quizzes,  # make_quiz pauses on this coordinator
     }
 
 

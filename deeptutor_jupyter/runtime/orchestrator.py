@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
+from deeptutor_jupyter.interaction.quiz import MakeQuizTool, model_completer
 from deeptutor_jupyter.interaction.schema import AskUserArgs, AskUserTool
 from deeptutor_jupyter.providers.base import ChatModel, Message, ProviderError, ToolCall
 from deeptutor_jupyter.runtime.context import TurnContext
@@ -69,7 +70,7 @@ class Orchestrator:
     ) -> None:
         self.store = store
         self.registry = registry or default_registry()
-        for tool in (AskUserTool(), LoadToolsTool()):
+        for tool in (AskUserTool(), LoadToolsTool(), MakeQuizTool()):
             if self.registry.get(tool.name) is None:
                 self.registry.register(tool)
         # Without a coordinator (no widget frontend) ask_user runs its degraded result.
@@ -232,6 +233,18 @@ class Orchestrator:
                 )
             if call.name == AskUserTool.name and self.coordinator is not None:
                 return await self._ask(turn, loop, call)
+            if call.name == MakeQuizTool.name and (quizzes := turn.extra.get("quizzes")):
+                checked = self.registry.validate(call)  # bad arguments go back to the model
+                if isinstance(checked, ToolResult):
+                    return checked
+                return await quizzes.ask(  # type: ignore[no-any-return]
+                    session_id=ctx.session_id,
+                    turn_id=ctx.turn_id,
+                    call=call,
+                    args=checked[1],
+                    emit=turn.log.emit,
+                    grader=model_completer(loop.model),
+                )
             if call.name == LoadToolsTool.name:
                 return self._load_tools(turn, loop, call)
             return redact(await self.registry.execute(call, tool_ctx), turn.extra)

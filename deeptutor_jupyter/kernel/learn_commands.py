@@ -1,0 +1,288 @@
+"""``%tutor learn``, ``%tutor review``, ``%tutor progress``, and the quiz cards of a turn.
+
+The learning state lives in ``state.db`` (store/learning.py) and is per learner, not per
+notebook: ``%tutor learn`` with no topic continues the last path in any notebook. The quiz
+coordinator (interaction/quiz.py) is made once per kernel and handed to turns through their
+``extra`` (kernel/turn_plan.py), so the orchestrator needs no new attribute.
+"""
+
+from __future__ import annotations
+
+import html
+import shlex
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from deeptutor_jupyter.kernel.display import show_markdown
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.config import ResolvedSettings
+    from deeptutor_jupyter.interaction.quiz import QuizCoordinator
+    from deeptutor_jupyter.kernel.tutor import KernelTutor
+    from deeptutor_jupyter.kernel.widgets.quiz_card import QuizCard
+    from deeptutor_jupyter.learning.mastery import Mastery
+    from deeptutor_jupyter.learning.path import LearningPath
+    from deeptutor_jupyter.store.learning import LearningStore
+
+LEARN_USAGE = """\
+```
+%tutor learn <topic> [--kb NAME]   propose a learning path (confirm or edit it), or continue it
+%tutor learn                       continue the last path, in any notebook: teach its open objective
+%tutor review                      the review cards that are due, as a quiz (FSRS schedule)
+%tutor progress                    mastery per objective, the review forecast, what to do next
+```"""
+FINAL_CODES = frozenset({"duplicate", "expired", "foreign_session", "unknown"})
+REVIEW_BATCH = 10
+
+
+@dataclass
+class Learning:
+    store: LearningStore
+    quizzes: QuizCoordinator
+    home: Path
+
+
+_runtimes: dict[int, tuple[KernelTutor, Learning]] = {}
+
+
+def learning_of(tutor: KernelTutor, home: Path) -> Learning:
+    """The kernel's learning store and quiz coordinator (one per tutor and home)."""
+    entry = _runtimes.get(id(tutor))
+    if entry is not None and entry[0] is tutor and entry[1].home == home:
+        return entry[1]
+    from deeptutor_jupyter.interaction.audit import AuditLog
+    from deeptutor_jupyter.interaction.quiz import QuizCoordinator
+    from deeptutor_jupyter.store.learning import LearningStore
+
+    store = LearningStore(home / "state.db")
+    coordinator = QuizCoordinator(store, AuditLog(home / "audit" / "quizzes.jsonl"))
+    learning = Learning(store, coordinator, home)
+    _runtimes[id(tutor)] = (tutor, learning)
+    return learning
+
+
+def turn_blocks(tutor: KernelTutor, home: Path) -> list[str]:
+    """The system-prompt block saying where the learner stands (empty without a path)."""
+    text = standing_text(learning_of(tutor, home).store)
+    return [text] if text else []
+
+
+def standing_text(store: LearningStore) -> str:
+    from deeptutor_jupyter.learning.path import standing_block
+
+    current = _current_path(store)
+    if current is None:
+        return ""
+    _, path = current
+    due = len(store.cards(due_before=time.time()))
+    return standing_block(path, masteries(store), due)
+
+
+def masteries(store: LearningStore) -> dict[str, Mastery]:
+    from deeptutor_jupyter.learning.mastery import Evidence, estimate
+
+    grouped: dict[str, list[Evidence]] = {}
+    for objective, score, guess, ts in store.evidence():
+        grouped.setdefault(objective, []).append(Evidence(score, guess, ts))
+    return {objective: estimate(items) for objective, items in grouped.items()}
+
+
+def _current_path(store: LearningStore) -> tuple[str, LearningPath] | None:
+    from deeptutor_jupyter.learning.path import LearningPath
+
+    latest = store.latest_path()
+    if latest is None:
+        return None
+    return latest[0], LearningPath.model_validate(latest[1])
+
+
+# quiz cards ----------------------------------------------------------------------------------
+def quiz_card_for(body: dict[str, Any]) -> QuizCard:
+    """The card of a ``quiz_required`` event, wired to this kernel's coordinator."""
+    from deeptutor_jupyter.kernel.magics import current_tutor
+
+    tutor = current_tutor()
+    entry = _runtimes.get(id(tutor)) if tutor is not None else None
+    learning = entry[1] if entry is not None else None
+    return make_quiz_card(tutor, learning, body)
+
+
+def make_quiz_card(
+    tutor: KernelTutor | None, learning: Learning | None, body: dict[str, Any], grader: Any = None
+) -> QuizCard:
+    from deeptutor_jupyter.kernel.widgets.quiz_card import QuizCard
+
+    card: QuizCard
+
+    def on_submit(answers: dict[str, Any], seconds: float) -> None:
+        if tutor is None or learning is None or tutor.loop is None:
+            card.show_error("This quiz can no longer be graded here.", final=True)
+            return
+        loop = tutor.loop
+        loop.call_soon_threadsafe(
+            lambda: tutor.background(_submit(learning, card, body, answers, seconds, grader))
+        )
+
+    card = QuizCard(body, on_submit=on_submit)
+    return card
+
+
+async def _submit(
+    learning: Learning,
+    card: QuizCard,
+    body: dict[str, Any],
+    answers: dict[str, Any],
+    seconds: float,
+    grader: Any,
+) -> None:
+    from deeptutor_jupyter.interaction.quiz import QuizError
+
+    try:
+        result = await learning.quizzes.submit(
+            body["sessionId"], body["id"], answers, seconds, grader
+        )
+    except QuizError as exc:
+        card.show_error(str(exc), final=exc.code in FINAL_CODES)
+        return
+    except Exception as exc:  # grading itself failed: the quiz stays open, nothing is lost
+        card.show_error(f"Grading failed ({type(exc).__name__}: {exc}). Submit again.")
+        return
+    card.show_receipt(result)
+    if body.get("kind") == "review":
+        card.children = (*tuple(card.children), _next_review_note(learning.store))
+
+
+def _next_review_note(store: LearningStore) -> Any:
+    import ipywidgets as widgets
+
+    upcoming = store.cards(limit=1)
+    when = _when(upcoming[0].due) if upcoming else "nothing scheduled"
+    w = widgets.HTML(f'<div style="opacity:0.75">Rescheduled. Next review: {html.escape(when)}')
+    w.add_class("dt-review-next")
+    return w
+
+
+def _when(ts: float) -> str:
+    delta = ts - time.time()
+    if delta <= 0:
+        return "now"
+    if delta < 3600:
+        return f"in {max(1, round(delta / 60))} min"
+    if delta < 86400:
+        return f"in {round(delta / 3600)} h"
+    return f"in {round(delta / 86400)} day(s)"
+
+
+# commands -------------------------------------------------------------------------------------
+def learn_command(tutor: KernelTutor, resolved: ResolvedSettings, rest: str) -> None:
+    try:
+        args = shlex.split(rest)
+    except ValueError as exc:
+        raise ValueError(f"Could not read the arguments: {exc}") from None
+    kb = None
+    if "--kb" in args:
+        at = args.index("--kb")
+        if at + 1 >= len(args):
+            raise ValueError("--kb needs the name of a knowledge base.")
+        kb = args[at + 1]
+        del args[at : at + 2]
+    if args and args[0] == "help":
+        show_markdown(LEARN_USAGE)
+        return
+    topic = " ".join(args).strip()
+    tutor.open(resolved)
+    learning = learning_of(tutor, resolved.settings.home)
+    existing = learning.store.path_by_topic(topic) if topic else learning.store.latest_path()
+    if existing is not None:
+        learning.store.touch_path(existing[0])
+        teach(tutor, resolved, learning, kb)
+        return
+    if not topic:
+        show_markdown("No learning path yet. Start one with `%tutor learn <topic>`.")
+        return
+    from deeptutor_jupyter.kernel.widgets.path_card import propose_path
+
+    propose_path(tutor, resolved, learning, topic, kb)
+
+
+def teach(
+    tutor: KernelTutor, resolved: ResolvedSettings, learning: Learning, kb: str | None
+) -> None:
+    """Start a turn on the open objective; the standing block tells the model the rest."""
+    from deeptutor_jupyter.learning.path import current
+
+    found = _current_path(learning.store)
+    assert found is not None
+    _, path = found
+    objective = current(path, masteries(learning.store))
+    if objective is None:
+        show_markdown(
+            f"🎓 Every objective of **{path.topic}** is mastered. `%tutor review` keeps it fresh."
+        )
+        return
+    show_markdown(f"**Learning path:** {path.topic} · now: **{objective.title}**")
+    question = (
+        f"Teach me the objective {objective.title!r} (id `{objective.id}`) of my learning path "
+        f"on {path.topic!r}: a short explanation with an example, then check my understanding "
+        f'with make_quiz (objective "{objective.id}").'
+    )
+    from deeptutor_jupyter.kernel.start import start_turn
+
+    start_turn(tutor, resolved, question, new=False, kbs=[kb] if kb else [])
+
+
+def review_command(tutor: KernelTutor, resolved: ResolvedSettings) -> None:
+    from IPython.display import display
+
+    from deeptutor_jupyter.kernel.display import widget_bundle
+    from deeptutor_jupyter.kernel.widgets.quiz_card import form_markdown
+    from deeptutor_jupyter.learning.quiz import MakeQuizArgs
+
+    tutor.open(resolved)
+    learning = learning_of(tutor, resolved.settings.home)
+    due = learning.store.cards(due_before=time.time(), limit=REVIEW_BATCH)
+    if not due:
+        upcoming = learning.store.cards(limit=1)
+        when = f"next one {_when(upcoming[0].due)}" if upcoming else "no cards yet"
+        show_markdown(f"Nothing to review now ({when}). Quizzes you take become review cards.")
+        return
+    questions: list[dict[str, Any]] = []
+    cards: dict[str, int] = {}
+    objectives: dict[str, str] = {}
+    for n, due_card in enumerate(due, 1):
+        qid = f"r{n}"
+        questions.append({**due_card.question, "id": qid})
+        cards[qid], objectives[qid] = due_card.card_id, due_card.objective
+    quiz = MakeQuizArgs.model_validate(
+        {"title": f"Review: {len(due)} card(s) due", "objective": "", "questions": questions}
+    )
+    grader = None
+    if resolved.ready:
+        from deeptutor_jupyter.interaction.quiz import model_completer
+
+        grader = model_completer(tutor.model_for(resolved))
+    row = learning.quizzes.open_quiz(
+        tutor.session_id,
+        f"review-{uuid.uuid4().hex[:8]}",
+        "",
+        "review",
+        quiz,
+        grader=grader,
+        extra={"cards": cards, "objectives": objectives},
+    )
+    body = learning.quizzes.form_body(row)
+    card = make_quiz_card(tutor, learning, body, grader)
+    display(widget_bundle(card, form_markdown(body)), raw=True)  # type: ignore[no-untyped-call]
+
+
+def progress_command(tutor: KernelTutor, resolved: ResolvedSettings) -> None:
+    from IPython.display import display
+
+    from deeptutor_jupyter.kernel.progress import progress_bundle
+
+    tutor.open(resolved)
+    learning = learning_of(tutor, resolved.settings.home)
+    display(progress_bundle(learning.store), raw=True)  # type: ignore[no-untyped-call]
