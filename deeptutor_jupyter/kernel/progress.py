@@ -33,7 +33,7 @@ def forecast(
 
 
 def progress_markdown(
-    path: LearningPath | None, mastery: dict[str, Mastery], due_per_day: list[int]
+    path: LearningPath | None, mastery: dict[str, Mastery], due_per_day: list[int], due_now: int
 ) -> str:
     from deeptutor_jupyter.learning.path import current, statuses
 
@@ -56,7 +56,6 @@ def progress_markdown(
             if now
             else "**Next:** every objective is mastered; keep it fresh with `%tutor review`."
         )
-    due_now = due_per_day[0] if due_per_day else 0
     week = sum(due_per_day[:7])
     lines += ["", f"**Review:** {due_now} card(s) due now, {week} in the next 7 days."]
     if due_now:
@@ -100,7 +99,8 @@ def progress_bundle(store: LearningStore) -> dict[str, Any]:
     path = found[1] if found else None
     mastery = masteries(store)
     due = forecast(store)
-    text = progress_markdown(path, mastery, due)
+    due_now = len(store.cards(due_before=time.time()))
+    text = progress_markdown(path, mastery, due, due_now)
     bundle: dict[str, Any] = {"text/markdown": text, "text/plain": text}
     png = progress_png(path, mastery, due)
     if png is not None:
