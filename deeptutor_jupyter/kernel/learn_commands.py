@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.kernel.widgets.quiz_card import QuizCard
     from deeptutor_jupyter.learning.mastery import Mastery
     from deeptutor_jupyter.learning.path import LearningPath
-    from deeptutor_jupyter.store.learning import LearningStore
+    from deeptutor_jupyter.store.learning import LearningStore, QuizRow
 
 LEARN_USAGE = """\
 ```
@@ -59,9 +59,41 @@ def learning_of(tutor: KernelTutor, home: Path) -> Learning:
 
     store = LearningStore(home / "state.db")
     coordinator = QuizCoordinator(store, AuditLog(home / "audit" / "quizzes.jsonl"))
+    coordinator.on_graded = lambda row, result: record_trace(tutor, row, result)
     learning = Learning(store, coordinator, home)
     _runtimes[id(tutor)] = (tutor, learning)
     return learning
+
+
+def record_trace(tutor: KernelTutor, row: QuizRow, result: dict[str, Any]) -> None:
+    """A graded quiz or review is an L1 trace (surface ``quiz``): ids, score, right or wrong
+    per question; never the learner's answers, which may be free text or code."""
+    from deeptutor_jupyter.memory import TraceRecord, new_trace_id
+
+    if tutor.memory is None:
+        return
+    results = result.get("results") or []
+    right = sum(1 for r in results if r.get("correct"))
+    record = TraceRecord(
+        trace_id=new_trace_id(),
+        surface="quiz",
+        kind=row.kind if row.kind == "review" else "quiz",
+        session_id=row.session_id,
+        turn_id=row.turn_id,
+        model="",
+        started_at=row.created_at,
+        finished_at=time.time(),
+        question=str(row.spec.get("quiz", {}).get("title", "Quiz")),
+        answer_summary=f"score {result.get('score')}: {right} of {len(results)} right",
+        notebook=tutor.notebook,
+        quiz={
+            "quiz_id": row.quiz_id,
+            "objective": row.objective,
+            "score": result.get("score"),
+            "results": [{"id": r.get("id"), "correct": r.get("correct")} for r in results],
+        },
+    )
+    tutor.memory.emit(record)
 
 
 def turn_blocks(tutor: KernelTutor, home: Path) -> list[str]:

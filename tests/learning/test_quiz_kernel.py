@@ -139,6 +139,15 @@ def test_a_quiz_is_answered_in_the_widgets_and_graded_for_the_same_tool_call(
     assert kernel.stream_text(msg).split() == ["3", "3"]
     audit = (home / "audit" / "quizzes.jsonl").read_text()
     assert "return x * x" not in audit and "3.001" not in audit
+    # The graded quiz is an L1 trace (surface quiz) with right/wrong per question, no answers.
+    traces = [
+        json.loads(line)
+        for f in sorted((home / "memory" / "trace" / "quiz").glob("*.jsonl"))
+        for line in f.read_text().splitlines()
+    ]
+    assert len(traces) == 1 and traces[0]["quiz"]["score"] == 1.0
+    assert traces[0]["quiz"]["objective"] == "squares"
+    assert "return x * x" not in json.dumps(traces) and "3.001" not in json.dumps(traces)
 
 
 def test_a_wrong_answer_is_graded_wrong_and_a_bad_number_is_sent_back(
