@@ -27,4 +27,4 @@ def test_sandbox_benchmark_quick() -> None:
         "RESULT: one graded code answer costs",
     ):
         assert line in out.stdout
-    assert ("sandbox, bwrap    median" in out.stdout) != ("not available here" in out.stdout)
+    assert ("ratio sandbox, bwrap / bare" in out.stdout) != ("not available here" in out.stdout)
