@@ -60,6 +60,7 @@ def learning_of(tutor: KernelTutor, home: Path) -> Learning:
     store = LearningStore(home / "state.db")
     coordinator = QuizCoordinator(store, AuditLog(home / "audit" / "quizzes.jsonl"))
     coordinator.on_graded = lambda row, result: record_trace(tutor, row, result)
+    coordinator.on_orphan = lambda row, result: resume_soon(tutor, row, result)
     learning = Learning(store, coordinator, home)
     _runtimes[id(tutor)] = (tutor, learning)
     return learning
@@ -318,3 +319,74 @@ def progress_command(tutor: KernelTutor, resolved: ResolvedSettings) -> None:
     tutor.open(resolved)
     learning = learning_of(tutor, resolved.settings.home)
     display(progress_bundle(learning.store), raw=True)  # type: ignore[no-untyped-call]
+
+
+# after a kernel restart -----------------------------------------------------------------------
+def show_pending_quizzes(tutor: KernelTutor, resolved: ResolvedSettings) -> int:
+    """Re-render this notebook's open quizzes (``%tutor pending``); answering one continues
+    the turn that asked it, in a slot under the card, if this kernel can."""
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    from deeptutor_jupyter.kernel.display import widget_bundle
+    from deeptutor_jupyter.kernel.widgets.quiz_card import form_markdown
+
+    assert tutor.store is not None
+    learning = learning_of(tutor, resolved.settings.home)
+    rows = learning.store.pending_quizzes(tutor.store.sessions_of(tutor.notebook))
+    now = time.time()
+    rows = [r for r in rows if not (r.expires_at <= now and learning.quizzes.expire(r.quiz_id))]
+    grader = None
+    if resolved.ready:
+        from deeptutor_jupyter.interaction.quiz import model_completer
+
+        grader = model_completer(tutor.model_for(resolved))
+    for row in rows:
+        body = learning.quizzes.form_body(row)
+        card = make_quiz_card(tutor, learning, body, grader)
+        slot = widgets.VBox()
+        tutor.slots[row.quiz_id] = slot
+        box = widgets.VBox([card, slot])
+        box.add_class("dt-pending")
+        display(widget_bundle(box, form_markdown(body)), raw=True)  # type: ignore[no-untyped-call]
+    return len(rows)
+
+
+def resume_soon(tutor: KernelTutor, row: QuizRow, result: dict[str, Any]) -> None:
+    if tutor.loop is not None:
+        tutor.loop.call_soon_threadsafe(resume, tutor, row, result)
+
+
+def resume(tutor: KernelTutor, row: QuizRow, result: dict[str, Any]) -> bool:
+    """Continue the turn a quiz paused, in this kernel, with the grade as the tool result."""
+    from deeptutor_jupyter.interaction.quiz import tool_result_of
+    from deeptutor_jupyter.kernel.start import attach_view
+    from deeptutor_jupyter.kernel.turn_plan import resume_extra
+    from deeptutor_jupyter.runtime.events import EventLog
+    from deeptutor_jupyter.runtime.orchestrator import STATE_VERSION
+
+    learning = learning_of(tutor, tutor.store.path.parent) if tutor.store else None
+    if learning is None or tutor.orchestrator is None or tutor.resolve is None:
+        return False
+    saved = learning.store.quiz_state(row.quiz_id)
+    learning.store.drop_quiz_state(row.quiz_id)
+    context = (saved or {}).get("context") or {}
+    call = ((saved or {}).get("loop") or {}).get("current_call") or {}
+    if not saved or saved.get("version") != STATE_VERSION or call.get("id") != row.tool_call_id:
+        return False
+    if context.get("capability") != "chat":
+        return False
+    profile = context.get("profile") or {}
+    resolved = tutor.resolve({k: profile.get(k) for k in ("provider", "model", "base_url")})
+    if not resolved.ready:
+        return False
+    assert tutor.store is not None
+    log = EventLog(row.turn_id, tutor.store, start_seq=tutor.store.last_seq(row.turn_id))
+    view = attach_view(tutor, log, profile, str(context.get("question", "")))
+    if (slot := tutor.slots.get(row.quiz_id)) is not None:
+        slot.children = (view,)
+    extra = resume_extra(tutor, resolved.settings.home, context)
+    model = tutor.model_for(resolved)
+    turn = tutor.orchestrator.resume_turn(saved, tool_result_of(result), model, log, extra)
+    tutor.track(turn, view)
+    return True

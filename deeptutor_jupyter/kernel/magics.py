@@ -246,6 +246,9 @@ class TutorMagics(Magics):
             ensure_loop()
             self.state.open(resolved)
             show_pending(self.state, all_sessions="--all" in parsed.args)
+            from deeptutor_jupyter.kernel.learn_commands import show_pending_quizzes
+
+            show_pending_quizzes(self.state, resolved)  # open quizzes, resumable like questions
             return
         try:
             question = compose_question(self.shell, parsed, cell_index)

@@ -243,6 +243,7 @@ class Orchestrator:
                     call=call,
                     args=checked[1],
                     emit=turn.log.emit,
+                    snapshot=self._paused_state(turn, loop),
                     grader=model_completer(loop.model),
                 )
             if call.name == LoadToolsTool.name:
@@ -340,6 +341,19 @@ class Orchestrator:
             emit=turn.log.emit,
             snapshot=saved,
         )
+
+    def _paused_state(self, turn: Turn, loop: Any) -> dict[str, Any]:
+        """What a turn paused on a form needs to continue in another kernel (as in _ask)."""
+        turn.log.flush()
+        return {
+            "version": STATE_VERSION,
+            "context": turn.ctx.model_dump(mode="json", exclude={"history"}),
+            "loop": loop.state.to_json(),
+            "compat": {
+                "stream_options": loop.model.compat.stream_options,
+                "native_tools": loop.model.compat.native_tools,
+            },
+        }
 
     # store writes never end a turn: a full disk is reported, the answer is still shown -------
     def _guard(self, turn: Turn, action: Callable[[Store], None]) -> None:

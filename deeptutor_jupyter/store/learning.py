@@ -177,6 +177,11 @@ class LearningStore:
         rows = self._query("SELECT state FROM quizzes WHERE quiz_id = ?", (quiz_id,))
         return json.loads(rows[0][0]) if rows and rows[0][0] else None
 
+    def drop_quiz_state(self, quiz_id: str) -> None:
+        """After the paused turn was continued (or can never be): the state is not kept."""
+        with self._tx() as c:
+            c.execute("UPDATE quizzes SET state = NULL WHERE quiz_id = ?", (quiz_id,))
+
     def pending_quizzes(self, session_ids: Iterable[str] | None = None) -> list[QuizRow]:
         sql = f"SELECT {_QUIZ_COLUMNS} FROM quizzes WHERE status = 'pending'"
         params: list[Any] = []
@@ -209,9 +214,11 @@ class LearningStore:
         """Record the outcome; from pending (cancel, expire) or grading (answered)."""
         with self._tx() as c:
             cur = c.execute(
-                "UPDATE quizzes SET status = ?, result = ?, answered_at = ?, state = NULL "
+                "UPDATE quizzes SET status = ?, result = ?, answered_at = ?, "
+                # an answered quiz may still continue its turn; the others never will
+                "state = CASE WHEN ? = 'answered' THEN state ELSE NULL END "
                 "WHERE quiz_id = ? AND status IN ('pending', 'grading')",
-                (status, json.dumps(result, ensure_ascii=False), time.time(), quiz_id),
+                (status, json.dumps(result, ensure_ascii=False), time.time(), status, quiz_id),
             )
             return cur.rowcount == 1
 

@@ -221,3 +221,30 @@ def test_hostile_tests_are_contained_and_the_kernel_stays_responsive(
     assert "did not finish" in feedback["loop"]
     assert "refused" in feedback["net"] or "unreachable" in feedback["net"].lower()
     assert target.read_text() == "my homework"
+
+
+def test_a_quiz_survives_a_kernel_restart_and_continues_its_turn(
+    kernel: KernelDriver, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.extend([quiz_reply(QUIZ, "call_restart"), Reply(text="Graded after the restart.")])
+    kernel.execute("%tutor Quiz me")
+    card_of(kernel)
+    kernel.restart()
+    kernel.execute("%load_ext deeptutor_jupyter")
+    kernel.execute("%tutor pending")
+    card = card_of(kernel)
+    state = json.dumps(kernel.widgets)
+    assert EXPLANATION not in state and "HIDDEN-TEST" not in state
+    update(kernel, of_model(kernel, card, "RadioButtonsModel")[0], index=1)
+    update(kernel, of_model(kernel, card, "TextModel")[0], value="3")
+    update(kernel, of_model(kernel, card, "TextareaModel")[0], value="def sq(x):\n    return 9\n")
+    submit(kernel, card)
+    kernel.wait_for(lambda: "Graded after the restart." in answer_text(kernel), timeout=60)
+    sent = tool_messages(fake_llm, "call_restart")
+    assert len(sent) == 1
+    assert json.loads(sent[0]["content"])["score"] == 1.0
+    # Consumed once: a second %tutor pending shows nothing to answer.
+    before = len(kernel.with_class("dt-quiz"))
+    kernel.execute("%tutor pending")
+    kernel.pump(0.5)
+    assert len(kernel.with_class("dt-quiz")) == before
