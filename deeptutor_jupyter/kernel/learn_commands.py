@@ -31,7 +31,7 @@ LEARN_USAGE = """\
 ```
 %tutor learn <topic> [--kb NAME]   propose a learning path (confirm or edit it), or continue it
 %tutor learn                       continue the last path, in any notebook: teach its open objective
-%tutor review                      the review cards that are due, as a quiz (FSRS schedule)
+%tutor review [--all]              the review cards that are due (--all: any), as a quiz (FSRS)
 %tutor progress                    mastery per objective, the review forecast, what to do next
 ```"""
 FINAL_CODES = frozenset({"duplicate", "expired", "foreign_session", "unknown"})
@@ -46,6 +46,7 @@ class Learning:
 
 
 _runtimes: dict[int, tuple[KernelTutor, Learning]] = {}
+_cards: dict[str, QuizCard] = {}  # quiz id -> its card, so an answer from code shows there too
 
 
 def learning_of(tutor: KernelTutor, home: Path) -> Learning:
@@ -160,6 +161,7 @@ def make_quiz_card(
         )
 
     card = QuizCard(body, on_submit=on_submit)
+    _cards[str(body.get("id"))] = card
     return card
 
 
@@ -267,7 +269,8 @@ def teach(
     start_turn(tutor, resolved, question, new=False, kbs=[kb] if kb else [])
 
 
-def review_command(tutor: KernelTutor, resolved: ResolvedSettings) -> None:
+def review_command(tutor: KernelTutor, resolved: ResolvedSettings, every: bool = False) -> None:
+    """The due cards as a quiz; ``every`` (``--all``): the earliest cards, due or not."""
     from IPython.display import display
 
     from deeptutor_jupyter.kernel.display import widget_bundle
@@ -276,7 +279,8 @@ def review_command(tutor: KernelTutor, resolved: ResolvedSettings) -> None:
 
     tutor.open(resolved)
     learning = learning_of(tutor, resolved.settings.home)
-    due = learning.store.cards(due_before=time.time(), limit=REVIEW_BATCH)
+    due_before = None if every else time.time()
+    due = learning.store.cards(due_before=due_before, limit=REVIEW_BATCH)
     if not due:
         upcoming = learning.store.cards(limit=1)
         when = f"next one {_when(upcoming[0].due)}" if upcoming else "no cards yet"
@@ -390,3 +394,59 @@ def resume(tutor: KernelTutor, row: QuizRow, result: dict[str, Any]) -> bool:
     turn = tutor.orchestrator.resume_turn(saved, tool_result_of(result), model, log, extra)
     tutor.track(turn, view)
     return True
+
+
+# from code (a notebook, a test, another surface) ----------------------------------------------
+def _tutor_and_learning() -> tuple[KernelTutor, Learning]:
+    from deeptutor_jupyter.kernel.magics import current_tutor
+
+    tutor = current_tutor()
+    if tutor is None:
+        raise RuntimeError("Load the extension first: %load_ext deeptutor_jupyter")
+    if tutor.store is None and tutor.resolve is not None:
+        tutor.open(tutor.resolve({}))
+    assert tutor.store is not None
+    return tutor, learning_of(tutor, tutor.store.path.parent)
+
+
+def start_path(topic: str, objectives: str) -> list[str]:
+    """Start a path from code, as the form's Start button does: one objective per line."""
+    from deeptutor_jupyter.learning.path import path_from_lines
+
+    _, learning = _tutor_and_learning()
+    path = path_from_lines(topic, objectives)
+    learning.store.save_path(f"path-{uuid.uuid4().hex[:10]}", topic, path.model_dump(mode="json"))
+    return [o.id for o in path.objectives]
+
+
+def pending_quizzes() -> list[dict[str, Any]]:
+    """The open quizzes of this notebook, as their forms see them (no answers)."""
+    tutor, learning = _tutor_and_learning()
+    assert tutor.store is not None
+    rows = learning.store.pending_quizzes(tutor.store.sessions_of(tutor.notebook))
+    return [learning.quizzes.form_body(row) for row in rows]
+
+
+async def wait_for_quiz(timeout: float = 60.0) -> dict[str, Any]:
+    """Wait (without blocking the kernel) until a quiz is open, and return its form body."""
+    import asyncio
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if found := pending_quizzes():
+            return found[-1]
+        await asyncio.sleep(0.05)
+    raise TimeoutError(f"No quiz was opened within {timeout:g} s.")
+
+
+async def submit_quiz(quiz_id: str, answers: dict[str, Any]) -> dict[str, Any]:
+    """Answer a quiz from code; the same door as the form's Submit. Returns the grade."""
+    tutor, learning = _tutor_and_learning()
+    row = learning.store.get_quiz(quiz_id)
+    session = row.session_id if row is not None else tutor.session_id
+    grader = learning.quizzes.graders.get(quiz_id)
+    result = await learning.quizzes.submit(session, quiz_id, answers, None, grader)
+    card = _cards.get(quiz_id)
+    if card is not None and card.state != "graded":
+        card.show_receipt(result)
+    return result

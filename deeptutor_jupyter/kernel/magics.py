@@ -42,7 +42,7 @@ _COMMANDS: dict[str, set[str]] = {
     "help": set(),
     "pending": {"--all"},
     "why": set(),
-    "review": set(),
+    "review": {"--all"},
     "progress": set(),
 }
 
@@ -59,7 +59,7 @@ Usage:
   %tutor memory ...              what the tutor remembers about you (%tutor memory help)
   %tutor kb ...                  course knowledge bases (%tutor kb help)
   %tutor learn [<topic>] [--kb NAME]   a learning path with quizzes and gates (%tutor learn help)
-  %tutor review                  the review cards that are due, as a quiz
+  %tutor review [--all]          the review cards that are due (--all: any), as a quiz
   %tutor progress                mastery per objective and the review forecast
   %tutor --kb NAME <question>    answer from a knowledge base, with citations
   %tutor --attach a.ipynb,b.pdf <question>   read these files first, then answer
@@ -230,8 +230,10 @@ class TutorMagics(Magics):
             try:
                 if parsed.command == "learn":
                     learn.learn_command(self.state, resolved, parsed.rest)
+                elif parsed.command == "review":
+                    learn.review_command(self.state, resolved, every="--all" in parsed.args)
                 else:
-                    getattr(learn, f"{parsed.command}_command")(self.state, resolved)
+                    learn.progress_command(self.state, resolved)
             except ValueError as exc:
                 show_markdown(f"⚠ {exc}")
             return

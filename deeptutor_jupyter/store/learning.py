@@ -311,7 +311,7 @@ class LearningStore:
         if due_before is not None:
             sql += " AND due <= ?"
             params.append(due_before)
-        rows = self._query(sql + " ORDER BY due LIMIT ?", [*params, limit])
+        rows = self._query(sql + " ORDER BY due, card_id LIMIT ?", [*params, limit])
         return [CardRow(r[0], r[1], json.loads(r[2]), json.loads(r[3]), r[4], r[5]) for r in rows]
 
     def get_card(self, card_id: int) -> CardRow | None:
