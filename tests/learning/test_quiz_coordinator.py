@@ -250,3 +250,38 @@ async def test_orchestrator_pauses_on_make_quiz_and_sends_the_grade_for_that_cal
     result = json.loads(sent[0]["content"])
     assert result["score"] == 0.75
     assert [r["correct"] for r in result["results"]] == [True, True, False, True]
+
+
+async def test_bad_quiz_arguments_are_an_error_the_model_reads(server, coordinator, tmp_path):
+    bad = json.loads(json.dumps(QUIZ))
+    bad["questions"][0]["answer"] = ["4"]  # a label, not an option id
+    server.extend(
+        [
+            Reply(text="", tool_calls=[ToolCallSpec("make_quiz", bad, id="call_bad")]),
+            Reply(text="Sorry, I will fix the quiz."),
+        ]
+    )
+    store = Store(tmp_path / "state.db")
+    model = make_model(provider="custom", model="fake-model", base_url=server.url)
+    try:
+        ctx = TurnContext(
+            session_id="s-1",
+            turn_id="turn-bad",
+            question="Quiz me",
+            profile=ModelProfile(provider="custom", model="fake-model"),
+            enabled_tools=["make_quiz"],
+        )
+        turn = Orchestrator(store).start_turn(ctx, model, None, {"quizzes": coordinator})
+        await turn.task
+    finally:
+        await model.aclose()
+        store.close()
+    sent = [
+        m
+        for m in server.requests[1].body["messages"]
+        if m.get("role") == "tool" and m.get("tool_call_id") == "call_bad"
+    ]
+    assert "not among the option ids" in sent[0]["content"]
+    assert "answer must list option ids, not labels" in sent[0]["content"]
+    assert turn.answer == "Sorry, I will fix the quiz."
+    assert coordinator.store.pending_quizzes() == []

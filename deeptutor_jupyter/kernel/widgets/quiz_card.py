@@ -88,7 +88,7 @@ class QuizCard(widgets.VBox):  # type: ignore[misc]
         elif kind == "code":
             control = widgets.Textarea(
                 value=str(q.get("starter") or ""),
-                layout=widgets.Layout(width="100%", height="140px", font_family="monospace"),
+                layout=widgets.Layout(width="100%", height="140px"),
             )
             control.add_class("dt-quiz-code")
             self.controls[qid] = ("text", control, None)
