@@ -120,6 +120,28 @@ def _drop_key(node: Any, key: str) -> None:
             _drop_key(item, key)
 
 
+def without_quiz_answers(emit: Emit) -> Emit:
+    """Wrap a turn's emit so a ``make_quiz`` tool_call event carries the public view only.
+
+    Events are saved and replayed to views (a sidebar later): the answers, tests and rubrics
+    the model wrote must stay in the loop's own state, which only the kernel holds.
+    """
+
+    def filtered(event_type: str, **data: Any) -> Any:
+        if event_type == "tool_call" and data.get("name") == MakeQuizTool.name:
+            data = {**data, "arguments": _public_arguments(str(data.get("arguments", "")))}
+        return emit(event_type, **data)
+
+    return filtered
+
+
+def _public_arguments(raw: str) -> str:
+    try:
+        return json.dumps(public_view(MakeQuizArgs.model_validate_json(raw)), ensure_ascii=False)
+    except ValueError:
+        return json.dumps({"note": "quiz arguments hidden (they were not valid)"})
+
+
 def model_completer(model: ChatModel) -> Complete:
     """A small non-tool request to the turn's model (short answers are graded with it)."""
 

@@ -252,6 +252,7 @@ def teach(
     found = _current_path(learning.store)
     assert found is not None
     _, path = found
+    kb = kb or path.kb  # the knowledge base the path was planned with
     objective = current(path, masteries(learning.store))
     if objective is None:
         show_markdown(

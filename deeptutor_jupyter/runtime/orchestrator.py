@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
-from deeptutor_jupyter.interaction.quiz import MakeQuizTool, model_completer
+from deeptutor_jupyter.interaction.quiz import MakeQuizTool, model_completer, without_quiz_answers
 from deeptutor_jupyter.interaction.schema import AskUserArgs, AskUserTool
 from deeptutor_jupyter.providers.base import ChatModel, Message, ProviderError, ToolCall
 from deeptutor_jupyter.runtime.context import TurnContext
@@ -253,7 +253,7 @@ class Orchestrator:
         loop = AgentLoop(
             model,
             execute,
-            turn.log.emit,
+            without_quiz_answers(turn.log.emit),  # events reach browsers; answers must not
             tools=self.registry.schemas(names),
             max_rounds=ctx.profile.max_rounds,
             max_tokens=ctx.profile.max_tokens,

@@ -111,6 +111,17 @@ def test_a_quiz_is_answered_in_the_widgets_and_graded_for_the_same_tool_call(
     for secret in (EXPLANATION, "HIDDEN-TEST", '"answer"'):
         assert secret not in state
     assert "def sq(x)" in state  # the starter is there
+    # Nor does the saved event log (replayed to views later): the tool_call carries the public view.
+    home = tmp_path / "home"
+    msg = kernel.execute(
+        "import sqlite3\n"
+        f"db = sqlite3.connect({str(home / 'state.db')!r})\n"
+        'print(db.execute("select group_concat(data) from events").fetchone()[0])'
+    )
+    saved_events = kernel.stream_text(msg)
+    assert "make_quiz" in saved_events and "def sq(x)" in saved_events
+    for secret in (EXPLANATION, "HIDDEN-TEST"):
+        assert secret not in saved_events
     update(kernel, radio, index=1)
     update(kernel, texts[0], value="3.001 m/s")
     update(kernel, code[0], value="def sq(x):\n    return x * x\n")
@@ -129,7 +140,6 @@ def test_a_quiz_is_answered_in_the_widgets_and_graded_for_the_same_tool_call(
     text = kernel.wait_for(lambda: EXPLANATION in receipt(kernel) and receipt(kernel))
     assert "score 100%" in text
     # The learner's state: mastery evidence and one review card per question.
-    home = tmp_path / "home"
     msg = kernel.execute(
         "import sqlite3\n"
         f"db = sqlite3.connect({str(home / 'state.db')!r})\n"
