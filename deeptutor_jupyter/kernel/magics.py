@@ -243,14 +243,15 @@ class TutorMagics(Magics):
 
                 show_setup(resolved)
                 return
-            from deeptutor_jupyter.kernel.interactions import show_pending
+            from deeptutor_jupyter.kernel.interactions import pending_rows, show_pending
+            from deeptutor_jupyter.kernel.learn_commands import show_pending_quizzes
 
             ensure_loop()
             self.state.open(resolved)
-            show_pending(self.state, all_sessions="--all" in parsed.args)
-            from deeptutor_jupyter.kernel.learn_commands import show_pending_quizzes
-
-            show_pending_quizzes(self.state, resolved)  # open quizzes, resumable like questions
+            every = "--all" in parsed.args
+            # Open quizzes too, resumable like questions; "nothing waiting" only if neither.
+            if not show_pending_quizzes(self.state, resolved) or pending_rows(self.state, every):
+                show_pending(self.state, all_sessions=every)
             return
         try:
             question = compose_question(self.shell, parsed, cell_index)
