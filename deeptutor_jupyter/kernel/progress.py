@@ -68,13 +68,12 @@ def progress_png(
 ) -> bytes | None:
     """Two small charts, or None without matplotlib (it is not a dependency)."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        # A Figure without pyplot: the learner's own backend and figures stay untouched.
+        from matplotlib.figure import Figure
     except ImportError:
         return None
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3))
+    fig = Figure(figsize=(9, 3))
+    left, right = fig.subplots(1, 2)
     if path is not None:
         titles = [o.title[:24] for o in path.objectives]
         values = [mastery[o.id].p if o.id in mastery else 0.0 for o in path.objectives]
@@ -88,7 +87,6 @@ def progress_png(
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=80)
-    plt.close(fig)
     return buffer.getvalue()
 
 

@@ -163,3 +163,18 @@ def test_forecast_counts_cards_per_day(tmp_path: Path):
         assert forecast(store, days=4, now=now) == [2, 0, 1, 0]
     finally:
         store.close()
+
+
+def test_progress_chart_is_a_png_and_leaves_pyplot_alone():
+    import pytest
+
+    pytest.importorskip("matplotlib")
+    import sys
+
+    from deeptutor_jupyter.kernel.progress import progress_png
+
+    had_pyplot = "matplotlib.pyplot" in sys.modules
+    path = path_from_lines("Algebra", "Groups\nRings")
+    png = progress_png(path, {"groups": Mastery(0.9, 4)}, [1, 0, 2])
+    assert png is not None and png.startswith(b"\x89PNG\r\n\x1a\n")
+    assert ("matplotlib.pyplot" in sys.modules) == had_pyplot
