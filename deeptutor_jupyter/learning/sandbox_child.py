@@ -56,6 +56,8 @@ _PATH_EVENTS = {
     "shutil.copyfile",
 }
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+# RLIMIT_FSIZE caps each file; this caps how many, so a loop cannot fill the disk 1 MiB at a time.
+MAX_WRITES = 64
 
 
 def _limit(cpu_seconds: int, memory_bytes: int, file_bytes: int) -> None:
@@ -76,6 +78,8 @@ def _inside(root: str, path: object) -> bool:
 
 
 def _install_hook(root: str) -> None:
+    writes = [0]
+
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event in _REFUSED_EVENTS:
             raise PermissionError(f"refused by the sandbox: {_REFUSED_EVENTS[event]} ({event})")
@@ -86,6 +90,10 @@ def _install_hook(root: str) -> None:
             )
             if writing and not _inside(root, path):
                 raise PermissionError(f"refused by the sandbox: writing to {path!s}")
+            if writing and not isinstance(path, int):
+                writes[0] += 1
+                if writes[0] > MAX_WRITES:
+                    raise PermissionError(f"refused by the sandbox: more than {MAX_WRITES} files")
         elif event in _PATH_EVENTS and args:
             for path in args[:2]:
                 if isinstance(path, str | bytes | int) and not _inside(root, path):

@@ -73,6 +73,17 @@ def test_writing_inside_the_folder_works(sandbox):
     assert sandbox.run_sync("", tests, 5).status == "passed"
 
 
+def test_a_write_loop_cannot_fill_the_disk(sandbox):
+    tests = "for i in range(10_000):\n    open(f'f{i}.bin', 'wb').write(b'x' * 1_000_000)"
+    outcome = sandbox.run_sync("", tests, 5)
+    assert outcome.status == "error" and "more than 64 files" in outcome.message
+
+
+def test_a_file_over_the_size_limit_is_refused(sandbox):
+    outcome = sandbox.run_sync("", "open('big.bin', 'wb').write(b'x' * 5_000_000)", 5)
+    assert outcome.status == "error" and "File too large" in outcome.message
+
+
 def test_processes_are_refused(sandbox):
     outcome = sandbox.run_sync("", "import os\nos.system('true')", 5)
     assert outcome.status == "error" and "refused" in outcome.message
