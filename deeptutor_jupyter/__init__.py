@@ -9,10 +9,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from deeptutor_jupyter.kernel.tutor import KernelTutor
+    from deeptutor_jupyter.runtime.session import TutorSession
 
 __version__ = "0.1.0.dev0"
+from deeptutor_jupyter.errors import DeepTutorError
+
 __all__ = [
+    "DeepTutorError",
     "__version__",
     "load_ipython_extension",
     "pending_interactions",
@@ -39,7 +42,7 @@ async def wait_for_turns(timeout: float = 120.0) -> list[Any]:
     tutor = current_tutor()
     if tutor is None:
         raise RuntimeError("Run %load_ext deeptutor_jupyter first.")
-    return await tutor.wait(timeout)
+    return await tutor.session.wait(timeout)
 
 
 def submit_user_input(
@@ -53,40 +56,34 @@ def submit_user_input(
 
     The answer becomes the tool result of the question's original tool call and its turn goes
     on. A refused submission raises ``deeptutor_jupyter.interaction.coordinator.InteractionError``
-    (``.code``: unknown, foreign_session, duplicate, expired, invalid, not_resumable) and changes
-    nothing. Returns the tool result sent to the model.
+    (``.code``: unknown, foreign_session, duplicate, expired, invalid, not_resumable, store)
+    and changes nothing; wrong types (``custom_input=12345``) are ``invalid``. Returns the tool
+    result sent to the model.
     """
-    tutor = _opened_tutor()
-    assert tutor.coordinator is not None
-    return tutor.coordinator.submit(session_id, request_id, selections, custom_input, cancelled)
+    return _opened_session().submit(session_id, request_id, selections, custom_input, cancelled)
 
 
 def pending_interactions(session_id: str | None = None) -> list[dict[str, Any]]:
     """The questions waiting for an answer (of one session, or of every session of the user)."""
-    from deeptutor_jupyter.kernel.interactions import can_resume
-
-    tutor = _opened_tutor()
-    assert tutor.store is not None and tutor.coordinator is not None
-    rows = tutor.store.pending_for([session_id] if session_id else None)
+    session = _opened_session()
+    assert session.store is not None and session.coordinator is not None
+    rows = session.store.pending_for([session_id] if session_id else None)
     return [
-        {
-            **row.payload,
-            "status": row.status,
-            "resumable": tutor.coordinator.is_live(row.request_id) or can_resume(tutor, row),
-        }
-        for row in tutor.coordinator.expire_stale(rows)
+        {**row.payload, "status": row.status, "resumable": session.coordinator.answerable(row)}
+        for row in session.coordinator.expire_stale(rows)
     ]
 
 
-def _opened_tutor() -> KernelTutor:
+def _opened_session() -> TutorSession:
     from deeptutor_jupyter.kernel.magics import current_tutor
 
     tutor = current_tutor()
-    if tutor is None or tutor.resolve is None:
+    if tutor is None:
         raise RuntimeError("Run %load_ext deeptutor_jupyter first.")
-    if tutor.coordinator is None:
-        tutor.open(tutor.resolve({}))
-    return tutor
+    session = tutor.session
+    if session.coordinator is None:
+        session.open(session.resolve({}))
+    return session
 
 
 def unload_ipython_extension(ipython: Any) -> None:

@@ -1,7 +1,8 @@
 """``deeptutor-jupyter``: command-line helpers that need no kernel.
 
 ``scrub`` removes the tutor's trace bundles from notebooks before they are shared; everything
-else in the file stays byte-identical. Exit codes: 0 done, 1 a file could not be scrubbed (or,
+else in the file stays byte-identical. ``schema events`` / ``schema ask_user`` print the JSON
+Schema of the runtime's contracts. Exit codes: 0 done, 1 a file could not be scrubbed (or,
 with ``--check``, still holds trace bundles), 2 bad usage.
 """
 
@@ -34,7 +35,33 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="change nothing; exit 1 if any notebook still holds trace bundles (for hooks)",
     )
+    schema = commands.add_parser(
+        "schema",
+        help="print the JSON Schema of a contract (the sidebar's TypeScript types come from it)",
+    )
+    schema.add_argument("contract", choices=sorted(SCHEMAS), help="which contract")
     return parser
+
+
+def _events_schema() -> dict[str, object]:
+    from deeptutor_jupyter.runtime.event_types import events_schema
+
+    return events_schema()
+
+
+def _ask_user_schema() -> dict[str, object]:
+    from deeptutor_jupyter.interaction.schema import AskUserArgs, AskUserPayload
+
+    return {
+        "title": "DeepTutorAskUser",
+        "$defs": {
+            "AskUserArgs": AskUserArgs.model_json_schema(),
+            "AskUserPayload": AskUserPayload.model_json_schema(),
+        },
+    }
+
+
+SCHEMAS = {"events": _events_schema, "ask_user": _ask_user_schema}
 
 
 def _scrub(args: argparse.Namespace) -> int:
@@ -74,6 +101,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "scrub":
         return _scrub(args)
+    if args.command == "schema":
+        import json
+
+        print(json.dumps(SCHEMAS[args.contract](), indent=2, sort_keys=True))
+        return 0
     parser.print_help(sys.stderr)
     return 2
 

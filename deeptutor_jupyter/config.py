@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.providers.specs import PROVIDERS, ProviderSpec, find_provider
 from deeptutor_jupyter.toml_writer import dump_toml
 
@@ -78,6 +78,12 @@ class Settings(BaseModel):
     api_key: SecretStr | None = None
     timeout: float = Field(60.0, gt=0)
     connect_timeout: float = Field(10.0, gt=0)
+    # Seconds a stream may send nothing to show (keep-alive comments do not count).
+    idle_timeout: float = Field(120.0, gt=0)
+    # Seconds of model and tool time one turn may use (time waiting for your answer is free).
+    turn_deadline: float = Field(900.0, gt=0)
+    # The longest Retry-After the tutor waits for; a longer one ends the turn with the 429 card.
+    max_retry_wait: float = Field(60.0, ge=0)
     max_rounds: int = Field(8, ge=1)
     max_tokens: int | None = Field(None, ge=1)
     temperature: float | None = Field(None, ge=0, le=2)
@@ -413,7 +419,9 @@ def render_settings_markdown(resolved: ResolvedSettings) -> str:
 # --- writing settings.toml ----------------------------------------------------------------------
 
 
-class SettingsFileError(ValueError):
+class SettingsFileError(DeepTutorError, ValueError):
+    code = "settings"
+
     """settings.toml could not be updated; the message names the file, never its content."""
 
 
@@ -465,34 +473,10 @@ def write_settings(values: Mapping[str, Any], *, home: Path | None = None) -> Pa
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    # mkstemp creates the file 0600, so the key is never readable by others, not even briefly.
-    fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
+    from deeptutor_jupyter._files import atomic_write_text, ensure_private_dir
 
-
-def _fsync_dir(directory: Path) -> None:
-    # Makes the rename itself durable; not possible on every platform, hence best effort.
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    ensure_private_dir(path.parent)
+    atomic_write_text(path, text)  # the temporary file is 0600 from its creation
 
 
 def setup_instructions_markdown(language: str = "en", *, home: Path | None = None) -> str:

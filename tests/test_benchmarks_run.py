@@ -80,3 +80,10 @@ def test_turn_overhead_quick(line: str, turn_output: str) -> None:
 def test_load_ext_keeps_heavy_modules_out(load_ext_output: str) -> None:
     # A module list, not a timing: load_ext must not pull in the HTTP stack, models or widgets.
     assert "IMPORTED by load_ext" not in load_ext_output
+
+
+@pytest.mark.e2e
+def test_inspect_responsiveness_quick() -> None:
+    out = run("inspect_responsiveness.py", "--quick")
+    for line in ("trivial cell, kernel idle:", "ratio busy/idle:", "Stop -> turn shows", "RESULT:"):
+        assert line in out

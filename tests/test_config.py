@@ -509,3 +509,25 @@ def test_import_stays_light() -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_timeouts_and_retry_wait_are_settings_shown_in_config() -> None:
+    from deeptutor_jupyter.config import render_settings_markdown, resolve_settings
+
+    env = {
+        "DEEPTUTOR_IDLE_TIMEOUT": "5",
+        "DEEPTUTOR_TURN_DEADLINE": "300",
+        "DEEPTUTOR_MAX_RETRY_WAIT": "0",
+    }
+    resolved = resolve_settings(environ=env)
+    s = resolved.settings
+    assert (s.idle_timeout, s.turn_deadline, s.max_retry_wait) == (5.0, 300.0, 0.0)
+    shown = render_settings_markdown(resolved)
+    for name in ("idle_timeout", "turn_deadline", "max_retry_wait"):
+        assert f"| `{name}` |" in shown
+    defaults = resolve_settings(environ={}).settings
+    assert (defaults.idle_timeout, defaults.turn_deadline, defaults.max_retry_wait) == (
+        120.0,
+        900.0,
+        60.0,
+    )

@@ -55,3 +55,113 @@ def test_importing_the_runtime_loads_no_frontend():
         + "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# The layers of DESIGN.md, highest first; a module may import its own layer or a lower one.
+LAYERS = {
+    "cli": 4,
+    "kernel": 3,
+    "server": 3,
+    "hub": 3,
+    "runtime": 2,
+    "agent": 1,
+    "tools": 1,
+    "interaction": 1,
+    "memory": 1,
+    "knowledge": 1,
+    "learning": 1,
+    "skills": 1,
+    "store": 0,
+    "providers": 0,
+    "messages": 0,
+    "config": 0,
+    "setup_help": 0,
+    "toml_writer": 0,
+    "testing": 0,
+    "_files": 0,
+}
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    return ".".join(rel.parts).removesuffix(".__init__")
+
+
+def runtime_imports(path: Path) -> set[str]:
+    """Package modules this file imports when it runs (lazy imports included, TYPE_CHECKING
+    blocks not), with ``from pkg import submodule`` resolved to the submodule."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test)
+        for n in ast.walk(node)
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("deeptutor_jupyter"))
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if not node.module.startswith("deeptutor_jupyter"):
+                continue
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                is_module = (PACKAGE.parent / sub.replace(".", "/")).with_suffix(".py").exists()
+                is_package = (PACKAGE.parent / sub.replace(".", "/") / "__init__.py").exists()
+                found.add(sub if is_module or is_package else node.module)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    return {module_name(p): runtime_imports(p) for p in PACKAGE.rglob("*.py")}
+
+
+def layer_of(module: str) -> int | None:
+    parts = module.split(".")
+    return LAYERS.get(parts[1]) if len(parts) > 1 else None
+
+
+def test_every_import_points_down_or_sideways():
+    offenders = [
+        f"{mod} (layer {layer_of(mod)}) imports {dep} (layer {layer_of(dep)})"
+        for mod, deps in import_graph().items()
+        for dep in deps
+        if (a := layer_of(mod)) is not None and (b := layer_of(dep)) is not None and b > a
+    ]
+    assert offenders == []
+
+
+def test_the_server_and_the_hub_never_import_the_kernel_side():
+    offenders = [
+        f"{mod} imports {dep}"
+        for mod, deps in import_graph().items()
+        if mod.startswith(("deeptutor_jupyter.server", "deeptutor_jupyter.hub"))
+        for dep in deps
+        if dep.startswith("deeptutor_jupyter.kernel")
+    ]
+    assert offenders == []
+
+
+def test_no_import_cycle_in_the_package():
+    graph = import_graph()
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for dep in sorted(graph.get(node, ())):
+            if state.get(dep) == 1:
+                cycles.append([*path[path.index(dep) :], dep] if dep in path else [node, dep])
+            elif dep not in state:
+                visit(dep, [*path, dep])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    # The package's own __init__ loads the kernel side lazily, for load_ipython_extension.
+    cycles = [c for c in cycles if c[0] != "deeptutor_jupyter" and c[-1] != "deeptutor_jupyter"]
+    assert cycles == []
+    assert "deeptutor_jupyter.kernel.tutor" in graph  # the graph is the real package

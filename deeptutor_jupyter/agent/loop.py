@@ -12,7 +12,10 @@ session can degrade mid-way and its stored history stays valid for any provider.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -23,12 +26,14 @@ from deeptutor_jupyter.providers.base import (
     ChatModel,
     ChatRequest,
     Message,
+    ProviderError,
     RoundEnd,
     TextDelta,
     ThinkingDelta,
     ToolCall,
     ToolsUnsupportedError,
     Usage,
+    Waiting,
 )
 from deeptutor_jupyter.tools.base import ToolResult
 
@@ -50,6 +55,12 @@ SKIPPED = "Not run: the turn ended before this tool call."
 NO_ANSWER = "[No answer was given.]"
 
 Phase = Literal["exploration", "settlement", "forced"]
+
+
+class TurnDeadline(ProviderError):
+    """The turn used up its ``turn_deadline``; it ends with an error card, like a provider's."""
+
+
 Emit = Callable[..., Any]
 ExecuteTool = Callable[[ToolCall], Awaitable[ToolResult]]
 
@@ -127,6 +138,8 @@ class AgentLoop:
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.state = LoopState(system="", base=[])
+        # Model and tool time this turn has used, against the model's ``turn_deadline``.
+        self._spent = 0.0
 
     @property
     def usage(self) -> Usage:
@@ -158,7 +171,9 @@ class AgentLoop:
             transient = self._transient(phase, st.prefix, st.nudge_now)
             st.nudge_now = False
             self.emit("round_started", round=st.rounds, phase=phase)
-            result = await self._round(st.system, [*st.base, *st.added, *transient], tools_on)
+            result = await self._within_deadline(
+                self._round(st.system, [*st.base, *st.added, *transient], tools_on)
+            )
             if result.tool_calls and tools_on:
                 # A cut reply that went on to call tools was narration after all: the prefix
                 # joins this message, and the next round is a fresh one, not a continuation.
@@ -248,10 +263,42 @@ class AgentLoop:
             extra.append({"role": "user", "content": EMPTY_NUDGE})
         return extra
 
+    async def _within_deadline(self, step: Awaitable[Any]) -> Any:
+        """Await one step of the turn, ending the turn when its ``turn_deadline`` is used up.
+
+        Only model and tool time counts: a question waiting for the learner's answer is not
+        the tutor being slow. The deadline comes with the model (config ``turn_deadline``).
+        """
+        deadline = getattr(self.model, "turn_deadline", None)
+        if not deadline:
+            return await step
+        started = time.monotonic()
+        limit = asyncio.timeout(max(deadline - self._spent, 0.0))
+        try:
+            async with limit:
+                return await step
+        except TimeoutError:
+            if not limit.expired():
+                raise
+            raise TurnDeadline(
+                "timeout",
+                f"This turn used its whole time limit ({deadline:g} s of model and tool time) "
+                "without finishing, so it was stopped.",
+                hint="Ask a smaller question, or raise turn_deadline "
+                "(DEEPTUTOR_TURN_DEADLINE or settings.toml).",
+            ) from None
+        finally:
+            self._spent += time.monotonic() - started
+
     async def _execute(self, call: ToolCall) -> ToolResult:
         """The executor's result; an executor that raises is one more error the model reads."""
         try:
-            return await self.execute_tool(call)
+            if call.name == "ask_user":  # the learner's time, not the tutor's
+                return await self.execute_tool(call)
+            result: ToolResult = await self._within_deadline(self.execute_tool(call))
+            return result
+        except TurnDeadline:
+            raise
         except Exception as exc:  # CancelledError is a BaseException and still stops the turn.
             message = f"Tool {call.name!r} could not run: {type(exc).__name__}: {exc}"
             return ToolResult(content=message, is_error=True, summary=message)
@@ -302,6 +349,14 @@ class AgentLoop:
                 show(think.feed(event.text))
             elif isinstance(event, ThinkingDelta):
                 self.emit("thinking", text=event.text)
+            elif isinstance(event, Waiting):
+                self.emit(
+                    "notice",
+                    text=f"{event.reason}, retrying in {math.ceil(event.seconds)} s",
+                    retry_in=event.seconds,
+                    reason=event.reason,
+                    status=event.status,
+                )
             else:
                 end = event
         show(think.flush())
@@ -340,6 +395,7 @@ def _assistant(visible: str, calls: list[ToolCall]) -> Message:
 def _as_text_protocol(messages: list[Message]) -> list[Message]:
     """Native tool messages rewritten for an endpoint without function calling."""
     out: list[Message] = []
+    merged: set[int] = set()  # indexes of user messages made of tool results
     for m in messages:
         if m.get("role") == "assistant" and m.get("tool_calls"):
             blocks = "".join(
@@ -358,13 +414,14 @@ def _as_text_protocol(messages: list[Message]) -> list[Message]:
         elif m.get("role") == "tool":
             call_id, content = m.get("tool_call_id", ""), m.get("content", "")
             block = f'<tool_result id="{call_id}">{content}</tool_result>'
-            if out and out[-1].get("role") == "user" and out[-1].get("_tool_results"):
-                out[-1]["content"] += "\n" + block
+            if out and len(out) - 1 in merged:
+                out[-1]["content"] = f"{out[-1].get('content') or ''}\n{block}"
             else:
-                out.append({"role": "user", "content": block, "_tool_results": True})
+                merged.add(len(out))
+                out.append({"role": "user", "content": block})
         else:
             out.append(m)
-    return [{k: v for k, v in m.items() if k != "_tool_results"} for m in out]
+    return out
 
 
 def _loads(arguments: str) -> Any:

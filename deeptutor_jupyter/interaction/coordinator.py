@@ -13,6 +13,7 @@ live Future, or, after a kernel restart, the ``on_orphan`` hook that resumes the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -24,10 +25,12 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.interaction.audit import AuditLog
+from deeptutor_jupyter.interaction.owners import Owner, live_owner_ids
 from deeptutor_jupyter.interaction.schema import CHOICE_MODES, AskUserArgs, payload
 from deeptutor_jupyter.providers.base import ToolCall
-from deeptutor_jupyter.store.db import PendingRow, Store
+from deeptutor_jupyter.store.db import PendingRow, Store, StoreError
 from deeptutor_jupyter.tools.base import ToolResult
 
 logger = logging.getLogger(__name__)
@@ -36,7 +39,7 @@ Emit = Callable[..., Any]
 Result = dict[str, Any]
 
 
-class InteractionError(Exception):
+class InteractionError(DeepTutorError):
     """A submission that was refused; ``code`` names the case for code, the text for people."""
 
     code = "error"
@@ -64,6 +67,12 @@ class InvalidAnswer(InteractionError):
 
 class NotResumable(InteractionError):
     code = "not_resumable"
+
+
+class StoreUnavailable(InteractionError, StoreError):
+    """The answer could not be saved (full disk, read-only home); nothing was consumed."""
+
+    code = "store"
 
 
 TIMEOUT_RESULT: Result = {
@@ -105,12 +114,16 @@ class InteractionCoordinator:
         *,
         workspace: Path,
         expiry_seconds: float = 24 * 3600,
+        owner: Owner | None = None,
     ) -> None:
         self.store = store
         self.audit = audit
         self.workspace = workspace
         self.expiry_seconds = expiry_seconds
+        # The process whose turns wait here; None for a surface that only answers (a server).
+        self.owner = owner
         self._waiters: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[Result]]] = {}
+        self._seen_version = -1
         # Set by the kernel: continue a saved turn whose Future died with its kernel.
         self.on_orphan: Callable[[PendingRow, Result], None] | None = None
         self.can_resume: Callable[[PendingRow], bool] = lambda _row: False
@@ -125,7 +138,15 @@ class InteractionCoordinator:
         args: AskUserArgs,
         emit: Emit,
         snapshot: dict[str, Any] | None,
+        place: dict[str, Any] | None = None,
+        supersedes: list[str] | None = None,
+        on_saved: Callable[[str], None] | None = None,
     ) -> ToolResult:
+        """Save the question (and the paused turn), show it, wait for the answer.
+
+        ``supersedes`` are saved states of this turn's earlier questions: this new checkpoint
+        replaces them, so they are dropped only once it is written.
+        """
         now = time.time()
         request_id = f"ask_{uuid.uuid4().hex[:16]}"
         expires_at = now + self.expiry_seconds
@@ -136,10 +157,29 @@ class InteractionCoordinator:
             session_id=session_id,
             expires_at=expires_at,
         )
+        owner = self.owner.id if self.owner is not None else None
         row = PendingRow(
-            request_id, session_id, turn_id, call.id, body, "pending", now, expires_at, None, None
+            request_id,
+            session_id,
+            turn_id,
+            call.id,
+            body,
+            "pending",
+            now,
+            expires_at,
+            None,
+            None,
+            owner,
+            place,
         )
         self.store.add_pending(row, snapshot)
+        if on_saved is not None and snapshot is not None:
+            on_saved(request_id)
+        if supersedes:
+            try:
+                self.store.drop_turn_state(*supersedes)
+            except Exception:  # kept states are tidied at the turn's end or by housekeeping
+                logger.warning("could not drop superseded turn states", exc_info=True)
         self._write_audit(
             "asked", session_id=session_id, request_id=request_id, tool_call_id=call.id
         )
@@ -166,6 +206,43 @@ class InteractionCoordinator:
     def is_live(self, request_id: str) -> bool:
         return request_id in self._waiters
 
+    @property
+    def waiting(self) -> bool:
+        return bool(self._waiters)
+
+    def poll_remote(self) -> int:
+        """Deliver answers that another process consumed for questions waiting here.
+
+        Cheap when nothing happened: ``PRAGMA data_version`` changes only when another
+        connection committed. Returns how many waiters were resolved.
+        """
+        if not self._waiters:
+            return 0
+        version = self.store.data_version()
+        if version == self._seen_version:
+            return 0
+        self._seen_version = version
+        resolved = 0
+        for request_id, state in self.store.question_states(list(self._waiters)).items():
+            waiter = self._waiters.get(request_id)
+            if state.status != "pending" and state.result is not None and waiter is not None:
+                _resolve_soon(waiter, dict(state.result))
+                resolved += 1
+        return resolved
+
+    def owner_elsewhere(self, row: PendingRow) -> bool:
+        """True when another live process waits on this question and will continue its turn."""
+        if row.owner is None or row.request_id in self._waiters:
+            return False
+        if self.owner is not None and row.owner == self.owner.id:
+            return False  # ours, but its waiter is gone (the turn was stopped meanwhile)
+        return row.owner in live_owner_ids(self.store)
+
+    def answerable(self, row: PendingRow) -> bool:
+        """Whether an answer given here would reach a turn (live here, live elsewhere, or
+        resumable from its saved state)."""
+        return self.is_live(row.request_id) or self.owner_elsewhere(row) or self.can_resume(row)
+
     # answering ---------------------------------------------------------------------------
     def submit(
         self,
@@ -175,6 +252,7 @@ class InteractionCoordinator:
         custom_input: str = "",
         cancelled: bool = False,
     ) -> Result:
+        check_types(selections, custom_input, cancelled)
         selections = list(selections or [])
         row = self.store.get_pending(request_id)
         if row is None:
@@ -191,7 +269,7 @@ class InteractionCoordinator:
             raise ExpiredRequest("This question timed out before it was answered.")
         if row.status != "pending":
             self._reject(session_id, request_id, row.tool_call_id, "duplicate")
-            raise AlreadyAnswered("This question was already answered; the answer stands.")
+            raise AlreadyAnswered(closed_message(row))
         if not cancelled:
             try:
                 check_answer(row.payload, selections, custom_input, self.workspace)
@@ -201,7 +279,8 @@ class InteractionCoordinator:
         # Decided once: a waiter that vanishes before delivery (the turn was stopped on the loop
         # thread meanwhile) must not turn this answer into a restart resume of that turn.
         waiter = self._waiters.get(request_id)
-        if waiter is None and not self.can_resume(row):
+        elsewhere = waiter is None and self.owner_elsewhere(row)
+        if waiter is None and not elsewhere and not self.can_resume(row):
             self._reject(session_id, request_id, row.tool_call_id, "not_resumable")
             raise NotResumable(
                 "The kernel restarted; this question can no longer continue. Start the task again."
@@ -214,10 +293,12 @@ class InteractionCoordinator:
         status = "cancelled" if cancelled else "answered"
         if not self.store.resolve_pending(request_id, status, result, time.time()):
             self._reject(session_id, request_id, row.tool_call_id, "duplicate")
-            raise AlreadyAnswered("This question was already answered; the answer stands.")
+            raise AlreadyAnswered(closed_message(self.store.get_pending(request_id) or row))
         self._audit_outcome(row, status, result)
         if waiter is not None:
             _resolve_soon(waiter, result)  # a no-op if the turn was stopped meanwhile
+        elif elsewhere:
+            pass  # its owner notices the answer in the store and continues in its own cell
         elif self.on_orphan is not None:
             self.on_orphan(row, result)
         return result
@@ -281,7 +362,36 @@ def _resolve_soon(
     loop.call_soon_threadsafe(resolve)
 
 
+def closed_message(row: PendingRow) -> str:
+    """Why a question no longer takes an answer, in the words of what happened to it."""
+    reason = (row.result or {}).get("reason")
+    if row.status == "cancelled" and reason == "turn_stopped":
+        return "This turn was stopped, so its question no longer takes an answer."
+    if row.status == "cancelled":
+        return "This question was cancelled, so it no longer takes an answer."
+    return "This question was already answered; the answer stands."
+
+
+def check_types(selections: Any, custom_input: Any, cancelled: Any) -> None:
+    """InvalidAnswer for values no form could send (a number for the text, a string of ids)."""
+    if selections is not None and (
+        not isinstance(selections, (list, tuple)) or not all(isinstance(s, str) for s in selections)
+    ):
+        raise InvalidAnswer("selections must be a list of option ids (strings).")
+    if not isinstance(custom_input, str):
+        raise InvalidAnswer(
+            f"custom_input must be a string, not {type(custom_input).__name__}; "
+            f"send the answer as text, e.g. {str(custom_input)[:20]!r}."
+        )
+    if not isinstance(cancelled, bool):
+        raise InvalidAnswer("cancelled must be True or False.")
+
+
 _ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+# What a number answer may look like: an optional sign, digits with an optional decimal point
+# (or a leading one), an optional exponent. Not Python's float syntax: no "1_000", no "inf",
+# no spaces around it (the form strips them before sending).
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def check_answer(
@@ -308,13 +418,14 @@ def check_answer(
     text = custom_input.strip()
     if not text:
         raise InvalidAnswer("Please type an answer.")
+    if mode in ("number", "date") and text != custom_input:
+        raise InvalidAnswer(f"{custom_input!r} has spaces around it; send {text!r}.")
     if mode == "number":
-        try:
-            value = float(text)
-        except ValueError:
-            raise InvalidAnswer(f"{text!r} is not a number.") from None
-        if not math.isfinite(value):
-            raise InvalidAnswer(f"{text!r} is not a finite number.")
+        if not _NUMBER.fullmatch(text) or not math.isfinite(float(text)):
+            with contextlib.suppress(ValueError):
+                if not math.isfinite(float(text)):
+                    raise InvalidAnswer(f"{text!r} is not a finite number.")
+            raise InvalidAnswer(f"{text!r} is not a number (write it like 42, -1.5 or 2e3).")
     elif mode == "date":
         # fromisoformat alone also takes week dates ("2026-W01-1") and "20260102".
         try:

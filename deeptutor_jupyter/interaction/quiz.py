@@ -20,7 +20,7 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from pydantic import BaseModel
 
@@ -43,6 +43,7 @@ from deeptutor_jupyter.learning.quiz import (
     quiz_result,
 )
 from deeptutor_jupyter.learning.short_answer import Complete, grade_short
+from deeptutor_jupyter.messages import Message
 from deeptutor_jupyter.providers.base import ChatModel, ChatRequest, TextDelta, ToolCall
 from deeptutor_jupyter.store.learning import LearningStore, QuizRow
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
@@ -146,7 +147,8 @@ def model_completer(model: ChatModel) -> Complete:
     """A small non-tool request to the turn's model (short answers are graded with it)."""
 
     async def complete(messages: list[dict[str, Any]]) -> str:
-        request = ChatRequest(model=model.model, messages=messages, max_tokens=300, temperature=0)
+        wire = [cast(Message, m) for m in messages]  # role/content dicts, OpenAI form
+        request = ChatRequest(model=model.model, messages=wire, max_tokens=300, temperature=0)
         parts = [e.text async for e in model.stream(request) if isinstance(e, TextDelta)]
         return "".join(parts)
 

@@ -54,6 +54,24 @@ class AskUserArgs(BaseModel):
         return self
 
 
+class AskUserPayload(BaseModel):
+    """What a surface renders for a waiting question: the ``user_input_required`` payload of the
+    reference protocol. The coordinator builds it, the cell's card, the sidebar and the server
+    read it; one model for all of them."""
+
+    id: str = Field(description="The request id; a submission names it.")
+    toolCallId: str = Field(description="The tool call this question answers.")
+    sessionId: str = Field(description="Only this session may answer.")
+    title: str
+    description: str = ""
+    mode: Mode
+    options: list[AskOption] = Field(default_factory=list)
+    allowCustom: bool = False
+    submitLabel: str = ""
+    resumable: bool = Field(True, description="False: show the not-resumable notice only.")
+    expiresAt: float = Field(description="Unix time after which it times out.")
+
+
 class AskUserTool(Tool):
     """Never executed where a form can be shown: the coordinator intercepts it first.
 
@@ -85,17 +103,17 @@ class AskUserTool(Tool):
 def payload(
     args: AskUserArgs, *, request_id: str, tool_call_id: str, session_id: str, expires_at: float
 ) -> dict[str, Any]:
-    """The ``user_input_required`` payload of the reference protocol."""
-    return {
-        "id": request_id,
-        "toolCallId": tool_call_id,
-        "sessionId": session_id,
-        "title": args.title,
-        "description": args.description,
-        "mode": args.mode,
-        "options": [o.model_dump() for o in args.options],
-        "allowCustom": args.allowCustom,
-        "submitLabel": args.submitLabel,
-        "resumable": True,
-        "expiresAt": expires_at,
-    }
+    """The ``user_input_required`` payload of the reference protocol, as plain JSON values."""
+    return AskUserPayload(
+        id=request_id,
+        toolCallId=tool_call_id,
+        sessionId=session_id,
+        title=args.title,
+        description=args.description,
+        mode=args.mode,
+        options=args.options,
+        allowCustom=args.allowCustom,
+        submitLabel=args.submitLabel,
+        resumable=True,
+        expiresAt=expires_at,
+    ).model_dump(mode="json")

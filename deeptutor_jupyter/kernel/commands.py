@@ -49,8 +49,8 @@ def _split(text: str) -> list[str]:
 def memory_command(tutor: KernelTutor, resolved: ResolvedSettings, rest: str) -> None:
     from IPython.display import display
 
-    tutor.open(resolved)
-    store = tutor.memory
+    tutor.session.open(resolved)
+    store = tutor.session.memory
     assert store is not None
     args = _split(rest)
     language = resolved.settings.language
@@ -58,7 +58,9 @@ def memory_command(tutor: KernelTutor, resolved: ResolvedSettings, rest: str) ->
         from deeptutor_jupyter.kernel.widgets.memory_workbench import MemoryWorkbench
 
         display(
-            MemoryWorkbench(store, make_model=lambda: tutor.model_for(resolved), language=language)
+            MemoryWorkbench(
+                store, make_model=lambda: tutor.session.model_for(resolved), language=language
+            )
         )  # type: ignore[no-untyped-call]
         return
     verb, params = args[0], args[1:]
@@ -108,10 +110,10 @@ def _consolidate(tutor: KernelTutor, resolved: ResolvedSettings, params: list[st
     async def run() -> None:
         from deeptutor_jupyter.memory.consolidate import RunBusyError, consolidate
 
-        assert tutor.memory is not None
-        model = None if mode == "merge" else tutor.model_for(resolved)
+        assert tutor.session.memory is not None
+        model = None if mode == "merge" else tutor.session.model_for(resolved)
         try:
-            result = await consolidate(tutor.memory, model, layer=layer, key=key, mode=mode)  # type: ignore[arg-type]
+            result = await consolidate(tutor.session.memory, model, layer=layer, key=key, mode=mode)  # type: ignore[arg-type]
         except RunBusyError:
             status.value = f"<code>{html.escape(doc)}</code> is busy: another consolidation runs."
             return

@@ -25,6 +25,7 @@ _STRINGS: dict[str, dict[str, str]] = {
         "read_attachments": "Notes from the attachments",
         "no_pending": "No questions are waiting for an answer.",
         "pending_title": "Waiting for your answer:",
+        "retrying_in": "{reason}, retrying in {seconds} s",
     },
     "zh": {
         "starting": "正在开始…",
@@ -48,6 +49,7 @@ _STRINGS: dict[str, dict[str, str]] = {
         "read_attachments": "附件笔记",
         "no_pending": "没有等待回答的问题。",
         "pending_title": "等待你的回答：",
+        "retrying_in": "{reason}，{seconds} 秒后重试",
     },
 }
 

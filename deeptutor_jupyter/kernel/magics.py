@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from traitlets import CFloat, CInt, Unicode
 
-from deeptutor_jupyter.kernel.tutor import KernelTutor, ensure_loop, has_event_loop, notebook_key
+from deeptutor_jupyter.errors import DeepTutorError
+from deeptutor_jupyter.kernel.tutor import KernelTutor, ensure_loop, has_event_loop
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.config import ResolvedSettings
@@ -68,8 +69,8 @@ Flags: --model NAME  --provider NAME  --base-url URL  --max-rounds N  --max-toke
 """
 
 
-class UsageError(ValueError):
-    pass
+class UsageError(DeepTutorError, ValueError):
+    code = "usage"
 
 
 @dataclass
@@ -139,9 +140,7 @@ class TutorMagics(Magics):
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
-        self.state = KernelTutor(notebook=notebook_key(shell.user_ns if shell else None))
-        self.state.resolve = self._resolve
-        self.state.shell = shell
+        self.state = KernelTutor.for_shell(shell, self._resolve)
 
     def _trait_settings(self) -> dict[str, Any]:
         names = ("provider", "model", "base_url", "max_rounds", "max_tokens", "temperature")
@@ -182,6 +181,21 @@ class TutorMagics(Magics):
         ipython_config.py, then these flags. With no model configured, %tutor shows a setup card.
         """
         from deeptutor_jupyter.kernel.display import show_markdown
+        from deeptutor_jupyter.store.db import StoreError
+
+        try:
+            self._dispatch(line, cell)
+        except StoreError as exc:
+            # A full disk or a read-only home: a card in words, never a traceback in the cell.
+            show_markdown(f"⚠ **Not started.** {exc}")
+        finally:
+            store = self.state.session.store
+            if store is not None and store.notice:
+                show_markdown(f"🔒 {store.notice}")
+                store.notice = None
+
+    def _dispatch(self, line: str, cell: str | None) -> None:
+        from deeptutor_jupyter.kernel.display import show_markdown
 
         try:
             parsed = parse(line, cell)
@@ -209,10 +223,10 @@ class TutorMagics(Magics):
             show_markdown(f"```\nNot started, a flag has a bad value:\n{lines}\n\n{USAGE}```")
             return
         if parsed.command == "stop":
-            for turn in self.state.running_turns():
+            for turn in self.state.session.running_turns():
                 turn.cancel("Stopped with %tutor stop.")
             return
-        self.state.language = resolved.settings.language
+        self.state.session.language = resolved.settings.language
         if parsed.command in ("memory", "kb"):
             from deeptutor_jupyter.kernel import commands
 
@@ -238,19 +252,19 @@ class TutorMagics(Magics):
                 show_markdown(f"⚠ {exc}")
             return
         if parsed.command == "pending":
-            if not resolved.ready and self.state.store is None:
+            if not resolved.ready and self.state.session.store is None:
                 from deeptutor_jupyter.kernel.start import show_setup
 
                 show_setup(resolved)
                 return
-            from deeptutor_jupyter.kernel.interactions import pending_rows, show_pending
+            from deeptutor_jupyter.kernel.interactions import show_pending
             from deeptutor_jupyter.kernel.learn_commands import show_pending_quizzes
 
             ensure_loop()
             self.state.open(resolved)
             every = "--all" in parsed.args
             # Open quizzes too, resumable like questions; "nothing waiting" only if neither.
-            if not show_pending_quizzes(self.state, resolved) or pending_rows(self.state, every):
+            if not show_pending_quizzes(self.state, resolved) or self.state.session.pending(every):
                 show_pending(self.state, all_sessions=every)
             return
         try:
@@ -365,7 +379,7 @@ def unregister(ipython: Any) -> None:
     ipython.events.unregister("pre_run_cell", hook)
     if keep_question_marks in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(keep_question_marks)
-    for turn in magics.state.running_turns():
+    for turn in magics.state.session.running_turns():
         turn.cancel("The extension was unloaded.")
 
 

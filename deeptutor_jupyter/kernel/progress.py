@@ -91,9 +91,9 @@ def progress_png(
 
 
 def progress_bundle(store: LearningStore) -> dict[str, Any]:
-    from deeptutor_jupyter.kernel.learn_commands import _current_path, masteries
+    from deeptutor_jupyter.runtime.learning import current_path, masteries
 
-    found = _current_path(store)
+    found = current_path(store)
     path = found[1] if found else None
     mastery = masteries(store)
     due = forecast(store)

@@ -1,5 +1,6 @@
 """``%tutor`` in a terminal IPython: no kernel loop and no widgets, so the turn runs to the end
-in the cell and prints as it streams. ask_user has no form here; the model gets the explicit
+in the cell and prints as it streams. It is the same session as in a notebook (same tools,
+plan and trace); only ask_user degrades, since no form can be shown: the model gets the explicit
 degraded result and the loop goes on.
 """
 
@@ -7,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import uuid
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
@@ -26,50 +26,25 @@ def run_in_terminal(
     out: TextIO | None = None,
 ) -> Turn | None:
     from deeptutor_jupyter.config import setup_instructions_markdown
-    from deeptutor_jupyter.kernel.start import profile_of
-    from deeptutor_jupyter.runtime.context import TurnContext
-    from deeptutor_jupyter.runtime.events import EventLog
-    from deeptutor_jupyter.runtime.orchestrator import Orchestrator
+    from deeptutor_jupyter.runtime.plan import PlanError
+    from deeptutor_jupyter.runtime.session import AskOptions
 
     stream = out or sys.stdout
-    s = resolved.settings
     if not resolved.ready:
         stream.write("\n".join(resolved.missing()) + "\n\n")
-        stream.write(setup_instructions_markdown(s.language) + "\n")
+        stream.write(setup_instructions_markdown(resolved.settings.language) + "\n")
         return None
-    tutor.open(resolved)
-    if new:
-        tutor.new_session()
-    assert tutor.store is not None
-    tutor.store.ensure_session(tutor.session_id, tutor.notebook)
-    profile = profile_of(s)
-    ctx = TurnContext(
-        session_id=tutor.session_id,
-        turn_id=f"turn-{uuid.uuid4().hex[:12]}",
-        question=question,
-        profile=profile,
-        history=tutor.history,
-        language=s.language,
-    )
-    orchestrator = Orchestrator(tutor.store)  # no coordinator: no form to show
+    session = tutor.session
+    options = AskOptions(new=new, interactive=False, place=tutor.place())
 
-    async def main() -> Turn:
-        # A model per run: its HTTP client belongs to this run's event loop.
-        model = tutor.model_for(resolved, cached=False)
-        log = EventLog(ctx.turn_id, tutor.store)
-        log.subscribe(lambda event: _print(event, stream))
-        turn = orchestrator.start_turn(ctx, model, log)
-        try:
-            assert turn.task is not None
-            await turn.task
-        finally:
-            await model.aclose()
-        return turn
+    def printer(event: Event) -> None:
+        _print(event, stream)
 
-    turn = asyncio.run(main())
-    tutor.history.extend(turn.messages)
-    tutor.turns.append(turn)
-    return turn
+    try:
+        return asyncio.run(session.run(question, resolved, options, subscriber=printer))
+    except PlanError as exc:
+        stream.write(f"{exc}\n")
+        return None
 
 
 def _print(event: Event, out: TextIO) -> None:

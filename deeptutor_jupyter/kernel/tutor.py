@@ -1,30 +1,21 @@
-"""The tutor's state inside one kernel: the notebook's session, its history, running turns.
-
-The magic stays thin; this object owns what lives as long as the kernel: the store connection,
-the orchestrator, the models (each with the degradations learned for it), and which cell runs which
-turn so that re-running a cell replaces its turn.
+"""What the tutor needs from this kernel, and nothing else: the shell, which cell shows which
+turn, and the views. Everything about turns themselves lives in the runtime's ``TutorSession``
+(runtime/session.py), which the sidebar, the terminal and the tests drive the same way.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
-import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from deeptutor_jupyter.runtime.session import TutorSession
+
 if TYPE_CHECKING:
     from deeptutor_jupyter.config import ResolvedSettings
-    from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
-    from deeptutor_jupyter.kernel.widgets.turn_view import TurnView
-    from deeptutor_jupyter.memory import MemoryStore
-    from deeptutor_jupyter.providers.base import ChatModel
-    from deeptutor_jupyter.runtime.events import EventLog
-    from deeptutor_jupyter.runtime.orchestrator import Orchestrator, Turn
-    from deeptutor_jupyter.store.db import Store
+    from deeptutor_jupyter.runtime.orchestrator import Turn
 
 
 def notebook_key(user_ns: dict[str, Any] | None = None) -> str:
@@ -35,42 +26,49 @@ def notebook_key(user_ns: dict[str, Any] | None = None) -> str:
     return f"ipython:{os.getcwd()}"
 
 
-def new_session_id(notebook: str) -> str:
-    digest = hashlib.sha1(notebook.encode("utf-8")).hexdigest()[:10]
-    return f"nb-{digest}-{uuid.uuid4().hex[:8]}"
-
-
 @dataclass
 class KernelTutor:
-    notebook: str
-    store: Store | None = None
-    orchestrator: Orchestrator | None = None
-    session_id: str = ""
-    history: list[dict[str, Any]] = field(default_factory=list)
-    turns: list[Turn] = field(default_factory=list)  # every turn this kernel started, in order
-    cell_turns: dict[str, Turn] = field(default_factory=dict)
-    models: dict[tuple[str, ...], ChatModel] = field(default_factory=dict)
-    last_cell_id: str | None = None
-    coordinator: InteractionCoordinator | None = None
-    loop: asyncio.AbstractEventLoop | None = None
-    language: str = "en"
+    session: TutorSession
     shell: Any = None
-    memory: MemoryStore | None = None
-    # Settings as the magic would resolve them (its traitlets included), given flags.
-    resolve: Callable[[dict[str, Any]], ResolvedSettings] | None = None
+    cell_turns: dict[str, Turn] = field(default_factory=dict)  # cell id -> its latest turn
+    last_cell_id: str | None = None
     slots: dict[str, Any] = field(default_factory=dict)  # request id -> where a resumed turn shows
-    logs: dict[str, EventLog] = field(default_factory=dict)  # event logs of running turns
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
-    loaded_tools: dict[str, set[str]] = field(default_factory=dict)  # session -> deferred loaded
-    keys: set[str] = field(default_factory=set, repr=False)
+
+    @classmethod
+    def for_shell(cls, shell: Any, resolve: Any) -> KernelTutor:
+        # Imported on the first turn, not at %load_ext: the tools pull in pydantic.
+        def tools() -> list[Any]:
+            from deeptutor_jupyter.kernel.notebook_context import kernel_tools
+
+            return list(kernel_tools(shell))
+
+        def instructions(root: Path) -> list[str]:
+            from deeptutor_jupyter.kernel.notebook_context import tutor_md_blocks
+
+            return tutor_md_blocks(root)
+
+        session = TutorSession(
+            notebook_key(shell.user_ns if shell else None),
+            resolve=resolve,
+            tools=tools,
+            instructions=instructions,
+        )
+        tutor = cls(session, shell)
+        session.on_resumed = tutor.show_resumed
+        return tutor
+
+    @property
+    def language(self) -> str:
+        return self.session.language
 
     @property
     def workspace(self) -> Path:
-        return Path.cwd()
+        return self.session.workspace()
 
-    def secrets(self) -> list[str]:
-        """The API keys this kernel's models use."""
-        return [k for k in self.keys if k]
+    def open(self, resolved: ResolvedSettings) -> TutorSession:
+        self.session.open(resolved)
+        return self.session
 
     def background(self, coro: Any) -> asyncio.Task[Any]:
         """Run work on the kernel loop without blocking the cell; keeps the task alive."""
@@ -79,116 +77,28 @@ class KernelTutor:
         task.add_done_callback(self.tasks.discard)
         return task
 
-    def turn_of(self, turn_id: str) -> Turn | None:
-        return next((t for t in reversed(self.turns) if t.turn_id == turn_id), None)
-
-    def track(self, turn: Turn, view: TurnView) -> None:
-        self.turns.append(turn)
-        view.start_ticker()
-
-    def open(self, resolved: ResolvedSettings) -> None:
-        """Open the store and find this notebook's conversation; only done on the first turn."""
-        from deeptutor_jupyter.runtime.orchestrator import Orchestrator
-        from deeptutor_jupyter.store.db import Store
-
-        home = resolved.settings.home
-        if self.store is None or self.store.path != home / "state.db":
-            from deeptutor_jupyter.interaction.audit import AuditLog
-            from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
-            from deeptutor_jupyter.kernel import interactions
-
-            self.store = Store(home / "state.db")
-            self.coordinator = InteractionCoordinator(
-                self.store,
-                AuditLog(home / "audit" / "interactions.jsonl"),
-                workspace=Path.cwd(),
-                expiry_seconds=resolved.settings.ask_timeout_hours * 3600,
-            )
-            self.coordinator.on_orphan = lambda row, result: interactions.resume_soon(
-                self, row, result
-            )
-            self.coordinator.can_resume = lambda row: interactions.can_resume(self, row)
-            self.orchestrator = Orchestrator(self.store, coordinator=self.coordinator)
-            from deeptutor_jupyter.kernel.notebook_context import kernel_tools
-            from deeptutor_jupyter.knowledge.tools import SearchKnowledgeTool
-            from deeptutor_jupyter.memory import MemoryStore
-            from deeptutor_jupyter.memory.tools import ReadMemoryTool, WriteMemoryTool
-            from deeptutor_jupyter.skills import ReadSkillTool
-
-            self.memory = MemoryStore(home)
-            extra_tools = [
-                *kernel_tools(self.shell),
-                ReadMemoryTool(),
-                WriteMemoryTool(),
-                SearchKnowledgeTool(),
-                ReadSkillTool(),
-            ]
-            for tool in extra_tools:
-                self.orchestrator.registry.register(tool)
-            self.loop = asyncio.get_running_loop() if has_event_loop() else None
-            self.session_id = ""
-        if not self.session_id:
-            existing = self.store.latest_session(self.notebook)
-            if existing:
-                self.session_id = existing
-                self.history = self.store.history(existing)
-            else:
-                self.new_session()
-
-    def new_session(self) -> str:
-        self.session_id = new_session_id(self.notebook)
-        self.history = []
-        if self.store is not None:
-            self.store.ensure_session(self.session_id, self.notebook)
-        return self.session_id
-
-    def model_for(self, resolved: ResolvedSettings, *, cached: bool = True) -> ChatModel:
-        """The model of these settings; cached models keep the degradations learned for them.
-
-        ``cached=False`` gives a fresh one, for a caller whose event loop will not outlive it.
-        """
-        from deeptutor_jupyter.providers import make_model
-
-        s = resolved.settings
-        key = s.api_key.get_secret_value() if s.api_key is not None else None
-        if key:
-            self.keys.add(key)
-        key_id = hashlib.sha256((key or "").encode()).hexdigest()[:12]
-        cache_key = (s.provider or "", s.model or "", s.base_url or "", key_id, str(s.timeout))
-        model = self.models.get(cache_key) if cached else None
-        if model is None:
-            model = make_model(
-                provider=s.provider or "",
-                model=s.model or "",
-                base_url=s.base_url,
-                api_key=key,
-                timeout=s.timeout,
-                connect_timeout=s.connect_timeout,
-            )
-            if cached:
-                self.models[cache_key] = model
-        return model
-
-    def running_turns(self) -> list[Turn]:
-        if self.orchestrator is None:
-            return []
-        return list(self.orchestrator.running.values())
+    def place(self) -> dict[str, Any]:
+        """Where a turn started now shows: this notebook, the cell as the learner sees it."""
+        # The running cell is the last of In (execution_count may already name the next one).
+        history = (getattr(self.shell, "user_ns", None) or {}).get("In")
+        count = len(history) - 1 if isinstance(history, list) and len(history) > 1 else None
+        return {
+            "notebook": Path(self.session.notebook).name,
+            "cell": f"[{count}]" if isinstance(count, int) else "",
+        }
 
     def cancel_cell(self, cell_id: str | None, reason: str) -> None:
         if cell_id and (turn := self.cell_turns.get(cell_id)) is not None:
             turn.cancel(reason)
 
-    async def wait(self, timeout: float) -> list[Turn]:
-        pending = [t.task for t in self.turns if t.task is not None and not t.task.done()]
-        if pending:
-            await asyncio.wait(pending, timeout=timeout)
-        return list(self.turns)
+    def show_resumed(self, turn: Turn, row: Any) -> None:
+        """A turn this kernel resumed for an answer given here shows under that card."""
+        from deeptutor_jupyter.kernel.start import attach_view
 
-    def stop_soon(self, turn: Turn, reason: str) -> None:
-        """Thread-safe: widget callbacks may run on a subshell thread."""
-        if turn.task is None:
-            return
-        turn.task.get_loop().call_soon_threadsafe(turn.cancel, reason)
+        view = attach_view(self, turn, display_id=None)
+        slot = self.slots.get(row.request_id)
+        if slot is not None:
+            slot.children = (view,)
 
 
 def has_event_loop() -> bool:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.knowledge.model import Chunk
 
 __all__ = ["MAX_CHUNK_CHARS", "SUPPORTED_SUFFIXES", "IngestError", "ingest_file", "relative_path"]
@@ -27,7 +28,9 @@ _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
-class IngestError(ValueError):
+class IngestError(DeepTutorError, ValueError):
+    code = "ingest"
+
     """A file of a supported type that could not be read; the message names the file."""
 
 

@@ -13,6 +13,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
+from deeptutor_jupyter.errors import DeepTutorError
+
 __all__ = [
     "Chunk",
     "Hit",
@@ -25,7 +27,9 @@ __all__ = [
 _KB_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-class KnowledgeIndexError(RuntimeError):
+class KnowledgeIndexError(DeepTutorError, RuntimeError):
+    code = "knowledge_index"
+
     """A knowledge base cannot be used as it is; the message says what to do about it."""
 
 

@@ -21,13 +21,13 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deeptutor_jupyter._files import atomic_write_text, locked, private_tree
 from deeptutor_jupyter.knowledge.model import Chunk
 
 MANIFEST = "manifest.json"
@@ -57,19 +57,6 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 @contextlib.contextmanager
 def write_lock(folder: Path) -> Iterator[None]:
     """Serialise writers of one knowledge base (two kernels indexing at once).
@@ -78,17 +65,8 @@ def write_lock(folder: Path) -> Iterator[None]:
     lock, and the checksums still catch an interleaved write.
     """
     folder.mkdir(parents=True, exist_ok=True)
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
+    with locked(folder / ".lock"):
         yield
-        return
-    with (folder / ".lock").open("a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:
@@ -176,6 +154,7 @@ def write_all(folder: Path, manifest: dict[str, Any], chunks: list[Chunk], retri
     if retriever is not None:
         staging = folder / f".index-new-{uuid.uuid4().hex}"
         retriever.save(staging, show_progress=False)
+        private_tree(staging)  # bm25s writes with the umask's mode; the learner's files are 0600
         index_files = {p.name: sha256_file(p) for p in sorted(staging.iterdir())}
         _swap_in(staging, folder / INDEX_DIR)
     else:

@@ -9,12 +9,14 @@ a lock file, which serialises the kernels of one learner across processes.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import secrets
 import time
-from collections.abc import Iterator
 from pathlib import Path
+
+from deeptutor_jupyter._files import locked
+
+__all__ = ["append_line", "atomic_write_text", "locked", "read_text"]
 
 # Test hook: seconds to sleep in the middle of a document write, so a test can kill the writer
 # while the temporary file is half written. Never set outside tests.
@@ -99,24 +101,3 @@ def read_text(path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return ""
-
-
-@contextlib.contextmanager
-def locked(lock_path: Path, *, blocking: bool = True) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``lock_path``; ``BlockingIOError`` if taken and non-blocking.
-
-    flock locks belong to the open file description, so two opens in one process exclude each
-    other exactly as two processes do. Lock files are never deleted: deleting one while another
-    process holds it would let a third process lock a fresh inode.
-    """
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        flags = fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB
-        fcntl.flock(fd, flags)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)

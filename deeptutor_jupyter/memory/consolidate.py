@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.memory.document import Document, line_view, normalise, parse
 from deeptutor_jupyter.memory.ops import OpsPreview, plan, unified_diff
 from deeptutor_jupyter.memory.prompts import mode_prompt, trace_lines
@@ -40,7 +41,9 @@ AUDIT_CHUNK = 30
 DEDUP_PASSES = 3
 
 
-class RunBusyError(RuntimeError):
+class RunBusyError(DeepTutorError, RuntimeError):
+    code = "busy"
+
     """Another consolidation of the same document is running (in this or another process)."""
 
 

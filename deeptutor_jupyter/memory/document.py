@@ -24,6 +24,8 @@ import secrets
 import unicodedata
 from dataclasses import dataclass, field
 
+from deeptutor_jupyter.errors import DeepTutorError
+
 MAX_TEXT = 240
 MAX_SECTION = 80
 
@@ -36,7 +38,9 @@ _REF_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 _FORBIDDEN = ("[^", "<!--", "-->", "\n", "\r")
 
 
-class DocumentError(ValueError):
+class DocumentError(DeepTutorError, ValueError):
+    code = "memory_document"
+
     """Text that is not a valid memory document; ``problems`` says where and why."""
 
     def __init__(self, problems: list[str]) -> None:

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.memory._files import atomic_write_text
 from deeptutor_jupyter.memory.trace import TRACE_MIME
 
@@ -20,7 +21,9 @@ _WS = " \t\n\r"
 _DECODER = json.JSONDecoder()
 
 
-class NotebookError(ValueError):
+class NotebookError(DeepTutorError, ValueError):
+    code = "notebook"
+
     """The file is not a JSON notebook this scrubber can edit."""
 
 

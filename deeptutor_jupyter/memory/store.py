@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from deeptutor_jupyter._files import private_file
 from deeptutor_jupyter.memory._files import append_line, atomic_write_text, locked, read_text
 from deeptutor_jupyter.memory.document import (
     Document,
@@ -234,6 +235,7 @@ class MemoryStore:
         if dest.is_dir():
             dest = dest / f"deeptutor-memory-{time.strftime('%Y%m%d-%H%M%S')}.zip"
         dest.parent.mkdir(parents=True, exist_ok=True)
+        private_file(dest)  # the export holds every memory: 0600 like the files it copies
         with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as archive:
             for path in sorted(self._exportable()):
                 archive.write(path, Path("memory") / path.relative_to(self.root))

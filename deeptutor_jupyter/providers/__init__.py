@@ -71,6 +71,9 @@ def make_model(
     compat: Compat | None = None,
     client: httpx.AsyncClient | None = None,
     max_retries: int = 3,
+    max_retry_wait: float = 60.0,
+    idle_timeout: float | None = None,
+    turn_deadline: float | None = None,
 ) -> ChatModel:
     """Build the model for a provider name or alias; nothing is contacted until it streams."""
     spec = find_provider(provider)
@@ -95,6 +98,9 @@ def make_model(
         timeout=timeout,
         connect_timeout=connect_timeout,
         max_retries=max_retries,
+        max_retry_wait=max_retry_wait,
+        idle_timeout=idle_timeout,
+        turn_deadline=turn_deadline,
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from deeptutor_jupyter.providers.base import ChatRequest, Compat, ProviderEvent
+from deeptutor_jupyter.providers.base import ChatRequest, Compat, Progress, ProviderEvent
 from deeptutor_jupyter.providers.errors import Endpoint, HTTPStatusFailure, malformed
 from deeptutor_jupyter.providers.retry import RetryPolicy, Sleep, retrying_stream
 from deeptutor_jupyter.providers.specs import ProviderSpec
@@ -51,6 +51,9 @@ class HTTPModel:
         max_retries: int = 3,
         backoff_base: float = 0.5,
         sleep: Sleep | None = None,
+        max_retry_wait: float = 60.0,
+        idle_timeout: float | None = None,
+        turn_deadline: float | None = None,
     ) -> None:
         if not base_url:
             raise ValueError(
@@ -71,7 +74,14 @@ class HTTPModel:
         self._client = client
         self._owns_client = client is None
         self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
-        self._policy = RetryPolicy(max_retries=max_retries, backoff_base=backoff_base)
+        self._policy = RetryPolicy(
+            max_retries=max_retries,
+            backoff_base=backoff_base,
+            max_retry_wait=max_retry_wait,
+            idle_timeout=idle_timeout,
+        )
+        # Read by the chat loop (agent/loop.py): the most model and tool time one turn may use.
+        self.turn_deadline = turn_deadline
         self._sleep = sleep
 
     def __repr__(self) -> str:
@@ -101,7 +111,7 @@ class HTTPModel:
 
     def _attempt(
         self, request: ChatRequest, model: str, endpoint: Endpoint
-    ) -> AsyncIterator[ProviderEvent]:
+    ) -> AsyncIterator[ProviderEvent | Progress]:
         raise NotImplementedError
 
     @asynccontextmanager

@@ -18,6 +18,7 @@ from deeptutor_jupyter.providers._http import HTTPModel, drain, join_url, requir
 from deeptutor_jupyter.providers.base import (
     ChatRequest,
     Message,
+    Progress,
     ProviderEvent,
     RoundEnd,
     TextDelta,
@@ -189,7 +190,7 @@ class AnthropicModel(HTTPModel):
 
     async def _attempt(
         self, request: ChatRequest, model: str, endpoint: Endpoint
-    ) -> AsyncIterator[ProviderEvent]:
+    ) -> AsyncIterator[ProviderEvent | Progress]:
         body = self.build_body(request, model)
         url = join_url(self.base_url, "/messages")
         async with self._post_stream(url, self._headers(), body) as response:
@@ -198,7 +199,7 @@ class AnthropicModel(HTTPModel):
 
     async def _read(
         self, response: httpx.Response, endpoint: Endpoint
-    ) -> AsyncIterator[ProviderEvent]:
+    ) -> AsyncIterator[ProviderEvent | Progress]:
         require_event_stream(response, endpoint)
         state = _Round()
         events = EventSource(response).aiter_sse()
@@ -211,8 +212,11 @@ class AnthropicModel(HTTPModel):
                 raise malformed(endpoint, f"an event is not JSON: {sse.data[:80]!r}") from None
             if not isinstance(data, dict):
                 raise malformed(endpoint, f"an event is not a JSON object: {sse.data[:80]!r}")
-            for event in self._handle(data, state):
+            handled = self._handle(data, state)
+            for event in handled:
                 yield event
+            if not handled:
+                yield Progress()  # alive (a tool-input fragment, a ping event): not idle
             if state.done:
                 break
         if not state.done:

@@ -1,9 +1,7 @@
 """The seam between the chat loop and every model endpoint.
 
-Messages travel in OpenAI chat format (plain dicts: ``role``, ``content``, ``tool_calls``,
-``tool_call_id``) because that is what most endpoints speak and because plain dicts serialise into
-the store unchanged, which an exact resume after a kernel restart needs. Providers that speak
-another wire format (Anthropic) translate at their edge.
+Messages and tool calls are the typed shapes of ``deeptutor_jupyter/messages.py``; providers
+that speak another wire format (Anthropic) translate at their edge.
 """
 
 from __future__ import annotations
@@ -12,7 +10,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-Message = dict[str, Any]
+from deeptutor_jupyter.errors import DeepTutorError
+from deeptutor_jupyter.messages import Message, ToolCall
+
+__all__ = ["Message", "ToolCall"]  # re-exported: most callers know them from here
 
 ErrorKind = Literal[
     "auth",  # 401/403: the key was rejected
@@ -25,22 +26,6 @@ ErrorKind = Literal[
     "stream_broken",  # the connection dropped after output had started
     "malformed",  # the reply was not what the protocol promises
 ]
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One tool call the model asked for; ``arguments`` is the raw JSON text it wrote."""
-
-    id: str
-    name: str
-    arguments: str
-
-    def to_message(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "type": "function",
-            "function": {"name": self.name, "arguments": self.arguments},
-        }
 
 
 @dataclass(frozen=True)
@@ -74,7 +59,27 @@ class RoundEnd:
     usage: Usage | None = None
 
 
-ProviderEvent = TextDelta | ThinkingDelta | RoundEnd
+@dataclass(frozen=True)
+class Waiting:
+    """The endpoint asked us to wait (429, 503) and a retry follows in ``seconds``.
+
+    Not content: the loop shows it on the status line ("rate limited by X, retrying in N s").
+    """
+
+    seconds: float
+    reason: str  # the words for the status line, e.g. "rate limited by OpenAI"
+    status: int | None = None
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The stream is alive but sent nothing to show (a tool-call fragment, a usage chunk).
+
+    Resets the idle timeout in providers/retry.py, which drops it; keep-alive comments do not.
+    """
+
+
+ProviderEvent = TextDelta | ThinkingDelta | RoundEnd | Waiting
 
 
 @dataclass
@@ -97,7 +102,7 @@ class Compat:
     notes: list[str] = field(default_factory=list)
 
 
-class ProviderError(Exception):
+class ProviderError(DeepTutorError):
     """A failure worded for the learner: what happened and how to fix it."""
 
     def __init__(
@@ -113,6 +118,7 @@ class ProviderError(Exception):
     ) -> None:
         super().__init__(message)
         self.kind: ErrorKind = kind
+        self.code = kind
         self.message = message
         self.hint = hint
         self.status = status

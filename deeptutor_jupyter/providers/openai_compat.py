@@ -20,6 +20,7 @@ from deeptutor_jupyter.providers._http import (
 )
 from deeptutor_jupyter.providers.base import (
     ChatRequest,
+    Progress,
     ProviderEvent,
     RoundEnd,
     TextDelta,
@@ -127,7 +128,7 @@ class OpenAICompatModel(HTTPModel):
 
     async def _attempt(
         self, request: ChatRequest, model: str, endpoint: Endpoint
-    ) -> AsyncIterator[ProviderEvent]:
+    ) -> AsyncIterator[ProviderEvent | Progress]:
         body = self.build_body(request, model)
         try:
             async with self._post_stream(self._url(), self._headers(), body) as response:
@@ -165,7 +166,7 @@ class OpenAICompatModel(HTTPModel):
 
     async def _read(
         self, response: httpx.Response, endpoint: Endpoint
-    ) -> AsyncIterator[ProviderEvent]:
+    ) -> AsyncIterator[ProviderEvent | Progress]:
         if response.headers.get("content-type", "").startswith("application/json"):
             # The server ignored "stream": true and answered in one piece.
             await response.aread()
@@ -194,19 +195,24 @@ class OpenAICompatModel(HTTPModel):
                 or _usage((chunk.get("x_groq") or {}).get("usage"))
                 or usage
             )
+            shown = False
             for choice in chunk.get("choices") or []:
                 if choice.get("index", 0) != 0:
                     continue
                 delta = choice.get("delta") or {}
                 reasoning = delta.get("reasoning_content") or delta.get("reasoning")
                 if isinstance(reasoning, str) and reasoning:
+                    shown = True
                     yield ThinkingDelta(reasoning)
                 content = delta.get("content")
                 if isinstance(content, str) and content:
+                    shown = True
                     yield TextDelta(content)
                 for fragment in delta.get("tool_calls") or []:
                     tools.add(fragment)
                 finish_reason = choice.get("finish_reason") or finish_reason
+            if not shown:
+                yield Progress()  # alive (a tool-call fragment, usage): not idle
         if not done and finish_reason is None:
             raise IncompleteStream("the stream ended before the answer was complete")
         if done:

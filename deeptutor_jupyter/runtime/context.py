@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation
+
+from deeptutor_jupyter.messages import Message
 
 
 class ModelProfile(BaseModel):
@@ -30,7 +32,8 @@ class TurnContext(BaseModel):
     question: str
     profile: ModelProfile
     capability: str = "chat"
-    history: list[dict[str, Any]] = Field(default_factory=list)
+    # Not re-validated per turn: it comes from the store or the previous turns, already typed.
+    history: Annotated[list[Message], SkipValidation] = Field(default_factory=list)
     enabled_tools: list[str] | None = None  # None: the capability's default tool set
     system_blocks: list[str] = Field(default_factory=list)
     cell_id: str | None = None

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from deeptutor_jupyter.runtime.redact import StreamScrubber, scrub, usable
+
 if TYPE_CHECKING:
     from deeptutor_jupyter.store.db import Store
 
@@ -44,6 +46,16 @@ class Event:
     data: dict[str, Any]
     ts: float
 
+    def envelope(self) -> dict[str, Any]:
+        """The event as surfaces receive it: its fields beside type, seq, turn_id and ts."""
+        return {
+            **self.data,
+            "type": self.type,
+            "seq": self.seq,
+            "turn_id": self.turn_id,
+            "ts": self.ts,
+        }
+
 
 Subscriber = Callable[[Event], None]
 
@@ -57,9 +69,41 @@ class EventLog:
     _unsaved: list[Event] = field(default_factory=list)
     persist_error: str | None = None
     start_seq: int = 0  # a resumed turn continues the seq of its saved events
+    check: bool = True  # validate every event against the typed contract
+    # The keys no event may carry (runtime/redact.py); a streamed key is caught across deltas.
+    secrets: list[str] = field(default_factory=list, repr=False)
+    _streams: dict[tuple[str, bool], StreamScrubber] = field(default_factory=dict, repr=False)
 
-    def emit(self, type: EventType, **data: Any) -> Event:
+    def emit(self, type: EventType, **data: Any) -> Event | None:
+        """Record and publish one event. None when a streamed delta was held back whole (it
+        may be the start of a key); it is published with the next delta or the next event."""
+        if self.secrets:
+            if type in ("content", "thinking"):
+                key = (type, bool(data.get("explore")))
+                stream = self._streams.setdefault(key, StreamScrubber(usable(self.secrets)))
+                text = stream.feed(str(data.get("text", "")))
+                if not text:
+                    return None
+                data = {**data, "text": text}
+            else:
+                self._release_held()
+                data = scrub(data, usable(self.secrets))
+        return self._publish(type, data)
+
+    def _release_held(self) -> None:
+        for (kind, explore), stream in self._streams.items():
+            if text := stream.flush():
+                extra = {"explore": True} if explore else {}
+                self._publish(kind, {"text": text, **extra})  # type: ignore[arg-type]
+
+    def _publish(self, type: EventType, data: dict[str, Any]) -> Event:
         event = Event(type, self.start_seq + len(self.events) + 1, self.turn_id, data, time.time())
+        if self.check:
+            # The contract of runtime/event_types.py: an event that does not fit it is a bug
+            # of the emitter, caught here rather than in a surface that renders it.
+            from deeptutor_jupyter.runtime.event_types import parse_event
+
+            parse_event(event.envelope())
         self.events.append(event)
         self._unsaved.append(event)
         # Content deltas are the bulk; everything else is rare and worth saving at once.

@@ -1,8 +1,8 @@
-"""One entry for every surface: ``Orchestrator.start_turn`` runs a turn as a task on the loop.
+"""How a turn runs: ``Orchestrator.start_turn`` runs it as a task on the event loop.
 
-The magic, the sidebar (later) and the tests all come through here, so a turn behaves the same
-wherever it was started. The task always ends with a ``done`` event, whatever happened inside it,
-and a failure is an ``error`` event a view can render, never a silently dropped exception.
+Every surface reaches it through ``TutorSession`` (runtime/session.py), so a turn behaves the
+same wherever it was started. The task always ends with a ``done`` event, whatever happened inside
+it, and a failure is an ``error`` event a view can render, never a silently dropped exception.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from deeptutor_jupyter.interaction.schema import AskUserArgs, AskUserTool
 from deeptutor_jupyter.providers.base import ChatModel, Message, ProviderError, ToolCall
 from deeptutor_jupyter.runtime.context import TurnContext
 from deeptutor_jupyter.runtime.events import EventLog
+from deeptutor_jupyter.runtime.redact import scrub, scrub_text, usable
 from deeptutor_jupyter.store.db import Store
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 from deeptutor_jupyter.tools.deferred import LoadToolsArgs, LoadToolsTool, deferred_manifest
@@ -50,6 +51,11 @@ class Turn:
     messages: list[Message] = field(default_factory=list)  # what this turn added to the history
     extra: dict[str, Any] = field(default_factory=dict)  # handed to tools (stores, selections)
     started: float = field(default_factory=time.monotonic)
+    interactive: bool = True  # False: no surface can show a form; ask_user degrades
+    owner: str | None = None  # the process running it (see interaction/owners.py)
+    # Saved states of questions this turn asked; dropped once it checkpoints again or ends.
+    open_states: list[str] = field(default_factory=list)
+    trace: Any = None  # the L1 trace record, once the turn is done
 
     @property
     def turn_id(self) -> str:
@@ -83,18 +89,31 @@ class Orchestrator:
         model: ChatModel,
         log: EventLog | None = None,
         extra: dict[str, Any] | None = None,
+        *,
+        interactive: bool = True,
+        owner: str | None = None,
     ) -> Turn:
-        return self._start(ctx, model, log, None, extra)
+        turn = Turn(ctx, log or EventLog(ctx.turn_id, self.store), extra=extra or {})
+        turn.interactive, turn.owner = interactive, owner
+        return self._start(turn, model, None)
 
     def resume_turn(
         self,
         saved: dict[str, Any],
         outcome: ToolResult,
         model: ChatModel,
-        log: EventLog,
+        log: EventLog | None = None,
         extra: dict[str, Any] | None = None,
+        *,
+        resumed_from: str = "",
+        owner: str | None = None,
     ) -> Turn:
-        """Continue a turn saved while it waited on ask_user, in this process."""
+        """Continue, in this process, a turn saved while it waited on ask_user.
+
+        Its events continue the saved ``seq``; the saved state of ``resumed_from`` is dropped
+        only once this turn checkpoints again (another question) or ends, so a crash in
+        between leaves the question answerable again, never a lost answer.
+        """
         from deeptutor_jupyter.agent.loop import LoopState
 
         state = LoopState.from_json(saved["loop"])
@@ -102,17 +121,19 @@ class Orchestrator:
         compat = saved.get("compat") or {}
         model.compat.stream_options = bool(compat.get("stream_options", True))
         model.compat.native_tools = bool(compat.get("native_tools", True))
-        return self._start(ctx, model, log, (state, outcome), extra)
+        log = log or EventLog(ctx.turn_id, self.store)
+        if self.store is not None and not log.events:
+            # The seq goes on from the saved events whoever built the log: a seq that started
+            # over would collide with (and once overwrote) the events before the pause.
+            log.start_seq = max(log.start_seq, self.store.last_seq(ctx.turn_id))
+        turn = Turn(ctx, log, extra=extra or {}, owner=owner)
+        if resumed_from:
+            turn.open_states.append(resumed_from)
+        return self._start(turn, model, (state, outcome))
 
-    def _start(
-        self,
-        ctx: TurnContext,
-        model: ChatModel,
-        log: EventLog | None,
-        resume: Resume | None,
-        extra: dict[str, Any] | None,
-    ) -> Turn:
-        turn = Turn(ctx, log or EventLog(ctx.turn_id, self.store), extra=extra or {})
+    def _start(self, turn: Turn, model: ChatModel, resume: Resume | None) -> Turn:
+        ctx = turn.ctx
+        turn.log.secrets = list(turn.extra.get("secrets") or ())
         task = asyncio.get_running_loop().create_task(self._run(turn, model, resume))
         turn.task = task
         self.running[ctx.turn_id] = turn
@@ -150,7 +171,10 @@ class Orchestrator:
         error: str | None = None
         try:
             result = await self._chat(turn, model, question, resume)
-            turn.answer, added, rounds = result.answer, result.messages, result.rounds
+            secrets = usable(turn.extra.get("secrets") or ())
+            # An endpoint may echo the key: the answer, as kept and as remembered, is scrubbed.
+            turn.answer = scrub_text(result.answer, secrets)
+            added, rounds = scrub(result.messages, secrets), result.rounds
             usage = {
                 "prompt_tokens": result.usage.prompt_tokens,
                 "completion_tokens": result.usage.completion_tokens,
@@ -194,8 +218,10 @@ class Orchestrator:
         if hits:
             log.emit("sources", hits=hits)
         if turn.status != "error":
-            self._record_messages(turn, [question, *added])
+            kept = scrub([question, *added], usable(turn.extra.get("secrets") or ()))
+            self._record_messages(turn, kept)
         self._record_finish(turn, error)
+        self._guard(turn, lambda s: s.drop_turn_state(*turn.open_states))
         log.emit(
             "done",
             status=turn.status,
@@ -231,26 +257,18 @@ class Orchestrator:
                     f"Available tools: {available}.",
                     is_error=True,
                 )
-            if call.name == AskUserTool.name and self.coordinator is not None:
-                return await self._ask(turn, loop, call)
-            if call.name == MakeQuizTool.name and (quizzes := turn.extra.get("quizzes")):
-                checked = self.registry.validate(call)  # bad arguments go back to the model
-                if isinstance(checked, ToolResult):
-                    return checked
-                return await quizzes.ask(  # type: ignore[no-any-return]
-                    session_id=ctx.session_id,
-                    turn_id=ctx.turn_id,
-                    call=call,
-                    args=checked[1],
-                    emit=turn.log.emit,
-                    snapshot=self._paused_state(turn, loop),
-                    grader=model_completer(loop.model),
-                )
-            if call.name == LoadToolsTool.name:
-                return self._load_tools(turn, loop, call)
-            return redact(await self.registry.execute(call, tool_ctx), turn.extra)
+            quizzes = turn.extra.get("quizzes")
+            if call.name == AskUserTool.name and self.coordinator and turn.interactive:
+                result = await self._ask(turn, agent, call)
+            elif call.name == MakeQuizTool.name and quizzes is not None and turn.interactive:
+                result = await self._quiz(turn, agent, call, quizzes)
+            elif call.name == LoadToolsTool.name:
+                result = self._load_tools(turn, agent, call)
+            else:
+                result = await self.registry.execute(call, tool_ctx)
+            return redact(result, turn.extra)
 
-        loop = AgentLoop(
+        agent = AgentLoop(
             model,
             execute,
             without_quiz_answers(turn.log.emit),  # events reach browsers; answers must not
@@ -260,7 +278,7 @@ class Orchestrator:
             temperature=ctx.profile.temperature,
         )
         if resume is not None:
-            return await loop.resume(*resume)
+            return await agent.resume(*resume)
         if ctx.attachments:
             question = await self._explore(turn, model, question)
         blocks = [SYSTEM_PROMPT, *ctx.system_blocks]
@@ -269,13 +287,13 @@ class Orchestrator:
                 t for n in self.registry.names() if (t := self._deferred(n)) and n not in names
             ]
             blocks.append(deferred_manifest(waiting))
-        return await loop.run("\n\n".join(b for b in blocks if b), ctx.history, question)
+        return await agent.run("\n\n".join(b for b in blocks if b), ctx.history, question)
 
     def _deferred(self, name: str) -> Tool | None:
         tool = self.registry.get(name)
         return tool if tool is not None and tool.deferred else None
 
-    def _load_tools(self, turn: Turn, loop: Any, call: ToolCall) -> ToolResult:
+    def _load_tools(self, turn: Turn, agent: Any, call: ToolCall) -> ToolResult:
         checked = self.registry.validate(call)
         if isinstance(checked, ToolResult):
             return checked
@@ -288,7 +306,7 @@ class Orchestrator:
                 loaded.append(name)
             elif self._deferred(name) is not None:
                 names.append(name)
-                loop.tools.append(self.registry.schemas([name])[0])
+                agent.tools.append(self.registry.schemas([name])[0])
                 loaded.append(name)
             else:
                 unknown.append(name)
@@ -314,7 +332,7 @@ class Orchestrator:
         summary = await explore(model, paths, ctx.question, turn.log.emit)
         return {"role": "user", "content": seed_message(summary, ctx.question)}
 
-    async def _ask(self, turn: Turn, loop: Any, call: ToolCall) -> ToolResult:
+    async def _ask(self, turn: Turn, agent: Any, call: ToolCall) -> ToolResult:
         """ask_user is intercepted before any executor; bad arguments go back to the model."""
         assert self.coordinator is not None
         checked = self.registry.validate(call)
@@ -326,34 +344,52 @@ class Orchestrator:
         saved = {
             "version": STATE_VERSION,
             "context": ctx.model_dump(mode="json", exclude={"history"}),
-            "loop": loop.state.to_json(),
+            "loop": agent.state.to_json(),
             "compat": {
-                "stream_options": loop.model.compat.stream_options,
-                "native_tools": loop.model.compat.native_tools,
+                "stream_options": agent.model.compat.stream_options,
+                "native_tools": agent.model.compat.native_tools,
             },
         }
         turn.log.flush()
-        return await self.coordinator.ask(
+        superseded, turn.open_states = turn.open_states, []
+        result = await self.coordinator.ask(
             session_id=ctx.session_id,
             turn_id=ctx.turn_id,
             call=call,
             args=args,
             emit=turn.log.emit,
             snapshot=saved,
+            place=ctx.metadata.get("place") or None,
+            supersedes=superseded,
+            on_saved=turn.open_states.append,
         )
+        return result
 
-    def _paused_state(self, turn: Turn, loop: Any) -> dict[str, Any]:
-        """What a turn paused on a form needs to continue in another kernel (as in _ask)."""
+    async def _quiz(self, turn: Turn, agent: Any, call: ToolCall, quizzes: Any) -> ToolResult:
+        """make_quiz is intercepted like ask_user (interaction/quiz.py grades it)."""
+        checked = self.registry.validate(call)  # bad arguments go back to the model
+        if isinstance(checked, ToolResult):
+            return checked
         turn.log.flush()
-        return {
+        saved = {  # what a turn paused on the quiz needs to continue after a kernel restart
             "version": STATE_VERSION,
             "context": turn.ctx.model_dump(mode="json", exclude={"history"}),
-            "loop": loop.state.to_json(),
+            "loop": agent.state.to_json(),
             "compat": {
-                "stream_options": loop.model.compat.stream_options,
-                "native_tools": loop.model.compat.native_tools,
+                "stream_options": agent.model.compat.stream_options,
+                "native_tools": agent.model.compat.native_tools,
             },
         }
+        result: ToolResult = await quizzes.ask(
+            session_id=turn.ctx.session_id,
+            turn_id=turn.ctx.turn_id,
+            call=call,
+            args=checked[1],
+            emit=turn.log.emit,
+            snapshot=saved,
+            grader=model_completer(agent.model),
+        )
+        return result
 
     # store writes never end a turn: a full disk is reported, the answer is still shown -------
     def _guard(self, turn: Turn, action: Callable[[Store], None]) -> None:
@@ -368,7 +404,14 @@ class Orchestrator:
         c = turn.ctx
         self._guard(
             turn,
-            lambda s: s.start_turn(c.turn_id, c.session_id, c.question, c.profile.label, c.cell_id),
+            lambda s: s.record_turn_start(
+                c.turn_id,
+                c.session_id,
+                scrub_text(c.question, usable(turn.extra.get("secrets") or ())),
+                c.profile.label,
+                c.cell_id,
+                turn.owner,
+            ),
         )
 
     def _record_messages(self, turn: Turn, messages: list[Message]) -> None:
@@ -377,19 +420,21 @@ class Orchestrator:
         self._guard(turn, lambda s: s.append_messages(c.session_id, c.turn_id, messages))
 
     def _record_finish(self, turn: Turn, error: str | None) -> None:
-        self._guard(turn, lambda s: s.finish_turn(turn.turn_id, turn.status, turn.answer, error))
+        self._guard(
+            turn, lambda s: s.record_turn_end(turn.turn_id, turn.status, turn.answer, error)
+        )
 
 
 def redact(result: ToolResult, extra: dict[str, Any]) -> ToolResult:
     """A tool can read what the learner has (a variable, a cell): the configured API key must
-    not travel from there to the model, the events, the history or the tool card."""
-    content = result.content
-    for secret in extra.get("secrets") or ():
-        if secret and len(secret) >= 8 and secret in content:
-            content = content.replace(secret, "[redacted]")
-    if content == result.content:
+    not travel from there to the model, the events, the history or the tool card. Every tool's
+    result is scrubbed, its data and summary as much as its content."""
+    secrets = usable(extra.get("secrets") or ())
+    content, data = scrub_text(result.content, secrets), scrub(result.data, secrets)
+    summary = scrub_text(result.summary, secrets)
+    if (content, data, summary) == (result.content, result.data, result.summary):
         return result
-    return ToolResult(content, result.is_error, result.data, result.summary, result.stop_turn)
+    return ToolResult(content, result.is_error, data, summary, result.stop_turn)
 
 
 def _streamed_text(log: EventLog) -> str:

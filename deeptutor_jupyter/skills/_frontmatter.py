@@ -1,26 +1,25 @@
-"""A small reader for the front matter of a SKILL.md, so skills need no YAML dependency.
+"""The front matter of a SKILL.md, read with a real YAML parser (PyYAML's safe loader).
 
-Supported: ``key: value`` lines between ``---`` fences; values are strings (quoted or not),
-``true``/``false``, inline lists ``[a, b]`` or block lists of ``- item`` lines, and ``>``/``|``
-followed by indented lines. Anything else is an error, so a malformed skill is reported and
-skipped rather than half understood.
+Skills written for other agents use nested maps (``metadata: {author: ...}``), quoted strings,
+block scalars and lists; a real parser reads them all. Only a mapping at the top is accepted, so
+a malformed skill is reported and skipped rather than half understood.
 """
 
 from __future__ import annotations
 
-import re
+from typing import Any
 
-Value = str | bool | list[str]
-
-_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?:[ \t]+(.*))?$")
+from deeptutor_jupyter.errors import DeepTutorError
 
 
-class FrontMatterError(ValueError):
-    pass
+class FrontMatterError(DeepTutorError, ValueError):
+    code = "skill_front_matter"
 
 
-def split_front_matter(text: str) -> tuple[dict[str, Value], str]:
+def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     """(front matter, body). Raises FrontMatterError when there is none or it is malformed."""
+    import yaml  # only when skills are read, never at %load_ext
+
     text = text.lstrip("\ufeff")
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
@@ -30,55 +29,14 @@ def split_front_matter(text: str) -> tuple[dict[str, Value], str]:
     except StopIteration:
         raise FrontMatterError("the front matter block is not closed with '---'") from None
     body = "\n".join(lines[end + 1 :]).strip("\n")
-    return _parse(lines[1:end]), body
-
-
-def _parse(lines: list[str]) -> dict[str, Value]:
-    data: dict[str, Value] = {}
-    n = 0
-    while n < len(lines):
-        line = lines[n]
-        n += 1
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        match = _KEY.match(line)
-        if match is None or line[0].isspace():
-            raise FrontMatterError(f"cannot read front matter line {line.strip()!r}")
-        key, raw = match.group(1), (match.group(2) or "").strip()
-        if raw in ("", ">", "|", ">-", "|-"):
-            block = []
-            while n < len(lines) and (not lines[n].strip() or lines[n][0].isspace()):
-                block.append(lines[n].strip())
-                n += 1
-            data[key] = _block(raw, block)
-        else:
-            data[key] = _scalar_or_list(raw)
-    return data
-
-
-def _block(marker: str, block: list[str]) -> Value:
-    items = [item for item in block if item]
-    if marker == "" and items and all(item.startswith("- ") for item in items):
-        return [_unquote(item[2:].strip()) for item in items]
-    if marker == "" and items:
-        raise FrontMatterError("an indented value needs '>' or '|' after the key")
-    joiner = "\n" if marker.startswith("|") else " "
-    return joiner.join(items)
-
-
-def _scalar_or_list(raw: str) -> Value:
-    if raw.startswith("[") and raw.endswith("]"):
-        inner = raw[1:-1].strip()
-        return [_unquote(part.strip()) for part in inner.split(",")] if inner else []
-    lowered = raw.lower()
-    if lowered in ("true", "yes"):
-        return True
-    if lowered in ("false", "no"):
-        return False
-    return _unquote(raw)
-
-
-def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
-    return value
+    try:
+        meta = yaml.safe_load("\n".join(lines[1:end]))
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" (line {where.line + 2})" if where is not None else ""
+        raise FrontMatterError(f"cannot read the front matter{line}: {exc}") from None
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        raise FrontMatterError("the front matter must be 'key: value' lines")
+    return {str(k): v for k, v in meta.items()}, body

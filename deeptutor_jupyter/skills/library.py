@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
+from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.skills._frontmatter import FrontMatterError, split_front_matter
 
 __all__ = [
@@ -44,7 +45,9 @@ MANIFEST_DESCRIPTION_CHARS = 200
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 
-class SkillError(ValueError):
+class SkillError(DeepTutorError, ValueError):
+    code = "skill"
+
     """A read_skill request that cannot be served; the message is meant for the model."""
 
 

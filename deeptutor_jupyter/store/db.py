@@ -15,9 +15,14 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-SCHEMA_VERSION = 1
+from deeptutor_jupyter.errors import DeepTutorError
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.messages import Message
+
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -41,6 +46,13 @@ CREATE TABLE IF NOT EXISTS turns (
     finished_at REAL
 );
 CREATE INDEX IF NOT EXISTS turns_by_session ON turns (session_id, created_at);
+CREATE TABLE IF NOT EXISTS owners (
+    id TEXT PRIMARY KEY,
+    pid INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    label TEXT NOT NULL,
+    heartbeat REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS events (
     turn_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
@@ -62,6 +74,7 @@ CREATE TABLE IF NOT EXISTS pending (
     result TEXT
 );
 CREATE INDEX IF NOT EXISTS pending_by_session ON pending (session_id, status);
+CREATE INDEX IF NOT EXISTS pending_by_status ON pending (status);
 CREATE TABLE IF NOT EXISTS turn_states (
     request_id TEXT PRIMARY KEY,
     turn_id TEXT NOT NULL,
@@ -103,42 +116,100 @@ class PendingRow:
     created_at: float
     expires_at: float
     answered_at: float | None
+    # The answer once given; on a reopened question, the answer a crashed resume never used.
     result: dict[str, Any] | None
+    owner: str | None = None  # the process whose turn waits on it (see owners)
+    place: dict[str, Any] | None = None  # where that turn shows: notebook, cell label
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> PendingRow:
         values = list(row)
         values[4] = json.loads(values[4])
         values[9] = json.loads(values[9]) if values[9] else None
+        values[11] = json.loads(values[11]) if values[11] else None
         return cls(*values)
 
 
 _PENDING_COLUMNS = (
     "request_id, session_id, turn_id, tool_call_id, payload, status, created_at, expires_at,"
-    " answered_at, result"
+    " answered_at, result, owner, place"
 )
+# Columns added after version 1; an older state.db gets them on open.
+_ADDED_COLUMNS = {"turns": ("owner",), "pending": ("owner", "place")}
+_LATE_INDEXES = "CREATE INDEX IF NOT EXISTS turns_by_status ON turns (status);"
 
 
-class StoreError(RuntimeError):
+@dataclass(frozen=True)
+class QuestionState:
+    status: str  # pending | answered | cancelled | expired
+    result: dict[str, Any] | None
+    answered_at: float | None
+    turn_status: str | None  # running | done | error | cancelled | interrupted
+
+
+@dataclass(frozen=True)
+class OwnerRow:
+    id: str
+    pid: int
+    host: str
+    label: str
+    heartbeat: float
+
+
+class StoreError(DeepTutorError, RuntimeError):
+    code = "store"
+
     """The store could not be written; the message says why in words (disk full, read-only...)."""
 
 
 class Store:
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        # Set when an existing home readable by others was tightened; the magic says so once.
+        self.notice: str | None = None
+        try:
+            self._conn = self._open(path)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(_explain(exc, path)) from exc
+
+    def _open(self, path: Path) -> sqlite3.Connection:
+        from deeptutor_jupyter._files import ensure_private_dir, private_file, private_tree, tighten
+
+        # The home holds every conversation and answer: 0700, and the database 0600 before
+        # SQLite creates it with the umask's mode (its -wal and -shm copy the database's mode).
+        if ensure_private_dir(path.parent):
+            # What older versions wrote with the umask's mode; only the tutor's own entries, in
+            # case the home is a folder that also holds other things.
+            for name in ("audit", "memory", "kb", "settings.toml", path.name):
+                if (path.parent / name).exists():
+                    private_tree(path.parent / name)
+            self.notice = (
+                f"Your tutor folder {path.parent} was readable by other users; it is now "
+                "private (only you can read it)."
+            )
+        private_file(path)
         # One connection shared by the kernel loop and, rarely, widget callbacks on a subshell
         # thread; the lock serialises them.
-        self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._lock = threading.RLock()
-        with self._lock:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA busy_timeout=5000")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SCHEMA)
-            self._conn.execute(
-                "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-            )
+        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        try:
+            with self._lock:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA busy_timeout=5000")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.executescript(_SCHEMA)
+                _migrate(conn)
+                conn.executescript(_LATE_INDEXES)
+        except BaseException:
+            conn.close()
+            raise
+        for suffix in ("-wal", "-shm"):
+            tighten(path.with_name(path.name + suffix))
+        return conn
+
+    def data_version(self) -> int:
+        """Changes when another connection commits: a cheap 'did anything happen' probe."""
+        return int(self._query("PRAGMA data_version")[0][0])
 
     def close(self) -> None:
         with self._lock:
@@ -182,19 +253,39 @@ class Store:
         return rows[0][0] if rows else None
 
     # turns -------------------------------------------------------------------------------
-    def start_turn(
-        self, turn_id: str, session_id: str, question: str, model: str, cell_id: str | None
+    def record_turn_start(
+        self,
+        turn_id: str,
+        session_id: str,
+        question: str,
+        model: str,
+        cell_id: str | None,
+        owner: str | None = None,
     ) -> None:
         with self._tx() as c:
-            # A resumed turn keeps its row; it is simply running again.
+            # A resumed turn keeps its row; it is simply running again, maybe in another process.
             c.execute(
-                "INSERT INTO turns (id, session_id, cell_id, question, model, status, created_at)"
-                " VALUES (?, ?, ?, ?, ?, 'running', ?)"
-                " ON CONFLICT(id) DO UPDATE SET status = 'running', finished_at = NULL",
-                (turn_id, session_id, cell_id, question, model, time.time()),
+                "INSERT INTO turns"
+                " (id, session_id, cell_id, question, model, status, created_at, owner)"
+                " VALUES (?, ?, ?, ?, ?, 'running', ?, ?)"
+                " ON CONFLICT(id) DO UPDATE SET status = 'running', finished_at = NULL,"
+                " owner = excluded.owner",
+                (turn_id, session_id, cell_id, question, model, time.time(), owner),
             )
 
-    def finish_turn(
+    def interrupt_orphaned_turns(self, live_owners: Iterable[str]) -> int:
+        """Turns left 'running' by a process that is gone become 'interrupted'."""
+        live = list(live_owners)
+        marks = ", ".join("?" for _ in live)
+        with self._tx() as c:
+            cursor = c.execute(
+                "UPDATE turns SET status = 'interrupted', finished_at = ?"
+                f" WHERE status = 'running' AND (owner IS NULL OR owner NOT IN ({marks}))",
+                (time.time(), *live),
+            )
+            return int(cursor.rowcount)
+
+    def record_turn_end(
         self, turn_id: str, status: str, answer: str | None, error: str | None = None
     ) -> None:
         with self._tx() as c:
@@ -223,7 +314,8 @@ class Store:
     def append_events(self, rows: Iterable[tuple[str, int, str, dict[str, Any], float]]) -> None:
         with self._tx() as c:
             c.executemany(
-                "INSERT OR REPLACE INTO events VALUES (?, ?, ?, ?, ?)",
+                # Never REPLACE: a seq that repeats is a bug to surface, not history to overwrite.
+                "INSERT INTO events VALUES (?, ?, ?, ?, ?)",
                 [(t, s, typ, json.dumps(d, ensure_ascii=False), ts) for t, s, typ, d, ts in rows],
             )
 
@@ -238,12 +330,22 @@ class Store:
         )
         return [(seq, typ, json.loads(data)) for seq, typ, data in rows]
 
+    def events_with_time(
+        self, turn_id: str, after_seq: int = 0
+    ) -> list[tuple[int, str, dict[str, Any], float]]:
+        rows = self._query(
+            "SELECT seq, type, data, ts FROM events WHERE turn_id = ? AND seq > ? ORDER BY seq",
+            (turn_id, after_seq),
+        )
+        return [(seq, typ, json.loads(data), ts) for seq, typ, data, ts in rows]
+
     # pending interactions and paused turns ------------------------------------------------
     def add_pending(self, row: PendingRow, state: dict[str, Any] | None) -> None:
         """The question and the paused turn are saved together, or neither is."""
         with self._tx() as c:
             c.execute(
-                f"INSERT INTO pending ({_PENDING_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO pending ({_PENDING_COLUMNS})"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     row.request_id,
                     row.session_id,
@@ -255,6 +357,8 @@ class Store:
                     row.expires_at,
                     None,
                     None,
+                    row.owner,
+                    json.dumps(row.place, ensure_ascii=False) if row.place else None,
                 ),
             )
             if state is not None:
@@ -311,14 +415,77 @@ class Store:
             return None
         return state if isinstance(state, dict) else None
 
-    def drop_turn_state(self, request_id: str) -> None:
+    def drop_turn_state(self, *request_ids: str) -> None:
+        if not request_ids:
+            return
         with self._tx() as c:
-            c.execute("DELETE FROM turn_states WHERE request_id = ?", (request_id,))
+            c.executemany(
+                "DELETE FROM turn_states WHERE request_id = ?", [(r,) for r in request_ids]
+            )
+
+    def question_states(self, request_ids: Iterable[str]) -> dict[str, QuestionState]:
+        """Where these questions and their turns stand; what a waiting owner and an open card
+        elsewhere poll."""
+        ids = list(request_ids)
+        if not ids:
+            return {}
+        rows = self._query(
+            "SELECT p.request_id, p.status, p.result, p.answered_at, t.status FROM pending p"
+            " LEFT JOIN turns t ON t.id = p.turn_id"
+            f" WHERE p.request_id IN ({', '.join('?' for _ in ids)})",
+            ids,
+        )
+        return {
+            r: QuestionState(st, json.loads(res) if res else None, at, turn)
+            for r, st, res, at, turn in rows
+        }
+
+    def claim_pending(self, request_id: str, owner: str, place: dict[str, Any] | None) -> None:
+        """A process that resumes a question's turn becomes its owner (and its place)."""
+        with self._tx() as c:
+            c.execute(
+                "UPDATE pending SET owner = ?, place = ? WHERE request_id = ?",
+                (owner, json.dumps(place, ensure_ascii=False) if place else None, request_id),
+            )
+
+    def reopen_unfinished(self, live_owners: Iterable[str]) -> list[str]:
+        """Questions answered whose turn never checkpointed again (its process died first) are
+        answerable again; the answer given stays in ``result`` so it is not lost."""
+        live = list(live_owners)
+        marks = ", ".join("?" for _ in live)
+        with self._tx() as c:
+            rows = c.execute(
+                "SELECT p.request_id FROM pending p JOIN turn_states s USING (request_id)"
+                " WHERE p.status = 'answered'"
+                f" AND (p.owner IS NULL OR p.owner NOT IN ({marks}))"
+                " AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.id = p.turn_id"
+                " AND t.status IN ('done', 'error', 'cancelled'))",
+                live,
+            ).fetchall()
+            ids = [r[0] for r in rows]
+            c.executemany(
+                "UPDATE pending SET status = 'pending', answered_at = NULL WHERE request_id = ?",
+                [(r,) for r in ids],
+            )
+            return ids
+
+    # processes that own waiting turns ------------------------------------------------------
+    def register_owner(self, owner: OwnerRow) -> None:
+        with self._tx() as c:
+            c.execute(
+                "INSERT OR REPLACE INTO owners VALUES (?, ?, ?, ?, ?)",
+                (owner.id, owner.pid, owner.host, owner.label, owner.heartbeat),
+            )
+
+    def owners(self) -> list[OwnerRow]:
+        return [OwnerRow(*r) for r in self._query("SELECT * FROM owners")]
+
+    def forget_owners(self, owner_ids: Iterable[str]) -> None:
+        with self._tx() as c:
+            c.executemany("DELETE FROM owners WHERE id = ?", [(o,) for o in owner_ids])
 
     # conversation history ----------------------------------------------------------------
-    def append_messages(
-        self, session_id: str, turn_id: str, messages: Iterable[dict[str, Any]]
-    ) -> None:
+    def append_messages(self, session_id: str, turn_id: str, messages: Iterable[Message]) -> None:
         with self._tx() as c:
             (start,) = c.execute(
                 "SELECT COALESCE(MAX(idx) + 1, 0) FROM messages WHERE session_id = ?",
@@ -332,17 +499,34 @@ class Store:
                 ],
             )
 
-    def history(self, session_id: str) -> list[dict[str, Any]]:
+    def history(self, session_id: str) -> list[Message]:
         rows = self._query(
             "SELECT message FROM messages WHERE session_id = ? ORDER BY idx", (session_id,)
         )
         return [json.loads(r[0]) for r in rows]
 
 
-def _explain(exc: sqlite3.OperationalError, path: Path) -> str:
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Columns added after version 1, for a state.db an older version made."""
+    for table, columns in _ADDED_COLUMNS.items():
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        for column in columns:
+            if column not in have:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+    conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+
+def _explain(exc: BaseException, path: Path) -> str:
+    import errno
+
     text = str(exc)
-    if "full" in text:
-        return f"The disk holding {path} is full; this turn could not be saved ({text})."
+    code = getattr(exc, "errno", None)
+    if "full" in text or code in (errno.ENOSPC, errno.EDQUOT):
+        return f"The disk holding {path} is full; free some space and run the cell again ({text})."
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"{path} cannot be written ({text}); check the folder's permissions."
+    if "unable to open" in text:
+        return f"Could not open {path} ({text}); check that its folder exists and is writable."
     if "readonly" in text or "read-only" in text:
         return f"{path} is read-only; this turn could not be saved ({text})."
     if "locked" in text:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import struct
 import threading
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -22,8 +23,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from deeptutor_jupyter.testing import _wire
-
-NO_REPLY_LEFT = "FakeLLMServer: no scripted reply left"
+from deeptutor_jupyter.testing._script import NO_REPLY_LEFT, RecordedRequest, refusal
 
 
 @dataclass(frozen=True)
@@ -54,16 +54,11 @@ class Reply:
     raw_sse: Sequence[str] | None = None
     # Answer with one JSON body even to a streaming request, as some servers do.
     ignore_stream: bool = False
-
-
-@dataclass(frozen=True)
-class RecordedRequest:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-    query: dict[str, str] = field(default_factory=dict)
-    client_port: int = 0  # the same port twice means the client reused its connection
+    # Misbehave on the wire (see deeptutor_jupyter/testing/faults.py): "reset" ends the stream
+    # with a TCP reset after ``break_after`` deltas, "stall" sends the headers and then nothing,
+    # "keepalive" sends only SSE comments (every ``chunk_delay``, 0.2 s by default). The last two
+    # go on until the client hangs up or the server stops.
+    fault: str | None = None
 
 
 class _Server(ThreadingHTTPServer):
@@ -210,6 +205,14 @@ class FakeLLMServer:
         """Sleep unless the server stops meanwhile; False means stop now."""
         return seconds <= 0 or not self._stopping.wait(seconds)
 
+    def transport(self) -> Any:
+        """An httpx transport that answers in-process from the same script and records the
+        same requests, like httpx's ``MockTransport``: no socket, for fast loop tests.
+        Use it as ``httpx.AsyncClient(transport=server.transport())``."""
+        from deeptutor_jupyter.testing.transport import FakeTransport  # httpx, only when asked
+
+        return FakeTransport(self)
+
     def __repr__(self) -> str:
         where = self.url if self._server is not None else "stopped"
         return f"<FakeLLMServer {where} pending={self.pending} requests={len(self.requests)}>"
@@ -303,28 +306,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._stream(events, reply, headers)
 
     def _reject(self, request: RecordedRequest, *, anthropic: bool) -> tuple[int, str] | None:
-        owner = self.owner
-        if owner.api_key is not None:
-            if anthropic:
-                sent = request.headers.get("x-api-key")
-            else:
-                bearer = request.headers.get("authorization", "")
-                sent = (
-                    bearer[7:] if bearer.startswith("Bearer ") else request.headers.get("api-key")
-                )
-            if sent != owner.api_key:
-                if anthropic:
-                    return 401, "invalid x-api-key"
-                if not sent:
-                    return 401, "You didn't provide an API key."
-                masked = f"{sent[:3]}***{sent[-4:]}" if len(sent) > 8 else "***"
-                return 401, f"Incorrect API key provided: {masked}."
-        model = request.body.get("model")
-        if owner.models is not None and model not in owner.models:
-            if anthropic:
-                return 404, f"model: {model}"
-            return 404, f"The model `{model}` does not exist or you do not have access to it."
-        return None
+        return refusal(self.owner, request, anthropic=anthropic)
 
     def _send_json(self, status: int, payload: Any, headers: Mapping[str, str] = {}) -> None:
         data = json.dumps(payload).encode()
@@ -351,11 +333,15 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in headers.items():
                 self.send_header(name, value)
             self.end_headers()
+            self.wfile.flush()
+            if reply.fault in ("stall", "keepalive"):
+                self._idle(reply)
+                return
             deltas = 0
             for i, event in enumerate(events):
                 if reply.break_after is not None and event.is_delta:
                     if deltas >= reply.break_after:
-                        self._drop()
+                        self._reset() if reply.fault == "reset" else self._drop()
                         return
                     deltas += 1
                 if i and not self.owner._sleep(reply.chunk_delay):
@@ -370,6 +356,22 @@ class _Handler(BaseHTTPRequestHandler):
     def _write_chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+    def _idle(self, reply: Reply) -> None:
+        """Hold the stream open without content: silence, or keep-alive comments only."""
+        interval = reply.chunk_delay or 0.2
+        while self.owner._sleep(interval):
+            if reply.fault == "keepalive":
+                self._write_chunk(b": keep-alive\n\n")
+        self._drop()
+
+    def _reset(self) -> None:
+        # SO_LINGER with a zero timeout makes close() send RST instead of FIN: a peer reset.
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.wfile.flush()
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
 
     def _drop(self) -> None:
         self.close_connection = True

@@ -9,6 +9,10 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
+from deeptutor_jupyter.messages import ToolResult
+
+__all__ = ["Tool", "ToolContext", "ToolResult", "clean_schema"]
+
 
 @dataclass
 class ToolContext:
@@ -18,17 +22,6 @@ class ToolContext:
     turn_id: str
     workspace: Path
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class ToolResult:
-    """``content`` is what the model reads; ``data`` and ``summary`` feed the UI card."""
-
-    content: str
-    is_error: bool = False
-    data: dict[str, Any] | None = None
-    summary: str = ""
-    stop_turn: bool = False  # the turn ends after this result (a cancelled ask_user)
 
 
 class Tool(ABC):

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 
 Number = int | float
@@ -39,7 +40,9 @@ _UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
 _CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "tau": math.tau}
 
 
-class CalculationError(Exception):
+class CalculationError(DeepTutorError):
+    code = "calculation"
+
     """An expression the calculator refuses, worded for the model."""
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+import httpx
 import pytest
 from pydantic import BaseModel
 
@@ -118,8 +119,13 @@ async def run_turn(
     tmp: Path = Path("."),
 ) -> Turn:
     server.extend(replies)
-    # No retries: a script that runs out gets a 500 at once instead of a backoff.
-    model = make_model(provider="custom", model="fake-model", base_url=server.url, max_retries=0)
+    # In-process: the same script and request log without a socket (the tests below that
+    # build their own model keep the loopback path covered). No retries: a script that runs
+    # out gets a 500 at once instead of a backoff.
+    client = httpx.AsyncClient(transport=server.transport())
+    model = make_model(
+        provider="custom", model="fake-model", base_url=server.url, max_retries=0, client=client
+    )
     events: list[tuple[str, dict[str, Any]]] = []
     executed: list[ToolCall] = []
     ctx = ToolContext(session_id="s", turn_id="t", workspace=tmp)
@@ -142,6 +148,7 @@ async def run_turn(
         result = await loop.run(SYSTEM, list(history), QUESTION)
     finally:
         await model.aclose()
+        await client.aclose()  # a client handed in stays its owner's to close
     assert server.pending == 0, "every scripted reply should have been used"
     return Turn(result, events, server.requests, executed)
 
@@ -785,3 +792,67 @@ async def test_the_default_budget_is_eight_exploration_rounds(
     assert len(server.requests) == tool_rounds + 1
     assert (result.rounds, result.stopped_by) == (12, "forced")
     assert [last_user(r.body) == SETTLE_PROMPT for r in server.requests].count(True) == 3
+
+
+# retries on the status line, the turn deadline -------------------------------------------------
+async def test_a_retry_wait_becomes_a_notice_with_its_countdown(server: FakeLLMServer) -> None:
+    server.extend([Reply(status=429, headers={"Retry-After": "0.2"}), Reply(text="ok")])
+    model = make_model(provider="custom", model="fake-model", base_url=server.url)
+    events: list[tuple[str, dict[str, Any]]] = []
+
+    async def execute(call: ToolCall) -> ToolResult:
+        raise AssertionError("no tool runs")
+
+    loop = AgentLoop(model, execute, lambda kind, **data: events.append((kind, data)))
+    try:
+        result = await loop.run(SYSTEM, [], QUESTION)
+    finally:
+        await model.aclose()
+    assert result.answer == "ok"
+    notices = [d for kind, d in events if kind == "notice"]
+    assert notices == [
+        {
+            "text": "rate limited by OpenAI-compatible server, retrying in 1 s",
+            "retry_in": 0.2,
+            "reason": "rate limited by OpenAI-compatible server",
+            "status": 429,
+        }
+    ]
+
+
+class SlowTool(Tool):
+    name: ClassVar[str] = "slow"
+    description: ClassVar[str] = "Takes its time."
+    Args: ClassVar[type[BaseModel]] = NoArgs
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        import asyncio
+
+        await asyncio.sleep(30)
+        return ToolResult(content="late")
+
+
+async def test_the_turn_deadline_ends_a_turn_with_an_error_in_words(
+    server: FakeLLMServer, registry: ToolRegistry
+) -> None:
+    from deeptutor_jupyter.agent.loop import TurnDeadline
+
+    registry.register(SlowTool())
+    server.add(Reply(tool_calls=[ToolCallSpec("slow", {}, id="s1")]))
+    model = make_model(
+        provider="custom", model="fake-model", base_url=server.url, turn_deadline=0.5
+    )
+    ctx = ToolContext(session_id="s", turn_id="t", workspace=Path("."))
+
+    async def execute(call: ToolCall) -> ToolResult:
+        return await registry.execute(call, ctx)
+
+    loop = AgentLoop(model, execute, lambda kind, **data: None, tools=registry.schemas(["slow"]))
+    try:
+        with pytest.raises(TurnDeadline) as info:
+            await loop.run(SYSTEM, [], QUESTION)
+    finally:
+        await model.aclose()
+    assert info.value.kind == "timeout"
+    assert "time limit (0.5 s of model and tool time)" in info.value.message
+    assert "turn_deadline" in info.value.hint

@@ -100,20 +100,27 @@ class KernelDriver:
         self.kc.shell_channel.send(msg)
         msg_id: str = msg["header"]["msg_id"]
         self.wait_for(lambda: self._idle_after(msg_id), timeout)
-        reply = self.kc.get_shell_msg(timeout=timeout)
-        # wait_for_ready re-sends kernel_info when the kernel is slow to start (a loaded
-        # machine); the late extra replies are still queued: skip them, not a failure.
-        while (
-            reply["parent_header"].get("msg_id") != msg_id
-            and reply["msg_type"] == "kernel_info_reply"
-        ):
-            reply = self.kc.get_shell_msg(timeout=timeout)
-        assert reply["parent_header"]["msg_id"] == msg_id, f"a stray {reply['msg_type']}"
+        reply = self.shell_reply(msg_id, timeout)
         self.last_reply = reply
         status = reply["content"]["status"]
         if status != "ok":
             raise AssertionError(f"cell failed: {reply['content']}\n{self.stream_text(msg_id)}")
         return msg_id
+
+    def shell_reply(self, msg_id: str, timeout: float = 30.0) -> dict[str, Any]:
+        """The shell reply to ``msg_id``, skipping stale ones.
+
+        ``wait_for_ready`` sends ``kernel_info`` every second until the kernel answers, so under
+        load a late ``kernel_info_reply`` can arrive after any later request: match by id.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no shell reply to {msg_id} within {timeout}s")
+            reply: dict[str, Any] = self.kc.get_shell_msg(timeout=left)
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return reply
 
     def _idle_after(self, msg_id: str) -> bool:
         return any(

@@ -422,7 +422,10 @@ GOOD: list[tuple[str, bool, list[str], str]] = [
     ("number", False, [], "42"),
     ("number", False, [], "-3.5"),
     ("number", False, [], "1e3"),
-    ("number", False, [], " 7 "),
+    ("number", False, [], "2e3"),
+    ("number", False, [], "+4"),
+    ("number", False, [], ".5"),
+    ("number", False, [], "1."),
     ("date", False, [], "2026-02-28"),
     ("date", False, [], "2024-02-29"),
     ("directory", False, [], "data"),
@@ -450,6 +453,12 @@ REFUSED: list[tuple[str, bool, list[str], str, str]] = [
     ("number", False, [], "inf", "finite"),
     ("number", False, [], "-Infinity", "finite"),
     ("number", False, [], "", "type an answer"),
+    ("number", False, [], " 7 ", "spaces around it"),
+    ("number", False, [], "1_000", "not a number"),
+    ("number", False, [], "0x10", "not a number"),
+    ("number", False, [], "1e999", "finite"),
+    ("date", False, [], " 2026-01-02", "spaces around it"),
+    ("date", False, [], "2026-01-02\n", "spaces around it"),
     ("date", False, [], "2026-13-01", "YYYY-MM-DD"),
     ("date", False, [], "2026-02-30", "YYYY-MM-DD"),
     ("date", False, [], "01/02/2026", "YYYY-MM-DD"),
@@ -716,3 +725,87 @@ def test_two_processes_racing_on_the_same_request_consume_it_once(
                     stream.close()
     assert wins["A"] + wins["B"] == rounds
     assert store.pending_for() == []
+
+
+# what a closed question says, wrong types, a store that cannot be written -----------------------
+async def test_after_cancel_a_submission_says_the_question_was_cancelled(
+    coordinator: InteractionCoordinator,
+) -> None:
+    asked = await start_ask(coordinator)
+    coordinator.submit(SESSION, asked.request_id, [], "", cancelled=True)
+    await asyncio.wait_for(asked.task, 5)
+    with pytest.raises(AlreadyAnswered, match="This question was cancelled") as info:
+        coordinator.submit(SESSION, asked.request_id, ["safe"])
+    assert "already answered" not in str(info.value)
+
+
+async def test_after_stop_a_submission_says_the_turn_was_stopped(
+    coordinator: InteractionCoordinator,
+) -> None:
+    asked = await start_ask(coordinator)
+    asked.task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asked.task
+    with pytest.raises(AlreadyAnswered, match="This turn was stopped"):
+        coordinator.submit(SESSION, asked.request_id, ["safe"])
+
+
+async def test_after_an_answer_a_submission_still_says_already_answered(
+    coordinator: InteractionCoordinator,
+) -> None:
+    asked = await start_ask(coordinator)
+    coordinator.submit(SESSION, asked.request_id, ["safe"])
+    await asyncio.wait_for(asked.task, 5)
+    with pytest.raises(AlreadyAnswered, match="already answered"):
+        coordinator.submit(SESSION, asked.request_id, ["implement"])
+
+
+@pytest.mark.parametrize(
+    ("selections", "custom", "cancelled", "words"),
+    [
+        (None, 12345, False, "custom_input must be a string, not int"),
+        (None, None, False, "custom_input must be a string"),
+        ("safe", "", False, "selections must be a list"),
+        ([1], "", False, "selections must be a list"),
+        (None, "", "yes", "cancelled must be True or False"),
+    ],
+)
+async def test_wrong_types_are_an_invalid_answer_and_change_nothing(
+    coordinator: InteractionCoordinator,
+    store: Store,
+    selections: Any,
+    custom: Any,
+    cancelled: Any,
+    words: str,
+) -> None:
+    asked = await start_ask(coordinator, "text")
+    with pytest.raises(InvalidAnswer, match=words) as info:
+        coordinator.submit(SESSION, asked.request_id, selections, custom, cancelled)
+    assert info.value.code == "invalid"
+    row = store.get_pending(asked.request_id)
+    assert row is not None and row.status == "pending"
+    coordinator.submit(SESSION, asked.request_id, None, "now as text")
+    tool = await asyncio.wait_for(asked.task, 5)
+    assert json.loads(tool.content)["customInput"] == "now as text"
+
+
+async def test_a_full_disk_while_answering_is_an_interaction_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """submit_user_input: a StoreError becomes StoreUnavailable, an InteractionError."""
+    import deeptutor_jupyter
+    from deeptutor_jupyter.interaction.coordinator import StoreUnavailable
+    from deeptutor_jupyter.store.db import StoreError
+
+    class FullCoordinator:
+        def submit(self, *args: Any) -> dict[str, Any]:
+            raise StoreError("The disk holding state.db is full; free some space.")
+
+    from deeptutor_jupyter.runtime.session import TutorSession
+
+    session = TutorSession("lesson.ipynb", resolve=lambda _flags: None)  # type: ignore[arg-type,return-value]
+    session.coordinator = FullCoordinator()  # type: ignore[assignment]
+    monkeypatch.setattr(deeptutor_jupyter, "_opened_session", lambda: session)
+    with pytest.raises(InteractionError, match="is full") as info:
+        deeptutor_jupyter.submit_user_input(SESSION, "ask_x", ["safe"])
+    assert isinstance(info.value, StoreUnavailable) and info.value.code == "store"

@@ -199,6 +199,14 @@ def test_number_is_text_and_sends_the_raw_input() -> None:
     assert rec.calls == [([], "twelve", False)]
 
 
+def test_number_is_sent_without_the_spaces_typed_around_it() -> None:
+    # The coordinator accepts only a plain number, so the form never sends " 7 ".
+    card, rec = make("number")
+    card.controls["number"].value = " 7 \n"
+    card.submit_button.click()
+    assert rec.calls == [([], "7", False)]
+
+
 def test_date_is_sent_as_iso() -> None:
     card, rec = make("date")
     picker = card.controls["date"]

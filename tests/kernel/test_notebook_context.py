@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
+import codecs
+import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from deeptutor_jupyter.kernel.notebook_context import notebook_cells, preview, render_cells
+from deeptutor_jupyter.kernel import notebook_context as nbc
+from deeptutor_jupyter.kernel.notebook_context import (
+    InspectArgs,
+    InspectVariableTool,
+    describe,
+    notebook_cells,
+    preview,
+    render_cells,
+)
+from deeptutor_jupyter.tools.base import ToolContext
 
 
 @pytest.mark.parametrize("content", ["[1, 2]", '{"cells": 3}', "not json", '{"cells": [5]}'])
@@ -35,3 +48,121 @@ def test_rendering_is_bounded():
 def test_a_preview_is_never_a_full_dump():
     info = preview(list(range(100_000)))
     assert info["len"] == 100_000 and len(info["preview"]) < 1600
+
+
+class Counted:
+    """An item whose repr and ordering are counted: the preview must touch only a few."""
+
+    reprs = 0
+    compares = 0
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __repr__(self) -> str:
+        Counted.reprs += 1
+        return f"C{self.n}"
+
+    def __lt__(self, other: object) -> bool:
+        Counted.compares += 1
+        return isinstance(other, Counted) and self.n < other.n
+
+    def __hash__(self) -> int:
+        return self.n
+
+
+class MyList(list):  # type: ignore[type-arg]
+    pass
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda items: items,
+        lambda items: MyList(items),
+        lambda items: tuple(items),
+        lambda items: set(items),
+        lambda items: {item: 1 for item in items},
+        lambda items: {"nested": [items]},
+    ],
+    ids=["list", "list-subclass", "tuple", "set", "dict", "nested"],
+)
+def test_a_preview_never_builds_the_full_repr_of_a_container(make):
+    value = make([Counted(i) for i in range(20_000)])
+    Counted.reprs = Counted.compares = 0
+    info = preview(value)
+    assert Counted.reprs <= 50 and Counted.compares == 0
+    assert len(info["preview"]) < 1600 and "..." in info["preview"]
+
+
+def test_sizes_come_before_the_preview_and_huge_values_stay_small():
+    assert preview(b"x" * 10_000_000)["len"] == 10_000_000
+    assert len(preview(b"x" * 10_000_000)["preview"]) < 400
+    assert "bits" in preview(10**100_000)["preview"]
+
+
+class Spins:
+    """A __repr__ that spins until released (or gives up after a while, so no test can hang)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.calls = 0
+
+    def __repr__(self) -> str:
+        self.calls += 1
+        deadline = time.monotonic() + 10
+        while not self.release.is_set() and time.monotonic() < deadline:
+            pass
+        return "Spins()"
+
+
+async def test_a_slow_repr_runs_off_the_loop_and_stop_cancels_at_once():
+    spins = Spins()
+    shell = SimpleNamespace(user_ns={"spins": spins})
+    tool = InspectVariableTool(shell)
+    ctx = ToolContext(session_id="s", turn_id="t", workspace=Path("."))
+    task = asyncio.create_task(tool.run(InspectArgs(name="spins"), ctx))
+    ticks = 0
+    while spins.calls == 0:  # the loop keeps running while the repr spins on another thread
+        await asyncio.sleep(0.01)
+        ticks += 1
+    assert not task.done()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert shell.user_ns["spins"] is spins  # the learner's variable survives
+    spins.release.set()
+
+
+async def test_a_repr_that_never_ends_gives_a_result_in_words(monkeypatch: pytest.MonkeyPatch):
+    spins = Spins()
+    threads_before = threading.active_count()
+    info = await describe(spins, timeout=0.2)
+    assert info is None
+    # The abandoned thread is told to stop at its next bytecode, without the release.
+    for _ in range(500):
+        if threading.active_count() <= threads_before:
+            break
+        await asyncio.sleep(0.01)
+    assert threading.active_count() <= threads_before and not spins.release.is_set()
+    monkeypatch.setattr(nbc, "INSPECT_SECONDS", 0.2)
+    tool = InspectVariableTool(SimpleNamespace(user_ns={"spins": spins}))
+    ctx = ToolContext(session_id="s", turn_id="t", workspace=Path("."))
+    result = await tool.run(InspectArgs(name="spins"), ctx)
+    assert result.is_error and "took longer than 0.2 s" in result.content
+    assert "Spins" in result.content and "timed_out" in str(result.data)
+
+
+@pytest.mark.parametrize(
+    "encoding",
+    ["utf-16", "utf-16-be", "utf-8-sig", "utf-32", "latin-1", "cp1252", "utf-8"],
+)
+def test_tutor_md_in_any_editor_encoding_is_read(tmp_path: Path, encoding: str):
+    text = "Réponds en français, étape par étape."
+    if encoding == "utf-16-be":
+        data = codecs.BOM_UTF16_BE + text.encode("utf-16-be")
+    else:
+        data = text.encode(encoding)
+    (tmp_path / "TUTOR.md").write_bytes(data)
+    blocks = nbc.tutor_md_blocks(tmp_path)
+    assert text in blocks[-1]

@@ -45,8 +45,8 @@ def shell(
     finally:
         magics = sh.magics_manager.registry.get("TutorMagics")
         state = getattr(magics, "state", None)
-        if state is not None and state.store is not None:
-            state.store.close()
+        if state is not None and state.session.store is not None:
+            state.session.store.close()
         InteractiveShell.clear_instance()
 
 
@@ -105,11 +105,11 @@ def test_ask_user_gets_the_degraded_result_and_the_turn_goes_on(
         json.loads(tool[0]["content"])
     # Nothing was left waiting: no pending question, no audit of a question never shown.
     magics = shell.magics_manager.registry["TutorMagics"]
-    store = magics.state.store
+    store = magics.state.session.store
     assert store is not None
     assert store.pending_for() == []
     assert not (tmp_path / "home" / "audit" / "interactions.jsonl").exists()
-    turn = magics.state.turns[-1]
+    turn = magics.state.session.turns[-1]
     assert turn.status == "done"
     assert [m["role"] for m in turn.messages] == ["user", "assistant", "tool", "assistant"]
 
@@ -126,3 +126,38 @@ def test_a_flag_with_a_bad_value_is_refused_not_silently_ignored(
     out = capsys.readouterr().out
     assert flags.split()[0] in out
     assert server.requests == []
+
+
+def test_a_home_others_can_read_is_tightened_and_the_cell_says_so_once(
+    shell: InteractiveShell,
+    server: FakeLLMServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    os.chmod(home, 0o755)
+    server.extend([Reply(text="One."), Reply(text="Two.")])
+    shell.run_line_magic("tutor", "first")
+    out = capsys.readouterr().out
+    assert "One." in out
+    assert f"Your tutor folder {home} was readable by other users" in out
+    assert os.stat(home).st_mode & 0o777 == 0o700
+    shell.run_line_magic("tutor", "second")
+    out = capsys.readouterr().out
+    assert "Two." in out and "readable by other users" not in out
+
+
+def test_a_home_that_cannot_be_created_is_a_message_not_a_traceback(
+    shell: InteractiveShell,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("DEEPTUTOR_HOME", str(blocker / "home"))
+    shell.run_line_magic("tutor", "hello")
+    captured = capsys.readouterr()
+    assert "Not started." in captured.out and "a-file" in captured.out
+    assert "Traceback" not in captured.out + captured.err

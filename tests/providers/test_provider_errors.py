@@ -5,6 +5,7 @@ from typing import Any
 import pytest
 
 from deeptutor_jupyter.providers import ChatRequest, ProviderError, TextDelta, find_provider
+from deeptutor_jupyter.providers.base import Waiting
 from deeptutor_jupyter.providers.errors import (
     is_stream_options_rejection,
     is_tools_rejection,
@@ -12,8 +13,7 @@ from deeptutor_jupyter.providers.errors import (
     retry_after_seconds,
 )
 from deeptutor_jupyter.providers.openai_compat import OpenAICompatModel
-from deeptutor_jupyter.providers.retry import RetryPolicy
-from deeptutor_jupyter.testing import NO_REPLY_LEFT, FakeLLMServer, Reply
+from deeptutor_jupyter.testing import NO_REPLY_LEFT, FakeLLMServer, Reply, ToolCallSpec
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
 
@@ -87,7 +87,7 @@ async def test_429_honours_retry_after_then_succeeds(server: FakeLLMServer, slee
     server.extend(
         [
             Reply(status=429, error="Rate limit reached", headers={"Retry-After": "7"}),
-            Reply(status=429, headers={"Retry-After": "600"}),
+            Reply(status=429, headers={"Retry-After": "45"}),
             Reply(text="finally"),
         ]
     )
@@ -96,7 +96,44 @@ async def test_429_honours_retry_after_then_succeeds(server: FakeLLMServer, slee
     await chat_model.aclose()
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "finally"
     assert len(server.requests) == 3
-    assert sleeps.delays == [7.0, RetryPolicy().retry_after_cap]
+    assert sleeps.delays == [7.0, 45.0]
+    # Each wait is announced before it starts, for the status line's countdown.
+    waits = [e for e in events if isinstance(e, Waiting)]
+    assert [(w.seconds, w.status) for w in waits] == [(7.0, 429), (45.0, 429)]
+    assert waits[0].reason == "rate limited by OpenAI"
+
+
+async def test_a_retry_after_longer_than_max_retry_wait_fails_at_once(
+    server: FakeLLMServer, sleeps: Any
+) -> None:
+    server.add(Reply(status=429, error="Slow down", headers={"Retry-After": "600"}))
+    error = await failure(make(server.url, sleep=sleeps, max_retry_wait=60))
+    assert error.kind == "rate_limit" and error.status == 429
+    assert "asked to wait 600 s" in error.message and "max_retry_wait (60 s)" in error.message
+    assert "10 min" in error.hint and "DEEPTUTOR_MAX_RETRY_WAIT" in error.hint
+    assert sleeps.delays == [] and len(server.requests) == 1
+
+
+async def test_a_stream_of_keep_alives_only_times_out_as_idle(server: FakeLLMServer) -> None:
+    server.add(Reply(raw_sse=[": keep-alive"] * 400, chunk_delay=0.01))
+    error = await failure(make(server.url, idle_timeout=0.5))
+    assert error.kind == "timeout"
+    assert "sent nothing for 0.5 s" in error.message and "idle_timeout" in error.hint
+
+
+async def test_tool_call_fragments_keep_a_stream_alive(server: FakeLLMServer) -> None:
+    # A long tool call streams no text for a while; its fragments are not idleness.
+    args = '{"expression": "' + "1+" * 40 + '1"}'
+    server.add(
+        Reply(
+            tool_calls=[ToolCallSpec("calculate", args, id="c1")],
+            chunk_delay=0.15,  # about 1 s in all: longer than the idle timeout, each gap shorter
+        )
+    )
+    chat_model = make(server.url, idle_timeout=0.6)
+    events = [e async for e in chat_model.stream(ChatRequest(model="", messages=[]))]
+    await chat_model.aclose()
+    assert events[-1].tool_calls[0].arguments == args  # type: ignore[union-attr]
 
 
 async def test_5xx_retried_with_growing_backoff(server: FakeLLMServer, sleeps: Any) -> None:

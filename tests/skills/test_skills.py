@@ -97,14 +97,29 @@ def test_front_matter_forms() -> None:
     assert meta == {
         "name": "x",
         "tags": ["a", "b"],
-        "description": "folded text",
+        "description": "folded text\n",  # YAML block scalars keep their final newline
         "always": True,
-        "notes": "one\ntwo",
+        "notes": "one\ntwo\n",
     }
     assert body == "Body"
     assert split_front_matter("---\ntags: []\n---\n")[0] == {"tags": []}
     with pytest.raises(FrontMatterError, match="not closed"):
         split_front_matter("---\nname: x\n")
+
+
+def test_nested_front_matter_is_read_not_refused(tmp_path: Path) -> None:
+    meta, _body = split_front_matter(
+        "---\nname: x\ndescription: 'Quoted: with a colon'\n"
+        "metadata:\n  author: Ms. Lee\n  version: 2\n---\nBody\n"
+    )
+    assert meta["metadata"] == {"author": "Ms. Lee", "version": 2}
+    assert meta["description"] == "Quoted: with a colon"
+    make_skill(tmp_path, "nested", "name: nested\ndescription: d\nmetadata:\n  a: 1")
+    assert "nested" in discover_skills(course_dir=tmp_path, user_dir=None)
+    with pytest.raises(FrontMatterError, match="cannot read"):
+        split_front_matter("---\nname: [unclosed\n---\n")
+    with pytest.raises(FrontMatterError, match="key: value"):
+        split_front_matter("---\n- just\n- a list\n---\n")
 
 
 def test_manifest_has_one_line_per_skill(tmp_path: Path) -> None:

@@ -304,3 +304,38 @@ def test_concurrent_requests_each_get_one_reply(server: FakeLLMServer) -> None:
         bodies = list(pool.map(lambda _: chat(server).json(), range(8)))
     texts = sorted(b["choices"][0]["message"]["content"] for b in bodies)
     assert texts == sorted(str(i) for i in range(8))
+
+
+async def test_the_in_process_transport_replays_the_same_script_and_log() -> None:
+    import httpx
+
+    from deeptutor_jupyter.providers import ChatRequest, ProviderError, TextDelta, make_model
+
+    server = FakeLLMServer(
+        [
+            Reply(text="Four.", chunks=["Fo", "ur."]),
+            Reply(status=429, error="slow down"),
+            Reply(text="cut short", break_after=1),
+        ]
+    )  # never started: no socket at all
+    client = httpx.AsyncClient(transport=server.transport())
+    model = make_model(
+        provider="custom",
+        model="fake",
+        base_url="http://fake.invalid/v1",
+        client=client,
+        max_retries=0,
+    )
+    request = ChatRequest(model="fake", messages=[{"role": "user", "content": "2+2?"}])
+    deltas = [e.text async for e in model.stream(request) if isinstance(e, TextDelta)]
+    assert deltas == ["Fo", "ur."]
+    with pytest.raises(ProviderError) as limited:
+        _ = [e async for e in model.stream(request)]
+    assert limited.value.kind == "rate_limit" and "slow down" in limited.value.message
+    with pytest.raises(ProviderError) as broken:
+        _ = [e async for e in model.stream(request)]
+    assert broken.value.kind == "stream_broken"
+    await model.aclose()
+    await client.aclose()
+    assert [r.body["messages"][0]["content"] for r in server.requests] == ["2+2?"] * 3
+    assert server.requests[0].path == "/v1/chat/completions"

@@ -136,6 +136,8 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
             widget.observe(self._on_change, names="value")
         self._refresh()
 
+    _where = ""  # where the turn of this answer went on, when not under this card
+
     def _s(self, key: str) -> str:
         return s(key, self.language)
 
@@ -261,7 +263,10 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
         if self.mode == "date":
             day: datetime.date | None = self.controls["date"].value
             return [], "" if day is None else day.isoformat()
-        return [], str(self.controls[self.mode].value)
+        text = str(self.controls[self.mode].value)
+        # A number is sent without the spaces a learner may type around it: the coordinator
+        # accepts only a plain number (interaction/coordinator.py: check_answer).
+        return [], text.strip() if self.mode == "number" else text
 
     def _missing(self) -> str:
         """The hint key for what still blocks Submit, or "" when the form can be sent."""
@@ -331,8 +336,10 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
         custom_input: str,
         answered_at: float,
         status: str = "continuing",
+        where: str = "",
     ) -> None:
-        """Replace the form with what was answered, when, and whether the turn goes on."""
+        """Replace the form with what was answered, when, and whether the turn goes on (and
+        where, when that is another notebook's cell)."""
         labels = {o.id: o.label for o in self.options}
         lines: list[str] = []
         if self.mode in OPTION_MODES:
@@ -347,6 +354,10 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
         else:
             lines.append(self._verbatim("your_answer", custom_input))
         word = self._s("continuing" if status == "continuing" else "answered")
+        self._where = where = where or self._where
+        if where:  # the turn goes on (or went on) in another notebook's cell
+            key = "continues_in" if status == "continuing" else "continued_in"
+            word = self._s(key).format(where=where)
         when = self._s("answered_at").format(time=local_time(answered_at))
         lines.append(_small(f"{when} · {word}"))
         self._settle("answered", "".join(f"<div>{line}</div>" for line in lines))

@@ -17,9 +17,9 @@ import ipywidgets as widgets
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.config import ResolvedSettings
-    from deeptutor_jupyter.kernel.learn_commands import Learning
     from deeptutor_jupyter.kernel.tutor import KernelTutor
     from deeptutor_jupyter.learning.path import LearningPath
+    from deeptutor_jupyter.runtime.learning import Learning
 
 
 class PathCard(widgets.VBox):  # type: ignore[misc]
@@ -120,7 +120,9 @@ async def _from_model(
 
     context = _kb_context(resolved.settings.home, kb, topic) if kb else ""
     try:
-        reply = await model_completer(tutor.model_for(resolved))(path_request(topic, context))
+        reply = await model_completer(tutor.session.model_for(resolved))(
+            path_request(topic, context)
+        )
         path = parse_path_reply(topic, reply, "kb" if context else "model")
     except Exception as exc:  # PathError, or the model could not be reached
         card.propose(None, f"No path could be proposed ({exc}). Write the objectives yourself.")

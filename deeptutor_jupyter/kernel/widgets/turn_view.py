@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import html
 import json
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -117,6 +118,8 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         self._round = 0
         self._phase = ""
         self._state = t("starting", language)
+        self._retry_reason = ""
+        self._retry_at = 0.0  # monotonic time of the announced retry; the status counts down
         self._started = time.monotonic()
         self._flush_handle: asyncio.TimerHandle | None = None
         self._ticker: asyncio.Task[None] | None = None
@@ -129,6 +132,8 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         if d.get("explore"):
             self._explore(event)
             return
+        if event.type in ("content", "thinking", "round_started", "tool_call", "error"):
+            self._retry_at = 0.0
         if event.type == "content":
             self._current_text().parts.append(d["text"])
             self._state = t("answering", self.language)
@@ -171,6 +176,11 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
             if (form := self.cards.get(d.get("id", ""))) is not None:
                 update_card(form, d)
             self._state = t("answering", self.language)
+        elif event.type == "notice" and d.get("retry_in") is not None:
+            # A retry after a 429/5xx: the status line counts down instead of "starting…".
+            self._retry_reason = str(d.get("reason") or d.get("text", ""))
+            self._retry_at = time.monotonic() + float(d["retry_in"])
+            self._render_status()
         elif event.type == "notice":
             self._flush()
             self.errors.children = (*self.errors.children, _notice(d["text"]))
@@ -188,8 +198,9 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         if event.type == "quiz_required":
             self._flush()
             self._text = None
-            make = self.make_quiz_card or _default_quiz_card
-            form = make(dict(d))
+            if self.make_quiz_card is None:
+                return  # a view without a kernel behind it cannot grade
+            form = self.make_quiz_card(dict(d))
             self.cards[d["id"]] = form
             self._quiz_bodies[d["id"]] = dict(d)
             self.blocks.children = (*self.blocks.children, form)
@@ -264,8 +275,16 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
             phase = "" if self._phase in ("", "exploration") else f" ({self._phase})"
             bits.append(f"{t('round', self.language)} {self._round}{phase}")
         bits.append(f"{elapsed:.1f} s")
-        bits.append(final or html.escape(self._state))
+        bits.append(final or html.escape(self._retry_status() or self._state))
         self.status.value = '<span class="dt-status-line">' + " · ".join(bits) + "</span>"
+
+    def _retry_status(self) -> str:
+        left = self._retry_at - time.monotonic()
+        if left <= 0:
+            return ""
+        return t("retrying_in", self.language).format(
+            reason=self._retry_reason, seconds=math.ceil(left)
+        )
 
     async def _tick(self) -> None:
         while not self.finished:
@@ -296,12 +315,6 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
     @property
     def answer_text(self) -> str:
         return self._text.text if self._text is not None else ""
-
-
-def _default_quiz_card(body: dict[str, Any]) -> Any:
-    from deeptutor_jupyter.kernel.learn_commands import quiz_card_for
-
-    return quiz_card_for(body)
 
 
 def error_card(data: dict[str, Any], language: str = "en") -> widgets.HTML:

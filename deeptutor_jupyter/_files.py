@@ -1,0 +1,138 @@
+"""The learner's files: private by default, replaced atomically, locked across processes.
+
+Everything under ``$DEEPTUTOR_HOME`` is one learner's conversations and answers, so the home is
+0700 and every file in it 0600, whatever the umask says (a classroom hub is a shared machine).
+Documents are replaced, never rewritten in place: a temporary sibling is written, fsynced and
+renamed over the old file, and the folder is fsynced so the rename itself survives a crash.
+Read-modify-write sequences hold an ``flock`` on a lock file; ``fcntl`` is imported only when a
+lock is taken, so importing this module stays cheap and works where fcntl does not exist.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def ensure_private_dir(path: Path) -> bool:
+    """Create ``path`` 0700 (with its parents); tighten it if it exists and others can read it.
+
+    Returns True when an existing folder was tightened, so the caller can say so once.
+    Parents the learner did not ask for (``~``) are created but never changed.
+    """
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(mode=DIR_MODE)
+        os.chmod(path, DIR_MODE)  # mkdir's mode is filtered by the umask
+        return False
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        os.chmod(path, mode & ~0o077 | 0o700)
+        return True
+    return False
+
+
+def private_file(path: Path) -> None:
+    """Make sure ``path`` exists and only its owner can read it (created 0600, never truncated)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+    finally:
+        os.close(fd)
+
+
+def tighten(path: Path) -> None:
+    """chmod 0600 if the file exists (SQLite creates ``-wal``/``-shm`` with the umask's mode)."""
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_IMODE(path.stat().st_mode) & 0o077:
+            os.chmod(path, FILE_MODE)
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int = FILE_MODE) -> None:
+    """Replace ``path`` with ``data`` atomically: temp file, fsync, rename, fsync the folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    try:
+        os.fchmod(fd, mode)
+        write_all(fd, data)
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    os.close(fd)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str, *, mode: int = FILE_MODE) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def fsync_dir(directory: Path) -> None:
+    # Makes a rename durable; some filesystems refuse to open a directory, which is fine.
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def locked(lock_path: Path, *, blocking: bool = True) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``lock_path``; ``BlockingIOError`` if taken and non-blocking.
+
+    flock locks belong to the open file description, so two opens in one process exclude each
+    other exactly as two processes do. Lock files are never deleted: deleting one while another
+    process holds it would let a third process lock a fresh inode. Without fcntl (Windows) the
+    block runs unlocked: one kernel per learner is the common case there.
+    """
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def private_tree(root: Path) -> None:
+    """Folders 0700 and files 0600 under ``root`` (a library wrote them with the umask's mode)."""
+    if not root.is_dir():
+        tighten(root)
+        return
+    for folder, _dirs, files in os.walk(root):
+        os.chmod(folder, DIR_MODE)
+        for name in files:
+            tighten(Path(folder) / name)

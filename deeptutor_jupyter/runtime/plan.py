@@ -1,0 +1,201 @@
+"""What a turn carries besides the question: its tools, its prompt blocks, its trace.
+
+One place decides the tool surface (``knowledge.mount.mounted_tools``) from the turn's situation,
+gathers the system-prompt blocks (TUTOR.md, what memory knows, the skills), and, when the turn
+ends, writes its trace to the learner's memory (the surface puts it in its output too).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from deeptutor_jupyter.errors import DeepTutorError
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.config import Settings
+    from deeptutor_jupyter.memory import TraceRecord
+    from deeptutor_jupyter.runtime.events import EventLog
+    from deeptutor_jupyter.runtime.orchestrator import Turn
+    from deeptutor_jupyter.runtime.session import TutorSession
+    from deeptutor_jupyter.tools.base import Tool
+
+ALWAYS = (
+    "ask_user",
+    "make_quiz",
+    "calculate",
+    "read_notebook",
+    "last_error",
+    "inspect_variable",
+    "read_memory",
+    "write_memory",
+)
+
+
+class PlanError(DeepTutorError, ValueError):
+    code = "plan"
+
+    """A turn that cannot start as asked (an unknown knowledge base); the text says why."""
+
+
+@dataclass
+class TurnPlan:
+    enabled_tools: list[str]
+    system_blocks: list[str]
+    deps: dict[str, Any] = field(default_factory=dict)
+
+
+def runtime_tools() -> list[Tool]:
+    """The tools every session has besides its surface's own (memory, knowledge, skills)."""
+    from deeptutor_jupyter.knowledge.tools import SearchKnowledgeTool
+    from deeptutor_jupyter.memory.tools import ReadMemoryTool, WriteMemoryTool
+    from deeptutor_jupyter.skills import ReadSkillTool
+
+    return [ReadMemoryTool(), WriteMemoryTool(), SearchKnowledgeTool(), ReadSkillTool()]
+
+
+def plan_turn(
+    session: TutorSession,
+    settings: Settings,
+    *,
+    kbs: list[str],
+    user_tools: tuple[str, ...] | None = None,
+    no_tools: bool = False,
+    instructions: list[str] | None = None,
+) -> TurnPlan:
+    from deeptutor_jupyter.knowledge import list_kbs
+    from deeptutor_jupyter.knowledge.mount import MountContext, mounted_tools
+    from deeptutor_jupyter.skills import always_blocks, skills_manifest
+
+    home = settings.home
+    known = {kb["name"] for kb in list_kbs(home)}
+    unknown = [name for name in kbs if name not in known]
+    if unknown:
+        listed = ", ".join(sorted(known)) or "none yet"
+        raise PlanError(
+            f"No knowledge base named {', '.join(unknown)}. Known: {listed}. "
+            "Create one with `%tutor kb add <name> <folder>`."
+        )
+    skills = _skills(home)
+    blocks = list(instructions or [])
+    if session.memory is not None and (remembered := session.memory.system_prompt_block()):
+        blocks.append(remembered)
+    if skills:
+        blocks.append(skills_manifest(skills))
+        blocks += always_blocks(skills)
+    from deeptutor_jupyter.runtime.learning import standing_text
+
+    if standing := standing_text(session_learning(session, home).store):
+        blocks.append(standing)  # where the learner stands on their path
+    if kbs:
+        blocks.append(
+            f"Knowledge bases selected for this turn: {', '.join(kbs)}. Search them with "
+            "search_knowledge before answering about the course material, and cite the "
+            "passages you use as [n]."
+        )
+    assert session.orchestrator is not None
+    registry = session.orchestrator.registry
+    loaded = session.loaded_tools.setdefault(session.session_id, set())
+    deferred = [n for n in registry.names() if (t := registry.get(n)) and t.deferred]
+    tools = mounted_tools(
+        MountContext(
+            has_kb=bool(kbs),
+            has_skills=bool(skills),
+            has_deferred=any(n not in loaded for n in deferred),
+            user_tools=user_tools,
+            no_tools=no_tools,
+        ),
+        # Only what this session registered: a surface without a kernel has no notebook tools.
+        always=(
+            *(n for n in ALWAYS if registry.get(n)),
+            *sorted(n for n in loaded if n in deferred),
+        ),
+    )
+    return TurnPlan(tools, blocks, tool_deps(session, home, kbs, skills))
+
+
+def tool_deps(
+    session: TutorSession, home: Path, kbs: list[str], skills: dict[str, Any]
+) -> dict[str, Any]:
+    """What the tools of a turn need from the session; rebuilt when a saved turn resumes."""
+    from deeptutor_jupyter.memory import new_trace_id
+
+    return {
+        # Redacted from tool results (a learner may have the key in a variable or a cell).
+        "secrets": session.secrets(),
+        "memory": session.memory,
+        "trace_id": new_trace_id(),
+        "kbs": kbs,
+        "home": home,
+        "skills": skills,
+        # load_tools adds here; later turns of the session mount them
+        "loaded_tools": session.loaded_tools.setdefault(session.session_id, set()),
+        "quizzes": session_learning(session, home).quizzes,  # make_quiz pauses on this coordinator
+    }
+
+
+def session_learning(session: TutorSession, home: Path) -> Any:
+    """The session's learning state (runtime/learning.py), able to resume a quiz's turn."""
+    from deeptutor_jupyter.runtime.learning import learning_of
+
+    learning = learning_of(session, home)
+    learning.resume_deps = resume_deps
+    return learning
+
+
+def resume_deps(session: TutorSession, home: Path, context: dict[str, Any]) -> dict[str, Any]:
+    kbs = list((context.get("metadata") or {}).get("kbs", []))
+    return tool_deps(session, home, kbs, _skills(home))
+
+
+def _skills(home: Path) -> dict[str, Any]:
+    """Built-in < course (DEEPTUTOR_COURSE_DIR) < the learner's own skills."""
+    from deeptutor_jupyter.skills import discover_skills, user_skills_dir
+
+    course = os.environ.get("DEEPTUTOR_COURSE_DIR")
+    return dict(
+        discover_skills(course_dir=Path(course) if course else None, user_dir=user_skills_dir(home))
+    )
+
+
+def record_trace(session: TutorSession, turn: Turn, log: EventLog) -> TraceRecord | None:
+    """The turn's L1 trace: written to the learner's memory, returned for the surface's output."""
+    from deeptutor_jupyter.memory import TraceRecord, summarize_answer
+    from deeptutor_jupyter.runtime.redact import scrub_text, usable
+
+    ctx = turn.ctx
+    tools = [e.data["name"] for e in log.events if e.type == "tool_call"]
+    asked = [
+        {
+            "request_id": e.data.get("id", ""),
+            "tool_call_id": e.data.get("toolCallId", ""),
+            "selections": list(e.data.get("selections", [])),
+            "cancelled": bool(e.data.get("cancelled")),
+        }
+        for e in log.events
+        if e.type == "user_input_resolved"
+    ]
+    started = log.events[0].ts if log.events else 0.0
+    record = TraceRecord(
+        trace_id=str(turn.extra.get("trace_id") or ctx.turn_id),
+        surface=session.surface,
+        session_id=ctx.session_id,
+        turn_id=ctx.turn_id,
+        model=ctx.profile.label,
+        started_at=started,
+        finished_at=log.events[-1].ts if log.events else started,
+        question=scrub_text(ctx.question, usable(session.secrets())),
+        answer_summary=summarize_answer(turn.answer),
+        tools=tools,
+        ask_user=asked,
+        status=turn.status,
+        notebook=session.notebook,
+    )
+    if session.memory is not None:
+        try:
+            session.memory.emit(record)
+        except Exception as exc:  # a full disk must not lose the answer on screen
+            log.emit("notice", text=f"The trace of this turn was not saved: {exc}")
+    return record
