@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is needed, then runs every check: lint, format, strict types, the whole test suite
-# (unit, end-to-end kernels, notebooks under nbval). Extra arguments go to pytest.
+# (unit, end-to-end kernels, the notebooks of notebooks/ run by tests/notebooks). Extra arguments
+# go to pytest.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"

@@ -12,7 +12,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from deeptutor_jupyter.kernel.display import show_markdown
+from deeptutor_jupyter.kernel.display import plural, show_markdown, widget_bundle
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.config import ResolvedSettings
@@ -35,6 +35,11 @@ KB_USAGE = """\
 %tutor kb remove <name>                     delete a knowledge base's index (not the files)
 %tutor --kb <name> <question>               answer with that material, citing it
 ```"""
+
+EMPTY_KB_LIST = (
+    "No knowledge bases yet. Add your course material with `%tutor kb add NAME FOLDER`, "
+    "then ask with `%tutor --kb NAME` followed by your question."
+)
 
 MODES = ("update", "audit", "dedup", "merge")
 
@@ -77,7 +82,9 @@ def memory_command(tutor: KernelTutor, resolved: ResolvedSettings, rest: str) ->
     elif verb == "forget" and params == ["--all"]:
         from deeptutor_jupyter.kernel.widgets.forget_card import ForgetCard
 
-        display(ForgetCard(store, language=language))  # type: ignore[no-untyped-call]
+        card = ForgetCard(store, language=language)
+        # With a display id the receipt replaces the saved text once the learner answers.
+        card.display_handle = display(card, display_id=True)  # type: ignore[no-untyped-call]
     elif verb == "consolidate":
         _consolidate(tutor, resolved, params)
     else:
@@ -105,7 +112,13 @@ def _consolidate(tutor: KernelTutor, resolved: ResolvedSettings, params: list[st
         return
     status = widgets.HTML(f"Consolidating <code>{html.escape(doc)}</code> ({mode})…")
     status.add_class("dt-consolidate")
-    display(status)  # type: ignore[no-untyped-call]
+    handle = display(  # type: ignore[no-untyped-call]
+        widget_bundle(status, f"Consolidating `{doc}` ({mode})…"), raw=True, display_id=True
+    )
+
+    def say(markdown: str) -> None:
+        """The widget shows the HTML; the saved notebook keeps the same words as Markdown."""
+        handle.update(widget_bundle(status, markdown), raw=True)
 
     async def run() -> None:
         from deeptutor_jupyter.memory.consolidate import RunBusyError, consolidate
@@ -116,20 +129,26 @@ def _consolidate(tutor: KernelTutor, resolved: ResolvedSettings, params: list[st
             result = await consolidate(tutor.session.memory, model, layer=layer, key=key, mode=mode)  # type: ignore[arg-type]
         except RunBusyError:
             status.value = f"<code>{html.escape(doc)}</code> is busy: another consolidation runs."
+            say(f"`{doc}` is busy: another consolidation runs.")
             return
         except Exception as exc:
             status.value = f"⚠ Consolidation failed: {html.escape(str(exc))}"
+            say(f"⚠ Consolidation failed: {exc}")
             return
         rejected = "".join(
             f"<li>{html.escape(str(op))}: {html.escape(str(reason))}</li>"
             for op, reason in result.rejected
         )
         status.value = (
-            f"<b>{mode}</b> on <code>{html.escape(doc)}</code>: {result.ops_applied} change(s) "
-            f"applied in {result.passes} pass(es)."
+            f"<b>{mode}</b> on <code>{html.escape(doc)}</code>: "
+            f"{plural(len(result.ops_applied), 'change', 'changes')} applied in "
+            f"{plural(result.passes, 'pass', 'passes')}."
             + (f"<pre>{html.escape(result.diff)}</pre>" if result.diff else "")
             + (f"<p>Rejected:</p><ul>{rejected}</ul>" if rejected else "")
         )
+        applied = plural(len(result.ops_applied), "change", "changes")
+        passes = plural(result.passes, "pass", "passes")
+        say(f"**{mode}** on `{doc}`: {applied} applied in {passes}.")
 
     tutor.background(run())
 
@@ -144,7 +163,7 @@ def kb_command(tutor: KernelTutor, resolved: ResolvedSettings, rest: str) -> Non
         if verb == "list" and not params:
             kbs = list_kbs(home)
             if not kbs:
-                show_markdown("No knowledge bases yet. " + KB_USAGE)
+                show_markdown(EMPTY_KB_LIST)
                 return
             rows = [
                 f"| {kb['name']} | {kb.get('files', '?')} | {kb.get('chunks', '?')} |" for kb in kbs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -13,6 +14,11 @@ def show_markdown(text: str) -> None:
     display({"text/markdown": text, "text/plain": text}, raw=True)  # type: ignore[no-untyped-call]
 
 
+def plural(count: int, one: str, many: str) -> str:
+    """``1 entry``, ``2 entries``: English counts read as words, not ``entry(s)``."""
+    return f"{count} {one if count == 1 else many}"
+
+
 def widget_bundle(widget: Any, markdown: str) -> dict[str, Any]:
     return {
         WIDGET_MIME: {"model_id": widget.model_id, "version_major": 2, "version_minor": 0},
@@ -21,13 +27,83 @@ def widget_bundle(widget: Any, markdown: str) -> dict[str, Any]:
     }
 
 
+_NOT_ANSWERED = {
+    "timeout": "not answered in time",
+    "turn_stopped": "the turn was stopped before an answer",
+}
+
+
+def asked_from_events(events: Iterable[Any]) -> list[dict[str, str]]:
+    """Each ``ask_user`` question of a turn with the answer given, as ``{title, answer}``.
+
+    Built from the turn's ``user_input_required`` / ``user_input_resolved`` events
+    (runtime/events.py); option ids become their labels, free text stays verbatim. A question
+    still waiting has an empty answer. Pass every event of the turn, the saved ones before a
+    resume included, so each answer finds its question's option labels.
+    """
+    asked: dict[str, dict[str, str]] = {}
+    payloads: dict[str, dict[str, Any]] = {}
+    for event in events:
+        data = dict(getattr(event, "data", {}) or {})
+        request_id = str(data.get("id") or "")
+        if event.type == "user_input_required":
+            payloads[request_id] = data
+            asked[request_id] = {"title": str(data.get("title") or ""), "answer": ""}
+        elif event.type == "user_input_resolved":
+            payload = payloads.get(request_id, {})
+            entry = asked.setdefault(request_id, {"title": "", "answer": ""})
+            entry["answer"] = _answer_text(payload, data)
+    return [a for a in asked.values() if a["title"] or a["answer"]]
+
+
+def _answer_text(payload: dict[str, Any], result: dict[str, Any]) -> str:
+    if result.get("cancelled"):
+        return "_" + _NOT_ANSWERED.get(str(result.get("reason") or ""), "cancelled") + "_"
+    labels = {
+        str(o.get("id")): str(o.get("label") or o.get("id"))
+        for o in payload.get("options", []) or []
+        if isinstance(o, dict)
+    }
+    parts = [labels.get(str(s), str(s)) for s in result.get("selections", []) or []]
+    custom = str(result.get("customInput") or "")
+    if custom:
+        parts.append(custom if not parts else f"other: {custom}")
+    if not parts and payload.get("mode") in ("single", "multiple", "toggle"):
+        return "_none of the options_"
+    return ", ".join(parts)
+
+
+def _asked_markdown(asked: list[dict[str, str]]) -> list[str]:
+    lines: list[str] = []
+    for item in asked:
+        title = item.get("title") or "A question"
+        answer = item.get("answer") or "_not answered yet_"
+        # A multi-line free-text answer stays inside the quote.
+        quoted = answer.replace("\n", "\n> ")
+        lines += [f"> **Tutor asked:** {title}", ">", f"> **You answered:** {quoted}", ""]
+    return lines
+
+
 def turn_markdown(
-    question: str, answer: str, *, model: str, status: str, tools: list[str], error: str = ""
+    question: str,
+    answer: str,
+    *,
+    model: str,
+    status: str,
+    tools: list[str],
+    error: str = "",
+    asked: list[dict[str, str]] | None = None,
 ) -> str:
-    """The turn as a saved notebook shows it on GitHub or nbviewer, with no kernel."""
+    """The turn as a saved notebook shows it on GitHub or nbviewer, with no kernel.
+
+    ``asked`` lists the ``ask_user`` questions and the learner's answers
+    (see :func:`asked_from_events`), so a reader knows what the answer builds on.
+    """
     lines = [f"**You:** {question}", ""]
     if tools:
         lines += ["_Tools used: " + ", ".join(tools) + "_", ""]
+    if asked:
+        lines += _asked_markdown(asked)
     if answer:
         lines += [f"**Tutor** ({model}):", "", answer, ""]
     if error:

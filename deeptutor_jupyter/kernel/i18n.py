@@ -25,6 +25,14 @@ _STRINGS: dict[str, dict[str, str]] = {
         "read_attachments": "Notes from the attachments",
         "no_pending": "No questions are waiting for an answer.",
         "pending_title": "Waiting for your answer:",
+        "waiting_saved": (
+            "_Waiting for your answer: {title}. If the kernel has restarted since, run "
+            "`%tutor pending` to answer it; the tutor continues from here._"
+        ),
+        "pending_saved": (
+            "**Waiting for your answer:** {title}\n\n_If this form does not show (the kernel "
+            "restarted), run `%tutor pending` again to answer it._"
+        ),
         "retrying_in": "{reason}, retrying in {seconds} s",
     },
     "zh": {
@@ -49,6 +57,14 @@ _STRINGS: dict[str, dict[str, str]] = {
         "read_attachments": "附件笔记",
         "no_pending": "没有等待回答的问题。",
         "pending_title": "等待你的回答：",
+        "waiting_saved": (
+            "_等待你的回答：{title}。如果内核已重启，请运行 `%tutor pending` 回答；"
+            "导师会从这里继续。_"
+        ),
+        "pending_saved": (
+            "**等待你的回答：** {title}\n\n"
+            "_如果表单没有显示（内核已重启），请再次运行 `%tutor pending` 回答。_"
+        ),
         "retrying_in": "{reason}，{seconds} 秒后重试",
     },
 }

@@ -114,8 +114,14 @@ def show_pending(tutor: KernelTutor, all_sessions: bool) -> None:
             turn.log.subscribe(_follow(card, row.request_id), after_seq=turn.log.last_seq)
         else:  # its turn waits elsewhere (or nowhere): follow the store
             session.watch_question(row.request_id, _reflect(card))
-        text = f"**{t('pending_title', tutor.language)}** {body.get('title', '')}"
-        display(widget_bundle(box, text), raw=True)  # type: ignore[no-untyped-call]
+        text = t("pending_saved", tutor.language).format(title=body.get("title", ""))
+        tutor.pending_boxes[row.request_id] = box
+        # A display id, so the answer of a turn resumed under this card reaches the saved file.
+        display(widget_bundle(box, text), raw=True, display_id=pending_display_id(row.request_id))  # type: ignore[no-untyped-call]
+
+
+def pending_display_id(request_id: str) -> str:
+    return f"pending-{request_id}"
 
 
 FINISHED = frozenset({"done", "error", "cancelled", "interrupted"})

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.kernel.tutor import KernelTutor
     from deeptutor_jupyter.runtime.learning import Learning
 
-__all__ = ["pending_quizzes", "start_path", "submit_quiz", "wait_for_quiz"]
+__all__ = ["confirm_path", "pending_quizzes", "start_path", "submit_quiz", "wait_for_quiz"]
 
 
 def _tutor_and_learning() -> tuple[KernelTutor, Learning]:
@@ -76,3 +76,14 @@ async def submit_quiz(quiz_id: str, answers: dict[str, Any]) -> dict[str, Any]:
     if card is not None and card.state != "graded":
         card.show_receipt(result)
     return result
+
+
+def confirm_path() -> str:
+    """Press Start on the latest path form of this kernel, as the learner would; its state."""
+    from deeptutor_jupyter.kernel.widgets.path_card import SHOWN
+
+    if not SHOWN:
+        raise RuntimeError("No path form was shown: run %tutor learn <topic> first.")
+    card = SHOWN[-1]
+    card.save()
+    return card.state

@@ -44,9 +44,13 @@ def learning_for(tutor: KernelTutor, home: Path) -> Learning:
 
 
 def _show_resumed(tutor: KernelTutor, turn: Any, row: QuizRow) -> None:
+    """Under the card answered after the restart; its cell's saved Markdown gets the answer."""
+    from deeptutor_jupyter.kernel.interactions import pending_display_id
     from deeptutor_jupyter.kernel.start import attach_view
 
-    view = attach_view(tutor, turn, display_id=None)
+    box = tutor.pending_boxes.get(row.quiz_id)
+    also = {pending_display_id(row.quiz_id): box} if box is not None else {}
+    view = attach_view(tutor, turn, also=also)
     if (slot := tutor.slots.get(row.quiz_id)) is not None:
         slot.children = (view,)
 
@@ -175,6 +179,7 @@ def show_pending_quizzes(tutor: KernelTutor, resolved: ResolvedSettings) -> int:
     from IPython.display import display
 
     from deeptutor_jupyter.kernel.display import widget_bundle
+    from deeptutor_jupyter.kernel.interactions import pending_display_id
     from deeptutor_jupyter.kernel.widgets.quiz_card import form_markdown
 
     session = tutor.session
@@ -195,5 +200,7 @@ def show_pending_quizzes(tutor: KernelTutor, resolved: ResolvedSettings) -> int:
         tutor.slots[row.quiz_id] = slot
         box = widgets.VBox([card, slot])
         box.add_class("dt-pending")
-        display(widget_bundle(box, form_markdown(body)), raw=True)  # type: ignore[no-untyped-call]
+        tutor.pending_boxes[row.quiz_id] = box
+        bundle = widget_bundle(box, form_markdown(body))
+        display(bundle, raw=True, display_id=pending_display_id(row.quiz_id))  # type: ignore[no-untyped-call]
     return len(rows)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,40 +34,25 @@ _FLAGS: dict[str, tuple[str, bool]] = {
     "--no-tools": ("no_tools", False),
     "--attach": ("attach", True),
 }
-# Commands whose whole rest of the line is theirs to parse.
-_FREE_COMMANDS = ("memory", "kb", "learn")
 _FLAG_RE = re.compile(r"\s*(--[a-z-]+)(?:=(\S+))?")
-# command -> the arguments it takes; anything else after the word makes the line a question
-_COMMANDS: dict[str, set[str]] = {
-    "config": set(),
-    "stop": set(),
-    "help": set(),
-    "pending": {"--all"},
-    "why": set(),
-    "review": {"--all"},
-    "progress": set(),
-}
 
-USAGE = """\
-Usage:
+ASKING = """\
   %tutor <question>              ask in this notebook's conversation
   %%tutor [flags]                the cell body is the question
   %tutor --new <question>        start a fresh conversation
-  %tutor why                     explain the last error of this kernel
-  %tutor --cell N <question>     ask about cell N of this notebook
-  %tutor config                  show the effective settings and where each came from
-  %tutor stop                    stop every running turn of this kernel
-  %tutor pending [--all]         show the questions waiting for your answer (--all: every notebook)
-  %tutor memory ...              what the tutor remembers about you (%tutor memory help)
-  %tutor kb ...                  course knowledge bases (%tutor kb help)
-  %tutor learn [<topic>] [--kb NAME]   a learning path with quizzes and gates (%tutor learn help)
-  %tutor review [--all]          the review cards that are due (--all: any), as a quiz
-  %tutor progress                mastery per objective and the review forecast
+  %tutor --cell N <question>     ask about the cell shown as [N] (its source, result, error)
   %tutor --kb NAME <question>    answer from a knowledge base, with citations
-  %tutor --attach a.ipynb,b.pdf <question>   read these files first, then answer
-Flags: --model NAME  --provider NAME  --base-url URL  --max-rounds N  --max-tokens N
-       --temperature T  --timeout SECONDS  --language en|zh  --tools a,b  --no-tools
-"""
+  %tutor --attach a.ipynb,b.pdf <question>   read these files first, then answer"""
+
+FLAGS_AND_SETTINGS = """\
+Flags (they override every other settings layer for this turn):
+  --model NAME  --provider NAME  --base-url URL  --max-rounds N  --max-tokens N
+  --temperature T  --timeout SECONDS  --language en|zh  --tools a,b  --no-tools  --new
+
+Settings come from, lowest first: defaults, $DEEPTUTOR_HOME/settings.toml, the environment
+(DEEPTUTOR_PROVIDER, DEEPTUTOR_MODEL, DEEPTUTOR_BASE_URL, DEEPTUTOR_API_KEY, OPENAI_API_KEY,
+DEEPSEEK_API_KEY, ANTHROPIC_API_KEY, ...), c.TutorMagics.* in ipython_config.py, then these
+flags. With no model configured, %tutor shows a setup card."""
 
 
 class UsageError(DeepTutorError, ValueError):
@@ -84,6 +70,65 @@ class Parsed:
     rest: str = ""  # the line after a free command word
 
 
+@dataclass
+class Call:
+    """One ``%tutor`` line as a command handler receives it."""
+
+    parsed: Parsed
+    resolved: ResolvedSettings | None = None  # None for commands with settings=False
+    cell_index: str | None = None
+    turn_flags: dict[str, str] = field(default_factory=dict)  # --kb, --tools, --attach
+
+
+Handler = Callable[["TutorMagics", Call], None]
+
+
+@dataclass(frozen=True)
+class Command:
+    """A ``%tutor <word>`` subcommand: its help line and what runs it.
+
+    ``args`` are the words it accepts after its name; any other word makes the line a question
+    (``%tutor stop being so verbose`` asks). A ``free`` command parses the rest itself.
+    ``settings=False`` runs before settings are resolved; ``strict_flags=False`` runs even when a
+    flag has a bad value (``config`` is how the learner finds out which).
+    """
+
+    name: str
+    usage: str
+    summary: str
+    run: Handler
+    args: frozenset[str] = frozenset()
+    free: bool = False
+    settings: bool = True
+    strict_flags: bool = True
+
+
+# The table the magic dispatches through; help lists it in this order.
+COMMANDS: dict[str, Command] = {}
+
+
+def command(name: str, usage: str, summary: str, **options: Any) -> Callable[[Handler], Handler]:
+    """Register a handler as ``%tutor <name>``: ``@command("review", "review", "...")``."""
+
+    def register_handler(run: Handler) -> Handler:
+        args = frozenset(options.pop("args", ()))
+        COMMANDS[name] = Command(name, usage, summary, run, args=args, **options)
+        _refresh_docstring()
+        return run
+
+    return register_handler
+
+
+def help_text() -> str:
+    """The one help text: ``%tutor help``, ``%tutor``, ``%tutor?`` and usage errors show it."""
+    width = max(len(c.usage) for c in COMMANDS.values()) + 9
+    lines = [f"  {('%tutor ' + c.usage).ljust(width)} {c.summary}" for c in COMMANDS.values()]
+    return (
+        "%tutor: ask the AI tutor; the answer streams into this cell's output.\n\n"
+        f"Ask:\n{ASKING}\n\nCommands:\n" + "\n".join(lines) + f"\n\n{FLAGS_AND_SETTINGS}\n"
+    )
+
+
 def parse(line: str, cell: str | None) -> Parsed:
     """Leading ``--flags``, then a command word or the question; questions may contain dashes."""
     parsed = Parsed()
@@ -94,7 +139,7 @@ def parse(line: str, cell: str | None) -> Parsed:
             break
         flag, inline = m.group(1), m.group(2)
         if flag not in _FLAGS:
-            raise UsageError(f"Unknown flag {flag}.\n\n{USAGE}")
+            raise UsageError(f"Unknown flag {flag}.\n\n{help_text()}")
         name, takes_value = _FLAGS[flag]
         rest = rest[m.end() :]
         if not takes_value:
@@ -106,22 +151,21 @@ def parse(line: str, cell: str | None) -> Parsed:
         if inline is None:
             vm = re.match(r"\s*(\S+)", rest)
             if not vm:
-                raise UsageError(f"{flag} needs a value.\n\n{USAGE}")
+                raise UsageError(f"{flag} needs a value.\n\n{help_text()}")
             inline, rest = vm.group(1), rest[vm.end() :]
         parsed.flags[name] = inline
     rest = rest.strip()
     words = rest.split()
-    if cell is None and words and words[0] in _FREE_COMMANDS:
-        parsed.command, parsed.rest = words[0], rest[len(words[0]) :].strip()
+    found = COMMANDS.get(words[0]) if cell is None and words else None
+    if found is not None and found.free:
+        parsed.command, parsed.rest = found.name, rest[len(words[0]) :].strip()
         return parsed
-    if cell is None and words and words[0] in _COMMANDS:
-        args = set(words[1:])
-        if args <= _COMMANDS[words[0]]:
-            parsed.command, parsed.args = words[0], args
-            return parsed
+    if found is not None and set(words[1:]) <= found.args:
+        parsed.command, parsed.args = found.name, set(words[1:])
+        return parsed
     parsed.question = (cell if cell is not None else rest).strip()
     if cell is not None and rest:
-        raise UsageError(f"Unexpected text after the flags of %%tutor: {rest!r}.\n\n{USAGE}")
+        raise UsageError(f"Unexpected text after the flags of %%tutor: {rest!r}.\n\n{help_text()}")
     return parsed
 
 
@@ -141,6 +185,7 @@ class TutorMagics(Magics):
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
         self.state = KernelTutor.for_shell(shell, self._resolve)
+        self.cell_errors: dict[int, str] = {}  # In[N] -> its error, for --cell N
 
     def _trait_settings(self) -> dict[str, Any]:
         names = ("provider", "model", "base_url", "max_rounds", "max_tokens", "temperature")
@@ -153,33 +198,7 @@ class TutorMagics(Magics):
 
     @line_cell_magic
     def tutor(self, line: str, cell: str | None = None) -> None:
-        """Ask the AI tutor; the answer streams into this cell's output.
-
-        %tutor What is an eigenvector, intuitively?
-        %tutor --new Let's start over: what is a derivative?
-
-        %%tutor --model deepseek-chat
-        Here is my attempt at the proof... where does it go wrong?
-
-        The cell finishes at once and the answer streams in below it. Follow-up questions in the
-        same notebook continue the conversation; --new starts a fresh one. The Stop button
-        cancels a running answer, and running the cell again replaces its previous answer.
-
-        Commands:
-          %tutor config    the effective settings and where each came from (keys masked)
-          %tutor stop      stop every running turn of this kernel
-          %tutor pending   show again the questions waiting for your answer (--all: every notebook);
-                           after a kernel restart, answering one continues its turn
-
-        Flags (they override every other settings layer for this turn):
-          --model NAME  --provider NAME  --base-url URL  --max-rounds N  --max-tokens N
-          --temperature T  --timeout SECONDS  --language en|zh  --new
-
-        Settings come from, lowest first: defaults, $DEEPTUTOR_HOME/settings.toml, the
-        environment (DEEPTUTOR_PROVIDER, DEEPTUTOR_MODEL, DEEPTUTOR_BASE_URL, DEEPTUTOR_API_KEY,
-        OPENAI_API_KEY, DEEPSEEK_API_KEY, ANTHROPIC_API_KEY, ...), c.TutorMagics.* in
-        ipython_config.py, then these flags. With no model configured, %tutor shows a setup card.
-        """
+        # The docstring is help_text(), set by _refresh_docstring, so %tutor? shows it all.
         from deeptutor_jupyter.kernel.display import show_markdown
         from deeptutor_jupyter.store.db import StoreError
 
@@ -202,94 +221,193 @@ class TutorMagics(Magics):
         except UsageError as exc:
             show_markdown(f"```\n{exc}\n```")
             return
-        cell_index = parsed.flags.pop("cell", None)
-        turn_flags = {
+        call = Call(parsed, cell_index=parsed.flags.pop("cell", None))
+        call.turn_flags = {
             k: parsed.flags.pop(k) for k in ("kb", "tools", "attach") if k in parsed.flags
         }
-        if parsed.command == "help" or (
-            not parsed.command and not parsed.question and cell_index is None
-        ):
-            show_markdown(f"```\n{USAGE}```")
+        if not parsed.command and not parsed.question and call.cell_index is None:
+            parsed.command = "help"
+        found = COMMANDS.get(parsed.command or "")
+        if found is not None and not found.settings:
+            found.run(self, call)
             return
-        from deeptutor_jupyter.config import render_settings_markdown, resolve_settings
-
-        resolved = resolve_settings(traits=self._trait_settings(), flags=parsed.flags)
-        if parsed.command == "config":
-            show_markdown(render_settings_markdown(resolved))
-            return
+        call.resolved = self._resolve(parsed.flags)
         # A flag asked for this turn: a value that does not validate must not silently fall back.
-        if bad_flags := [p for p in resolved.problems if p.startswith("--")]:
+        bad_flags = [p for p in call.resolved.problems if p.startswith("--")]
+        if bad_flags and (found is None or found.strict_flags):
             lines = "\n".join(bad_flags)
-            show_markdown(f"```\nNot started, a flag has a bad value:\n{lines}\n\n{USAGE}```")
+            show_markdown(f"```\nNot started, a flag has a bad value:\n{lines}\n\n{help_text()}```")
             return
-        if parsed.command == "stop":
-            for turn in self.state.session.running_turns():
-                turn.cancel("Stopped with %tutor stop.")
-            return
-        self.state.session.language = resolved.settings.language
-        if parsed.command in ("memory", "kb"):
-            from deeptutor_jupyter.kernel import commands
+        self.state.session.language = call.resolved.settings.language
+        (found.run if found is not None else _ask)(self, call)
 
-            ensure_loop()
-            run = commands.memory_command if parsed.command == "memory" else commands.kb_command
-            try:
-                run(self.state, resolved, parsed.rest)
-            except ValueError as exc:
-                show_markdown(f"⚠ {exc}")
-            return
-        if parsed.command in ("learn", "review", "progress"):
-            from deeptutor_jupyter.kernel import learn_commands as learn
 
-            ensure_loop()
-            try:
-                if parsed.command == "learn":
-                    learn.learn_command(self.state, resolved, parsed.rest)
-                elif parsed.command == "review":
-                    learn.review_command(self.state, resolved, every="--all" in parsed.args)
-                else:
-                    learn.progress_command(self.state, resolved)
-            except ValueError as exc:
-                show_markdown(f"⚠ {exc}")
-            return
-        if parsed.command == "pending":
-            if not resolved.ready and self.state.session.store is None:
-                from deeptutor_jupyter.kernel.start import show_setup
+def _refresh_docstring() -> None:
+    TutorMagics.tutor.__doc__ = help_text()
 
-                show_setup(resolved)
-                return
-            from deeptutor_jupyter.kernel.interactions import show_pending
-            from deeptutor_jupyter.kernel.learn_commands import show_pending_quizzes
 
-            ensure_loop()
-            self.state.open(resolved)
-            every = "--all" in parsed.args
-            # Open quizzes too, resumable like questions; "nothing waiting" only if neither.
-            if not show_pending_quizzes(self.state, resolved) or self.state.session.pending(every):
-                show_pending(self.state, all_sessions=every)
-            return
+# the commands ------------------------------------------------------------------------------
+@command("help", "help", "this help (also %tutor? and %tutor alone)", settings=False)
+def _help(_magics: TutorMagics, _call: Call) -> None:
+    from deeptutor_jupyter.kernel.display import show_markdown
+
+    show_markdown(f"```\n{help_text()}```")
+
+
+@command(
+    "config",
+    "config",
+    "the effective settings and where each came from (keys masked)",
+    strict_flags=False,
+)
+def _config(_magics: TutorMagics, call: Call) -> None:
+    from deeptutor_jupyter.config import render_settings_markdown
+    from deeptutor_jupyter.kernel.display import show_markdown
+
+    assert call.resolved is not None
+    show_markdown(render_settings_markdown(call.resolved))
+
+
+@command("why", "why", "explain the last error of this kernel")
+def _why(magics: TutorMagics, call: Call) -> None:
+    _ask(magics, call)
+
+
+@command("stop", "stop", "stop every running turn of this kernel")
+def _stop(magics: TutorMagics, _call: Call) -> None:
+    for turn in magics.state.session.running_turns():
+        turn.cancel("Stopped with %tutor stop.")
+
+
+@command(
+    "pending",
+    "pending [--all]",
+    "the questions waiting for your answer; --all: of every notebook",
+    args={"--all"},
+)
+def _pending(magics: TutorMagics, call: Call) -> None:
+    resolved, tutor = call.resolved, magics.state
+    assert resolved is not None
+    if not resolved.ready and tutor.session.store is None:
+        from deeptutor_jupyter.kernel.start import show_setup
+
+        show_setup(resolved)
+        return
+    from deeptutor_jupyter.kernel.interactions import show_pending
+    from deeptutor_jupyter.kernel.learn_commands import show_pending_quizzes
+
+    ensure_loop()
+    tutor.open(resolved)
+    every = "--all" in call.parsed.args
+    # Open quizzes too, resumable like questions; "nothing waiting" only if neither.
+    if not show_pending_quizzes(tutor, resolved) or tutor.session.pending(every):
+        show_pending(tutor, all_sessions=every)
+
+
+@command(
+    "demo",
+    "demo [off]",
+    "try the tutor offline on a scripted stand-in (not a real model); off: back to your model",
+    args={"off"},
+    settings=False,
+)
+def _demo(magics: TutorMagics, call: Call) -> None:
+    from deeptutor_jupyter.kernel.demo import demo_for
+    from deeptutor_jupyter.kernel.display import show_markdown
+
+    demo = demo_for(magics.state)
+    show_markdown(demo.stop() if "off" in call.parsed.args else demo.start())
+
+
+def _free_command(name: str) -> Handler:
+    def run(magics: TutorMagics, call: Call) -> None:
+        from deeptutor_jupyter.kernel import commands
+        from deeptutor_jupyter.kernel.display import show_markdown
+
+        assert call.resolved is not None
+        ensure_loop()
+        handler = commands.memory_command if name == "memory" else commands.kb_command
         try:
-            question = compose_question(self.shell, parsed, cell_index)
-        except UsageError as exc:
-            show_markdown(str(exc))
-            return
-        if not has_event_loop():
-            from deeptutor_jupyter.kernel.terminal import run_in_terminal
+            handler(magics.state, call.resolved, call.parsed.rest)
+        except ValueError as exc:
+            show_markdown(f"⚠ {exc}")
 
-            run_in_terminal(self.state, resolved, question, new=parsed.new)
-            return
-        from deeptutor_jupyter.kernel.start import start_turn
+    return run
 
-        tools = flags_list(turn_flags.get("tools"))
-        start_turn(
-            self.state,
-            resolved,
-            question,
-            new=parsed.new,
-            kbs=flags_list(turn_flags.get("kb")) or [],
-            user_tools=tuple(tools) if tools is not None else None,
-            no_tools="no_tools" in parsed.switches,
-            attachments=[Path(p).expanduser() for p in flags_list(turn_flags.get("attach")) or []],
-        )
+
+command(
+    "memory", "memory ...", "what the tutor remembers about you (%tutor memory help)", free=True
+)(_free_command("memory"))
+command("kb", "kb ...", "course knowledge bases (%tutor kb help)", free=True)(_free_command("kb"))
+
+
+def _learning_command(name: str) -> Handler:
+    def run(magics: TutorMagics, call: Call) -> None:
+        from deeptutor_jupyter.kernel import learn_commands as learn
+        from deeptutor_jupyter.kernel.display import show_markdown
+
+        assert call.resolved is not None
+        ensure_loop()
+        try:
+            if name == "learn":
+                learn.learn_command(magics.state, call.resolved, call.parsed.rest)
+            elif name == "review":
+                every = "--all" in call.parsed.args
+                learn.review_command(magics.state, call.resolved, every=every)
+            else:
+                learn.progress_command(magics.state, call.resolved)
+        except ValueError as exc:
+            show_markdown(f"⚠ {exc}")
+
+    return run
+
+
+command(
+    "learn",
+    "learn [<topic>] [--kb NAME]",
+    "a learning path with quizzes and gates; no topic: continue (%tutor learn help)",
+    free=True,
+)(_learning_command("learn"))
+command(
+    "review",
+    "review [--all]",
+    "the review cards that are due, as a quiz; --all: any card",
+    args={"--all"},
+)(_learning_command("review"))
+command("progress", "progress", "mastery per objective, the review forecast, what to do next")(
+    _learning_command("progress")
+)
+
+
+def _ask(magics: TutorMagics, call: Call) -> None:
+    """A question (or ``why``): compose the message and start a turn."""
+    from deeptutor_jupyter.kernel.display import show_markdown
+
+    parsed, resolved = call.parsed, call.resolved
+    assert resolved is not None
+    try:
+        question = compose_question(magics.shell, parsed, call.cell_index, magics.cell_errors)
+    except UsageError as exc:
+        show_markdown(str(exc))
+        return
+    if not has_event_loop():
+        from deeptutor_jupyter.kernel.terminal import run_in_terminal
+
+        run_in_terminal(magics.state, resolved, question, new=parsed.new)
+        return
+    from deeptutor_jupyter.kernel.start import start_turn
+
+    tools = flags_list(call.turn_flags.get("tools"))
+    start_turn(
+        magics.state,
+        resolved,
+        question,
+        new=parsed.new,
+        kbs=flags_list(call.turn_flags.get("kb")) or [],
+        user_tools=tuple(tools) if tools is not None else None,
+        no_tools="no_tools" in parsed.switches,
+        attachments=[Path(p).expanduser() for p in flags_list(call.turn_flags.get("attach")) or []],
+    )
 
 
 def flags_list(value: str | None) -> list[str] | None:
@@ -299,7 +417,9 @@ def flags_list(value: str | None) -> list[str] | None:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def compose_question(shell: Any, parsed: Parsed, cell_index: str | None) -> str:
+def compose_question(
+    shell: Any, parsed: Parsed, cell_index: str | None, cell_errors: dict[int, str] | None = None
+) -> str:
     """The message a turn sends: the learner's words plus what ``why`` and ``--cell`` point at."""
     from deeptutor_jupyter.kernel import notebook_context as nbc
 
@@ -315,18 +435,16 @@ def compose_question(shell: Any, parsed: Parsed, cell_index: str | None) -> str:
             f"```\n{error}\n```"
         )
     if cell_index is not None:
-        cells, origin = nbc.notebook_cells(shell)
         try:
-            index = int(cell_index)
-            cell = cells[index]
-        except (ValueError, IndexError):
+            number = int(cell_index.strip("[]"))
+            cell = nbc.cell_from_history(shell, number, cell_errors)
+        except ValueError:
             raise UsageError(
-                f"There is no cell {cell_index} in {origin} ({len(cells)} cells, counted from 0)."
+                f"--cell takes the number shown left of a cell, like 3 for [3]; got {cell_index!r}."
             ) from None
-        question = (
-            f"About cell {index} of my notebook ({cell['type']}):\n\n"
-            f"```\n{cell['source']}\n```\n\n{question or 'Can you help me with this cell?'}"
-        )
+        except LookupError as exc:
+            raise UsageError(str(exc)) from None
+        question = f"{cell}\n\n{question or 'Can you help me with this cell?'}"
     return question
 
 
@@ -358,25 +476,50 @@ def _cell_id_hook(tutor: KernelTutor) -> Any:
     return pre_run_cell
 
 
-_registered: dict[int, tuple[TutorMagics, Any]] = {}
+KEPT_ERRORS = 100  # the errors of the latest cells; older ones are rarely asked about
+
+
+def _cell_error_hook(magics: TutorMagics) -> Any:
+    """Remember which cell raised what, so ``--cell N`` can show the error of ``[N]``."""
+
+    def post_run_cell(result: Any) -> None:
+        number = getattr(result, "execution_count", None)
+        error = getattr(result, "error_in_exec", None)
+        if not isinstance(number, int) or error is None:
+            return
+        from deeptutor_jupyter.kernel.notebook_context import error_of_run
+
+        magics.cell_errors[number] = error_of_run(magics.shell, error)
+        while len(magics.cell_errors) > KEPT_ERRORS:
+            del magics.cell_errors[min(magics.cell_errors)]
+
+    return post_run_cell
+
+
+_registered: dict[int, tuple[TutorMagics, list[tuple[str, Any]]]] = {}
 
 
 def register(ipython: Any) -> None:
     magics = TutorMagics(shell=ipython)
     ipython.register_magics(magics)
-    hook = _cell_id_hook(magics.state)
-    ipython.events.register("pre_run_cell", hook)
+    hooks = [
+        ("pre_run_cell", _cell_id_hook(magics.state)),
+        ("post_run_cell", _cell_error_hook(magics)),
+    ]
+    for event, hook in hooks:
+        ipython.events.register(event, hook)
     if keep_question_marks not in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.append(keep_question_marks)
-    _registered[id(ipython)] = (magics, hook)
+    _registered[id(ipython)] = (magics, hooks)
 
 
 def unregister(ipython: Any) -> None:
     entry = _registered.pop(id(ipython), None)
     if entry is None:
         return
-    magics, hook = entry
-    ipython.events.unregister("pre_run_cell", hook)
+    magics, hooks = entry
+    for event, hook in hooks:
+        ipython.events.unregister(event, hook)
     if keep_question_marks in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(keep_question_marks)
     for turn in magics.state.session.running_turns():

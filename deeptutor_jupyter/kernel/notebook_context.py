@@ -16,6 +16,7 @@ import os
 import re
 import reprlib
 import sys
+import sysconfig
 import threading
 import traceback
 from pathlib import Path
@@ -70,6 +71,42 @@ def notebook_cells(shell: Any) -> tuple[list[dict[str, Any]], str]:
     ], "this kernel's input history"
 
 
+def cell_from_history(shell: Any, number: int, errors: dict[int, str] | None = None) -> str:
+    """What the learner sees as cell ``[number]``: its source, its result and its error.
+
+    Read from the kernel itself (``In``, ``Out`` and the errors recorded by the
+    ``post_run_cell`` hook of kernel/magics.py), so a cell typed since the last save counts and
+    the number is the one on screen, not a position in the saved file.
+    """
+    ns = getattr(shell, "user_ns", {}) or {}
+    inputs = list(ns.get("In", []) or [])
+    if not 0 < number < len(inputs):
+        last = len(inputs) - 2  # In already holds the cell running now, the one asking
+        seen = f"the cells run before this one are [1] to [{last}]" if last > 0 else "none ran yet"
+        raise LookupError(
+            f"There is no cell [{number}] in this kernel: {seen}. Use the number shown to the "
+            f"left of the cell, e.g. --cell {max(last, 1)}."
+        )
+    source = str(inputs[number])
+    if len(source) > CELL_CHARS:
+        source = source[:CELL_CHARS] + f"\n… ({len(inputs[number]) - CELL_CHARS} more chars)"
+    parts = [f"Cell [{number}] of my notebook:\n\n```python\n{source.rstrip()}\n```"]
+    outputs = ns.get("Out", {}) or {}
+    if number in outputs:
+        result = preview(outputs[number])["preview"]
+        parts.append(f"Its result (Out[{number}]):\n\n```\n{result}\n```")
+    error = (errors or {}).get(number)
+    if error:
+        parts.append(f"It raised an error:\n\n```\n{error.rstrip()}\n```")
+    return "\n\n".join(parts)
+
+
+def error_of_run(shell: Any, exc: BaseException) -> str:
+    """A cell's error as ``%tutor --cell`` shows it later: the learner's frames, bounded."""
+    text = _ANSI.sub("", learner_traceback(traceback.TracebackException.from_exception(exc), shell))
+    return text if len(text) <= 3000 else "…\n" + text[-3000:]
+
+
 def render_cells(cells: list[dict[str, Any]], start: int, end: int | None) -> str:
     out: list[str] = []
     used = 0
@@ -88,15 +125,122 @@ def render_cells(cells: list[dict[str, Any]], start: int, end: int | None) -> st
 
 
 def last_error_text(shell: Any = None) -> str | None:
-    """The last traceback of this kernel, with the source lines of the cells it went through."""
+    """The last error of this kernel as the learner would tell it: their frames only.
+
+    IPython's own frames (``interactiveshell.py run_code``), library internals and absolute
+    paths of this machine mean nothing to a reader and end up in the saved notebook, so cells
+    read ``Cell In[3], line 2`` like IPython's own display and library frames become one line.
+    """
     etype = getattr(sys, "last_type", None)
     value = getattr(sys, "last_value", None)
     tb = getattr(sys, "last_traceback", None)
     if etype is None or value is None:
         return None
-    text = "".join(traceback.format_exception(etype, value, tb))
+    text = learner_traceback(traceback.TracebackException(etype, value, tb), shell)
     text = _ANSI.sub("", text)
     return text if len(text) <= 6000 else "…\n" + text[-6000:]
+
+
+def learner_traceback(error: traceback.TracebackException, shell: Any = None) -> str:
+    """A chained exception, oldest first, each with the learner's frames only."""
+    chain: list[tuple[traceback.TracebackException, str]] = []
+    current: traceback.TracebackException | None = error
+    link = ""
+    while current is not None and len(chain) < 5:
+        chain.append((current, link))
+        if current.__cause__ is not None:
+            current, link = current.__cause__, _CAUSE
+        elif current.__context__ is not None and not current.__suppress_context__:
+            current, link = current.__context__, _CONTEXT
+        else:
+            current = None
+    cells = _cell_numbers(shell)
+    parts: list[str] = []
+    for exc, link_to_next in reversed(chain):
+        parts.append(_one_exception(exc, cells))
+        if link_to_next:
+            parts.append(link_to_next)
+    return "\n".join(parts)
+
+
+_CAUSE = "The above exception was the direct cause of the following exception:\n"
+_CONTEXT = "During handling of the above exception, another exception occurred:\n"
+
+
+def _cell_numbers(shell: Any) -> dict[str, int]:
+    """IPython's map from a cell's compiled file name to its execution count (``In[N]``)."""
+    mapping = getattr(getattr(shell, "compile", None), "_filename_map", None)
+    return dict(mapping) if isinstance(mapping, dict) else {}
+
+
+def _one_exception(exc: traceback.TracebackException, cells: dict[str, int]) -> str:
+    lines = ["Traceback (most recent call last):"] if exc.stack else []
+    hidden: list[str] = []
+    for frame in exc.stack:
+        where = _frame_place(frame, cells)
+        if where is None:
+            hidden.append(_library_name(frame.filename))
+            continue
+        if hidden:
+            lines.append(_hidden_line(hidden))
+            hidden = []
+        lines.append(f"  {where}")
+        if frame.line:
+            lines.append(f"    {frame.line.strip()}")
+    if hidden and len(lines) > 1:
+        lines.append(_hidden_line(hidden))
+    lines.append("".join(exc.format_exception_only()).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def _hidden_line(hidden: list[str]) -> str:
+    names = ", ".join(dict.fromkeys(hidden))
+    count = len(hidden)
+    return f"  … {count} frame{'s' if count != 1 else ''} inside {names}"
+
+
+def _frame_place(frame: traceback.FrameSummary, cells: dict[str, int]) -> str | None:
+    """``Cell In[3], line 2`` or ``File helpers.py, line 4, in f``; None for library code."""
+    name = "" if frame.name == "<module>" else f", in {frame.name}"
+    if frame.filename in cells:
+        return f"Cell In[{cells[frame.filename]}], line {frame.lineno}{name}"
+    match = re.match(r"<ipython-input-(\d+)-", frame.filename)
+    if match:
+        return f"Cell In[{match.group(1)}], line {frame.lineno}{name}"
+    if _library_name(frame.filename):
+        return None
+    return f"File {_short_path(frame.filename)}, line {frame.lineno}{name}"
+
+
+def _library_name(filename: str) -> str:
+    """The package a frame belongs to when it is not the learner's code, else ""."""
+    if filename.startswith("<"):  # <frozen runpy>, <string>: never the learner's file
+        return "Python"
+    parts = Path(filename).parts
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts:
+            rest = parts[parts.index(marker) + 1 :]
+            return rest[0].removesuffix(".py") if rest else marker
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    if Path(filename).is_relative_to(stdlib):
+        rest = Path(filename).relative_to(stdlib).parts
+        return rest[0].removesuffix(".py") if rest else "Python"
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}:
+        if prefix and filename.startswith(str(Path(prefix) / "lib")):
+            return "Python"
+    if "ipykernel_" in filename or "/IPython/" in filename:
+        return "IPython"
+    return ""
+
+
+def _short_path(filename: str) -> str:
+    path = Path(filename)
+    for base, shown in ((Path.cwd(), ""), (Path.home(), "~/")):
+        try:
+            return shown + str(path.relative_to(base))
+        except ValueError:
+            continue
+    return path.name
 
 
 # How long describing one variable may take before the tutor gives up on it (a user's

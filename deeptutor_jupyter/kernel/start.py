@@ -8,9 +8,9 @@ answer and the trace bundle the session recorded.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from deeptutor_jupyter.kernel.display import turn_markdown, widget_bundle
+from deeptutor_jupyter.kernel.display import asked_from_events, turn_markdown, widget_bundle
 from deeptutor_jupyter.kernel.i18n import t
 
 if TYPE_CHECKING:
@@ -61,9 +61,7 @@ def start_turn(
     except PlanError as exc:
         show_markdown(str(exc))
         return None
-    view = attach_view(
-        tutor, turn, display_id=turn.turn_id, trace=resolved.settings.trace_in_outputs
-    )
+    view = attach_view(tutor, turn, trace=resolved.settings.trace_in_outputs)
     label = turn.ctx.profile.label
     running_md = turn_markdown(question, "", model=label, status="running", tools=[])
     display(widget_bundle(view, running_md), raw=True, display_id=turn.turn_id)  # type: ignore[no-untyped-call]
@@ -73,9 +71,19 @@ def start_turn(
 
 
 def attach_view(
-    tutor: KernelTutor, turn: Turn, display_id: str | None = None, trace: bool = True
+    tutor: KernelTutor,
+    turn: Turn,
+    trace: bool = True,
+    also: dict[str, Any] | None = None,
 ) -> TurnView:
-    """A TurnView subscribed to the turn; with a display id, the saved-notebook Markdown too."""
+    """A TurnView subscribed to the turn, which keeps the saved notebook true as it goes.
+
+    The view shows under ``display_id=<turn id>`` (the cell that asked). While a question waits,
+    that display's Markdown says so and how to answer it after a kernel restart; at the end it
+    becomes the question, the answer and the trace. ``also`` maps more display ids to the widget
+    each shows (the ``%tutor pending`` cell where a resumed turn goes on): they get the final
+    bundle too, so the answer is in the saved file wherever the learner answered.
+    """
     from IPython.display import update_display
 
     from deeptutor_jupyter.kernel import interactions, quiz_cards
@@ -107,27 +115,34 @@ def attach_view(
             tools_used.append(event.data["name"])
         elif event.type == "sources":
             sources[:] = source_links(event.data.get("hits", []), tutor.workspace)
-            view.show_sources(sources_markdown(sources))
-        elif event.type == "done" and display_id is not None:
+            view.show_sources(sources_markdown(sources, answer=view.answer_text))
+        elif event.type == "user_input_required":
+            waiting = turn_markdown(question, "", model=label, status="running", tools=tools_used)
+            waiting += "\n" + t("waiting_saved", language).format(title=event.data.get("title", ""))
+            update_display(widget_bundle(view, waiting), raw=True, display_id=turn.turn_id)  # type: ignore[no-untyped-call]
+        elif event.type == "done":
             errors = [e.data.get("message", "") for e in log.events if e.type == "error"]
+            answer = event.data.get("answer", "")
             md = turn_markdown(
                 question,
-                event.data.get("answer", ""),
+                answer,
                 model=label,
                 status=event.data.get("status", "done"),
                 tools=tools_used,
                 error="; ".join(errors),
+                asked=asked_from_events(session.events_of(turn)),
             )
             if sources:
-                md += "\n" + sources_markdown(sources) + "\n"
+                md += "\n" + sources_markdown(sources, answer=answer) + "\n"
             if view.quiz_receipts:  # graded quizzes, readable without widgets
                 md += "\n" + "\n\n".join(view.quiz_receipts) + "\n"
-            bundle = widget_bundle(view, md)
-            if trace and turn.trace is not None:
-                from deeptutor_jupyter.memory import TRACE_MIME
+            for display_id, widget in {turn.turn_id: view, **(also or {})}.items():
+                bundle = widget_bundle(widget, md)
+                if trace and turn.trace is not None:
+                    from deeptutor_jupyter.memory import TRACE_MIME
 
-                bundle[TRACE_MIME] = turn.trace.model_dump(mode="json")
-            update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
+                    bundle[TRACE_MIME] = turn.trace.model_dump(mode="json")
+                update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
 
     log.subscribe(on_event)
     return view

@@ -33,6 +33,7 @@ class KernelTutor:
     cell_turns: dict[str, Turn] = field(default_factory=dict)  # cell id -> its latest turn
     last_cell_id: str | None = None
     slots: dict[str, Any] = field(default_factory=dict)  # request id -> where a resumed turn shows
+    pending_boxes: dict[str, Any] = field(default_factory=dict)  # request id -> its pending card
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
     @classmethod
@@ -93,9 +94,12 @@ class KernelTutor:
 
     def show_resumed(self, turn: Turn, row: Any) -> None:
         """A turn this kernel resumed for an answer given here shows under that card."""
+        from deeptutor_jupyter.kernel.interactions import pending_display_id
         from deeptutor_jupyter.kernel.start import attach_view
 
-        view = attach_view(self, turn, display_id=None)
+        box = self.pending_boxes.get(row.request_id)
+        also = {pending_display_id(row.request_id): box} if box is not None else {}
+        view = attach_view(self, turn, also=also)
         slot = self.slots.get(row.request_id)
         if slot is not None:
             slot.children = (view,)

@@ -47,6 +47,9 @@ class SearchKnowledgeTool(Tool):
         self.k = k
         # Loaded indexes stay in memory between calls; each checks its manifest for changes.
         self._open: dict[tuple[str, str], KnowledgeBase] = {}
+        # turn id -> chunk id -> its [n]: a passage keeps its number across a turn's searches,
+        # and new passages continue the count, so [n] is one passage in the whole answer.
+        self._numbers: dict[str, dict[str, int]] = {}
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, SearchKnowledgeArgs)
@@ -62,19 +65,29 @@ class SearchKnowledgeTool(Tool):
         except (KnowledgeIndexError, ValueError) as exc:
             return _error(str(exc))
         root = ctx.extra.get("server_root")
-        content = format_hits(args.query, hits)
+        numbers = self._number(ctx.turn_id, hits)
+        content = format_hits(args.query, hits, numbers)
         rows = [
             {
                 **h.source(),
+                "n": n,
                 "title": h.chunk.title,
                 "link": h.link(root),
                 "path": str(Path(h.root, h.chunk.path)) if h.root else h.chunk.path,
             }
-            for h in hits
+            for h, n in zip(hits, numbers, strict=True)
         ]
         data = {"hits": rows}
         summary = f"{len(hits)} passage(s) from {', '.join(names)}"
         return ToolResult(content=content, data=data, summary=summary)
+
+    def _number(self, turn_id: str, hits: list[Hit]) -> list[int]:
+        seen = self._numbers.setdefault(turn_id, {})
+        while len(self._numbers) > 32:  # only the latest turns search again
+            del self._numbers[next(iter(self._numbers))]
+        for hit in hits:
+            seen.setdefault(hit.chunk.chunk_id, len(seen) + 1)
+        return [seen[hit.chunk.chunk_id] for hit in hits]
 
     def _search(self, home: Path, names: list[str], query: str) -> list[Hit]:
         hits: list[Hit] = []
@@ -85,12 +98,12 @@ class SearchKnowledgeTool(Tool):
         return sorted(hits, key=lambda h: h.score, reverse=True)[: self.k]
 
 
-def format_hits(query: str, hits: list[Hit]) -> str:
+def format_hits(query: str, hits: list[Hit], numbers: list[int] | None = None) -> str:
     """The compact text the model reads: one numbered block per passage."""
     if not hits:
         return f"No passage matches {query!r}. Try other words, or answer without the material."
     blocks = []
-    for n, hit in enumerate(hits, start=1):
+    for n, hit in zip(numbers or range(1, len(hits) + 1), hits, strict=True):
         c = hit.chunk
         where = [c.path]
         if c.cell is not None:

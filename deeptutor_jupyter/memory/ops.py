@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from deeptutor_jupyter.memory.document import (
+    _ID_RE,
     MAX_TEXT,
     Document,
     Entry,
@@ -49,6 +50,9 @@ class AddOp(_Op):
     section: str = Field(min_length=1)
     text: str = Field(min_length=1, max_length=MAX_TEXT)
     refs: list[str] = Field(min_length=1)
+    # Set by ``plan`` to the id it gave the new entry, so applying a previewed batch writes the
+    # entry under the id the preview showed; a free id is kept, a taken one replaced.
+    id: str = ""
 
 
 class EditOp(_Op):
@@ -149,7 +153,11 @@ def _apply(doc: Document, op: AddOp | EditOp | DeleteOp, known: set[str], out: O
         if normalise(entry.text) == normalise(op.text):
             return f"duplicate of entry m_{entry.id}"
     target = doc.ensure_section(op.section)
-    target.entries.append(Entry(new_entry_id(), op.text, list(dict.fromkeys(op.refs))))
+    wanted = op.id.removeprefix("m_")
+    taken = {entry.id for _, entry in doc.entries()}
+    entry_id = wanted if _ID_RE.match(wanted) and wanted not in taken else new_entry_id()
+    target.entries.append(Entry(entry_id, op.text, list(dict.fromkeys(op.refs))))
+    op.id = f"m_{entry_id}"
     return ""
 
 

@@ -278,6 +278,7 @@ class Orchestrator:
             temperature=ctx.profile.temperature,
         )
         if resume is not None:
+            self._resolved_before(turn, *resume)
             return await agent.resume(*resume)
         if ctx.attachments:
             question = await self._explore(turn, model, question)
@@ -288,6 +289,18 @@ class Orchestrator:
             ]
             blocks.append(deferred_manifest(waiting))
         return await agent.run("\n\n".join(b for b in blocks if b), ctx.history, question)
+
+    def _resolved_before(self, turn: Turn, state: Any, outcome: ToolResult) -> None:
+        """A turn resumed for an answer given while it was saved says so first, as the live
+        turn would have: every surface (and the saved Markdown) shows what was answered."""
+        call = state.current_call or {}
+        if call.get("name") == AskUserTool.name and turn.open_states and outcome.data:
+            turn.log.emit(
+                "user_input_resolved",
+                id=turn.open_states[0],
+                toolCallId=call.get("id", ""),
+                **outcome.data,
+            )
 
     def _deferred(self, name: str) -> Tool | None:
         tool = self.registry.get(name)

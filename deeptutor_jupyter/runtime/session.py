@@ -438,6 +438,20 @@ class TutorSession:
             subscriber(Event(kind, seq, turn_id, data, ts))  # type: ignore[arg-type]
         return False
 
+    def events_of(self, turn: Turn) -> list[Event]:
+        """Every event of a turn, those saved before a resume in another process included."""
+        from deeptutor_jupyter.runtime.events import Event
+
+        first = turn.log.events[0].seq if turn.log.events else turn.log.start_seq + 1
+        if first <= 1 or self.store is None:
+            return list(turn.log.events)
+        saved = [
+            Event(kind, seq, turn.turn_id, data, ts)  # type: ignore[arg-type]
+            for seq, kind, data, ts in self.store.events_with_time(turn.turn_id)
+            if seq < first
+        ]
+        return [*saved, *turn.log.events]
+
     async def wait(self, timeout: float) -> list[Turn]:
         pending = [t.task for t in self.turns if t.task is not None and not t.task.done()]
         if pending:

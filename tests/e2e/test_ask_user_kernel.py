@@ -128,8 +128,8 @@ def test_single_choice_becomes_the_tool_result_and_the_turn_goes_on(kernel, fake
     view = kernel.with_class("dt-turn")[0]
     kernel.wait_for(lambda: "done" in kernel.html_in(view))
     # Once the turn has finished, the receipt no longer says it is continuing.
-    kernel.wait_for(lambda: "continuing" not in receipt_text(kernel, card))
-    assert "answered" in receipt_text(kernel, card)
+    kernel.wait_for(lambda: "continues" not in receipt_text(kernel, card))
+    assert "Answered at" in receipt_text(kernel, card)
     lines = audit(tmp_path)
     assert [e["event"] for e in lines] == ["asked", "answered"]
     assert lines[1]["selections"] == ["safe"] and lines[1]["tool_call_id"] == "call_ask_1"
@@ -228,18 +228,20 @@ def test_duplicate_and_foreign_submissions_are_refused(kernel, fake_llm, tmp_pat
 
 
 def test_invalid_answers_are_refused_and_the_question_stays_open(kernel, fake_llm, tmp_path):
-    fake_llm.extend([ask("number"), Reply(text="42 it is.")])
-    kernel.execute("%tutor How many?")
+    fake_llm.extend([ask("directory"), Reply(text="data it is.")])
+    kernel.execute("%tutor Where is the data?")
     card = card_of(kernel)
-    text = inside(kernel, card, "TextModel")[0]
-    update(kernel, text, value="forty-two")
+    field = inside(kernel, card, "ComboboxModel")[0]
+    update(kernel, field, value="../elsewhere")
     kernel.click(button(kernel, card, "dt-ask-submit"))
-    kernel.wait_for(lambda: "is not a number" in kernel.html_in(card))
+    kernel.wait_for(lambda: "is outside the notebook" in kernel.html_in(card))
     assert not tool_messages(fake_llm, "call_ask_1")
-    update(kernel, text, value="42")
+    update(kernel, field, value="data")
+    # The error belonged to the refused value; the fixed one clears it.
+    kernel.wait_for(lambda: "outside" not in kernel.html_in(card))
     kernel.click(button(kernel, card, "dt-ask-submit"))
-    kernel.wait_for(lambda: "42 it is." in answer_text(kernel))
-    assert json.loads(tool_messages(fake_llm, "call_ask_1")[0]["content"])["customInput"] == "42"
+    kernel.wait_for(lambda: "data it is." in answer_text(kernel))
+    assert json.loads(tool_messages(fake_llm, "call_ask_1")[0]["content"])["customInput"] == "data"
 
 
 def test_pending_restores_the_card_and_answering_it_continues_the_turn(kernel, fake_llm, tmp_path):
@@ -288,8 +290,31 @@ def test_kernel_restart_resumes_the_exact_turn(tmp_path):
                 )
             ]
             assert seqs == list(range(1, len(seqs) + 1))  # one turn, one unbroken event log
+            # The saved notebook tells the truth: while waiting, the first cell says how to
+            # answer after a restart; at the end the answer reaches both the cell where the
+            # learner answered and the cell that asked, with the trace.
+            (turn_id, request_id), *_ = rows(tmp_path, "SELECT turn_id, request_id FROM pending")
+            waiting = display_updates(k, turn_id)
+            assert "%tutor pending" in waiting[0]["text/markdown"]
+            for display_id in (turn_id, f"pending-{request_id}"):
+                final = k.wait_for(
+                    lambda d=display_id: [
+                        u for u in display_updates(k, d) if "Resumed" in u["text/markdown"]
+                    ]
+                )
+                assert "application/vnd.deeptutor.trace+json" in final[-1]
         finally:
             k.shutdown()
+
+
+def display_updates(k: KernelDriver, display_id: str) -> list[dict[str, Any]]:
+    """The bundles a display id was updated to, in order (what the saved notebook keeps)."""
+    return [
+        m["content"]["data"]
+        for m in k.iopub
+        if m["header"]["msg_type"] == "update_display_data"
+        and m["content"].get("transient", {}).get("display_id") == display_id
+    ]
 
 
 def test_kernel_restart_without_a_saved_state_says_it_cannot_continue(tmp_path):

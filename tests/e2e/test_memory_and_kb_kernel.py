@@ -164,7 +164,7 @@ def test_memory_commands_open_the_workbench_and_the_forget_form(kernel, fake_llm
     msg_id = kernel.execute("%tutor memory consolidate --mode merge")
     kernel.wait_for(
         lambda: any(
-            "merge" in str(w.get("value", "")) and "change(s)" in str(w.get("value", ""))
+            "merge" in str(w.get("value", "")) and "changes applied" in str(w.get("value", ""))
             for w in kernel.widgets.values()
         )
     )

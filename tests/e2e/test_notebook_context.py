@@ -43,6 +43,28 @@ def test_why_sends_the_last_traceback(kernel: KernelDriver, fake_llm: FakeLLMSer
     assert "ZeroDivisionError" in sent and "return a / b" in sent and "ratio(1, 0)" in sent
 
 
+def test_why_keeps_the_learners_frames_only(kernel: KernelDriver, fake_llm: FakeLLMServer):
+    fake_llm.add(Reply(text="That is not JSON."))
+    kernel.execute("import json\ndef load(text):\n    return json.loads(text)")  # In[2]
+    with pytest.raises(AssertionError, match="JSONDecodeError"):
+        kernel.execute("load('{oops')")  # In[3]
+    msg_id = kernel.execute("%tutor why")
+    done(kernel)
+    sent = user_text(fake_llm, 0)
+    assert "Cell In[3], line 1\n    load('{oops')" in sent
+    assert "Cell In[2], line 3, in load\n    return json.loads(text)" in sent
+    assert "frames inside json" in sent and "JSONDecodeError: Expecting property name" in sent
+    saved = "".join(
+        m["content"]["data"].get("text/markdown", "")
+        for m in kernel.iopub
+        if m["header"]["msg_type"] == "update_display_data"
+        and "That is not JSON." in m["content"]["data"].get("text/markdown", "")
+    )
+    assert "Cell In[3]" in saved, kernel.outputs_of(msg_id)
+    for internal in ("interactiveshell", "site-packages", "ipykernel_", "/lib/python", "File /"):
+        assert internal not in sent and internal not in saved
+
+
 def test_why_without_an_error_says_so(kernel: KernelDriver, fake_llm: FakeLLMServer):
     msg_id = kernel.execute("%tutor why")
     shown = json.dumps([m["content"] for m in kernel.outputs_of(msg_id)])
@@ -79,10 +101,11 @@ def test_cell_and_notebook_tools_read_the_saved_notebook(tmp_path: Path):
         k = KernelDriver(kernel_env(tmp_path, server, JPY_SESSION_NAME=str(path)), cwd=week)
         try:
             k.execute("%load_ext deeptutor_jupyter")
-            k.execute("%tutor --cell 1 is my mean right?")
+            k.execute("def mean(xs):\n    return sum(xs) / len(xs)")
+            k.execute("%tutor --cell 2 is my mean right?")
             done(k)
             first = user_text(server, 0)
-            assert "About cell 1" in first and "return sum(xs) / len(xs)" in first
+            assert "Cell [2]" in first and "return sum(xs) / len(xs)" in first
             assert first.endswith("is my mean right?")
             system = server.requests[0].body["messages"][0]["content"]
             assert system.index("Course rule") < system.index("Never give full solutions")
@@ -97,6 +120,32 @@ def test_cell_and_notebook_tools_read_the_saved_notebook(tmp_path: Path):
             assert len(info["preview"]) < 1700 and info["preview"].endswith(", 19, ...]")
         finally:
             k.shutdown()
+
+
+def test_cell_n_is_the_cell_shown_as_n_with_its_result_and_error(
+    kernel: KernelDriver, fake_llm: FakeLLMServer
+):
+    # Nothing was saved: the kernel's own history is what counts.
+    fake_llm.extend([Reply(text="Mean of an empty list."), Reply(text="It is 2.0.")])
+    kernel.execute("def mean(xs):\n    return sum(xs) / len(xs)")  # [2]
+    kernel.execute("mean([1, 2, 3])")  # [3], Out[3] = 2.0
+    with pytest.raises(AssertionError, match="ZeroDivisionError"):
+        kernel.execute("mean([])")  # [4]
+    kernel.execute("%tutor --cell 4 why?")  # [5]
+    done(kernel)
+    sent = user_text(fake_llm, 0)
+    assert sent.startswith("Cell [4] of my notebook:\n\n```python\nmean([])\n```")
+    assert "It raised an error" in sent and "Cell In[2], line 2, in mean" in sent
+    assert "ZeroDivisionError: division by zero" in sent and sent.endswith("why?")
+    kernel.execute("%tutor --cell [3]")  # [6]
+    done(kernel, 2)
+    sent = user_text(fake_llm, 1)
+    assert "```python\nmean([1, 2, 3])\n```" in sent and "Out[3]" in sent and "2.0" in sent
+    assert "raised" not in sent
+    msg_id = kernel.execute("%tutor --cell 99 what about this")
+    shown = json.dumps([m["content"] for m in kernel.outputs_of(msg_id)])
+    assert "There is no cell [99]" in shown and "[1] to [6]" in shown
+    assert len(fake_llm.requests) == 2
 
 
 def test_attach_reads_first_and_the_answer_loop_gets_notes_not_the_reader(

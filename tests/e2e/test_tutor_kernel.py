@@ -191,7 +191,12 @@ def test_config_masks_the_key_and_help_is_real(kernel: KernelDriver):
     kernel.execute("%tutor?")
     pages = kernel.last_reply["content"]["payload"]
     help_text = pages[0]["data"]["text/plain"]
-    assert "Ask the AI tutor" in help_text and "--new" in help_text
+    assert "ask the AI tutor" in help_text and "--new" in help_text
+    # %tutor? and %tutor help are one text: every subcommand, in both.
+    msg_id = kernel.execute("%tutor help")
+    shown = "".join(m["content"]["data"]["text/plain"] for m in kernel.outputs_of(msg_id))
+    for command in ("config", "why", "stop", "pending [--all]", "memory ...", "kb ..."):
+        assert f"%tutor {command}" in help_text and f"%tutor {command}" in shown
 
 
 def test_a_long_answer_is_coalesced_into_few_widget_messages(

@@ -96,8 +96,9 @@ def test_single_is_radio_of_ids_with_labels_mark_and_descriptions() -> None:
     choice = card.controls["choice"]
     assert isinstance(choice, widgets.RadioButtons)
     assert [value for _, value in choice.options] == ["safe", "implement", "skip"]
-    assert choice.options[0][0] == "Analyse first  ★ recommended"
-    assert choice.options[1][0] == "Implement"
+    assert choice.options[0][0] == "Analyse first  ★ recommended — read only"
+    assert choice.options[1][0] == "Implement — edit the workspace"
+    assert choice.options[2][0] == "Skip"
     assert choice.value is None  # the recommended option is not preselected
     assert card.submit_button.disabled
     assert "Pick an option" in card.hint.value
@@ -145,8 +146,11 @@ def test_multiple_sends_checked_ids_in_option_order_and_custom_verbatim() -> Non
     checks = card.controls["checks"]
     assert list(checks) == ["safe", "implement", "skip"]
     assert all(isinstance(box, widgets.Checkbox) for box in checks.values())
-    assert checks["safe"].description == "Analyse first  ★ recommended"
-    assert not card.submit_button.disabled  # an empty checklist is an answer
+    # The same label, mark and description as a radio option of single mode.
+    assert checks["safe"].description == "Analyse first  ★ recommended — read only"
+    assert card.submit_button.disabled  # one rule: an option, or Other text
+    card.controls["custom"].value = "x"
+    assert not card.submit_button.disabled
     checks["skip"].value = True
     checks["safe"].value = True
     card.controls["custom"].value = "  also: 测试 <b>x</b>\nline two "
@@ -154,10 +158,12 @@ def test_multiple_sends_checked_ids_in_option_order_and_custom_verbatim() -> Non
     assert rec.calls == [(["safe", "skip"], "  also: 测试 <b>x</b>\nline two ", False)]
 
 
-def test_multiple_may_submit_nothing() -> None:
-    card, rec = make("multiple")
+@pytest.mark.parametrize("mode", ["multiple", "toggle"])
+def test_multiple_and_toggle_follow_the_one_submit_rule(mode: str) -> None:
+    card, rec = make(mode)
     card.submit_button.click()
-    assert rec.calls == [([], "", False)]
+    assert rec.calls == [] and card.submit_button.disabled
+    assert "Pick at least one option to submit." in card.hint.value
 
 
 def test_toggle_needs_at_least_one() -> None:
@@ -179,24 +185,47 @@ def test_toggle_needs_at_least_one() -> None:
     assert rec.calls == [(["safe", "skip"], "", False)]
 
 
-def test_text_sends_typed_text_as_custom_input() -> None:
+def enter(field: widgets.Text) -> None:
+    """What the browser sends when the learner presses Enter in a one-line box."""
+    field._handle_custom_msg({"event": "submit"}, [])
+
+
+def test_text_is_one_line_and_enter_submits() -> None:
     card, rec = make("text", allowCustom=True)
-    assert isinstance(card.controls["text"], widgets.Textarea)
+    assert type(card.controls["text"]) is widgets.Text
     assert "custom" not in card.controls  # the text itself is the custom input
-    assert card.submit_button.disabled
-    card.controls["text"].value = "第一行\n  second line  "
+    enter(card.controls["text"])  # nothing typed: the same gate as the button
+    assert rec.calls == [] and card.submit_button.disabled
+    card.controls["text"].value = "about 20 minutes"
+    enter(card.controls["text"])
+    assert rec.calls == [([], "about 20 minutes", False)]
+
+
+def test_several_lines_swaps_in_a_text_area_that_keeps_the_text() -> None:
+    card, rec = make("text")
+    one, many = card.controls["text"], card.controls["text_lines"]
+    assert isinstance(many, widgets.Textarea) and many.layout.display == "none"
+    one.value = "第一行"
+    card.controls["lines"].value = True
+    assert one.layout.display == "none" and many.layout.display is None
+    assert many.value == "第一行"
+    many.value = "第一行\n  second line  "
     card.submit_button.click()
     assert rec.calls == [([], "第一行\n  second line  ", False)]
 
 
-def test_number_is_text_and_sends_the_raw_input() -> None:
+def test_number_is_text_and_sends_the_raw_input_once_it_reads_as_a_number() -> None:
     card, rec = make("number")
     number = card.controls["number"]
     assert type(number) is widgets.Text
     assert number.placeholder == "number"
-    number.value = "twelve"  # a parse error is the coordinator's to report
-    card.submit_button.click()
-    assert rec.calls == [([], "twelve", False)]
+    number.value = "twelve"
+    assert card.submit_button.disabled and "Type a number" in card.hint.value
+    number.value = " 12.5 "
+    assert card.hint.value == ""
+    enter(number)
+    # Sent without the spaces typed around it: the coordinator accepts only a plain number.
+    assert rec.calls == [([], "12.5", False)]
 
 
 def test_number_is_sent_without_the_spaces_typed_around_it() -> None:
@@ -215,6 +244,20 @@ def test_date_is_sent_as_iso() -> None:
     picker.value = datetime.date(2024, 2, 9)
     card.submit_button.click()
     assert rec.calls == [([], "2024-02-09", False)]
+
+
+def test_directory_offers_existing_folders_and_says_when_one_is_new(tmp_path) -> None:
+    for folder in ("data/raw", "data/clean", "src", ".git/objects", "__pycache__"):
+        (tmp_path / folder).mkdir(parents=True)
+    card = AskUserCard(payload("directory"), workspace_hint=str(tmp_path))
+    combo = card.controls["directory"]
+    assert isinstance(combo, widgets.Combobox) and not combo.ensure_option
+    assert list(combo.options) == ["data", "data/clean", "data/raw", "src"]
+    combo.value = "data/raw"
+    assert "is an existing folder" in card.folder_note.value
+    combo.value = "results/new"
+    assert "“results/new” does not exist yet: it will be a new folder." in card.folder_note.value
+    assert not card.submit_button.disabled  # a new folder is a valid answer
 
 
 def test_directory_hints_at_relative_path_and_workspace() -> None:
@@ -274,7 +317,7 @@ def test_model_strings_are_escaped_in_html() -> None:
     assert all("<script>" not in value for value in html_values)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in card.title.value
     # Control labels are plain text in the browser, so they keep the raw characters.
-    assert card.controls["choice"].options[0][0] == evil
+    assert card.controls["choice"].options[0][0] == f"{evil} — {evil}"
     assert not any(getattr(w, "description_allow_html", False) for w in walk(card) if w is not card)
 
 
@@ -308,6 +351,7 @@ def test_no_double_submit_and_controls_locked() -> None:
 
 def test_no_callback_still_locks() -> None:
     card = AskUserCard(payload("multiple"))
+    card.controls["checks"]["skip"].value = True
     card.submit_button.click()
     assert card.state == "submitted"
     assert card.submit_button.disabled
@@ -318,6 +362,7 @@ def test_failing_callback_is_shown_and_reopens() -> None:
         raise RuntimeError("store is read-only")
 
     card = AskUserCard(payload("multiple"), on_submit=boom)
+    card.controls["checks"]["skip"].value = True
     card.submit_button.click()
     assert "store is read-only" in card.error.value
     assert card.state == "open"
@@ -327,20 +372,23 @@ def test_failing_callback_is_shown_and_reopens() -> None:
 # show_error ------------------------------------------------------------------------------------
 
 
-def test_show_error_reopens_the_form_for_a_fix() -> None:
+def test_show_error_reopens_the_form_and_a_fixed_value_clears_it() -> None:
     card, rec = make("number")
-    card.controls["number"].value = "twelve"
+    card.controls["number"].value = "1e999"
     card.submit_button.click()
-    card.show_error("Not a number: <twelve>")
+    assert rec.calls == []  # not a finite number: refused before sending
+    card.controls["number"].value = "-3"
+    card.submit_button.click()
+    card.show_error("Must be positive: <-3>")
     assert card.state == "open"
-    assert "Not a number: &lt;twelve&gt;" in card.error.value
+    assert "Must be positive: &lt;-3&gt;" in card.error.value
     assert card.error in shown(card)
     assert not card.controls["number"].disabled
     assert not card.submit_button.disabled and not card.cancel_button.disabled
     card.controls["number"].value = "12"
+    assert card.error.value == ""  # the error belonged to the old value
     card.submit_button.click()
-    assert rec.calls == [([], "twelve", False), ([], "12", False)]
-    assert card.error.value == ""  # a new submission clears the old error
+    assert rec.calls == [([], "-3", False), ([], "12", False)]
 
 
 def test_show_error_reapplies_the_gate() -> None:
@@ -378,7 +426,7 @@ def test_receipt_shows_labels_custom_text_and_time() -> None:
     assert "safe" not in receipt.value
     assert "注意 &lt;i&gt;this&lt;/i&gt;\n🙂" in receipt.value
     assert local_time(ANSWERED_AT) in receipt.value
-    assert "continuing…" in receipt.value
+    assert "Answered at " in receipt.value and "the tutor continues…" in receipt.value
     assert card.title in shown(card)
     assert card.submit_button not in shown(card)
     assert card.cancel_button not in shown(card)
@@ -389,7 +437,7 @@ def test_receipt_done_status_and_value_mode() -> None:
     card.show_receipt([], "2024-02-09", ANSWERED_AT, status="done")
     text = text_of(card)
     assert "Your answer: " in text and "2024-02-09" in text
-    assert "answered" in text and "continuing" not in text
+    assert text.count("nswered") == 1 and "continues" not in text  # said once
 
 
 def test_receipt_with_nothing_chosen() -> None:
@@ -465,9 +513,9 @@ def test_chinese_strings() -> None:
     assert card.submit_button.description == "提交"
     assert card.cancel_button.description == "取消"
     assert card.controls["custom"].description == "其他说明"
-    assert card.controls["choice"].options[0][0] == "Analyse first  ★ 推荐"
+    assert card.controls["choice"].options[0][0] == "Analyse first  ★ 推荐 — read only"
     card.show_receipt(["safe"], "", ANSWERED_AT)
-    assert "继续执行中…" in text_of(card)
+    assert "导师继续中…" in text_of(card)
 
     cancelled, _ = make("single", language="zh")
     cancelled.show_cancelled(ANSWERED_AT)
@@ -486,7 +534,28 @@ def test_string_tables_match() -> None:
     assert ask_user_strings.s("no-such-key") == "no-such-key"
 
 
-def test_local_time_is_local() -> None:
-    assert local_time(ANSWERED_AT) == time.strftime(
-        "%Y-%m-%d %H:%M:%S", time.localtime(ANSWERED_AT)
-    )
+def test_local_time_is_local_and_names_its_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    shown_time = time.strftime("%Y-%m-%d %H:%M", time.localtime(ANSWERED_AT))
+    assert local_time(ANSWERED_AT).startswith(shown_time + " UTC")
+    # POSIX zone strings (the sign is inverted there), so no tz database is needed.
+    for zone, expected in [
+        ("CST-8", "2023-11-15 06:13 UTC+8"),
+        ("IST-5:30", "2023-11-15 03:43 UTC+5:30"),
+        ("EST+5", "2023-11-14 17:13 UTC-5"),
+        ("UTC0", "2023-11-14 22:13 UTC"),
+    ]:
+        monkeypatch.setenv("TZ", zone)
+        time.tzset()
+        assert local_time(ANSWERED_AT) == expected
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_toggle_state_is_obvious() -> None:
+    card, _ = make("toggle")
+    button = card.controls["toggles"]["safe"]
+    assert (button.button_style, button.icon) == ("", "square-o")
+    button.value = True
+    assert (button.button_style, button.icon) == ("info", "check-square")
+    button.value = False
+    assert button.button_style == ""

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 from IPython.core.interactiveshell import InteractiveShell
 
-from deeptutor_jupyter.kernel.magics import USAGE, UsageError, keep_question_marks, parse
+from deeptutor_jupyter.kernel import magics
+from deeptutor_jupyter.kernel.magics import UsageError, help_text, keep_question_marks, parse
 
 
 @pytest.mark.parametrize(
@@ -54,7 +57,7 @@ def test_parse(line, cell, flags, new, question, command):
 def test_parse_errors_say_what_is_wrong(line, cell, message):
     with pytest.raises(UsageError, match=message) as info:
         parse(line, cell)
-    assert USAGE in str(info.value)
+    assert help_text() in str(info.value)
 
 
 @pytest.mark.parametrize(
@@ -93,8 +96,47 @@ def test_load_and_unload_extension_in_a_shell():
         assert "tutor" in shell.magics_manager.magics["cell"]
         assert keep_question_marks in shell.input_transformers_cleanup
         doc = shell.magics_manager.magics["line"]["tutor"].__doc__
-        assert "Ask the AI tutor" in doc and "%tutor config" in doc
+        assert doc == help_text() and "%tutor config" in doc
         shell.run_line_magic("unload_ext", "deeptutor_jupyter")
         assert keep_question_marks not in shell.input_transformers_cleanup
     finally:
+        InteractiveShell.clear_instance()
+
+
+def test_help_is_one_text_listing_every_command():
+    text = help_text()
+    for name, command in magics.COMMANDS.items():
+        assert f"%tutor {command.usage}" in text, name
+    for flag in magics._FLAGS:
+        assert flag in text, flag
+    assert {"help", "config", "why", "stop", "pending", "memory", "kb"} <= set(magics.COMMANDS)
+
+
+def test_help_and_the_question_mark_show_the_same_text_and_a_new_command_joins_both():
+    from IPython.utils.capture import capture_output
+
+    shell = InteractiveShell.instance()
+    seen: list[str] = []
+    try:
+        shell.run_line_magic("load_ext", "deeptutor_jupyter")
+
+        @magics.command("review", "review [--due]", "cards due for review", args={"--due"})
+        def _review(_magics, call):
+            seen.append(",".join(sorted(call.parsed.args)) or "-")
+
+        with capture_output() as shown:
+            shell.run_line_magic("tutor", "help")
+            shell.run_line_magic("tutor", "")
+        printed = [o.data["text/markdown"] for o in shown.outputs]
+        assert printed == [f"```\n{help_text()}```"] * 2
+        assert re.search(r"%tutor review \[--due\] +cards due for review", help_text())
+        assert shell.magics_manager.magics["line"]["tutor"].__doc__ == help_text()
+        shell.run_line_magic("tutor", "review --due")
+        shell.run_line_magic("tutor", "review")
+        assert seen == ["--due", "-"]
+        assert parse("review my proof please", None).question == "review my proof please"
+    finally:
+        magics.COMMANDS.pop("review", None)
+        magics._refresh_docstring()
+        shell.run_line_magic("unload_ext", "deeptutor_jupyter")
         InteractiveShell.clear_instance()

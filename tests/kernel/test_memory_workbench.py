@@ -113,7 +113,7 @@ def test_picker_lists_l3_then_existing_l2_documents_with_counts(store: MemorySto
     ]
     labels = dict((value, label) for label, value in bench.picker.options)
     assert labels[("L3", "profile")] == "L3/profile.md · 2 entries"
-    assert labels[("L2", "chat")] == "L2/chat.md · 1 entries"
+    assert labels[("L2", "chat")] == "L2/chat.md · 1 entry"
     assert with_class(bench, "dt-memory") == [bench]
     assert len(with_class(bench, "dt-memory-diff")) == 1
 
@@ -122,8 +122,10 @@ def test_document_renders_with_footnotes_and_each_row_with_provenance(store: Mem
     bench = MemoryWorkbench(store)
     pick(bench, "L3", "profile")
     markdown = markdown_of(bench)
-    assert "- Studies calculus [^1]" in markdown
-    assert "[^1]: t_1" in markdown and "[^2]: t_2" in markdown
+    assert "- Studies calculus <sup>[1]</sup>" in markdown
+    assert "1. from trace t_1 on 2023-11-14: What is a derivative" in markdown
+    assert "2. from trace t_2 on 2023-11-14: Prove that" in markdown
+    assert "[^" not in markdown and "<!--" not in markdown
     assert len(with_class(bench, "dt-memory-entry")) == 2
     calculus = row(bench, "Studies calculus")
     assert "from trace t_1 on 2023-11-14: What is a derivative of x**2?" in calculus.text.value
@@ -207,6 +209,7 @@ def test_delete_needs_a_reason_and_is_logged(store: MemoryStore) -> None:
     pick(bench, "L3", "profile")
     target = row(bench, "Studies calculus")
     assert target.delete_button.disabled
+    assert target.reason.label == "reason…"  # the placeholder shows; the dropdown is not blank
     target.delete_button.click()  # no reason yet: nothing happens
     assert "Studies calculus" in store.read_text("L3", "profile")
 
@@ -218,7 +221,7 @@ def test_delete_needs_a_reason_and_is_logged(store: MemoryStore) -> None:
     assert log[0]["entry_id"] == f"m_{target.entry.id}" and log[0]["reason"] == "stale"
     assert log[0]["document"] == "L3/profile.md"
     assert [r.entry.text for r in bench.entry_rows] == [HOSTILE]
-    assert bench.picker.label == "L3/profile.md · 1 entries"
+    assert bench.picker.label == "L3/profile.md · 1 entry"
 
 
 def test_raw_overwrite_saves_canonical_text(store: MemoryStore) -> None:
@@ -305,7 +308,7 @@ async def test_update_preview_shows_rejections_and_apply_writes_what_was_preview
     assert "+- Irrationality proofs" in bench.diff.value
     assert "unknown reference &#x27;t_999&#x27;" in bench.rejected.value
     assert "<script>" not in bench.rejected.value
-    assert "1 ops proposed, 1 rejected, 3 traces read." in bench.consolidation_status.value
+    assert "1 op proposed, 1 rejected, 3 traces read." in bench.consolidation_status.value
 
     bench.apply_button.click()
     assert len(server.requests) == 1  # Apply wrote the preview; it did not ask again
@@ -479,3 +482,31 @@ def test_long_documents_show_a_bounded_number_of_rows(
     assert len(bench.entry_rows) == 1
     assert "Showing the first 1 of 2 entries; use Raw for the rest." in html_of(bench.rows)
     assert HOSTILE.split("<")[0] in markdown_of(bench)  # the Markdown view keeps everything
+
+
+def test_an_entry_citing_two_traces_shows_both(store: MemoryStore) -> None:
+    store.apply_ops("L3", "scope", [add("Scope", "Proofs about limits", "t_1", "t_2")])
+    bench = MemoryWorkbench(store)
+    pick(bench, "L3", "scope")
+    markdown = markdown_of(bench)
+    assert "- Proofs about limits <sup>[1]</sup><sup>[2]</sup>" in markdown
+    assert "1. from trace t_1" in markdown and "2. from trace t_2" in markdown
+
+
+async def test_the_diff_hides_entry_ids_and_apply_keeps_the_previewed_id(
+    store: MemoryStore, server: FakeLLMServer, model: ChatModel
+) -> None:
+    server.add(Reply(text=json.dumps({"ops": [add("Topics", "Irrationality proofs", "t_2")]})))
+    bench = MemoryWorkbench(store, make_model=lambda: model)
+    pick(bench, "L3", "profile")
+    bench.preview_button.click()
+    assert bench.task is not None
+    await bench.task
+    assert "<!--" not in bench.diff.value and "&lt;!--" not in bench.diff.value
+    assert "+- Irrationality proofs [^2]</span>" in bench.diff.value
+    assert bench.preview is not None
+    previewed = next(op["id"] for op in bench.preview.result.ops_applied if op["op"] == "add")
+    bench.apply_button.click()
+    applied = next(e for _, e in store.read("L3", "profile").entries() if "Irrational" in e.text)
+    assert f"m_{applied.id}" == previewed
+    assert "Applied 1 op to L3/profile.md." in bench.consolidation_status.value

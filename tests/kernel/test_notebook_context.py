@@ -166,3 +166,34 @@ def test_tutor_md_in_any_editor_encoding_is_read(tmp_path: Path, encoding: str):
     (tmp_path / "TUTOR.md").write_bytes(data)
     blocks = nbc.tutor_md_blocks(tmp_path)
     assert text in blocks[-1]
+
+
+def test_a_traceback_keeps_the_learners_frames_and_names_the_cells(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    import json
+    import traceback
+
+    from deeptutor_jupyter.kernel.notebook_context import learner_traceback
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "helpers.py").write_text("import json\n\ndef load(t):\n    return json.loads(t)\n")
+    cell = tmp_path / "ipykernel_1" / "123.py"  # where ipykernel keeps a cell's source
+    cell.parent.mkdir()
+    cell.write_text(
+        "import helpers\ntry:\n    helpers.load('{')\nexcept ValueError as e:\n"
+        "    raise KeyError('no config') from e\n"
+    )
+    code = compile(cell.read_text(), str(cell), "exec")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        exec(code, {})
+    except KeyError as exc:
+        error = traceback.TracebackException.from_exception(exc)
+    shell = SimpleNamespace(compile=SimpleNamespace(_filename_map={str(cell): 7}))
+    text = learner_traceback(error, shell)
+    assert text.index("JSONDecodeError") < text.index("direct cause") < text.index("KeyError")
+    assert "Cell In[7], line 3\n    helpers.load('{')" in text
+    assert "File helpers.py, line 4, in load\n    return json.loads(t)" in text
+    assert "frames inside json" in text and "Cell In[7], line 5" in text
+    assert str(tmp_path) not in text and json.__file__ not in text

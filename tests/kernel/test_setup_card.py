@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import socket
 import stat
 import tomllib
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ import pytest
 
 from deeptutor_jupyter.config import resolve_settings
 from deeptutor_jupyter.kernel.widgets.setup_card import CHOICES, SetupCard
+from deeptutor_jupyter.testing import FakeLLMServer, Reply
 
 SECRET = "sk-CARDSECRET-never-in-state-0a1b2c3d"
 SECRET_BODY = "CARDSECRET"
@@ -218,3 +220,63 @@ def test_language_follows_resolved_settings(home: Path) -> None:
     card = SetupCard(resolve_settings(environ=environ), environ=environ)
     assert card.language == "zh"
     assert card.home == home
+
+
+def test_labels_have_room_and_every_field_a_placeholder(home: Path) -> None:
+    card = make_card(home)
+    for field in (card.provider, card.model, card.base_url, card.api_key):
+        assert field.style.description_width == "9em"  # "API key (optional)" fits
+    card.provider.value = "openai-compatible"
+    assert card.model.placeholder == "model name, e.g. gpt-4o-mini"
+    assert card.base_url.placeholder == "e.g. http://localhost:8000/v1"
+    card.provider.value = "ollama"
+    assert card.model.placeholder.startswith("model name, e.g. ")
+    assert card.base_url.placeholder.startswith("e.g. http://")
+
+
+def test_after_save_the_still_needed_line_is_current(home: Path) -> None:
+    card = make_card(home)
+    assert "Still needed:" in card.header.value
+    card.provider.value = "ollama"
+    card.model.value = "llama3.2"
+    card.save_button.click()
+    assert "Still needed:" not in card.header.value and card.missing == []
+    assert "the tutor is ready" in card.status.value
+
+
+def setup_for(home: Path, url: str) -> SetupCard:
+    card = make_card(home)
+    card.provider.value = "openai-compatible"
+    card.model.value = "fake-model"
+    card.base_url.value = url
+    card.api_key.value = SECRET
+    return card
+
+
+async def test_test_connection_sends_one_short_request(home: Path) -> None:
+    with FakeLLMServer([Reply(text="OK")], api_key=SECRET) as server:
+        card = setup_for(home, server.url)
+        card.test_button.click()
+        assert card.test_task is not None and card.test_button.disabled
+        await card.test_task
+    assert "Connected: fake-model at" in card.status.value and not card.test_button.disabled
+    [request] = server.requests
+    assert request.body["max_tokens"] == 5 and "tools" not in request.body
+    assert not (home / "settings.toml").exists()  # testing saves nothing
+
+
+async def test_a_failed_test_reads_like_the_error_card(home: Path) -> None:
+    with FakeLLMServer([Reply(text="OK")], api_key="sk-the-real-one") as server:
+        card = setup_for(home, server.url)
+        await card.test_connection()
+    assert "The test request failed:" in card.status.value and "How to fix:" in card.status.value
+    assert "<code>%tutor config</code>" in card.status.value
+    assert "key" in card.status.value.lower() and SECRET not in card.status.value
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    card = setup_for(home, f"http://127.0.0.1:{closed}/v1")
+    await card.test_connection()
+    assert "The test request failed:" in card.status.value
+    assert f"127.0.0.1:{closed}" in card.status.value or "connect" in card.status.value.lower()

@@ -131,3 +131,19 @@ def test_mount_table_names_real_flags_and_dedupes() -> None:
         assert hasattr(MountContext(), flag)
     ctx = MountContext(has_skills=True)
     assert mounted_tools(ctx, always=["read_skill", "ask_user"]) == ["read_skill", "ask_user"]
+
+
+async def test_numbers_hold_across_the_searches_of_one_turn(home: Path) -> None:
+    tool = SearchKnowledgeTool()
+    context = ctx(home, ["algebra", "history"])
+    first = await tool.run(tool.Args(query="discriminant roots"), context)
+    second = await tool.run(tool.Args(query="printing press ideas discriminant"), context)
+    numbers = {row["file"]: row["n"] for row in (first.data or {})["hits"]}
+    later = {row["file"]: row["n"] for row in (second.data or {})["hits"]}
+    assert numbers == {"algebra/quadratics.md": 1}
+    # The passage seen before keeps [1]; the new one continues the count.
+    assert later == {"algebra/quadratics.md": 1, "history.txt": 2}
+    assert "[2] history.txt" in second.content and "[1] algebra/quadratics.md" in second.content
+    other_turn = ToolContext("s", "t2", home, extra=context.extra)
+    fresh = await tool.run(tool.Args(query="printing press"), other_turn)
+    assert [row["n"] for row in (fresh.data or {})["hits"]] == [1]

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import datetime
 import html
+import math
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
@@ -73,7 +75,13 @@ def parse_options(raw: Any) -> list[AskOption]:
 
 
 def local_time(epoch: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch))
+    """``2026-12-02 19:53 UTC+8``: a learner in another zone (or a reader later) knows when."""
+    moment = time.localtime(epoch)
+    offset = moment.tm_gmtoff or 0
+    sign = "+" if offset >= 0 else "-"
+    hours, minutes = divmod(abs(offset) // 60, 60)
+    zone = "UTC" if offset == 0 else f"UTC{sign}{hours}" + (f":{minutes:02d}" if minutes else "")
+    return time.strftime("%Y-%m-%d %H:%M", moment) + " " + zone
 
 
 def _html(value: str, *classes: str) -> widgets.HTML:
@@ -87,6 +95,62 @@ def _small(text: str) -> str:
     return f'<div style="{_SMALL}">{html.escape(text)}</div>'
 
 
+def _fit(width: str = "auto", **more: str) -> widgets.Layout:
+    """Never wider than the output area: ``width:100%`` plus the widget margin overflowed it,
+    which drew a horizontal scrollbar under every card."""
+    return widgets.Layout(width=width, max_width="100%", **more)
+
+
+def _show(widget: widgets.DOMWidget, visible: bool) -> None:
+    widget.layout.display = None if visible else "none"
+
+
+def _is_number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text.strip()))
+    except ValueError:
+        return False
+
+
+def _on_enter(field: widgets.Text, submit: Callable[[], None]) -> None:
+    """Enter in a one-line box submits, through the same gate as the button.
+
+    The frontend sends ``{"event": "submit"}`` on Enter; listening with ``on_msg`` avoids
+    ``Text.on_submit``, which ipywidgets 8 deprecates.
+    """
+
+    def handle(_widget: Any, content: Mapping[str, Any], _buffers: Any) -> None:
+        if content.get("event") == "submit":
+            submit()
+
+    field.on_msg(handle)
+
+
+SKIPPED_FOLDERS = frozenset({"__pycache__", "node_modules", ".git", ".venv", "venv"})
+
+
+def existing_folders(root: Path, depth: int = 2, limit: int = 200) -> list[str]:
+    """Folders under the notebook's folder, relative and sorted, hidden ones left out."""
+    found: list[str] = []
+    level = [root]
+    for _ in range(depth):
+        below: list[Path] = []
+        for folder in level:
+            try:
+                children = sorted(p for p in folder.iterdir() if p.is_dir())
+            except OSError:
+                continue
+            for child in children:
+                if child.name.startswith(".") or child.name in SKIPPED_FOLDERS:
+                    continue
+                found.append(child.relative_to(root).as_posix())
+                below.append(child)
+                if len(found) >= limit:
+                    return sorted(found)
+        level = below
+    return sorted(found)
+
+
 class AskUserCard(widgets.VBox):  # type: ignore[misc]
     """One ``ask_user`` question: a form while open, a read-only receipt once settled."""
 
@@ -97,9 +161,14 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
         on_submit: OnSubmit | None = None,
         language: str = "en",
         workspace_hint: str = "",
+        workspace: Path | None = None,
         **kwargs: Any,
     ) -> None:
         self.payload = dict(payload)
+        # The hint is the notebook's folder (kernel/interactions.py passes it): list its folders.
+        hinted = Path(workspace_hint) if workspace_hint else None
+        self.workspace = workspace or (hinted if hinted and hinted.is_dir() else None)
+        self.folders: list[str] = []
         self.language = language
         self.on_submit = on_submit
         self.request_id = str(payload.get("id") or "")
@@ -124,6 +193,7 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
         self.submit_button.add_class("dt-ask-submit")
         self.cancel_button = widgets.Button(description=self._s("cancel"))
         self.cancel_button.add_class("dt-ask-cancel")
+        kwargs.setdefault("layout", widgets.Layout(width="auto", max_width="100%"))
         super().__init__(children=[self.title], **kwargs)
         self.add_class("dt-ask-user")
         if not self.resumable:
@@ -157,11 +227,18 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
             self.controls["custom"] = widgets.Text(
                 description=self._s("other"),
                 placeholder=self._s("other_placeholder"),
-                layout=widgets.Layout(width="100%"),
+                layout=_fit(),
             )
             parts.append(self.controls["custom"])
+        for field in self._one_line_fields():
+            _on_enter(field, self._on_submit_click)
         parts += [widgets.HBox([self.submit_button, self.cancel_button]), self.hint, self.error]
         return parts
+
+    def _one_line_fields(self) -> list[widgets.Text]:
+        """Text boxes where Enter submits (the same rule as the Submit button)."""
+        names = ("custom", "text", "number", "directory")
+        return [c for n in names if isinstance(c := self.controls.get(n), widgets.Text)]
 
     def _mode_inputs(self, workspace_hint: str) -> list[widgets.Widget]:
         if self.mode == "single":
@@ -173,24 +250,73 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
         if self.mode == "date":
             self.controls["date"] = widgets.DatePicker(description=self._s("date"), value=None)
             return [self.controls["date"]]
-        full = widgets.Layout(width="100%")
         if self.mode == "number":
-            self.controls["number"] = widgets.Text(placeholder=self._s("number_placeholder"))
+            self.controls["number"] = widgets.Text(
+                placeholder=self._s("number_placeholder"), layout=_fit("16em")
+            )
             return [self.controls["number"]]
         if self.mode == "directory":
-            text = widgets.Text(placeholder=self._s("directory_placeholder"), layout=full)
-            self.controls["directory"] = text
-            hint = self._s("directory_hint")
-            if workspace_hint:
-                hint += " " + self._s("workspace").format(path=workspace_hint)
-            return [text, _html(_small(hint))]
-        self.controls["text"] = widgets.Textarea(
-            placeholder=self._s("text_placeholder"), layout=full
+            return self._directory(workspace_hint)
+        return self._text()
+
+    def _text(self) -> list[widgets.Widget]:
+        """One line where Enter submits; "Several lines" swaps in a box where Enter is a newline."""
+        self.controls["text"] = widgets.Text(placeholder=self._s("text_placeholder"), layout=_fit())
+        self.controls["text_lines"] = widgets.Textarea(
+            placeholder=self._s("text_lines_placeholder"), layout=_fit(height="6em")
         )
-        return [self.controls["text"]]
+        _show(self.controls["text_lines"], False)
+        lines = widgets.ToggleButton(
+            value=False, description=self._s("several_lines"), icon="align-left"
+        )
+        lines.add_class("dt-ask-lines")
+        lines.observe(self._on_lines_toggle, names="value")
+        self.controls["lines"] = lines
+        return [self.controls["text"], self.controls["text_lines"], lines]
+
+    def _on_lines_toggle(self, change: Mapping[str, Any]) -> None:
+        one, many = self.controls["text"], self.controls["text_lines"]
+        if change["new"]:
+            many.value = one.value
+        else:
+            one.value = " ".join(many.value.split("\n"))
+        _show(one, not change["new"])
+        _show(many, bool(change["new"]))
+        self._refresh()
+
+    def _directory(self, workspace_hint: str) -> list[widgets.Widget]:
+        """Existing folders to pick from; a new one is allowed and said to be new."""
+        self.folders = existing_folders(self.workspace) if self.workspace else []
+        self.controls["directory"] = widgets.Combobox(
+            options=self.folders,
+            placeholder=self._s("directory_placeholder"),
+            ensure_option=False,
+            layout=_fit(),
+        )
+        hint = self._s("directory_hint")
+        if workspace_hint:
+            hint += " " + self._s("workspace").format(path=workspace_hint)
+        self.folder_note = _html("", "dt-ask-folder-note")
+        return [self.controls["directory"], self.folder_note, _html(_small(hint))]
+
+    def _folder_note(self) -> str:
+        typed = str(self.controls["directory"].value).strip().strip("/")
+        if not typed:
+            return ""
+        key = "folder_exists" if typed in self.folders or self._is_dir(typed) else "folder_new"
+        return _small(self._s(key).format(path=typed))
+
+    def _is_dir(self, typed: str) -> bool:
+        return self.workspace is not None and (self.workspace / typed).is_dir()
 
     def _shown_label(self, option: AskOption) -> str:
-        return f"{option.label}  {self._s('recommended')}" if option.recommended else option.label
+        """``Label ★ recommended — description``: the same words in every choice mode.
+
+        Radio and checkbox labels are plain text in the frontend, so the description rides in
+        the label itself rather than in a list detached from its option.
+        """
+        label = f"{option.label}  {self._s('recommended')}" if option.recommended else option.label
+        return f"{label} — {option.description}" if option.description else label
 
     def _descriptions(self) -> list[widgets.Widget]:
         lines = [
@@ -208,35 +334,43 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
             if any(label == seen for seen, _ in labels):
                 label = f"{label} ({option.id})"
             labels.append((label, option.id))
-        choice = widgets.RadioButtons(options=labels, value=None, layout={"width": "auto"})
+        choice = widgets.RadioButtons(options=labels, value=None, layout=_fit())
+        choice.add_class("dt-ask-options")
         self.controls["choice"] = choice
-        return [choice, *self._descriptions()]
+        return [choice]
 
     def _multiple(self) -> list[widgets.Widget]:
         checks: dict[str, widgets.Checkbox] = {}
-        rows: list[widgets.Widget] = []
         for option in self.options:
-            box = widgets.Checkbox(value=False, description=self._shown_label(option), indent=False)
-            box.layout.width = "auto"
+            box = widgets.Checkbox(
+                value=False, description=self._shown_label(option), indent=False, layout=_fit()
+            )
             checks[option.id] = box
-            note = [_html(_small(option.description))] if option.description else []
-            rows.append(widgets.HBox([box, *note], layout={"align_items": "center"}))
         self.controls["checks"] = checks
-        return rows
+        column = widgets.VBox(list(checks.values()), layout=_fit())
+        column.add_class("dt-ask-options")
+        return [column]
 
     def _toggles(self) -> list[widgets.Widget]:
-        toggles = {
-            o.id: widgets.ToggleButton(
-                value=False,
-                description=self._shown_label(o),
-                tooltip=o.description,
-                layout={"width": "auto"},
+        toggles: dict[str, widgets.ToggleButton] = {}
+        for o in self.options:
+            label = f"{o.label}  {self._s('recommended')}" if o.recommended else o.label
+            button = widgets.ToggleButton(
+                value=False, description=label, tooltip=o.description, icon="square-o"
             )
-            for o in self.options
-        }
+            button.layout.width = "auto"
+            button.observe(self._on_toggle, names="value")
+            toggles[o.id] = button
         self.controls["toggles"] = toggles
         row = widgets.HBox(list(toggles.values()), layout={"flex_flow": "row wrap"})
         return [row, *self._descriptions()]
+
+    @staticmethod
+    def _on_toggle(change: Mapping[str, Any]) -> None:
+        """On is a filled, coloured button with a tick; off a plain one with an empty box."""
+        button = change["owner"]
+        button.button_style = "info" if change["new"] else ""
+        button.icon = "check-square" if change["new"] else "square-o"
 
     def _inputs(self) -> Iterator[widgets.DOMWidget]:
         for control in self.controls.values():
@@ -263,6 +397,8 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
         if self.mode == "date":
             day: datetime.date | None = self.controls["date"].value
             return [], "" if day is None else day.isoformat()
+        if self.mode == "text" and self.controls["lines"].value:
+            return [], str(self.controls["text_lines"].value)
         text = str(self.controls[self.mode].value)
         # A number is sent without the spaces a learner may type around it: the coordinator
         # accepts only a plain number (interaction/coordinator.py: check_answer).
@@ -270,21 +406,27 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
 
     def _missing(self) -> str:
         """The hint key for what still blocks Submit, or "" when the form can be sent."""
+        # One rule for every mode (README, "When the tutor needs to ask"): Submit, and Enter in
+        # a text box, need an answer: an option or Other text, or a value.
         selections, custom = self.answer()
-        if self.mode == "single":
+        if self.mode in OPTION_MODES:
             if selections or (self.allow_custom and self._custom().strip()):
                 return ""
-            return "need_choice_or_other" if self.allow_custom else "need_choice"
-        if self.mode == "toggle":
-            return "" if selections else "need_one"
-        if self.mode == "multiple":
-            return ""  # an empty checklist is an answer: none of these apply
+            word = "need_choice" if self.mode == "single" else "need_one"
+            return f"{word}_or_other" if self.allow_custom else word
+        if self.mode == "number":
+            return "" if _is_number(custom) else ("need_number" if custom.strip() else "need_text")
         if self.mode == "date":
             return "" if custom else "need_date"
         return "" if custom.strip() else "need_text"
 
     # clicks --------------------------------------------------------------------------------
     def _on_change(self, _change: Mapping[str, Any]) -> None:
+        # A reported problem belongs to the value that was sent; editing it starts afresh.
+        if self.state == "open":
+            self.error.value = ""
+        if self.mode == "directory":
+            self.folder_note.value = self._folder_note()
         self._refresh()
 
     def _refresh(self) -> None:
@@ -353,13 +495,14 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
                 lines.append(self._verbatim("other_answer", custom_input))
         else:
             lines.append(self._verbatim("your_answer", custom_input))
-        word = self._s("continuing" if status == "continuing" else "answered")
+        when = self._s("answered_at").format(time=local_time(answered_at))
         self._where = where = where or self._where
         if where:  # the turn goes on (or went on) in another notebook's cell
             key = "continues_in" if status == "continuing" else "continued_in"
-            word = self._s(key).format(where=where)
-        when = self._s("answered_at").format(time=local_time(answered_at))
-        lines.append(_small(f"{when} · {word}"))
+            when += " · " + self._s(key).format(where=where)
+        elif status == "continuing":
+            when += " · " + self._s("continuing")
+        lines.append(_small(when))
         self._settle("answered", "".join(f"<div>{line}</div>" for line in lines))
 
     def _verbatim(self, key: str, text: str) -> str:

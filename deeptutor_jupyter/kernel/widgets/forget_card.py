@@ -16,6 +16,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from deeptutor_jupyter.kernel.widgets.fallback import TextFallback
 from deeptutor_jupyter.memory import MemoryStore
 
 _SMALL = "font-size:85%;opacity:0.75"
@@ -39,6 +40,7 @@ _STRINGS: dict[str, dict[str, str]] = {
         "deleted": "Deleted {files} trace files and {documents} documents at {time}.",
         "cancelled": "Cancelled: nothing was deleted.",
         "failed": "Could not delete everything: {reason}",
+        "open": "Waiting for confirmation; nothing has been deleted.",
     },
     "zh": {
         "title": "清除导师记住的一切",
@@ -53,6 +55,7 @@ _STRINGS: dict[str, dict[str, str]] = {
         "deleted": "已于 {time} 删除 {files} 个记录文件和 {documents} 个文档。",
         "cancelled": "已取消：没有删除任何内容。",
         "failed": "未能全部删除：{reason}",
+        "open": "等待确认；尚未删除任何内容。",
     },
 }
 
@@ -70,12 +73,13 @@ def count_memory(store: MemoryStore) -> MemoryCounts:
     return MemoryCounts(len(store.known_trace_ids()), len(files), len(documents))
 
 
-class ForgetCard(widgets.VBox):  # type: ignore[misc]
+class ForgetCard(TextFallback, widgets.VBox):  # type: ignore[misc]
     """A confirmation form for ``MemoryStore.forget_all``; a receipt once answered."""
 
     def __init__(self, store: MemoryStore, *, language: str = "en") -> None:
         self.store, self.language = store, language
         self.state = "open"  # then "deleted" or "cancelled"
+        self.outcome = ""  # the receipt's words, for the saved notebook
         s = self._s = _STRINGS.get(language, _STRINGS["en"])
         counts = count_memory(store)
         self.explanation = widgets.HTML(
@@ -96,6 +100,9 @@ class ForgetCard(widgets.VBox):  # type: ignore[misc]
         buttons = widgets.HBox([self.delete_button, self.cancel_button])
         super().__init__(children=[title, self.explanation, self.confirm, buttons, self.receipt])
         self.add_class("dt-forget")
+
+    def fallback_markdown(self) -> str:
+        return f"**{self._s['title']}**\n\n{self.outcome or self._s['open']}\n"
 
     def _on_confirm(self, change: Mapping[str, Any]) -> None:
         if self.state == "open":
@@ -124,3 +131,5 @@ class ForgetCard(widgets.VBox):  # type: ignore[misc]
         for widget in (self.confirm, self.delete_button, self.cancel_button):
             widget.disabled = True
         self.receipt.value = f"<div><b>{html.escape(text)}</b></div>"
+        self.outcome = text
+        self.refresh_fallback()

@@ -15,15 +15,16 @@ Learner and model text reaches the browser escaped, in ``HTML`` widgets and in t
 from __future__ import annotations
 
 import asyncio
-import copy
 import html
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import ipywidgets as widgets
 
+from deeptutor_jupyter.kernel.widgets.fallback import TextFallback
 from deeptutor_jupyter.kernel.widgets.memory_workbench_strings import strings
 from deeptutor_jupyter.kernel.widgets.turn_view import markdown_bundle
 from deeptutor_jupyter.memory import (
@@ -34,7 +35,6 @@ from deeptutor_jupyter.memory import (
     Entry,
     MemoryStore,
     TraceRecord,
-    render,
 )
 from deeptutor_jupyter.memory.consolidate import (
     MODES,
@@ -93,23 +93,47 @@ def provenance(refs: list[str], traces: Mapping[str, TraceRecord], language: str
     return "; ".join(parts)
 
 
-def display_markdown(doc: Document, language: str) -> str:
-    """The canonical document with learner and model text HTML-escaped; footnotes stay."""
+def display_markdown(
+    doc: Document, language: str, traces: Mapping[str, TraceRecord] | None = None
+) -> str:
+    """The document for reading: learner and model text HTML-escaped, each citation a number.
+
+    Not the stored text: Markdown renderers in JupyterLab have no footnotes, and read
+    ``[^1][^2]`` with ``[^2]: t_2`` as one link (only one footnote showed), so the numbers are
+    superscripts and the cited traces a numbered list below, with their day and question.
+    """
     if doc.is_empty():
         return strings(language)["empty"]
-    shown = copy.deepcopy(doc)
-    shown.title = html.escape(shown.title, quote=False)
-    for section in shown.sections:
-        section.name = html.escape(section.name, quote=False)
+    labels: dict[str, int] = {}
+    out: list[str] = [f"# {html.escape(doc.title, quote=False)}", ""] if doc.title else []
+    for section in doc.sections:
+        out.append(f"## {html.escape(section.name, quote=False)}")
         for entry in section.entries:
-            entry.text = html.escape(entry.text, quote=False)
-    return render(shown)
+            marks = "".join(
+                f"<sup>[{labels.setdefault(ref, len(labels) + 1)}]</sup>" for ref in entry.refs
+            )
+            out.append(f"- {html.escape(entry.text, quote=False)}{' ' + marks if marks else ''}")
+        out.append("")
+    if labels:
+        out += ["---", ""]
+        out += [
+            f"{n}. {html.escape(provenance([ref], traces or {}, language), quote=False)}"
+            for ref, n in labels.items()
+        ]
+    return "\n".join(out).rstrip() + "\n"
+
+
+_ID_COMMENT = re.compile(r"\s*<!--\s*m_[A-Za-z0-9_-]+\s*-->")
 
 
 def diff_html(diff: str) -> str:
-    """A unified diff as an escaped ``<pre>``, added lines green and removed lines red."""
+    """A unified diff as an escaped ``<pre>``, added lines green and removed lines red.
+
+    The hidden ``<!--m_id-->`` of each line is left out: it is bookkeeping, not what changed.
+    """
     lines = []
-    for line in diff.splitlines():
+    for raw in diff.splitlines():
+        line = _ID_COMMENT.sub("", raw)
         style = ""
         if line.startswith(("+++", "---")):
             style = "font-weight:bold"
@@ -199,9 +223,10 @@ class EntryRow(widgets.VBox):  # type: ignore[misc]
             f'<div style="{_SMALL}">{html.escape(provenance_text)}</div>'
         )
         self.edit_button = widgets.Button(description=s["edit"], icon="pencil")
+        # The placeholder's value is "", not None: a Dropdown whose value is None shows blank.
         self.reason = widgets.Dropdown(
-            options=[(s["reason"], None), *((s[f"reason_{r}"], r) for r in DELETE_REASONS)],
-            value=None,
+            options=[(s["reason"], ""), *((s[f"reason_{r}"], r) for r in DELETE_REASONS)],
+            value="",
             layout=widgets.Layout(width="11em"),
         )
         self.delete_button = widgets.Button(description=s["delete"], icon="trash", disabled=True)
@@ -232,11 +257,11 @@ class EntryRow(widgets.VBox):  # type: ignore[misc]
             self.status.value = message_html(text, error=True)
 
     def _on_reason(self, change: Mapping[str, Any]) -> None:
-        self.delete_button.disabled = change["new"] is None
+        self.delete_button.disabled = not change["new"]
 
     def _on_delete(self, _button: widgets.Button | None = None) -> None:
         # Button.click() from code ignores ``disabled``: no reason, no delete.
-        if self.reason.value is None:
+        if not self.reason.value:
             return
         problem = self._on_delete_cb(self.entry, str(self.reason.value))
         if problem:
@@ -244,7 +269,7 @@ class EntryRow(widgets.VBox):  # type: ignore[misc]
             self.status.value = message_html(text, error=True)
 
 
-class MemoryWorkbench(widgets.VBox):  # type: ignore[misc]
+class MemoryWorkbench(TextFallback, widgets.VBox):  # type: ignore[misc]
     """Pick a document, read it with provenance, fix entries, preview and apply consolidation."""
 
     def __init__(
@@ -310,6 +335,26 @@ class MemoryWorkbench(widgets.VBox):  # type: ignore[misc]
         self.add_class("dt-memory")
         self.refresh()
 
+    def fallback_markdown(self) -> str:
+        """What a saved notebook shows: the documents and their sizes, not what they say.
+
+        A notebook gets shared; what the tutor remembers about the learner stays in
+        ``$DEEPTUTOR_HOME`` unless they copy it out themselves.
+        """
+        s = self._s
+        lines = [f"**{s['title']}**", "", s["fallback"], ""]
+        for key in document_keys(self.store):
+            lines.append(f"- {self._choice_label(key)}")
+        return "\n".join(lines) + "\n"
+
+    def _choice_label(self, key: DocKey) -> str:
+        count = self._count(len(self.store.read(*key).entries()), "entry", "entries_word")
+        return self._s["entries"].format(name=doc_name(key), count=count)
+
+    def _count(self, n: int, one: str, many: str) -> str:
+        """``1 entry``, ``2 entries`` (the strings table has both forms per language)."""
+        return f"{n} {self._s[one] if n == 1 else self._s[many]}"
+
     @property
     def selected(self) -> DocKey:
         value: DocKey = self.picker.value
@@ -321,8 +366,8 @@ class MemoryWorkbench(widgets.VBox):  # type: ignore[misc]
         self._load_choices()
         key = self.selected
         doc = self.store.read(*key)
-        self.document.outputs = (markdown_bundle(display_markdown(doc, self.language)),)
         traces = {record.trace_id: record for record in self.store.traces()}
+        self.document.outputs = (markdown_bundle(display_markdown(doc, self.language, traces)),)
         pairs = doc.entries()
         self.entry_rows = [
             EntryRow(
@@ -345,15 +390,7 @@ class MemoryWorkbench(widgets.VBox):  # type: ignore[misc]
     def _load_choices(self) -> None:
         keys = document_keys(self.store)
         current = self.picker.value if self.picker.value in keys else keys[0]
-        options = [
-            (
-                self._s["entries"].format(
-                    name=doc_name(k), count=len(self.store.read(*k).entries())
-                ),
-                k,
-            )
-            for k in keys
-        ]
+        options = [(self._choice_label(k), k) for k in keys]
         # Counts change after every write; re-listing must not count as the learner picking.
         self.picker.unobserve(self._on_pick, names="value")
         self.picker.options = options
@@ -487,8 +524,11 @@ class MemoryWorkbench(widgets.VBox):  # type: ignore[misc]
         self.preview = preview
         self.diff.value = diff_html(result.diff) if result.diff else ""
         self.rejected.value = rejected_html(self._s["rejected"], result.rejected)
-        counts = {"ops": len(result.ops_applied), "rejected": len(result.rejected)}
-        summary = self._s["proposed"].format(traces=result.traces_seen, **counts)
+        summary = self._s["proposed"].format(
+            ops=self._count(len(result.ops_applied), "op", "ops"),
+            rejected=len(result.rejected),
+            traces=self._count(result.traces_seen, "trace", "traces"),
+        )
         self._say_run(summary if result.diff else f"{summary} {self._s['no_change']}")
 
     def _unseen(self, key: DocKey) -> list[str]:
@@ -514,5 +554,6 @@ class MemoryWorkbench(widgets.VBox):  # type: ignore[misc]
         self._clear_preview()
         self.refresh()
         name = doc_name(preview.key)
-        self._say_run(self._s["applied"].format(ops=len(applied.valid), name=name))
+        ops = self._count(len(applied.valid), "op", "ops")
+        self._say_run(self._s["applied"].format(ops=ops, name=name))
         self.rejected.value = rejected_html(self._s["apply_rejected"], applied.rejected)

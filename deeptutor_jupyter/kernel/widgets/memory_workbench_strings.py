@@ -5,8 +5,18 @@ from __future__ import annotations
 _STRINGS: dict[str, dict[str, str]] = {
     "en": {
         "title": "Tutor memory",
+        "fallback": (
+            "The memory workbench: run `%tutor memory` with a running kernel to read and edit "
+            "what the tutor remembers."
+        ),
         "document": "Document",
-        "entries": "{name} · {count} entries",
+        "entries": "{name} · {count}",
+        "entry": "entry",
+        "entries_word": "entries",
+        "op": "op",
+        "ops": "ops",
+        "trace": "trace",
+        "traces": "traces",
         "empty": "_Nothing is remembered here yet._",
         "no_refs": "no trace cited",
         "from_trace": "from trace {id} on {date}: {question}",
@@ -47,17 +57,26 @@ _STRINGS: dict[str, dict[str, str]] = {
         "preferences_off": (
             "Consolidation is off for this document: preferences are never auto-consolidated."
         ),
-        "proposed": "{ops} ops proposed, {rejected} rejected, {traces} traces read.",
+        "proposed": "{ops} proposed, {rejected} rejected, {traces} read.",
         "no_change": "No changes proposed.",
         "rejected": "Rejected:",
         "stale_preview": "The document changed since the preview; run Preview again.",
-        "applied": "Applied {ops} ops to {name}.",
+        "applied": "Applied {ops} to {name}.",
         "apply_rejected": "Rejected while applying:",
     },
     "zh": {
         "title": "导师记忆",
+        "fallback": (
+            "记忆工作台：在运行中的内核里执行 `%tutor memory` 即可查看和编辑导师记住的内容。"
+        ),
         "document": "文档",
-        "entries": "{name} · {count} 条",
+        "entries": "{name} · {count}",
+        "entry": "条",
+        "entries_word": "条",
+        "op": "项操作",
+        "ops": "项操作",
+        "trace": "条记录",
+        "traces": "条记录",
         "empty": "_这里还没有记住任何内容。_",
         "no_refs": "未引用任何记录",
         "from_trace": "来自记录 {id}（{date}）：{question}",
@@ -95,11 +114,11 @@ _STRINGS: dict[str, dict[str, str]] = {
         "no_loop": "整理需要一个正在运行的事件循环（Jupyter 内核）。",
         "failed": "整理失败：{reason}",
         "preferences_off": "此文档不参与整理：偏好设置从不自动整理。",
-        "proposed": "建议 {ops} 项操作，拒绝 {rejected} 项，读取 {traces} 条记录。",
+        "proposed": "建议 {ops}，拒绝 {rejected} 项，读取 {traces}。",
         "no_change": "没有建议的改动。",
         "rejected": "被拒绝的操作：",
         "stale_preview": "预览之后文档已被修改；请重新预览。",
-        "applied": "已对 {name} 应用 {ops} 项操作。",
+        "applied": "已对 {name} 应用 {ops}。",
         "apply_rejected": "应用时被拒绝：",
     },
 }

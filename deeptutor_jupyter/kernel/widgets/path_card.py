@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.runtime.learning import Learning
 
 
+SHOWN: list[PathCard] = []  # the path forms of this kernel, latest last (kernel/learn_api.py)
+
+
 class PathCard(widgets.VBox):  # type: ignore[misc]
     def __init__(self, topic: str, learning: Learning, kb: str | None = None) -> None:
         self.topic = topic
@@ -43,6 +46,7 @@ class PathCard(widgets.VBox):  # type: ignore[misc]
         self.confirm.on_click(lambda _b: self.save())
         super().__init__(children=[self.title, self.note, self.lines, self.error, self.confirm])
         self.add_class("dt-path")
+        SHOWN.append(self)
 
     def propose(self, path: LearningPath | None, note: str) -> None:
         if path is not None:
@@ -55,6 +59,7 @@ class PathCard(widgets.VBox):  # type: ignore[misc]
         self.confirm.disabled = False
 
     def save(self) -> None:
+        """The Start button: validate the edited lines, save the path, show the receipt."""
         from deeptutor_jupyter.learning.path import PathError, path_from_lines
 
         if self.state != "open":

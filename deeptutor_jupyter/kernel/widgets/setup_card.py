@@ -7,6 +7,7 @@ up in a saved notebook's widget metadata; the card clears it as soon as it is wr
 
 from __future__ import annotations
 
+import asyncio
 import html
 import os
 import tomllib
@@ -25,6 +26,8 @@ from deeptutor_jupyter.config import (
     setup_instructions_markdown,
     write_settings,
 )
+from deeptutor_jupyter.kernel.widgets.fallback import TextFallback
+from deeptutor_jupyter.kernel.widgets.turn_view import with_code
 from deeptutor_jupyter.providers.specs import ProviderSpec, api_key_from_env, find_provider
 
 # The choices the card offers; any other provider is configured by hand (see the instructions).
@@ -44,6 +47,14 @@ _STRINGS: dict[str, dict[str, str]] = {
         "key_in_file": "already saved; leave empty to keep it",
         "save": "Save",
         "saved": "Saved to {path}. Run your %tutor cell again.",
+        "all_set": "Nothing else is needed: the tutor is ready.",
+        "model_placeholder": "model name, e.g. {example}",
+        "base_url_placeholder": "e.g. {example}",
+        "test": "Test connection",
+        "testing": "Sending one short request to {label}…",
+        "test_ok": "Connected: {model} at {label} answered.",
+        "test_failed": "The test request failed: {message}",
+        "how_to_fix": "How to fix:",
         "need_model": "Enter a model name.",
         "need_base_url": "Enter the base URL of your server, e.g. http://localhost:8000/v1.",
         "need_key": "Enter an API key for {label}, or set {var} and restart the kernel.",
@@ -68,6 +79,14 @@ _STRINGS: dict[str, dict[str, str]] = {
         "key_in_file": "已保存；留空即保留",
         "save": "保存",
         "saved": "已保存到 {path}。请重新运行 %tutor 单元格。",
+        "all_set": "设置已完整：导师可以使用了。",
+        "model_placeholder": "模型名称，例如 {example}",
+        "base_url_placeholder": "例如 {example}",
+        "test": "测试连接",
+        "testing": "正在向 {label} 发送一个简短请求…",
+        "test_ok": "连接成功：{label} 上的 {model} 已回应。",
+        "test_failed": "测试请求失败：{message}",
+        "how_to_fix": "如何解决：",
         "need_model": "请输入模型名称。",
         "need_base_url": "请输入服务地址，例如 http://localhost:8000/v1。",
         "need_key": "请输入 {label} 的 API 密钥，或设置 {var} 后重启内核。",
@@ -106,7 +125,14 @@ def _show(widget: widgets.DOMWidget, visible: bool) -> None:
     widget.layout.display = None if visible else "none"
 
 
-class SetupCard(widgets.VBox):  # type: ignore[misc]
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class SetupCard(TextFallback, widgets.VBox):  # type: ignore[misc]
     """Asks for provider, model, base URL and key, and writes them to settings.toml."""
 
     def __init__(
@@ -133,11 +159,28 @@ class SetupCard(widgets.VBox):  # type: ignore[misc]
             value=start,
             description=s["provider"],
         )
-        self.model = widgets.Text(description=s["model"])
-        self.base_url = widgets.Text(description=s["base_url"])
-        self.api_key = widgets.Password(description=s["api_key"])
+        # Wide enough for "API key (optional)" and "服务商": a fixed 80px label cut them off.
+        style = {"description_width": "9em"}
+        field = widgets.Layout(width="auto", max_width="40em")
+        self.provider.style.description_width = style["description_width"]
+        self.provider.layout = widgets.Layout(width="auto", max_width="40em")
+        self.model = widgets.Text(description=s["model"], style=style, layout=field)
+        self.base_url = widgets.Text(
+            description=s["base_url"],
+            style=style,
+            layout=widgets.Layout(width="auto", max_width="40em"),
+        )
+        self.api_key = widgets.Password(
+            description=s["api_key"],
+            style=style,
+            layout=widgets.Layout(width="auto", max_width="40em"),
+        )
         self.save_button = widgets.Button(description=s["save"], button_style="primary")
+        self.test_button = widgets.Button(description=s["test"], icon="plug")
+        self.test_button.add_class("dt-setup-test")
         self.status = widgets.HTML()
+        self.test_task: asyncio.Task[None] | None = None
+        self._loop = _running_loop()
         self.instructions = widgets.Accordion(
             children=[_markdown_output(setup_instructions_markdown(self.language, home=self.home))],
             titles=(s["instructions"],),
@@ -149,11 +192,23 @@ class SetupCard(widgets.VBox):  # type: ignore[misc]
 
         self.provider.observe(self._on_provider, names="value")
         self.save_button.on_click(self._on_save)
-        header = widgets.HTML(self._header_html(resolved.missing()))
+        self.test_button.on_click(self._on_test)
+        self.missing = resolved.missing()
+        self.header = widgets.HTML(self._header_html(self.missing))
         fields = [self.provider, self.model, self.base_url, self.api_key]
-        children = [header, *fields, self.save_button, self.status, self.instructions]
+        buttons = widgets.HBox([self.save_button, self.test_button])
+        children = [self.header, *fields, buttons, self.status, self.instructions]
         super().__init__(children=children, **kwargs)
         self.add_class("dt-setup-card")
+
+    def fallback_markdown(self) -> str:
+        """The card in words: what is missing and the steps to set it up by hand."""
+        s = self._strings
+        lines = [f"**{s['title']}**", ""]
+        if self.missing:
+            lines += [s["missing"], *(f"- {m}" for m in self.missing), ""]
+        lines.append(setup_instructions_markdown(self.language, home=self.home))
+        return "\n".join(lines).rstrip() + "\n"
 
     @property
     def _strings(self) -> dict[str, str]:
@@ -172,6 +227,10 @@ class SetupCard(widgets.VBox):  # type: ignore[misc]
         spec, s = _spec(name), self._strings
         self.model.value = spec.default_model or ""
         self.base_url.value = spec.default_base_url or ""
+        example_model = spec.default_model or ("llama3.2" if spec.is_local else "gpt-4o-mini")
+        self.model.placeholder = s["model_placeholder"].format(example=example_model)
+        example_url = spec.default_base_url or "http://localhost:8000/v1"
+        self.base_url.placeholder = s["base_url_placeholder"].format(example=example_url)
         # Hosted providers have one fixed URL; only local and custom servers need one typed.
         _show(self.base_url, self._wants_base_url(spec))
         _show(self.api_key, not spec.is_local)
@@ -211,18 +270,26 @@ class SetupCard(widgets.VBox):  # type: ignore[misc]
         owner = find_provider(str(data.get("provider", "")))
         return bool(str(data.get("api_key", "")).strip()) and owner == spec
 
-    def _on_save(self, _button: widgets.Button | None = None) -> None:
+    def _problem(self) -> str:
+        """What the typed settings still lack, worded for the learner; "" when complete."""
         spec, s = _spec(self.provider.value), self._strings
-        model, base_url = self.model.value.strip(), self.base_url.value.strip()
         key = "" if spec.is_local else self.api_key.value.strip()
-        if not model:
-            return self._say(s["need_model"], error=True)
-        if self._wants_base_url(spec) and not base_url:
-            return self._say(s["need_base_url"], error=True)
+        if not self.model.value.strip():
+            return s["need_model"]
+        if self._wants_base_url(spec) and not self.base_url.value.strip():
+            return s["need_base_url"]
         has_key = key or self._env_key_var(spec) or self._file_has_key_for(spec)
         if spec.needs_key and not has_key:
             var = spec.key_envs[0] if spec.key_envs else KEY_ENV
-            return self._say(s["need_key"].format(label=spec.label, var=var), error=True)
+            return s["need_key"].format(label=spec.label, var=var)
+        return ""
+
+    def _on_save(self, _button: widgets.Button | None = None) -> None:
+        spec = _spec(self.provider.value)
+        model, base_url = self.model.value.strip(), self.base_url.value.strip()
+        key = "" if spec.is_local else self.api_key.value.strip()
+        if problem := self._problem():
+            return self._say(problem, error=True)
         values: dict[str, Any] = {
             "provider": spec.name,
             "model": model,
@@ -249,10 +316,84 @@ class SetupCard(widgets.VBox):  # type: ignore[misc]
         self.api_key.value = ""
         self.api_key.placeholder = self._key_placeholder(_spec(self.provider.value))
         self.saved_path = path
-        self._say(s["saved"].format(path=path))
+        # What the next %tutor will resolve: the file just written, under this environment.
+        environ = {**self._environ, "DEEPTUTOR_HOME": str(self.home)}
+        self.missing = resolve_settings(environ=environ).missing()
+        self.header.value = self._header_html(self.missing)
+        self._say(s["saved"].format(path=path) + ("" if self.missing else " " + s["all_set"]))
         if self.on_saved is not None:
             self.on_saved(path)
 
+    # testing the connection ------------------------------------------------------------------
+    def _typed_key(self, spec: ProviderSpec) -> str | None:
+        """The key a turn would use with these settings: typed, then environment, then file."""
+        if spec.is_local:
+            return None
+        typed = str(self.api_key.value).strip()
+        if typed:
+            return typed
+        from_env = self._environ.get(KEY_ENV, "").strip() or api_key_from_env(spec, self._environ)
+        if from_env:
+            return str(from_env)
+        if self._file_has_key_for(spec):
+            return str(self._file_data().get("api_key") or "") or None
+        return None
+
+    def _on_test(self, _button: widgets.Button | None = None) -> None:
+        s = self._strings
+        if problem := self._problem():
+            return self._say(problem, error=True)
+        loop = self._loop or _running_loop()
+        if loop is None:  # no kernel loop (a plain script): nothing can run in the background
+            return self._say(s["test_failed"].format(message="no event loop"), error=True)
+        self._say(s["testing"].format(label=_spec(self.provider.value).label))
+        if _running_loop() is loop:
+            self._start_test()
+        else:  # a click handled on a kernel subshell thread: tasks belong to the kernel loop
+            loop.call_soon_threadsafe(self._start_test)
+
+    def _start_test(self) -> None:
+        self.test_button.disabled = True
+        self.test_task = asyncio.get_running_loop().create_task(self.test_connection())
+
+    async def test_connection(self) -> None:
+        """One short request with what the card holds; a failure reads like a turn's error card."""
+        from deeptutor_jupyter.providers import ChatRequest, ProviderError, make_model
+
+        spec, s = _spec(self.provider.value), self._strings
+        model_name = self.model.value.strip()
+        base_url = self.base_url.value.strip() if self._wants_base_url(spec) else None
+        try:
+            model = make_model(
+                provider=spec.name,
+                model=model_name,
+                base_url=base_url or None,
+                api_key=self._typed_key(spec),
+                timeout=30.0,
+                connect_timeout=10.0,
+                max_retries=0,
+            )
+            request = ChatRequest(
+                model=model_name,
+                messages=[{"role": "user", "content": "Reply with the word OK."}],
+                max_tokens=5,
+            )
+            try:
+                async for _event in model.stream(request):
+                    pass
+            finally:
+                await model.aclose()
+        except ProviderError as exc:
+            fix = f" {s['how_to_fix']} {exc.hint}" if exc.hint else ""
+            self._say(s["test_failed"].format(message=exc.message) + fix, error=True)
+        except Exception as exc:  # a setting the client refuses (a malformed URL)
+            self._say(s["test_failed"].format(message=f"{type(exc).__name__}: {exc}"), error=True)
+        else:
+            self._say(s["test_ok"].format(model=model_name, label=spec.label))
+        finally:
+            self.test_button.disabled = False
+
     def _say(self, text: str, *, error: bool = False) -> None:
         color = "var(--jp-error-color1, #c62828)" if error else "var(--jp-success-color1, #2e7d32)"
-        self.status.value = f'<span style="color: {color}">{html.escape(text)}</span>'
+        # with_code: provider hints name commands in backticks (`%tutor config`)
+        self.status.value = f'<span style="color: {color}">{with_code(text)}</span>'

@@ -12,6 +12,7 @@ import asyncio
 import html
 import json
 import math
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -36,7 +37,7 @@ def markdown_bundle(text: str) -> dict[str, Any]:
 
 class _TextBlock:
     def __init__(self) -> None:
-        self.widget = widgets.Output(layout=widgets.Layout(width="100%"))
+        self.widget = widgets.Output(layout=widgets.Layout(width="auto", max_width="100%"))
         self.widget.add_class("dt-text")
         self.parts: list[str] = []
         self.shown = 0
@@ -48,7 +49,9 @@ class _TextBlock:
     def sync(self) -> None:
         if len(self.parts) != self.shown:
             self.shown = len(self.parts)
-            self.widget.outputs = (markdown_bundle(self.text),)
+            self.widget.outputs = (markdown_bundle(self.text + self.suffix),)
+
+    suffix = ""  # link definitions, so the [n] markers of the answer link to their sources
 
 
 class ToolCard(widgets.Accordion):  # type: ignore[misc]
@@ -109,6 +112,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         )
         self.add_class("dt-turn")
         self._text: _TextBlock | None = None
+        self._text_blocks: list[_TextBlock] = []
         self._thinking_parts: list[str] = []
         self._thinking_shown = 0
         self._cards: dict[str, ToolCard] = {}
@@ -232,10 +236,19 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         self._reading_text.value = _pre("".join(self._reading_parts))
 
     def show_sources(self, markdown: str) -> None:
-        """Citations as Markdown links: JupyterLab opens a relative link as a file."""
+        """Citations as Markdown links: JupyterLab opens a relative link as a file.
+
+        The ``[n]: link`` definitions of kernel/turn_plan.py's ``sources_markdown`` also go
+        under each answer block, which makes its ``[n]`` markers links.
+        """
         if not markdown:
             return
         self._flush()
+        definitions = "\n".join(re.findall(r"^\[\d+\]: .*$", markdown, flags=re.MULTILINE))
+        for block in self._text_blocks:
+            block.suffix = "\n\n" + definitions if definitions else ""
+            block.shown = -1
+            block.sync()
         box = widgets.Output()
         box.add_class("dt-sources")
         box.outputs = (markdown_bundle(markdown),)
@@ -248,6 +261,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
     def _current_text(self) -> _TextBlock:
         if self._text is None:
             self._text = _TextBlock()
+            self._text_blocks.append(self._text)
             self.blocks.children = (*self.blocks.children, self._text.widget)
         return self._text
 
@@ -317,13 +331,19 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         return self._text.text if self._text is not None else ""
 
 
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def with_code(text: str) -> str:
+    """Escaped text whose Markdown code spans (```%tutor config```) show as ``<code>``."""
+    return _CODE_SPAN.sub(r"<code>\1</code>", html.escape(text))
+
+
 def error_card(data: dict[str, Any], language: str = "en") -> widgets.HTML:
     hint = data.get("hint") or ""
-    body = (
-        f"<b>{html.escape(t('error_title', language))}</b> {html.escape(data.get('message', ''))}"
-    )
+    body = f"<b>{html.escape(t('error_title', language))}</b> {with_code(data.get('message', ''))}"
     if hint:
-        body += f"<br><b>{html.escape(t('how_to_fix', language))}</b> {html.escape(hint)}"
+        body += f"<br><b>{html.escape(t('how_to_fix', language))}</b> {with_code(hint)}"
     card = widgets.HTML(
         '<div style="border-left:4px solid #d9534f;padding:6px 10px;'
         f'background:rgba(217,83,79,0.08)">{body}</div>'

@@ -1,0 +1,97 @@
+"""The saved Markdown of a turn: what a reader of the .ipynb sees without a kernel."""
+
+from __future__ import annotations
+
+from deeptutor_jupyter.kernel.display import asked_from_events, turn_markdown
+from deeptutor_jupyter.runtime.events import EventLog
+
+
+def _ask(log: EventLog, request_id: str, mode: str, title: str, options=()) -> None:
+    log.emit(
+        "user_input_required",
+        id=request_id,
+        toolCallId="call_" + request_id,
+        sessionId="s1",
+        expiresAt=2e9,
+        title=title,
+        mode=mode,
+        options=[{"id": i, "label": label} for i, label in options],
+    )
+
+
+def _answer(log: EventLog, request_id: str, selections=(), custom="", **extra) -> None:
+    log.emit(
+        "user_input_resolved",
+        id=request_id,
+        toolCallId="call_" + request_id,
+        selections=list(selections),
+        customInput=custom,
+        cancelled=extra.pop("cancelled", False),
+        **extra,
+    )
+
+
+def test_asked_from_events_gives_labels_and_free_text_in_order():
+    log = EventLog("t1")
+    topics = [("lin", "Linear algebra"), ("prob", "Probability"), ("calc", "Calculus")]
+    _ask(log, "a1", "multiple", "Which topics?", topics)
+    log.emit("content", text="thinking about it")
+    _answer(log, "a1", ["lin", "calc"], "also some proofs")
+    _ask(log, "a2", "text", "Your level?")
+    _answer(log, "a2", custom="first year\nbut rusty")
+    _ask(log, "a3", "single", "Go on?", [("y", "Yes"), ("n", "No")])
+    _answer(log, "a3", cancelled=True, reason="timeout")
+    _ask(log, "a4", "single", "Still waiting?", [("y", "Yes")])
+
+    assert asked_from_events(log.events) == [
+        {"title": "Which topics?", "answer": "Linear algebra, Calculus, other: also some proofs"},
+        {"title": "Your level?", "answer": "first year\nbut rusty"},
+        {"title": "Go on?", "answer": "_not answered in time_"},
+        {"title": "Still waiting?", "answer": ""},
+    ]
+
+
+def test_an_empty_checklist_and_an_unknown_id_read_sensibly():
+    log = EventLog("t2")
+    _ask(log, "b1", "multiple", "Any of these?", [("x", "X")])
+    _answer(log, "b1", [])
+    _answer(log, "orphan", ["kept_id"])  # its question was not among the events passed
+    assert asked_from_events(log.events) == [
+        {"title": "Any of these?", "answer": "_none of the options_"},
+        {"title": "", "answer": "kept_id"},
+    ]
+
+
+def test_turn_markdown_shows_each_question_and_the_answer():
+    asked = [
+        {"title": "Which topics?", "answer": "Linear algebra, Calculus"},
+        {"title": "Your level?", "answer": "first year\nbut rusty"},
+    ]
+    md = turn_markdown(
+        "Make me a practice set",
+        "Here is a practice set on your chosen topics.",
+        model="fake",
+        status="done",
+        tools=["ask_user"],
+        asked=asked,
+    )
+    assert "> **Tutor asked:** Which topics?" in md
+    assert "> **You answered:** Linear algebra, Calculus" in md
+    assert "> **You answered:** first year\n> but rusty" in md
+    # The questions come before the answer that builds on them.
+    assert md.index("Which topics?") < md.index("Here is a practice set")
+
+
+def test_turn_markdown_without_questions_is_unchanged():
+    md = turn_markdown("Q", "A", model="m", status="done", tools=[])
+    assert "Tutor asked" not in md and md == "**You:** Q\n\n**Tutor** (m):\n\nA\n"
+
+
+def test_error_cards_show_commands_as_code_not_backticks():
+    from deeptutor_jupyter.kernel.widgets.turn_view import error_card
+
+    card = error_card(
+        {"message": "The key was rejected <b>401</b>.", "hint": "`%tutor config` shows the key."}
+    )
+    assert "<code>%tutor config</code> shows the key." in card.value
+    assert "`" not in card.value and "&lt;b&gt;401&lt;/b&gt;" in card.value
