@@ -23,6 +23,9 @@ OnSubmit = Callable[[dict[str, Any], float], None]
 TUTOR_GRADED = "graded by the tutor"
 
 _SMALL = "font-size:85%;opacity:0.75"
+# Marks every font has (emoji need a colour-emoji font, which many machines lack).
+_RIGHT = '<b style="color:var(--jp-success-color1, #2e7d32)">✓</b>'
+_WRONG = '<b style="color:var(--jp-error-color1, #c62828)">✗</b>'
 _ERROR = "color:var(--jp-error-color1, #c62828)"
 
 
@@ -31,6 +34,11 @@ def _html(value: str, *classes: str, math: bool = False) -> widgets.HTML:
     for name in classes:
         w.add_class(name)
     return w
+
+
+def _fit(width: str = "auto", **more: str) -> widgets.Layout:
+    """Never wider than the output area (``width:100%`` plus the widget margin overflowed it)."""
+    return widgets.Layout(width=width, max_width="100%", **more)
 
 
 def _text(value: Any) -> str:
@@ -52,7 +60,7 @@ class QuizCard(widgets.VBox):  # type: ignore[misc]
         self.state = "open"
         self.controls: dict[str, Any] = {}
         self._opened = time.monotonic()
-        title = _html(f"<b>📝 {_text(body.get('title') or 'Quiz')}</b>", "dt-quiz-title")
+        title = _html(f"<b>Quiz: {_text(body.get('title') or '')}</b>", "dt-quiz-title")
         rows: list[Any] = [title]
         for number, q in enumerate(self.questions, 1):
             rows.append(self._question(number, q))
@@ -60,6 +68,7 @@ class QuizCard(widgets.VBox):  # type: ignore[misc]
         self.submit_button = widgets.Button(description="Submit answers", button_style="primary")
         self.submit_button.add_class("dt-quiz-submit")
         self.submit_button.on_click(lambda _b: self.submit())
+        kwargs.setdefault("layout", _fit())
         super().__init__(children=[*rows, self.error, self.submit_button], **kwargs)
         self.add_class("dt-quiz")
 
@@ -88,16 +97,14 @@ class QuizCard(widgets.VBox):  # type: ignore[misc]
         elif kind == "code":
             control = widgets.Textarea(
                 value=str(q.get("starter") or ""),
-                layout=widgets.Layout(width="100%", height="140px"),
+                layout=_fit(height="10em"),
             )
             control.add_class("dt-quiz-code")
             self.controls[qid] = ("text", control, None)
         else:
-            control = widgets.Textarea(
-                placeholder="Your answer", layout=widgets.Layout(width="100%")
-            )
+            control = widgets.Textarea(placeholder="Your answer", layout=_fit(height="5em"))
             self.controls[qid] = ("text", control, None)
-        box = widgets.VBox([prompt, control])
+        box = widgets.VBox([prompt, control], layout=_fit())
         box.add_class("dt-quiz-question")
         return box
 
@@ -150,13 +157,13 @@ def _given_text(value: Any, question: Mapping[str, Any]) -> str:
 def receipt_html(body: Mapping[str, Any], result: Mapping[str, Any]) -> str:
     if result.get("cancelled"):
         words = "timed out" if result.get("reason") == "timeout" else "was closed"
-        return f"<i>📝 {_text(body.get('title', 'Quiz'))}: this quiz {words}.</i>"
+        return f"<i>Quiz {_text(body.get('title', ''))}: this quiz {words}.</i>"
     questions = {str(q.get("id")): q for q in body.get("questions") or []}
     score = float(result.get("score") or 0)
-    parts = [f"<b>📝 {_text(body.get('title', 'Quiz'))} · score {score:.0%}</b>"]
+    parts = [f"<b>Quiz: {_text(body.get('title', ''))} · score {score:.0%}</b>"]
     for item in result.get("results") or []:
         q = questions.get(str(item.get("id")), {})
-        mark = "✅" if item.get("correct") else "❌"
+        mark = _RIGHT if item.get("correct") else _WRONG
         given = _given_text(item.get("given"), q)
         code = q.get("kind") == "code"
         shown = f"<pre>{html.escape(given)}</pre>" if code else f"<i>{_text(given)}</i>"
