@@ -29,10 +29,12 @@ from deeptutor_jupyter.providers.specs import PROVIDERS, ProviderSpec, find_prov
 from deeptutor_jupyter.toml_writer import dump_toml
 
 __all__ = [
+    "HubService",
     "ResolvedSettings",
     "Settings",
     "SettingsFileError",
     "describe_settings",
+    "hub_service",
     "mask_secret",
     "render_settings_markdown",
     "resolve_settings",
@@ -47,6 +49,9 @@ HOME_ENV = "DEEPTUTOR_HOME"
 KEY_ENV = "DEEPTUTOR_API_KEY"
 SETTINGS_FILE = "settings.toml"
 CUSTOM_PROVIDER = "custom"
+HUB_PROVIDER = "hub"
+HUB_URL_ENV = "DEEPTUTOR_HUB_SERVICE_URL"
+HUB_TOKEN_ENV = "JUPYTERHUB_API_TOKEN"
 _NOT_SET = "—"
 
 
@@ -268,6 +273,30 @@ def _offer_mapping(layers: _Layers, values: Mapping[str, Any], label: Any) -> No
         layers.offer(name, raw, label(name))
 
 
+@dataclass(frozen=True)
+class HubService:
+    """The course service a JupyterHub spawner announced to this kernel (deeptutor_jupyter/hub)."""
+
+    url: str
+    name: str
+    model: str | None
+
+
+def hub_service(environ: Mapping[str, str] | None = None) -> HubService | None:
+    """The course's service when the hub set ``DEEPTUTOR_HUB_SERVICE_URL`` and a hub token exists.
+
+    ``deeptutor_jupyter.hub.configure`` puts the URL, the service name and the default model in
+    ``c.Spawner.environment``; the key the kernel sends is the student's ``JUPYTERHUB_API_TOKEN``.
+    """
+    env = os.environ if environ is None else environ
+    url = env.get(HUB_URL_ENV, "").strip()
+    if not url or not env.get(HUB_TOKEN_ENV, "").strip():
+        return None
+    name = env.get("DEEPTUTOR_HUB_SERVICE_NAME", "").strip() or "deeptutor"
+    model = env.get("DEEPTUTOR_HUB_MODEL", "").strip() or None
+    return HubService(url=url.rstrip("/"), name=name, model=model)
+
+
 def _resolve_home(
     environ: Mapping[str, str], traits: Mapping[str, Any], flags: Mapping[str, Any]
 ) -> _Layers:
@@ -289,7 +318,18 @@ def _infer_provider(layers: _Layers, environ: Mapping[str, str]) -> None:
     if "base_url" in layers.values:
         layers.offer("provider", CUSTOM_PROVIDER, f"inferred from {layers.sources['base_url']}")
         return
+    service = hub_service(environ)
+    if service is not None:
+        # Nothing else was configured: the course's service is the model (docs/hub.md).
+        source = f"hub service {service.name}"
+        layers.offer("provider", HUB_PROVIDER, source)
+        layers.offer("base_url", service.url, source)
+        if "model" not in layers.values and service.model:
+            layers.offer("model", service.model, source)
+        return
     for spec in PROVIDERS:
+        if spec.name == HUB_PROVIDER:
+            continue  # a hub token alone does not mean this hub runs the course service
         for var in spec.key_envs:
             if environ.get(var, "").strip():
                 layers.offer("provider", spec.name, f"inferred from env {var}")
@@ -298,6 +338,12 @@ def _infer_provider(layers: _Layers, environ: Mapping[str, str]) -> None:
 
 def _resolve_key(layers: _Layers, environ: Mapping[str, str], file_data: Mapping[str, Any]) -> None:
     spec = find_provider(layers.values["provider"]) if "provider" in layers.values else None
+    if spec is not None and spec.name == HUB_PROVIDER:
+        # Only the hub's own token goes to the course service, never a personal provider key.
+        token = environ.get(HUB_TOKEN_ENV, "").strip()
+        if token:
+            layers.offer("api_key", token, f"env {HUB_TOKEN_ENV}")
+        return
     candidates = [(KEY_ENV, f"env {KEY_ENV}")]
     candidates += [(var, f"env {var}") for var in (spec.key_envs if spec else ())]
     for var, source in candidates:
@@ -395,6 +441,8 @@ def render_settings_markdown(resolved: ResolvedSettings) -> str:
     for name, value, source in describe_settings(resolved):
         lines.append(f"| `{name}` | {_cell(value)} | {_cell(source)} |")
     lines.append("")
+    if resolved.settings.provider == HUB_PROVIDER:
+        lines += [_hub_line(resolved), ""]
     if resolved.ready:
         lines.append("Ready: a model can be called.")
     else:
@@ -414,6 +462,15 @@ def render_settings_markdown(resolved: ResolvedSettings) -> str:
         "4. for one cell: `%tutor --model NAME ...`",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _hub_line(resolved: ResolvedSettings) -> str:
+    source = resolved.sources.get("base_url", "")
+    name = source.removeprefix("hub service ") if source.startswith("hub service ") else "hub"
+    return (
+        f"Model provided by your course (hub service `{name}` at {resolved.settings.base_url}); "
+        "your hub login is the key, and your instructor sets the daily budget."
+    )
 
 
 # --- writing settings.toml ----------------------------------------------------------------------

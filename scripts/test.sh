@@ -17,6 +17,31 @@ if ! command -v chromium >/dev/null 2>&1; then
     exit 1
   fi
 fi
+# Hub tests (tests/hub): configurable-http-proxy from npm into .venv/node (never global), and
+# Debian's PostgreSQL for the two-replica test.
+if [ ! -x .venv/node/node_modules/.bin/configurable-http-proxy ]; then
+  if ! command -v npm >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "==> installing Node.js and npm from Debian's packages (hub tests)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+  fi
+  if command -v npm >/dev/null 2>&1; then
+    echo "==> installing configurable-http-proxy into .venv/node (hub tests)"
+    mkdir -p .venv/node
+    npm install --prefix .venv/node --no-audit --no-fund --silent configurable-http-proxy@5 >/dev/null
+  else
+    echo "npm is missing: the hub tests will skip (install Debian's 'npm' package)." >&2
+  fi
+fi
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "==> installing PostgreSQL from Debian's packages (hub replica tests)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  else
+    echo "PostgreSQL is missing: the hub replica tests will skip (Debian package 'postgresql')." >&2
+  fi
+fi
 echo "==> ruff"
 .venv/bin/ruff check deeptutor_jupyter tests benchmarks
 .venv/bin/ruff format --check deeptutor_jupyter tests benchmarks

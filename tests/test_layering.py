@@ -165,3 +165,32 @@ def test_no_import_cycle_in_the_package():
     cycles = [c for c in cycles if c[0] != "deeptutor_jupyter" and c[-1] != "deeptutor_jupyter"]
     assert cycles == []
     assert "deeptutor_jupyter.kernel.tutor" in graph  # the graph is the real package
+
+
+def test_the_hub_service_never_imports_the_kernel_side():
+    offenders = [
+        f"{path.relative_to(PACKAGE.parent)} imports {name}"
+        for path in (PACKAGE / "hub").rglob("*.py")
+        for name in imported_modules(path)
+        if name.startswith(FRONTEND)
+    ]
+    assert offenders == []
+    code = (
+        "import sys\n"
+        "import deeptutor_jupyter.hub, deeptutor_jupyter.hub.app, deeptutor_jupyter.hub.configure\n"
+        f"bad = [m for m in sys.modules if m.startswith({FRONTEND!r})]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_configure_in_jupyterhub_config_imports_nothing_heavy():
+    # jupyterhub_config.py runs configure() at every hub start; it needs the standard library only.
+    code = (
+        "import sys\n"
+        "from deeptutor_jupyter.hub import configure\n"
+        "heavy = [m for m in ('httpx', 'sqlalchemy', 'tornado', 'jupyterhub', 'pydantic') "
+        "if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -80,7 +80,7 @@ class InvalidQuizAnswer(QuizError):
     code = "invalid"
 
 
-class MakeQuizTool(Tool):
+class MakeQuizTool(Tool[MakeQuizArgs]):
     """Never executed where a form can be shown: the quiz coordinator intercepts it first."""
 
     name: ClassVar[str] = "make_quiz"
@@ -102,7 +102,7 @@ class MakeQuizTool(Tool):
         _drop_key(schema, "discriminator")  # its mapping points at $defs that were inlined
         return schema
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+    async def run(self, args: MakeQuizArgs, ctx: ToolContext) -> ToolResult:
         return ToolResult(
             content="make_quiz needs the notebook's interactive form, and no widget frontend "
             "is available here. Ask the questions in plain text instead.",

@@ -72,7 +72,7 @@ class AskUserPayload(BaseModel):
     expiresAt: float = Field(description="Unix time after which it times out.")
 
 
-class AskUserTool(Tool):
+class AskUserTool(Tool[AskUserArgs]):
     """Never executed where a form can be shown: the coordinator intercepts it first.
 
     ``run`` is the explicit degraded result for a frontend without widgets (terminal IPython),
@@ -89,7 +89,7 @@ class AskUserTool(Tool):
     )
     Args: ClassVar[type[BaseModel]] = AskUserArgs
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+    async def run(self, args: AskUserArgs, ctx: ToolContext) -> ToolResult:
         return ToolResult(
             content=(
                 "ask_user needs the notebook's interactive form, and no widget frontend is "

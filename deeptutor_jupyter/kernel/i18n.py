@@ -1,6 +1,12 @@
-"""The strings a learner reads in the turn view, in English and Chinese."""
+"""Every string a learner reads in the kernel's views, in English and Chinese: one table, one
+rule. A key missing in a language falls back to its English text, key by key; the forms' and
+cards' own texts live beside them (``*_strings.py``, ``forget_card.py``) and join this table under
+a prefix (``ask.``, ``memory.``, ``setup.``, ``forget.``).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
 
 _STRINGS: dict[str, dict[str, str]] = {
     "en": {
@@ -70,6 +76,58 @@ _STRINGS: dict[str, dict[str, str]] = {
 }
 
 
+_joined = False
+
+
+def _table() -> dict[str, dict[str, str]]:
+    global _joined
+    if not _joined:
+        from deeptutor_jupyter.kernel.widgets import (
+            ask_user_strings,
+            forget_card,
+            memory_workbench_strings,
+            setup_strings,
+        )
+
+        for prefix, texts in (
+            ("ask", ask_user_strings.TEXTS),
+            ("memory", memory_workbench_strings.TEXTS),
+            ("setup", setup_strings.TEXTS),
+            ("forget", forget_card.TEXTS),
+        ):
+            for language, table in texts.items():
+                _STRINGS.setdefault(language, {}).update(
+                    {f"{prefix}.{key}": text for key, text in table.items()}
+                )
+        _joined = True
+    return _STRINGS
+
+
 def t(key: str, language: str = "en") -> str:
-    table = _STRINGS.get(language, _STRINGS["en"])
-    return table.get(key) or _STRINGS["en"].get(key, key)
+    """The text of ``key`` in ``language``; English where that language lacks the key."""
+    table = _table()
+    return table.get(language, {}).get(key) or table["en"].get(key, key)
+
+
+def text(prefix: str, key: str, language: str = "en") -> str:
+    """``t`` within one view's prefix; an unknown key reads as itself, unprefixed."""
+    full = f"{prefix}.{key}"
+    found = t(full, language)
+    return key if found == full else found
+
+
+class Texts(Mapping[str, str]):
+    """One prefix of the table as a mapping (``texts["title"]``), with the same fallback."""
+
+    def __init__(self, prefix: str, language: str) -> None:
+        self.prefix, self.language = prefix, language
+
+    def __getitem__(self, key: str) -> str:
+        return text(self.prefix, key, self.language)
+
+    def __iter__(self) -> Iterator[str]:
+        start = f"{self.prefix}."
+        return (k[len(start) :] for k in _table()["en"] if k.startswith(start))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)

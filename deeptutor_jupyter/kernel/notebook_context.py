@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
+from deeptutor_jupyter.tools.base import ArgsT, Tool, ToolContext, ToolResult
 
 CELL_CHARS = 2000
 NOTEBOOK_CHARS = 20000
@@ -475,14 +475,14 @@ class ReadNotebookArgs(BaseModel):
     end: int | None = Field(None, ge=0, description="Cell index to stop before; all when absent.")
 
 
-class KernelTool(Tool):
+class KernelTool(Tool[ArgsT]):
     """A tool that reads this kernel's state; the shell comes from the kernel at registration."""
 
     def __init__(self, shell: Any) -> None:
         self.shell = shell
 
 
-class ReadNotebookTool(KernelTool):
+class ReadNotebookTool(KernelTool[ReadNotebookArgs]):
     name: ClassVar[str] = "read_notebook"
     description: ClassVar[str] = (
         "Read the learner's current notebook: cells with their index, type, tags and source. "
@@ -490,8 +490,7 @@ class ReadNotebookTool(KernelTool):
     )
     Args: ClassVar[type[BaseModel]] = ReadNotebookArgs
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        assert isinstance(args, ReadNotebookArgs)
+    async def run(self, args: ReadNotebookArgs, ctx: ToolContext) -> ToolResult:
         cells, origin = notebook_cells(self.shell)
         if not cells:
             return ToolResult(content="The notebook has no cells yet.", summary="empty")
@@ -502,12 +501,12 @@ class ReadNotebookTool(KernelTool):
         )
 
 
-class LastErrorTool(KernelTool):
+class LastErrorTool(KernelTool[_NoArgs]):
     name: ClassVar[str] = "last_error"
     description: ClassVar[str] = "The last error raised in the learner's kernel, with traceback."
     Args: ClassVar[type[BaseModel]] = _NoArgs
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+    async def run(self, args: _NoArgs, ctx: ToolContext) -> ToolResult:
         text = last_error_text(self.shell)
         if text is None:
             return ToolResult(content="No error has been raised in this kernel.", summary="none")
@@ -518,7 +517,7 @@ class InspectArgs(BaseModel):
     name: str = Field(description="A variable name in the learner's namespace.")
 
 
-class InspectVariableTool(KernelTool):
+class InspectVariableTool(KernelTool[InspectArgs]):
     name: ClassVar[str] = "inspect_variable"
     description: ClassVar[str] = (
         "Look at one variable of the learner's kernel: type, shape, dtype, length and a short "
@@ -526,8 +525,7 @@ class InspectVariableTool(KernelTool):
     )
     Args: ClassVar[type[BaseModel]] = InspectArgs
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        assert isinstance(args, InspectArgs)
+    async def run(self, args: InspectArgs, ctx: ToolContext) -> ToolResult:
         ns = getattr(self.shell, "user_ns", {}) or {}
         if args.name not in ns or args.name.startswith("_"):
             names = sorted(n for n in ns if not n.startswith("_") and n not in ("In", "Out"))
@@ -555,5 +553,5 @@ class InspectVariableTool(KernelTool):
         return ToolResult(content=content, summary=info["type"], data=info)
 
 
-def kernel_tools(shell: Any) -> list[Tool]:
+def kernel_tools(shell: Any) -> list[Tool[Any]]:
     return [ReadNotebookTool(shell), LastErrorTool(shell), InspectVariableTool(shell)]

@@ -1,8 +1,7 @@
 """``search_knowledge``: the model's way into the knowledge bases selected for a turn.
 
-The kernel puts the selected names in ``ToolContext.extra["kbs"]`` and the learner's home in
-``ToolContext.extra["home"]`` (``extra["server_root"]``, when known, makes the links relative to
-the Jupyter server's root). The result text numbers its sources ``[1]``, ``[2]``... so the model
+The session puts the selected names in ``ToolContext.deps.kbs`` and the learner's home in
+``ToolContext.deps.home``. The result text numbers its sources ``[1]``, ``[2]``... so the model
 can cite them; ``data["hits"]`` carries the same sources with links for the UI.
 """
 
@@ -35,7 +34,7 @@ class SearchKnowledgeArgs(BaseModel):
     )
 
 
-class SearchKnowledgeTool(Tool):
+class SearchKnowledgeTool(Tool[SearchKnowledgeArgs]):
     name: ClassVar[str] = "search_knowledge"
     description: ClassVar[str] = (
         "Search the learner's course material (notes, notebooks, PDFs) selected for this turn. "
@@ -51,10 +50,8 @@ class SearchKnowledgeTool(Tool):
         # and new passages continue the count, so [n] is one passage in the whole answer.
         self._numbers: dict[str, dict[str, int]] = {}
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        assert isinstance(args, SearchKnowledgeArgs)
-        selected = [str(name) for name in ctx.extra.get("kbs") or []]
-        home = ctx.extra.get("home")
+    async def run(self, args: SearchKnowledgeArgs, ctx: ToolContext) -> ToolResult:
+        selected, home = list(ctx.deps.kbs), ctx.deps.home
         if not selected or home is None:
             return _error("No knowledge base is selected for this turn.")
         if args.kb is not None and args.kb not in selected:
@@ -64,7 +61,6 @@ class SearchKnowledgeTool(Tool):
             hits = await asyncio.to_thread(self._search, Path(home), names, args.query)
         except (KnowledgeIndexError, ValueError) as exc:
             return _error(str(exc))
-        root = ctx.extra.get("server_root")
         numbers = self._number(ctx.turn_id, hits)
         content = format_hits(args.query, hits, numbers)
         rows = [
@@ -72,7 +68,9 @@ class SearchKnowledgeTool(Tool):
                 **h.source(),
                 "n": n,
                 "title": h.chunk.title,
-                "link": h.link(root),
+                # The kernel makes links relative to the notebook (kernel/turn_plan.py); the
+                # path here is the knowledge base's, with the fragment that opens the place.
+                "link": h.link(),
                 "path": str(Path(h.root, h.chunk.path)) if h.root else h.chunk.path,
             }
             for h, n in zip(hits, numbers, strict=True)

@@ -1,7 +1,7 @@
 """``read_memory`` and ``write_memory``: the agent loop's view of the learner's memory.
 
-The store arrives as ``ctx.extra["memory"]`` and the current turn's trace id as
-``ctx.extra["trace_id"]`` (the runtime injects both), so a preference the model saves cites the
+The store arrives as ``ctx.deps.memory`` and the current turn's trace id as
+``ctx.deps.trace_id`` (the session injects both), so a preference the model saves cites the
 turn in which the learner expressed it.
 """
 
@@ -19,15 +19,14 @@ _NO_STORE = "Memory is not available in this session."
 
 
 def _store(ctx: ToolContext) -> MemoryStore | None:
-    store = ctx.extra.get("memory")
-    return store if isinstance(store, MemoryStore) else None
+    return ctx.deps.memory
 
 
 class ReadMemoryArgs(BaseModel):
     pass
 
 
-class ReadMemoryTool(Tool):
+class ReadMemoryTool(Tool[ReadMemoryArgs]):
     name: ClassVar[str] = "read_memory"
     description: ClassVar[str] = (
         "Read what is remembered about the learner across sessions: recent work, profile, "
@@ -35,7 +34,7 @@ class ReadMemoryTool(Tool):
     )
     Args: ClassVar[type[BaseModel]] = ReadMemoryArgs
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+    async def run(self, args: ReadMemoryArgs, ctx: ToolContext) -> ToolResult:
         store = _store(ctx)
         if store is None:
             return ToolResult(content=_NO_STORE, is_error=True, summary=_NO_STORE)
@@ -57,7 +56,7 @@ class WriteMemoryArgs(BaseModel):
     )
 
 
-class WriteMemoryTool(Tool):
+class WriteMemoryTool(Tool[WriteMemoryArgs]):
     name: ClassVar[str] = "write_memory"
     description: ClassVar[str] = (
         "Save a lasting preference the learner stated (language, pace, format, goals) to their "
@@ -66,14 +65,13 @@ class WriteMemoryTool(Tool):
     )
     Args: ClassVar[type[BaseModel]] = WriteMemoryArgs
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        assert isinstance(args, WriteMemoryArgs)
+    async def run(self, args: WriteMemoryArgs, ctx: ToolContext) -> ToolResult:
         store = _store(ctx)
         if store is None:
             return ToolResult(content=_NO_STORE, is_error=True, summary=_NO_STORE)
         if args.op == "edit" and not args.entry_id:
             return _error("edit needs entry_id: the m_... id shown by read_memory")
-        trace_id = str(ctx.extra.get("trace_id") or ctx.turn_id)
+        trace_id = ctx.deps.trace_id or ctx.turn_id
         try:
             result = store.write_preference(
                 args.op, args.text, trace_id=trace_id, entry_id=args.entry_id

@@ -125,8 +125,37 @@ def _connection_hint(endpoint: Endpoint) -> str:
     return "Check the base URL (`%tutor config` shows it) and your network connection."
 
 
+def course_refusal(body: str) -> tuple[str, str] | None:
+    """(code, message) when a course's hub service refused the request itself (hub/gateway.py).
+
+    Its words are already for the student ("You have used today's tutor budget; ..."), so they
+    are shown as they are instead of being framed as a provider's complaint.
+    """
+    try:
+        data: Any = json.loads(body)
+    except ValueError:
+        return None
+    error = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(error, dict) or error.get("type") != "course_service":
+        return None
+    message = error.get("message")
+    return (str(error.get("code", "")), str(message)[:_MAX_QUOTE]) if message else None
+
+
+_COURSE_KINDS: dict[int, ErrorKind] = {
+    401: "auth",
+    403: "auth",
+    404: "not_found",
+    429: "rate_limit",
+}
+
+
 def from_status(endpoint: Endpoint, status: int, body: str) -> ProviderError:
     label = endpoint.spec.label
+    refused = course_refusal(body)
+    if refused is not None:
+        kind = _COURSE_KINDS.get(status, "server" if status >= 500 else "bad_request")
+        return endpoint.error(kind, refused[1], status=status)
     said = _said(endpoint, provider_message(body))
     if status in (401, 403):
         return endpoint.error(

@@ -29,6 +29,7 @@ from deeptutor_jupyter.providers.errors import (
     Endpoint,
     HTTPStatusFailure,
     IncompleteStream,
+    course_refusal,
     from_exception,
     retry_after_seconds,
 )
@@ -68,6 +69,8 @@ def is_retryable(exc: BaseException) -> bool:
     import httpx
 
     if isinstance(exc, HTTPStatusFailure):
+        if _final_course_refusal(exc.body):
+            return False  # a spent daily budget or a refused course key stays so for a while
         return exc.status in (408, 409, 429) or exc.status >= 500
     # Read timeouts are not retried: the learner already waited a full timeout once.
     return isinstance(
@@ -78,6 +81,11 @@ def is_retryable(exc: BaseException) -> bool:
         | httpx.ReadError
         | IncompleteStream,
     )
+
+
+def _final_course_refusal(body: str) -> bool:
+    refused = course_refusal(body)
+    return refused is not None and refused[0] in ("budget_exhausted", "upstream_key_rejected")
 
 
 def _retry_after(exc: BaseException) -> float | None:

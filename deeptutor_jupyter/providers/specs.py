@@ -228,6 +228,16 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         thinking_style="reasoning_content",
         docs_hint="llama-server -m <model.gguf> --jinja --port 8080",
     ),
+    # A JupyterHub course service (deeptutor_jupyter/hub/): the student's own hub token is the
+    # key, and config.py selects it only when the hub's spawner set DEEPTUTOR_HUB_SERVICE_URL.
+    ProviderSpec(
+        name="hub",
+        label="your course's tutor service",
+        aliases=("course",),
+        key_envs=("JUPYTERHUB_API_TOKEN",),
+        thinking_style="reasoning_content",
+        docs_hint="Ask your instructor; the course's service is set up by your JupyterHub",
+    ),
     ProviderSpec(
         name="openai-compatible",
         label="OpenAI-compatible server",

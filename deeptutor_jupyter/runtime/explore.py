@@ -133,7 +133,7 @@ class ReadSourceArgs(BaseModel):
     )
 
 
-class ReadSourceTool(Tool):
+class ReadSourceTool(Tool[ReadSourceArgs]):
     """Reads only the attachments it was built with, one bounded part per call."""
 
     name: ClassVar[str] = "read_source"
@@ -154,8 +154,7 @@ class ReadSourceTool(Tool):
             _load(info)
         return list(self.attachments.values())
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        assert isinstance(args, ReadSourceArgs)
+    async def run(self, args: ReadSourceArgs, ctx: ToolContext) -> ToolResult:
         label = args.source.strip()
         info = self.attachments.get(label)
         names = ", ".join(self.attachments) or "none"

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.runtime.orchestrator import Turn
     from deeptutor_jupyter.runtime.session import TutorSession
     from deeptutor_jupyter.store.learning import LearningStore, QuizRow
+    from deeptutor_jupyter.tools.base import ToolDeps
 
 
 @dataclass
@@ -31,7 +32,7 @@ class Learning:
     # A surface hook: show a turn continued for a quiz answered after its kernel restarted.
     on_resumed: Callable[[Turn, QuizRow], None] | None = None
     # runtime/plan.py's resume_deps, handed in (plan imports this module, not the reverse).
-    resume_deps: Callable[[TutorSession, Path, dict[str, Any]], dict[str, Any]] | None = None
+    resume_deps: Callable[[TutorSession, Path, dict[str, Any]], ToolDeps] | None = None
 
 
 _by_session: dict[int, tuple[TutorSession, Learning]] = {}

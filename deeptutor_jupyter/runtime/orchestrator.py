@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from deeptutor_jupyter.runtime.context import TurnContext
 from deeptutor_jupyter.runtime.events import EventLog
 from deeptutor_jupyter.runtime.redact import scrub, scrub_text, usable
 from deeptutor_jupyter.store.db import Store
-from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
+from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolDeps, ToolResult
 from deeptutor_jupyter.tools.deferred import LoadToolsArgs, LoadToolsTool, deferred_manifest
 from deeptutor_jupyter.tools.registry import ToolRegistry, default_registry
 
@@ -49,7 +49,7 @@ class Turn:
     answer: str = ""
     cancel_reason: str = ""
     messages: list[Message] = field(default_factory=list)  # what this turn added to the history
-    extra: dict[str, Any] = field(default_factory=dict)  # handed to tools (stores, selections)
+    deps: ToolDeps = field(default_factory=ToolDeps)  # what the turn's tools may use
     started: float = field(default_factory=time.monotonic)
     interactive: bool = True  # False: no surface can show a form; ask_user degrades
     owner: str | None = None  # the process running it (see interaction/owners.py)
@@ -88,12 +88,12 @@ class Orchestrator:
         ctx: TurnContext,
         model: ChatModel,
         log: EventLog | None = None,
-        extra: dict[str, Any] | None = None,
+        deps: ToolDeps | None = None,
         *,
         interactive: bool = True,
         owner: str | None = None,
     ) -> Turn:
-        turn = Turn(ctx, log or EventLog(ctx.turn_id, self.store), extra=extra or {})
+        turn = Turn(ctx, log or EventLog(ctx.turn_id, self.store), deps=deps or ToolDeps())
         turn.interactive, turn.owner = interactive, owner
         return self._start(turn, model, None)
 
@@ -103,7 +103,7 @@ class Orchestrator:
         outcome: ToolResult,
         model: ChatModel,
         log: EventLog | None = None,
-        extra: dict[str, Any] | None = None,
+        deps: ToolDeps | None = None,
         *,
         resumed_from: str = "",
         owner: str | None = None,
@@ -126,14 +126,14 @@ class Orchestrator:
             # The seq goes on from the saved events whoever built the log: a seq that started
             # over would collide with (and once overwrote) the events before the pause.
             log.start_seq = max(log.start_seq, self.store.last_seq(ctx.turn_id))
-        turn = Turn(ctx, log, extra=extra or {}, owner=owner)
+        turn = Turn(ctx, log, deps=deps or ToolDeps(), owner=owner)
         if resumed_from:
             turn.open_states.append(resumed_from)
         return self._start(turn, model, (state, outcome))
 
     def _start(self, turn: Turn, model: ChatModel, resume: Resume | None) -> Turn:
         ctx = turn.ctx
-        turn.log.secrets = list(turn.extra.get("secrets") or ())
+        turn.log.secrets = list(turn.deps.secrets)
         task = asyncio.get_running_loop().create_task(self._run(turn, model, resume))
         turn.task = task
         self.running[ctx.turn_id] = turn
@@ -171,7 +171,7 @@ class Orchestrator:
         error: str | None = None
         try:
             result = await self._chat(turn, model, question, resume)
-            secrets = usable(turn.extra.get("secrets") or ())
+            secrets = usable(turn.deps.secrets)
             # An endpoint may echo the key: the answer, as kept and as remembered, is scrubbed.
             turn.answer = scrub_text(result.answer, secrets)
             added, rounds = scrub(result.messages, secrets), result.rounds
@@ -218,7 +218,7 @@ class Orchestrator:
         if hits:
             log.emit("sources", hits=hits)
         if turn.status != "error":
-            kept = scrub([question, *added], usable(turn.extra.get("secrets") or ()))
+            kept = scrub([question, *added], usable(turn.deps.secrets))
             self._record_messages(turn, kept)
         self._record_finish(turn, error)
         self._guard(turn, lambda s: s.drop_turn_state(*turn.open_states))
@@ -246,7 +246,7 @@ class Orchestrator:
         # The live list: load_tools adds to it (and so to the state a paused turn saves).
         names = ctx.enabled_tools
         tool_ctx = ToolContext(
-            session_id=ctx.session_id, turn_id=ctx.turn_id, workspace=Path.cwd(), extra=turn.extra
+            session_id=ctx.session_id, turn_id=ctx.turn_id, workspace=Path.cwd(), deps=turn.deps
         )
 
         async def execute(call: ToolCall) -> ToolResult:
@@ -257,7 +257,7 @@ class Orchestrator:
                     f"Available tools: {available}.",
                     is_error=True,
                 )
-            quizzes = turn.extra.get("quizzes")
+            quizzes = turn.deps.quizzes
             if call.name == AskUserTool.name and self.coordinator and turn.interactive:
                 result = await self._ask(turn, agent, call)
             elif call.name == MakeQuizTool.name and quizzes is not None and turn.interactive:
@@ -266,7 +266,7 @@ class Orchestrator:
                 result = self._load_tools(turn, agent, call)
             else:
                 result = await self.registry.execute(call, tool_ctx)
-            return redact(result, turn.extra)
+            return redact(result, turn.deps.secrets)
 
         agent = AgentLoop(
             model,
@@ -302,7 +302,7 @@ class Orchestrator:
                 **outcome.data,
             )
 
-    def _deferred(self, name: str) -> Tool | None:
+    def _deferred(self, name: str) -> Tool[Any] | None:
         tool = self.registry.get(name)
         return tool if tool is not None and tool.deferred else None
 
@@ -323,9 +323,7 @@ class Orchestrator:
                 loaded.append(name)
             else:
                 unknown.append(name)
-        session_loaded = turn.extra.get("loaded_tools")
-        if isinstance(session_loaded, set):
-            session_loaded.update(loaded)
+        turn.deps.loaded_tools.update(loaded)
         parts = [f"Loaded: {', '.join(loaded)}. Call them directly now."] if loaded else []
         if unknown:
             known = [n for n in self.registry.names() if self._deferred(n)]
@@ -420,7 +418,7 @@ class Orchestrator:
             lambda s: s.record_turn_start(
                 c.turn_id,
                 c.session_id,
-                scrub_text(c.question, usable(turn.extra.get("secrets") or ())),
+                scrub_text(c.question, usable(turn.deps.secrets)),
                 c.profile.label,
                 c.cell_id,
                 turn.owner,
@@ -438,13 +436,13 @@ class Orchestrator:
         )
 
 
-def redact(result: ToolResult, extra: dict[str, Any]) -> ToolResult:
+def redact(result: ToolResult, secrets: Iterable[str]) -> ToolResult:
     """A tool can read what the learner has (a variable, a cell): the configured API key must
     not travel from there to the model, the events, the history or the tool card. Every tool's
     result is scrubbed, its data and summary as much as its content."""
-    secrets = usable(extra.get("secrets") or ())
-    content, data = scrub_text(result.content, secrets), scrub(result.data, secrets)
-    summary = scrub_text(result.summary, secrets)
+    keys = usable(secrets)
+    content, data = scrub_text(result.content, keys), scrub(result.data, keys)
+    summary = scrub_text(result.summary, keys)
     if (content, data, summary) == (result.content, result.data, result.summary):
         return result
     return ToolResult(content, result.is_error, data, summary, result.stop_turn)

@@ -8,7 +8,7 @@ ends, writes its trace to the learner's memory (the surface puts it in its outpu
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.runtime.events import EventLog
     from deeptutor_jupyter.runtime.orchestrator import Turn
     from deeptutor_jupyter.runtime.session import TutorSession
-    from deeptutor_jupyter.tools.base import Tool
+    from deeptutor_jupyter.tools.base import Tool, ToolDeps
 
 ALWAYS = (
     "ask_user",
@@ -44,10 +44,10 @@ class PlanError(DeepTutorError, ValueError):
 class TurnPlan:
     enabled_tools: list[str]
     system_blocks: list[str]
-    deps: dict[str, Any] = field(default_factory=dict)
+    deps: ToolDeps
 
 
-def runtime_tools() -> list[Tool]:
+def runtime_tools() -> list[Tool[Any]]:
     """The tools every session has besides its surface's own (memory, knowledge, skills)."""
     from deeptutor_jupyter.knowledge.tools import SearchKnowledgeTool
     from deeptutor_jupyter.memory.tools import ReadMemoryTool, WriteMemoryTool
@@ -118,22 +118,22 @@ def plan_turn(
 
 def tool_deps(
     session: TutorSession, home: Path, kbs: list[str], skills: dict[str, Any]
-) -> dict[str, Any]:
+) -> ToolDeps:
     """What the tools of a turn need from the session; rebuilt when a saved turn resumes."""
     from deeptutor_jupyter.memory import new_trace_id
+    from deeptutor_jupyter.tools.base import ToolDeps
 
-    return {
-        # Redacted from tool results (a learner may have the key in a variable or a cell).
-        "secrets": session.secrets(),
-        "memory": session.memory,
-        "trace_id": new_trace_id(),
-        "kbs": kbs,
-        "home": home,
-        "skills": skills,
+    return ToolDeps(
+        home=home,
+        memory=session.memory,
+        trace_id=new_trace_id(),
+        kbs=list(kbs),
+        skills=skills,
+        secrets=session.secrets(),
         # load_tools adds here; later turns of the session mount them
-        "loaded_tools": session.loaded_tools.setdefault(session.session_id, set()),
-        "quizzes": session_learning(session, home).quizzes,  # make_quiz pauses on this coordinator
-    }
+        loaded_tools=session.loaded_tools.setdefault(session.session_id, set()),
+        quizzes=session_learning(session, home).quizzes,  # make_quiz pauses on this coordinator
+    )
 
 
 def session_learning(session: TutorSession, home: Path) -> Any:
@@ -145,7 +145,7 @@ def session_learning(session: TutorSession, home: Path) -> Any:
     return learning
 
 
-def resume_deps(session: TutorSession, home: Path, context: dict[str, Any]) -> dict[str, Any]:
+def resume_deps(session: TutorSession, home: Path, context: dict[str, Any]) -> ToolDeps:
     kbs = list((context.get("metadata") or {}).get("kbs", []))
     return tool_deps(session, home, kbs, _skills(home))
 
@@ -179,7 +179,7 @@ def record_trace(session: TutorSession, turn: Turn, log: EventLog) -> TraceRecor
     ]
     started = log.events[0].ts if log.events else 0.0
     record = TraceRecord(
-        trace_id=str(turn.extra.get("trace_id") or ctx.turn_id),
+        trace_id=turn.deps.trace_id or ctx.turn_id,
         surface=session.surface,
         session_id=ctx.session_id,
         turn_id=ctx.turn_id,

@@ -78,7 +78,7 @@ class TutorSession:
         *,
         resolve: Callable[[dict[str, Any]], ResolvedSettings],
         workspace: Callable[[], Path] = Path.cwd,
-        tools: Callable[[], list[Tool]] = list,
+        tools: Callable[[], list[Tool[Any]]] = list,
         instructions: Callable[[Path], list[str]] | None = None,
         surface: str = "notebook",
     ) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,7 +17,7 @@ from deeptutor_jupyter.skills.library import (
     read_skill,
     user_skills_dir,
 )
-from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
+from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolDeps, ToolResult
 
 __all__ = ["ReadSkillArgs", "ReadSkillTool", "skills_for"]
 
@@ -31,7 +31,7 @@ class ReadSkillArgs(BaseModel):
     )
 
 
-class ReadSkillTool(Tool):
+class ReadSkillTool(Tool[ReadSkillArgs]):
     name: ClassVar[str] = "read_skill"
     description: ClassVar[str] = (
         "Read the full instructions of a skill listed in the system prompt, or one of the "
@@ -42,24 +42,22 @@ class ReadSkillTool(Tool):
     def __init__(self, cap: int = 8000) -> None:
         self.cap = cap
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        assert isinstance(args, ReadSkillArgs)
+    async def run(self, args: ReadSkillArgs, ctx: ToolContext) -> ToolResult:
         try:
-            text = read_skill(skills_for(ctx.extra), args.name, args.file, cap=self.cap)
+            text = read_skill(skills_for(ctx.deps), args.name, args.file, cap=self.cap)
         except (SkillError, OSError) as exc:
             return ToolResult(content=str(exc), is_error=True, summary=str(exc))
         where = f"{args.name}/{args.file}" if args.file else args.name
         return ToolResult(content=text, summary=f"read skill {where}", data={"skill": args.name})
 
 
-def skills_for(extra: Mapping[str, Any]) -> Mapping[str, Skill]:
-    """The turn's skills: ``extra["skills"]`` when the kernel put them there, else discovered
-    from ``extra["home"]`` and ``DEEPTUTOR_COURSE_DIR``."""
-    skills = extra.get("skills")
-    if skills is not None:
-        return dict(skills)
+def skills_for(deps: ToolDeps) -> Mapping[str, Skill]:
+    """The turn's skills: ``deps.skills`` when the session put them there, else discovered
+    from ``deps.home`` and ``DEEPTUTOR_COURSE_DIR``."""
+    if deps.skills is not None:
+        return dict(deps.skills)
     course = os.environ.get(COURSE_DIR_ENV, "").strip()
-    home = extra.get("home")
+    home = deps.home
     return discover_skills(
         course_dir=Path(course).expanduser() if course else None,
         user_dir=user_skills_dir(Path(home)) if home is not None else None,

@@ -3,28 +3,56 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
 from deeptutor_jupyter.messages import ToolResult
 
-__all__ = ["Tool", "ToolContext", "ToolResult", "clean_schema"]
+if TYPE_CHECKING:
+    from deeptutor_jupyter.memory.store import MemoryStore
+    from deeptutor_jupyter.skills.library import Skill
+
+__all__ = ["Tool", "ToolContext", "ToolDeps", "ToolResult", "clean_schema"]
+
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+
+
+@dataclass
+class ToolDeps:
+    """What a turn's tools may use besides their arguments, built by the session for each turn
+    (runtime/plan.py: ``tool_deps``) and rebuilt when a saved turn resumes."""
+
+    home: Path | None = None  # the learner's DEEPTUTOR_HOME
+    memory: MemoryStore | None = None
+    trace_id: str = ""  # the turn's L1 trace, which a memory write cites
+    kbs: list[str] = field(default_factory=list)  # knowledge bases selected for the turn
+    skills: Mapping[str, Skill] | None = None  # None: discovered from home and the course
+    # Redacted from every result (a learner may have the key in a variable or a cell).
+    secrets: list[str] = field(default_factory=list, repr=False)
+    loaded_tools: set[str] = field(default_factory=set)  # deferred tools loaded in the session
+    # interaction/quiz.py's QuizCoordinator, which make_quiz pauses on (None: no quiz form here)
+    quizzes: Any = None
 
 
 @dataclass
 class ToolContext:
-    """Where a tool runs: the session and turn it serves and the learner's workspace."""
+    """Where a tool runs: the session and turn it serves, the learner's workspace and what the
+    session gives the turn's tools."""
 
     session_id: str
     turn_id: str
     workspace: Path
-    extra: dict[str, Any] = field(default_factory=dict)
+    deps: ToolDeps = field(default_factory=ToolDeps)
 
 
-class Tool(ABC):
+class Tool(ABC, Generic[ArgsT]):
+    """A tool with typed arguments: ``class Calculate(Tool[CalculateArgs])`` gets its validated
+    ``CalculateArgs`` in ``run``; the registry validates them against ``Args`` first."""
+
     name: ClassVar[str]
     description: ClassVar[str]
     Args: ClassVar[type[BaseModel]]
@@ -32,7 +60,7 @@ class Tool(ABC):
     deferred: ClassVar[bool] = False
 
     @abstractmethod
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult: ...
+    async def run(self, args: ArgsT, ctx: ToolContext) -> ToolResult: ...
 
     @classmethod
     def schema(cls) -> dict[str, Any]:

@@ -191,7 +191,7 @@ class CalculateArgs(BaseModel):
     )
 
 
-class CalculateTool(Tool):
+class CalculateTool(Tool[CalculateArgs]):
     name: ClassVar[str] = "calculate"
     description: ClassVar[str] = (
         "Evaluate an arithmetic expression exactly. Use it to check any arithmetic instead of "
@@ -200,8 +200,7 @@ class CalculateTool(Tool):
     )
     Args: ClassVar[type[BaseModel]] = CalculateArgs
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        assert isinstance(args, CalculateArgs)
+    async def run(self, args: CalculateArgs, ctx: ToolContext) -> ToolResult:
         expression = args.expression.strip()
         try:
             value = evaluate(expression)

@@ -6,7 +6,7 @@ every deferred tool stays one cheap call away. Loaded names persist for the sess
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
@@ -17,7 +17,7 @@ class LoadToolsArgs(BaseModel):
     names: list[str] = Field(min_length=1, description="Exact names from the deferred list.")
 
 
-class LoadToolsTool(Tool):
+class LoadToolsTool(Tool[LoadToolsArgs]):
     """Intercepted by the orchestrator, which owns the live tool list of the turn."""
 
     name: ClassVar[str] = "load_tools"
@@ -27,11 +27,11 @@ class LoadToolsTool(Tool):
     )
     Args: ClassVar[type[BaseModel]] = LoadToolsArgs
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+    async def run(self, args: LoadToolsArgs, ctx: ToolContext) -> ToolResult:
         return ToolResult(content="load_tools is not available here.", is_error=True)
 
 
-def deferred_manifest(tools: list[Tool]) -> str:
+def deferred_manifest(tools: list[Tool[Any]]) -> str:
     if not tools:
         return ""
     lines = [f"- {t.name}: {t.description.splitlines()[0][:160]}" for t in tools]

@@ -20,17 +20,17 @@ _QUOTE_LIMIT = 300
 
 
 class ToolRegistry:
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
-        self._tools: dict[str, Tool] = {}
+    def __init__(self, tools: Iterable[Tool[Any]] = ()) -> None:
+        self._tools: dict[str, Tool[Any]] = {}
         for tool in tools:
             self.register(tool)
 
-    def register(self, tool: Tool) -> None:
+    def register(self, tool: Tool[Any]) -> None:
         if tool.name in self._tools:
             raise ValueError(f"A tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
 
-    def get(self, name: str) -> Tool | None:
+    def get(self, name: str) -> Tool[Any] | None:
         return self._tools.get(name)
 
     def names(self) -> list[str]:
@@ -46,7 +46,7 @@ class ToolRegistry:
             raise KeyError(f"Unknown tools {unknown}; registered: {self.names()}")
         return [self._tools[name].schema() for name in wanted]
 
-    def validate(self, call: ToolCall) -> tuple[Tool, BaseModel] | ToolResult:
+    def validate(self, call: ToolCall) -> tuple[Tool[Any], BaseModel] | ToolResult:
         """The tool and its validated arguments, or the error result the model should read."""
         tool = self._tools.get(call.name)
         if tool is None:

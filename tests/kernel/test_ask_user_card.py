@@ -528,7 +528,7 @@ def test_chinese_strings() -> None:
 
 
 def test_string_tables_match() -> None:
-    tables = ask_user_strings._STRINGS
+    tables = ask_user_strings.TEXTS
     assert set(tables["en"]) == set(tables["zh"])
     assert ask_user_strings.s("submit", "fr") == "Submit"
     assert ask_user_strings.s("no-such-key") == "no-such-key"

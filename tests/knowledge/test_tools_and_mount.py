@@ -15,7 +15,7 @@ from deeptutor_jupyter.knowledge import (
 )
 from deeptutor_jupyter.knowledge.tools import SearchKnowledgeTool
 from deeptutor_jupyter.providers.base import ToolCall
-from deeptutor_jupyter.tools.base import ToolContext, ToolResult
+from deeptutor_jupyter.tools.base import ToolContext, ToolDeps, ToolResult
 from deeptutor_jupyter.tools.registry import ToolRegistry
 
 
@@ -34,8 +34,8 @@ def home(tmp_path: Path) -> Path:
     return home
 
 
-def ctx(home: Path, kbs: list[str], **extra: object) -> ToolContext:
-    return ToolContext("s", "t", home, extra={"kbs": kbs, "home": str(home), **extra})
+def ctx(home: Path, kbs: list[str]) -> ToolContext:
+    return ToolContext("s", "t", home, deps=ToolDeps(home=home, kbs=kbs))
 
 
 async def call(ctx: ToolContext, **arguments: object) -> ToolResult:
@@ -71,10 +71,15 @@ async def test_kb_argument_narrows_the_search(home: Path) -> None:
     assert result.data["hits"][0]["kb"] == "history"  # type: ignore[index]
 
 
-async def test_links_follow_the_server_root(home: Path, tmp_path: Path) -> None:
-    result = await call(ctx(home, ["algebra"], server_root=str(tmp_path.parent)), query="roots")
-    link = result.data["hits"][0]["link"]  # type: ignore[index]
-    assert link == f"lab/tree/{tmp_path.name}/algebra/quadratics.md#line=0"
+async def test_a_hit_carries_its_file_and_the_fragment_that_opens_the_place(
+    home: Path, tmp_path: Path
+) -> None:
+    # The surface makes the link relative to where it shows it (kernel/turn_plan.py for a
+    # notebook); the tool gives the absolute file and the fragment.
+    result = await call(ctx(home, ["algebra"]), query="roots")
+    hit = result.data["hits"][0]  # type: ignore[index]
+    assert hit["link"].endswith("quadratics.md#line=0")
+    assert Path(hit["path"]).is_absolute() and Path(hit["path"]).name == "quadratics.md"
 
 
 @pytest.mark.parametrize(
@@ -144,6 +149,6 @@ async def test_numbers_hold_across_the_searches_of_one_turn(home: Path) -> None:
     # The passage seen before keeps [1]; the new one continues the count.
     assert later == {"algebra/quadratics.md": 1, "history.txt": 2}
     assert "[2] history.txt" in second.content and "[1] algebra/quadratics.md" in second.content
-    other_turn = ToolContext("s", "t2", home, extra=context.extra)
+    other_turn = ToolContext("s", "t2", home, deps=context.deps)
     fresh = await tool.run(tool.Args(query="printing press"), other_turn)
     assert [row["n"] for row in (fresh.data or {})["hits"]] == [1]

@@ -29,6 +29,7 @@ from deeptutor_jupyter.runtime.orchestrator import Orchestrator
 from deeptutor_jupyter.store.db import Store
 from deeptutor_jupyter.store.learning import LearningStore
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
+from deeptutor_jupyter.tools.base import ToolDeps
 
 QUIZ: dict[str, Any] = {
     "title": "Squares",
@@ -228,7 +229,7 @@ async def test_orchestrator_pauses_on_make_quiz_and_sends_the_grade_for_that_cal
         log = EventLog("turn-1", store)
         events: list[Event] = []
         log.subscribe(events.append)
-        turn = orch.start_turn(ctx, model, log, {"quizzes": coordinator})
+        turn = orch.start_turn(ctx, model, log, ToolDeps(quizzes=coordinator))
         while not any(e.type == "quiz_required" for e in events) and not turn.task.done():
             await asyncio.sleep(0.01)
         body = next(e for e in events if e.type == "quiz_required").data
@@ -271,7 +272,7 @@ async def test_bad_quiz_arguments_are_an_error_the_model_reads(server, coordinat
             profile=ModelProfile(provider="custom", model="fake-model"),
             enabled_tools=["make_quiz"],
         )
-        turn = Orchestrator(store).start_turn(ctx, model, None, {"quizzes": coordinator})
+        turn = Orchestrator(store).start_turn(ctx, model, None, ToolDeps(quizzes=coordinator))
         await turn.task
     finally:
         await model.aclose()

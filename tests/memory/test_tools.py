@@ -11,13 +11,13 @@ import deeptutor_jupyter.memory as memory
 from deeptutor_jupyter.memory import EMPTY_MEMORY, MemoryStore
 from deeptutor_jupyter.memory.tools import ReadMemoryTool, WriteMemoryTool
 from deeptutor_jupyter.providers.base import ToolCall
-from deeptutor_jupyter.tools.base import ToolContext
+from deeptutor_jupyter.tools.base import ToolContext, ToolDeps
 from deeptutor_jupyter.tools.registry import ToolRegistry
 
 
 def context(store: MemoryStore | None, tmp_path: Path) -> ToolContext:
-    extra = {"memory": store, "trace_id": "t_turn"} if store is not None else {}
-    return ToolContext(session_id="s", turn_id="u", workspace=tmp_path, extra=extra)
+    deps = ToolDeps(memory=store, trace_id="t_turn") if store is not None else ToolDeps()
+    return ToolContext(session_id="s", turn_id="u", workspace=tmp_path, deps=deps)
 
 
 def call(name: str, **arguments: object) -> ToolCall:

@@ -12,7 +12,7 @@ from deeptutor_jupyter.runtime.context import ModelProfile, TurnContext
 from deeptutor_jupyter.runtime.events import EventLog
 from deeptutor_jupyter.runtime.orchestrator import Orchestrator
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
-from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
+from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolDeps, ToolResult
 from deeptutor_jupyter.tools.registry import default_registry
 
 
@@ -54,7 +54,7 @@ async def test_a_deferred_tool_is_listed_loaded_and_called():
             profile=ModelProfile(provider="custom", model="fake-model"),
         )
         turn = Orchestrator(None, registry).start_turn(
-            ctx, model, EventLog("t"), {"loaded_tools": loaded}
+            ctx, model, EventLog("t"), ToolDeps(loaded_tools=loaded)
         )
         assert turn.task is not None
         await turn.task

@@ -20,7 +20,7 @@ from deeptutor_jupyter.skills import (
     skills_manifest,
 )
 from deeptutor_jupyter.skills._frontmatter import FrontMatterError, split_front_matter
-from deeptutor_jupyter.tools.base import ToolContext
+from deeptutor_jupyter.tools.base import ToolContext, ToolDeps
 from deeptutor_jupyter.tools.registry import ToolRegistry
 
 
@@ -192,7 +192,7 @@ def test_symlinks_out_of_the_skill_are_refused(skills, tmp_path: Path) -> None: 
 
 async def test_read_skill_tool(skills, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     registry = ToolRegistry([ReadSkillTool(cap=50)])
-    ctx = ToolContext("s", "t", tmp_path, extra={"skills": skills})
+    ctx = ToolContext("s", "t", tmp_path, deps=ToolDeps(skills=skills))
     args = {"name": "demo", "file": "references/guide.md"}
     result = await registry.execute(ToolCall("1", "read_skill", json.dumps(args)), ctx)
     assert not result.is_error and result.content.startswith("G" * 50)
@@ -212,7 +212,7 @@ async def test_read_skill_tool_discovers_when_not_given(
     make_skill(course, "c", "name: course-only\ndescription: d", body="From the course.")
     make_skill(tmp_path / "home" / "skills", "u", "name: mine\ndescription: d", body="Mine.")
     monkeypatch.setenv("DEEPTUTOR_COURSE_DIR", str(course))
-    ctx = ToolContext("s", "t", tmp_path, extra={"home": str(tmp_path / "home")})
+    ctx = ToolContext("s", "t", tmp_path, deps=ToolDeps(home=tmp_path / "home"))
     registry = ToolRegistry([ReadSkillTool()])
     for name, text in (("course-only", "From the course."), ("mine", "Mine.")):
         call = ToolCall("1", "read_skill", json.dumps({"name": name}))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-_STRINGS: dict[str, dict[str, str]] = {
+TEXTS: dict[str, dict[str, str]] = {
     "en": {
         "submit": "Submit",
         "cancel": "Cancel",
@@ -87,5 +87,6 @@ _STRINGS: dict[str, dict[str, str]] = {
 
 
 def s(key: str, language: str = "en") -> str:
-    table = _STRINGS.get(language, _STRINGS["en"])
-    return table.get(key) or _STRINGS["en"].get(key, key)
+    from deeptutor_jupyter.kernel.i18n import text
+
+    return text("ask", key, language)

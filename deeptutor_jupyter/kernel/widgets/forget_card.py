@@ -22,7 +22,7 @@ from deeptutor_jupyter.memory import MemoryStore
 _SMALL = "font-size:85%;opacity:0.75"
 _ERROR = "color:var(--jp-error-color1, #c62828)"
 
-_STRINGS: dict[str, dict[str, str]] = {
+TEXTS: dict[str, dict[str, str]] = {
     "en": {
         "title": "Forget everything the tutor remembers",
         "what": (
@@ -80,7 +80,9 @@ class ForgetCard(TextFallback, widgets.VBox):  # type: ignore[misc]
         self.store, self.language = store, language
         self.state = "open"  # then "deleted" or "cancelled"
         self.outcome = ""  # the receipt's words, for the saved notebook
-        s = self._s = _STRINGS.get(language, _STRINGS["en"])
+        from deeptutor_jupyter.kernel.i18n import Texts
+
+        s = self._s = Texts("forget", language)
         counts = count_memory(store)
         self.explanation = widgets.HTML(
             f"<div>{html.escape(s['what'].format(**asdict(counts)))}</div>"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-_STRINGS: dict[str, dict[str, str]] = {
+from collections.abc import Mapping
+
+TEXTS: dict[str, dict[str, str]] = {
     "en": {
         "title": "Tutor memory",
         "fallback": (
@@ -124,5 +126,7 @@ _STRINGS: dict[str, dict[str, str]] = {
 }
 
 
-def strings(language: str) -> dict[str, str]:
-    return _STRINGS.get(language, _STRINGS["en"])
+def strings(language: str) -> Mapping[str, str]:
+    from deeptutor_jupyter.kernel.i18n import Texts
+
+    return Texts("memory", language)

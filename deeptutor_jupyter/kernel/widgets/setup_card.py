@@ -33,73 +33,6 @@ from deeptutor_jupyter.providers.specs import ProviderSpec, api_key_from_env, fi
 # The choices the card offers; any other provider is configured by hand (see the instructions).
 CHOICES: tuple[str, ...] = ("openai", "deepseek", "anthropic", "ollama", "openai-compatible")
 
-_STRINGS: dict[str, dict[str, str]] = {
-    "en": {
-        "title": "Connect DeepTutor to a model",
-        "missing": "Still needed:",
-        "provider": "Provider",
-        "model": "Model",
-        "base_url": "Base URL",
-        "api_key": "API key",
-        "api_key_optional": "API key (optional)",
-        "key_placeholder": "paste your key; it is stored only in settings.toml",
-        "key_from_env": "already set in {var}; leave empty to use it",
-        "key_in_file": "already saved; leave empty to keep it",
-        "save": "Save",
-        "saved": "Saved to {path}. Run your %tutor cell again.",
-        "all_set": "Nothing else is needed: the tutor is ready.",
-        "model_placeholder": "model name, e.g. {example}",
-        "base_url_placeholder": "e.g. {example}",
-        "test": "Test connection",
-        "testing": "Sending one short request to {label}…",
-        "test_ok": "Connected: {model} at {label} answered.",
-        "test_failed": "The test request failed: {message}",
-        "how_to_fix": "How to fix:",
-        "need_model": "Enter a model name.",
-        "need_base_url": "Enter the base URL of your server, e.g. http://localhost:8000/v1.",
-        "need_key": "Enter an API key for {label}, or set {var} and restart the kernel.",
-        "save_failed": "Could not save: {reason}",
-        "instructions": "Set it up by hand instead",
-        "label_openai": "OpenAI",
-        "label_deepseek": "DeepSeek",
-        "label_anthropic": "Anthropic",
-        "label_ollama": "Ollama (local)",
-        "label_openai-compatible": "OpenAI-compatible URL",
-    },
-    "zh": {
-        "title": "为 DeepTutor 连接一个模型",
-        "missing": "还需要：",
-        "provider": "服务商",
-        "model": "模型",
-        "base_url": "地址",
-        "api_key": "API 密钥",
-        "api_key_optional": "API 密钥（可选）",
-        "key_placeholder": "粘贴密钥；只会保存在 settings.toml 中",
-        "key_from_env": "已在 {var} 中设置；留空即使用它",
-        "key_in_file": "已保存；留空即保留",
-        "save": "保存",
-        "saved": "已保存到 {path}。请重新运行 %tutor 单元格。",
-        "all_set": "设置已完整：导师可以使用了。",
-        "model_placeholder": "模型名称，例如 {example}",
-        "base_url_placeholder": "例如 {example}",
-        "test": "测试连接",
-        "testing": "正在向 {label} 发送一个简短请求…",
-        "test_ok": "连接成功：{label} 上的 {model} 已回应。",
-        "test_failed": "测试请求失败：{message}",
-        "how_to_fix": "如何解决：",
-        "need_model": "请输入模型名称。",
-        "need_base_url": "请输入服务地址，例如 http://localhost:8000/v1。",
-        "need_key": "请输入 {label} 的 API 密钥，或设置 {var} 后重启内核。",
-        "save_failed": "保存失败：{reason}",
-        "instructions": "手动设置",
-        "label_openai": "OpenAI",
-        "label_deepseek": "DeepSeek",
-        "label_anthropic": "Anthropic",
-        "label_ollama": "Ollama（本机）",
-        "label_openai-compatible": "OpenAI 兼容地址",
-    },
-}
-
 
 def _spec(name: str) -> ProviderSpec:
     spec = find_provider(name)
@@ -211,8 +144,10 @@ class SetupCard(TextFallback, widgets.VBox):  # type: ignore[misc]
         return "\n".join(lines).rstrip() + "\n"
 
     @property
-    def _strings(self) -> dict[str, str]:
-        return _STRINGS.get(self.language, _STRINGS["en"])
+    def _strings(self) -> Mapping[str, str]:
+        from deeptutor_jupyter.kernel.i18n import Texts
+
+        return Texts("setup", self.language)
 
     def _header_html(self, missing: list[str]) -> str:
         s = self._strings

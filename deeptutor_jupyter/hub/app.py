@@ -1,0 +1,81 @@
+"""The service process: ``python -m deeptutor_jupyter.hub`` as JupyterHub starts it.
+
+JupyterHub gives a managed service ``JUPYTERHUB_SERVICE_URL`` (where to listen),
+``JUPYTERHUB_SERVICE_PREFIX`` (the path the proxy forwards, e.g. ``/services/deeptutor/``),
+``JUPYTERHUB_API_URL`` and its own ``JUPYTERHUB_API_TOKEN``; our settings come from
+``DEEPTUTOR_HUB_CONFIG`` and the key from its own variable or file (hub/settings.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlparse
+
+from tornado.web import Application
+
+from deeptutor_jupyter.hub.auth import hub_token_checker
+from deeptutor_jupyter.hub.gateway import ChatCompletionsHandler, GatewayState, ModelsHandler
+from deeptutor_jupyter.hub.instructor import instructor_routes, student_routes
+from deeptutor_jupyter.hub.quota import QuotaStore, make_engine
+from deeptutor_jupyter.hub.settings import ServiceConfigError, load_config, upstream_key
+
+log = logging.getLogger("deeptutor.hub")
+
+
+def make_app(state: GatewayState, prefix: str, *, oauth: bool = True) -> Application:
+    """The tornado application; ``oauth=False`` leaves out the browser pages (benchmarks)."""
+    prefix = "/" + prefix.strip("/") + "/" if prefix.strip("/") else "/"
+    args = {"state": state}
+    routes: list[Any] = [
+        (prefix + "v1/chat/completions", ChatCompletionsHandler, args),
+        (prefix + "v1/models", ModelsHandler, args),
+        *student_routes(prefix, state),
+    ]
+    settings: dict[str, Any] = {}
+    if oauth:
+        routes += instructor_routes(prefix, state)
+        settings["cookie_secret"] = os.urandom(32)
+    return Application(routes, **settings)
+
+
+def state_from_env(environ: Mapping[str, str]) -> tuple[GatewayState, str]:
+    config = load_config(environ)
+    key = upstream_key(environ)
+    check, has_scope = hub_token_checker(config.auth_cache_seconds)
+    state = GatewayState(
+        config=config,
+        key=key,
+        quota=QuotaStore(make_engine(config.db_url)),
+        check_token=check,
+        has_scope=has_scope,
+        service_name=environ.get("JUPYTERHUB_SERVICE_NAME", "deeptutor"),
+    )
+    return state, environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/deeptutor/")
+
+
+async def serve(environ: Mapping[str, str]) -> None:
+    state, prefix = state_from_env(environ)
+    where = urlparse(environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:10101"))
+    app = make_app(state, prefix)
+    app.listen(where.port or 80, address=where.hostname or "127.0.0.1", xheaders=True)
+    log.info("deeptutor course service on %s%s", where.geturl(), prefix)
+    await asyncio.Event().wait()
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, format="[deeptutor-hub %(levelname)s] %(message)s")
+    # One line per upstream request would double the access log; failures are logged by us.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    try:
+        asyncio.run(serve(os.environ))
+    except ServiceConfigError as exc:
+        print(f"deeptutor course service: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
+    return 0

@@ -1,0 +1,368 @@
+"""The OpenAI-compatible gateway: ``/v1/chat/completions`` and ``/v1/models`` under the prefix.
+
+The student's request goes to the upstream with the course's key instead of the student's token.
+Streams are relayed chunk by chunk as they arrive (nothing is buffered), and the upstream request
+is closed as soon as the student's connection closes (a Stop in the cell). Upstream errors keep
+their status, body and ``Retry-After``, so the kernel's error cards (providers/errors.py) word
+them as for a direct connection. The gateway's own refusals carry ``"type": "course_service"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import httpx
+from pydantic import SecretStr
+from tornado.iostream import StreamClosedError
+from tornado.web import RequestHandler
+
+from deeptutor_jupyter.hub.auth import (
+    HubUnavailable,
+    Identity,
+    NotAllowed,
+    TokenChecker,
+    authorize,
+    required_scope,
+)
+from deeptutor_jupyter.hub.batch import GroupCommit
+from deeptutor_jupyter.hub.quota import QuotaStore, Refusal, Ticket
+from deeptutor_jupyter.hub.settings import GatewayConfig, Limits
+from deeptutor_jupyter.hub.usage_stream import UsageScanner, estimate_prompt_tokens
+
+log = logging.getLogger("deeptutor.hub")
+T = TypeVar("T")
+
+ERROR_TYPE = "course_service"
+OVERRIDE_CACHE_SECONDS = 5.0
+UPSTREAM_POOLS = 8
+# Response headers of the upstream worth passing on; hop-by-hop ones are tornado's business.
+_PASSED_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-request-id")
+
+
+@dataclass
+class GatewayState:
+    """What every handler shares. ``has_scope`` decides scope filters the way HubAuth does."""
+
+    config: GatewayConfig
+    key: SecretStr | None
+    quota: QuotaStore
+    check_token: TokenChecker
+    has_scope: Callable[[Identity, str], bool]
+    service_name: str = "deeptutor"
+    # Several small pools instead of one large one: httpcore's pool scans all its connections
+    # for every request and every release, which costs more than the relaying itself once a
+    # hundred streams are open (measured with benchmarks/hub_gateway.py). No cap on connections:
+    # httpx's default of 100 would queue the 101st student's stream.
+    clients: list[httpx.AsyncClient] = field(
+        default_factory=lambda: [
+            httpx.AsyncClient(
+                timeout=None,
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
+            )
+            for _ in range(UPSTREAM_POOLS)
+        ]
+    )
+    _next_client: int = 0
+    executor: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(4, thread_name_prefix="deeptutor-hub-db")
+    )
+
+    _commits: GroupCommit | None = None
+    _overrides: dict[str, Limits] = field(default_factory=dict)
+    _overrides_until: float = 0.0
+    _overrides_loading: asyncio.Future[Any] | None = None
+
+    @property
+    def commits(self) -> GroupCommit:
+        if self._commits is None:
+            self._commits = GroupCommit(self.quota, self.executor)
+        return self._commits
+
+    def client(self) -> httpx.AsyncClient:
+        """The next upstream pool, round robin."""
+        self._next_client = (self._next_client + 1) % len(self.clients)
+        return self.clients[self._next_client]
+
+    async def db(self, fn: Any, *args: Any) -> Any:
+        """Run a database call off the event loop, so open streams keep flowing meanwhile."""
+        return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
+    def upstream_headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if self.key is not None:
+            headers["Authorization"] = f"Bearer {self.key.get_secret_value()}"
+        return headers
+
+    async def limits_for(self, identity: Identity) -> Limits:
+        """An instructor's override for the student, else group or course limits.
+
+        All overrides are read in one query at most every OVERRIDE_CACHE_SECONDS, so a request
+        costs no query of its own; a change on another replica's page arrives within that time.
+        """
+        if time.monotonic() >= self._overrides_until:
+            if self._overrides_loading is None:
+                self._overrides_loading = asyncio.ensure_future(self.db(self.quota.overrides))
+            loading = self._overrides_loading
+            try:
+                self._overrides = await asyncio.shield(loading)
+                self._overrides_until = time.monotonic() + OVERRIDE_CACHE_SECONDS
+            finally:
+                if self._overrides_loading is loading:
+                    self._overrides_loading = None
+        return self._overrides.get(identity.name) or self.config.limits_for(identity.groups)
+
+    def forget_override(self, student: str) -> None:
+        """This replica saw an instructor change a student's limits: read them again."""
+        self._overrides_until = 0.0
+
+
+def error_body(code: str, message: str) -> dict[str, Any]:
+    """OpenAI's error shape, so every client quotes ``message``."""
+    return {"error": {"message": message, "type": ERROR_TYPE, "code": code, "param": None}}
+
+
+class ApiHandler(RequestHandler):
+    """Token-authenticated JSON handlers: no cookies, so no XSRF check applies."""
+
+    state: GatewayState
+
+    def initialize(self, state: GatewayState) -> None:
+        self.state = state
+
+    def check_xsrf_cookie(self) -> None:
+        return None
+
+    def fail(self, status: int, code: str, message: str, retry_after: int | None = None) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        if retry_after is not None:
+            self.set_header("Retry-After", str(retry_after))
+        self.finish(json.dumps(error_body(code, message)))
+
+    async def identify(self) -> Identity | None:
+        """The student, or None after the refusal has been sent."""
+        state = self.state
+        scope = required_scope(state.service_name)
+        try:
+            return await authorize(
+                self.request.headers.get("Authorization"),
+                state.check_token,
+                state.service_name,
+                lambda who: state.has_scope(who, scope),
+            )
+        except NotAllowed as exc:
+            self.fail(exc.status, exc.code, exc.message)
+        except HubUnavailable:
+            log.warning("the hub could not check a token")
+            self.fail(503, "hub_unavailable", "The hub could not confirm who you are; try again.")
+        return None
+
+
+class ModelsHandler(ApiHandler):
+    async def get(self) -> None:
+        if await self.identify() is None:
+            return
+        data = [
+            {"id": m, "object": "model", "owned_by": "course"} for m in self.state.config.models
+        ]
+        self.finish({"object": "list", "data": data})
+
+
+class ChatCompletionsHandler(ApiHandler):
+    _relay: asyncio.Task[None] | None = None
+    _gone = False
+
+    def on_connection_close(self) -> None:
+        # The student's cell stopped (or the kernel died): drop the upstream request at once.
+        self._gone = True
+        if self._relay is not None:
+            self._relay.cancel()
+
+    async def post(self) -> None:
+        identity = await self.identify()
+        if identity is None:
+            return
+        body = self._json_body()
+        if body is None:
+            return
+        model = str(body.get("model", ""))
+        allowed = self.state.config.models
+        if allowed and model not in allowed:
+            offered = ", ".join(allowed)
+            self.fail(
+                404,
+                "model_not_offered",
+                f"Your course does not offer the model '{model}'. Available: {offered}.",
+            )
+            return
+        ticket = await self._admit(identity, body)
+        if ticket is None:
+            return
+        self._relay = asyncio.ensure_future(self._forward(body, model, ticket))
+        try:
+            await self._relay
+        except asyncio.CancelledError:
+            if not self._gone:
+                raise
+
+    def _json_body(self) -> dict[str, Any] | None:
+        try:
+            body = json.loads(self.request.body or b"")
+        except ValueError:
+            self.fail(400, "invalid_json", "The request body is not JSON.")
+            return None
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            self.fail(400, "invalid_request", "The request needs a model and a list of messages.")
+            return None
+        return body
+
+    async def _admit(self, identity: Identity, body: dict[str, Any]) -> Ticket | None:
+        limits = await self.state.limits_for(identity)
+        asked = body.get("max_tokens") or body.get("max_completion_tokens")
+        hold = asked if isinstance(asked, int) and asked > 0 else self.state.config.reserve_tokens
+        outcome = await self.state.commits.admit(identity.name, limits, hold)
+        if isinstance(outcome, Refusal):
+            self.fail(429, outcome.code, outcome.message, outcome.retry_after)
+            return None
+        return outcome
+
+    async def _forward(self, body: dict[str, Any], model: str, ticket: Ticket) -> None:
+        streaming = body.get("stream") is True
+        if streaming:
+            # The upstream's own count is the one to bill; ask for it on every stream.
+            options = body.get("stream_options")
+            body["stream_options"] = {**(options if isinstance(options, dict) else {})}
+            body["stream_options"]["include_usage"] = True
+        scanner = UsageScanner()
+        settled = False
+        try:
+            # The gateway's own share of the latency: token check, admission, until sending.
+            self.set_header(
+                "Server-Timing", f"gateway;dur={self.request.request_time() * 1000:.2f}"
+            )
+            response = await self._send(body)
+            if streaming and await _rejects_stream_options(response):
+                # An upstream without include_usage (some servers): go on without it; the
+                # usage is then estimated (hub/usage_stream.py).
+                body.pop("stream_options", None)
+                response = await self._send(body)
+        except httpx.HTTPError as exc:
+            await self.state.commits.release(ticket)
+            self._upstream_unreachable(exc)
+            return
+        except asyncio.CancelledError:
+            # The student left before the upstream answered: give the hold back.
+            await asyncio.shield(self.state.commits.release(ticket))
+            raise
+        try:
+            self.set_status(response.status_code)
+            for name in _PASSED_HEADERS:
+                if name in response.headers:
+                    self.set_header(name, response.headers[name])
+            if response.status_code in (401, 403):
+                # The upstream refused the course's key, not the student's token: passed on
+                # as is, the student's cell would tell them to fix a key they do not have.
+                said = _upstream_message(await response.aread())
+                self.clear_header("Retry-After")
+                self.fail(
+                    502,
+                    "upstream_key_rejected",
+                    f"The model server refused the course's key{said}. Tell your instructor.",
+                )
+                await self.state.commits.release(ticket)
+                settled = True
+                return
+            if response.status_code != 200:
+                self.finish(await response.aread())
+                await self.state.commits.release(ticket)
+                settled = True
+                return
+            if streaming:
+                # Small SSE writes must leave at once: with Nagle on, each one after the first
+                # waits for the client's delayed ACK (about 40 ms on Linux).
+                stream = getattr(self.request.connection, "stream", None)
+                if stream is not None:
+                    stream.set_nodelay(True)
+                self.set_header("Cache-Control", "no-cache")
+                self.set_header("X-Accel-Buffering", "no")
+                async for chunk in response.aiter_raw():
+                    scanner.feed(chunk)
+                    self.write(chunk)
+                    try:
+                        await self.flush()
+                    except StreamClosedError:
+                        self._gone = True
+                        break
+            else:
+                data = await response.aread()
+                scanner.feed_json(data)
+                self.write(data)
+            if not self._gone:
+                self.finish()
+        except httpx.HTTPError as exc:
+            # The upstream dropped mid-answer. Cutting the student's connection would not get
+            # through configurable-http-proxy (it keeps the client waiting), so the stream ends
+            # with an error event, which OpenAI clients and the kernel raise as a broken answer.
+            log.warning("upstream failed mid-answer: %s", type(exc).__name__)
+            if not self._gone:
+                error = error_body(
+                    "upstream_dropped", "The course's model server stopped answering."
+                )
+                error["error"]["code"] = 502
+                self.finish(b"data: " + json.dumps(error).encode() + b"\n\n")
+        finally:
+            await response.aclose()
+            if not settled:
+                prompt, completion = scanner.usage(estimate_prompt_tokens(body))
+                await asyncio.shield(self.state.commits.settle(ticket, model, prompt, completion))
+
+    async def _send(self, body: dict[str, Any]) -> httpx.Response:
+        client = self.state.client()
+        request = client.build_request(
+            "POST",
+            self.state.config.upstream_url + "/chat/completions",
+            content=json.dumps(body).encode(),
+            headers=self.state.upstream_headers(),
+            timeout=httpx.Timeout(self.state.config.upstream_timeout, connect=10.0),
+        )
+        return await client.send(request, stream=True)
+
+    def _upstream_unreachable(self, exc: httpx.HTTPError) -> None:
+        log.warning("upstream unreachable: %s", type(exc).__name__)
+        if isinstance(exc, httpx.TimeoutException):
+            self.fail(504, "upstream_timeout", "The course's model server did not answer in time.")
+        else:
+            self.fail(
+                502,
+                "upstream_unreachable",
+                "The course's model server could not be reached; tell your instructor.",
+            )
+
+
+async def _rejects_stream_options(response: httpx.Response) -> bool:
+    """Whether the upstream refused ``stream_options``; the refused response is then closed."""
+    if response.status_code not in (400, 422):
+        return False
+    text = (await response.aread()).decode("utf-8", "replace")
+    if "stream_options" in text or "include_usage" in text:
+        await response.aclose()
+        return True
+    return False
+
+
+def _upstream_message(raw: bytes) -> str:
+    """`` ("its message")`` from an OpenAI-shaped error body, or nothing."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return ""
+    error = data.get("error") if isinstance(data, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return f' ("{str(message)[:200]}")' if message else ""

@@ -1,0 +1,258 @@
+"""The instructor's page and the students' own numbers.
+
+- ``{prefix}v1/usage``: a student's own usage (token auth, like the gateway). There is no way to
+  name another student here: B asking for A gets a 403.
+- ``{prefix}v1/mastery``: a student's kernel reports mastery per objective, numbers in [0, 1]
+  only (no text beyond the objective's id).
+- ``{prefix}instructor/``: hub OAuth (HubOAuthenticated), instructors only (``instructors`` names
+  or ``instructor_groups``): usage per student, per-student limits, mastery per objective with
+  groups smaller than ``min_group_size`` hidden; ``usage.csv`` exports the usage.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import html
+import io
+import re
+from collections import defaultdict
+from typing import Any
+
+from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
+from tornado.web import HTTPError, RequestHandler, authenticated
+
+from deeptutor_jupyter.hub.gateway import ApiHandler, GatewayState
+from deeptutor_jupyter.hub.quota import UsageRow
+from deeptutor_jupyter.hub.settings import Limits
+
+_OBJECTIVE_RE = re.compile(r"^[\w.:/-]{1,120}$")
+
+
+def _usage_json(rows: list[UsageRow]) -> list[dict[str, Any]]:
+    return [dataclasses.asdict(row) for row in rows]
+
+
+class OwnUsageHandler(ApiHandler):
+    async def get(self) -> None:
+        identity = await self.identify()
+        if identity is None:
+            return
+        asked = self.get_argument("student", identity.name)
+        if asked != identity.name:
+            self.fail(403, "not_yours", "You can see your own usage only.")
+            return
+        rows = await self.state.db(self.state.quota.usage, identity.name)
+        limits = await self.state.limits_for(identity)
+        used, held = await self.state.db(self.state.quota.today, identity.name)
+        self.finish(
+            {
+                "student": identity.name,
+                "used_today": used,
+                "held_now": held,
+                "limits": limits.model_dump(),
+                "usage": _usage_json(rows),
+            }
+        )
+
+
+class MasteryReportHandler(ApiHandler):
+    async def post(self) -> None:
+        identity = await self.identify()
+        if identity is None:
+            return
+        values = _mastery_values(self.request.body)
+        if isinstance(values, str):
+            self.fail(400, "invalid_mastery", values)
+            return
+        await self.state.db(self.state.quota.report_mastery, identity.name, values)
+        self.finish({"stored": len(values)})
+
+
+def _mastery_values(raw: bytes) -> dict[str, float] | str:
+    """``{"objective-id": 0.7, ...}``, or the reason it was refused."""
+    import json
+
+    try:
+        data = json.loads(raw or b"")
+    except ValueError:
+        return "The body is not JSON."
+    if not isinstance(data, dict) or not data or len(data) > 500:
+        return "Send an object of up to 500 objective ids mapped to numbers between 0 and 1."
+    out: dict[str, float] = {}
+    for key, value in data.items():
+        if not isinstance(key, str) or not _OBJECTIVE_RE.match(key):
+            return "Objective ids are short names (letters, digits, . : / - _), not text."
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            return f"The mastery of {key} must be a number between 0 and 1."
+        out[key] = float(value)
+    return out
+
+
+class InstructorHandler(HubOAuthenticated, RequestHandler):  # type: ignore[misc]
+    state: GatewayState
+
+    def initialize(self, state: GatewayState) -> None:
+        self.state = state
+
+    def instructor(self) -> str:
+        user: dict[str, Any] | None = self.current_user
+        if not user:  # pragma: no cover - @authenticated redirects before
+            raise HTTPError(403)
+        name = str(user.get("name", ""))
+        if user.get("kind", "user") != "user" or not self.state.config.is_instructor(
+            name, tuple(user.get("groups") or ())
+        ):
+            raise HTTPError(403, "only the course's instructors may see this page")
+        return name
+
+    async def totals(self) -> dict[str, dict[str, int]]:
+        rows: list[UsageRow] = await self.state.db(self.state.quota.usage, None)
+        out: dict[str, dict[str, int]] = defaultdict(
+            lambda: {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        )
+        for row in rows:
+            t = out[row.student]
+            t["requests"] += row.requests
+            t["prompt_tokens"] += row.prompt_tokens
+            t["completion_tokens"] += row.completion_tokens
+        return dict(out)
+
+
+class InstructorPage(InstructorHandler):
+    @authenticated
+    async def get(self) -> None:
+        self.instructor()
+        totals = await self.totals()
+        overrides = await self.state.db(self.state.quota.overrides)
+        mastery = await self.state.db(
+            self.state.quota.mastery_by_objective, self.state.config.min_group_size
+        )
+        self.finish(_page(self.state, totals, overrides, mastery, self.xsrf_form_html()))
+
+    @authenticated
+    async def post(self) -> None:
+        self.instructor()
+        student = self.get_body_argument("student", "").strip()
+        if not student:
+            raise HTTPError(400, "name the student")
+        if self.get_body_argument("reset", ""):
+            await self.state.db(self.state.quota.set_student_override, student, None)
+        else:
+            limits = Limits(
+                daily_tokens=_int_or_none(self.get_body_argument("daily_tokens", "")),
+                requests_per_minute=_int_or_none(self.get_body_argument("requests_per_minute", "")),
+            )
+            await self.state.db(self.state.quota.set_student_override, student, limits)
+        self.state.forget_override(student)
+        self.redirect(self.request.path)
+
+
+def _int_or_none(text: str) -> int | None:
+    text = text.strip().replace("_", "").replace(",", "")
+    if not text:
+        return None
+    if not text.isdigit():
+        raise HTTPError(400, "limits are whole numbers, or empty for no limit")
+    return int(text)
+
+
+class UsageCsvHandler(InstructorHandler):
+    @authenticated
+    async def get(self) -> None:
+        self.instructor()
+        rows = await self.state.db(self.state.quota.usage, None)
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(
+            ["day", "student", "model", "requests", "prompt_tokens", "completion_tokens"]
+        )
+        for r in rows:
+            writer.writerow(
+                [r.day, r.student, r.model, r.requests, r.prompt_tokens, r.completion_tokens]
+            )
+        self.set_header("Content-Type", "text/csv; charset=utf-8")
+        self.set_header("Content-Disposition", 'attachment; filename="tutor-usage.csv"')
+        self.finish(buffer.getvalue())
+
+
+class InstructorJsonHandler(InstructorHandler):
+    @authenticated
+    async def get(self) -> None:
+        self.instructor()
+        mastery = await self.state.db(
+            self.state.quota.mastery_by_objective, self.state.config.min_group_size
+        )
+        overrides = await self.state.db(self.state.quota.overrides)
+        self.finish(
+            {
+                "usage": await self.totals(),
+                "limits": self.state.config.limits.model_dump(),
+                "overrides": {k: v.model_dump() for k, v in overrides.items()},
+                "mastery": [
+                    {"objective": o, "students": n, "mean": mean, "hidden": mean is None}
+                    for o, n, mean in mastery
+                ],
+            }
+        )
+
+
+def _page(
+    state: GatewayState,
+    totals: dict[str, dict[str, int]],
+    overrides: dict[str, Limits],
+    mastery: list[tuple[str, int, float | None]],
+    xsrf: str,
+) -> str:
+    e = html.escape
+    default = state.config.limits
+    rows = "".join(
+        f"<tr><td>{e(name)}</td><td>{t['requests']}</td><td>{t['prompt_tokens']}</td>"
+        f"<td>{t['completion_tokens']}</td><td>{e(_limits_text(overrides.get(name)))}</td></tr>"
+        for name, t in sorted(totals.items())
+    )
+    hidden = f"fewer than {state.config.min_group_size} students"
+    mastery_rows = "".join(
+        f"<tr><td>{e(o)}</td><td>{n}</td><td>{hidden if m is None else f'{m:.2f}'}</td></tr>"
+        for o, n, m in mastery
+    )
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>Tutor: your course</title>
+<style>body{{font-family:sans-serif;margin:2em}}td,th{{padding:.2em .8em;text-align:left}}</style>
+</head><body><h1>Tutor usage, last 31 days</h1>
+<p>Course default: {e(_limits_text(default))}. <a href="usage.csv">Export CSV</a></p>
+<table><tr><th>Student</th><th>Requests</th><th>Prompt tokens</th><th>Answer tokens</th>
+<th>Own limits</th></tr>{rows}</table>
+<h2>Set a student's limits</h2>
+<form method="post">{xsrf}<input name="student" placeholder="student">
+<input name="daily_tokens" placeholder="tokens a day"><input name="requests_per_minute"
+placeholder="requests a minute"><button>Save</button>
+<button name="reset" value="1">Back to the default</button></form>
+<h2>Mastery per objective</h2><table><tr><th>Objective</th><th>Students</th><th>Mean</th></tr>
+{mastery_rows}</table></body></html>"""
+
+
+def _limits_text(limits: Limits | None) -> str:
+    if limits is None:
+        return "course default"
+    day = "no daily limit" if limits.daily_tokens is None else f"{limits.daily_tokens} tokens/day"
+    rpm = limits.requests_per_minute
+    minute = "no rate limit" if rpm is None else f"{rpm} requests/minute"
+    return f"{day}, {minute}"
+
+
+def student_routes(prefix: str, state: GatewayState) -> list[Any]:
+    args = {"state": state}
+    return [
+        (prefix + "v1/usage", OwnUsageHandler, args),
+        (prefix + "v1/mastery", MasteryReportHandler, args),
+    ]
+
+
+def instructor_routes(prefix: str, state: GatewayState) -> list[Any]:
+    args = {"state": state}
+    return [
+        (prefix + "oauth_callback", HubOAuthCallbackHandler),
+        (prefix + "instructor/?", InstructorPage, args),
+        (prefix + "instructor/usage.csv", UsageCsvHandler, args),
+        (prefix + "instructor/summary.json", InstructorJsonHandler, args),
+    ]

@@ -1,0 +1,347 @@
+"""Budgets and usage in one SQL database shared by every replica of the service.
+
+SQLite by default, PostgreSQL by URL (``postgresql+psycopg://...``). Admission and accounting are
+single ``UPDATE ... WHERE`` statements, so two replicas on one PostgreSQL never admit more than
+the budget between them: the row lock makes the second UPDATE re-check its WHERE against the
+first one's result.
+
+A request is admitted while ``used + held < daily limit``; it holds back ``reserve`` tokens (its
+``max_tokens`` or the configured reserve) until it ends, when the upstream's reported usage
+replaces the hold. Only counts are stored: student, model, day, tokens, requests; never text.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from deeptutor_jupyter.hub.settings import Limits
+
+Clock = Callable[[], dt.datetime]
+
+metadata = sa.MetaData()
+
+budget_day = sa.Table(
+    "deeptutor_budget_day",
+    metadata,
+    sa.Column("student", sa.String(255), primary_key=True),
+    sa.Column("day", sa.String(10), primary_key=True),
+    sa.Column("used", sa.BigInteger, nullable=False, default=0),
+    sa.Column("held", sa.BigInteger, nullable=False, default=0),
+)
+rate_minute = sa.Table(
+    "deeptutor_rate_minute",
+    metadata,
+    sa.Column("student", sa.String(255), primary_key=True),
+    sa.Column("minute", sa.BigInteger, primary_key=True),
+    sa.Column("count", sa.Integer, nullable=False, default=0),
+)
+usage_day = sa.Table(
+    "deeptutor_usage_day",
+    metadata,
+    sa.Column("student", sa.String(255), primary_key=True),
+    sa.Column("day", sa.String(10), primary_key=True),
+    sa.Column("model", sa.String(255), primary_key=True),
+    sa.Column("requests", sa.Integer, nullable=False, default=0),
+    sa.Column("prompt_tokens", sa.BigInteger, nullable=False, default=0),
+    sa.Column("completion_tokens", sa.BigInteger, nullable=False, default=0),
+)
+student_limits = sa.Table(
+    "deeptutor_student_limits",
+    metadata,
+    sa.Column("student", sa.String(255), primary_key=True),
+    sa.Column("daily_tokens", sa.BigInteger, nullable=True),
+    sa.Column("requests_per_minute", sa.Integer, nullable=True),
+)
+mastery = sa.Table(
+    "deeptutor_mastery",
+    metadata,
+    sa.Column("student", sa.String(255), primary_key=True),
+    sa.Column("objective", sa.String(255), primary_key=True),
+    sa.Column("value", sa.Float, nullable=False),
+    sa.Column("updated", sa.String(32), nullable=False),
+)
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a request was not admitted, in words for the student's cell."""
+
+    code: str  # "budget_exhausted" or "rate_limited"
+    message: str
+    retry_after: int | None = None
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """An admitted request: what to settle when it ends."""
+
+    student: str
+    day: str
+    held: int
+
+
+@dataclass(frozen=True)
+class UsageRow:
+    student: str
+    day: str
+    model: str
+    requests: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def make_engine(url: str) -> sa.Engine:
+    kwargs: dict[str, Any] = {}
+    if url.startswith("sqlite"):
+        # The service uses a few worker threads; SQLite waits for a lock instead of failing.
+        kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+    else:
+        kwargs["pool_pre_ping"] = True
+    engine = sa.create_engine(url, **kwargs)
+    if url.startswith("sqlite"):
+        sa.event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    # WAL with NORMAL stays consistent after a crash; a power cut may lose the last counts.
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def _insert_missing(conn: sa.Connection, table: sa.Table, values: dict[str, Any]) -> None:
+    """INSERT the row unless it exists, in the dialect's own words (both speak ON CONFLICT)."""
+    dialect = conn.dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        conn.execute(pg_insert(table).values(**values).on_conflict_do_nothing())
+    elif dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        conn.execute(sqlite_insert(table).values(**values).on_conflict_do_nothing())
+    else:  # pragma: no cover - only SQLite and PostgreSQL are documented
+        try:
+            with conn.begin_nested():
+                conn.execute(table.insert().values(**values))
+        except sa.exc.IntegrityError:
+            pass
+
+
+class QuotaStore:
+    """Admission, settlement and reports over one engine; every method is one short transaction."""
+
+    def __init__(self, engine: sa.Engine, clock: Clock = utc_now) -> None:
+        self.engine = engine
+        self.clock = clock
+        metadata.create_all(engine)
+
+    # --- limits -----------------------------------------------------------------------------
+
+    def student_override(self, student: str) -> Limits | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(student_limits).where(student_limits.c.student == student)
+            ).first()
+        if row is None:
+            return None
+        return Limits(daily_tokens=row.daily_tokens, requests_per_minute=row.requests_per_minute)
+
+    def set_student_override(self, student: str, limits: Limits | None) -> None:
+        """An instructor's per-student limits; None goes back to the group or course default."""
+        with self.engine.begin() as conn:
+            conn.execute(student_limits.delete().where(student_limits.c.student == student))
+            if limits is not None:
+                conn.execute(student_limits.insert().values(student=student, **limits.model_dump()))
+
+    def overrides(self) -> dict[str, Limits]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(student_limits)).all()
+        return {
+            r.student: Limits(
+                daily_tokens=r.daily_tokens, requests_per_minute=r.requests_per_minute
+            )
+            for r in rows
+        }
+
+    # --- admission ----------------------------------------------------------------------------
+
+    def admit(self, student: str, limits: Limits, hold: int) -> Ticket | Refusal:
+        with self.engine.begin() as conn:
+            return self.admit_in(conn, student, limits, hold)
+
+    def release(self, ticket: Ticket) -> None:
+        """Give back the hold of a request the upstream refused or never answered."""
+        with self.engine.begin() as conn:
+            self.release_in(conn, ticket)
+
+    def settle(self, ticket: Ticket, model: str, prompt: int, completion: int) -> None:
+        """Replace the request's hold by what the upstream said it used; record the usage."""
+        with self.engine.begin() as conn:
+            self.settle_in(conn, ticket, model, prompt, completion)
+
+    def run_batch(self, ops: list[Callable[[sa.Connection], Any]]) -> list[Any]:
+        """Several operations in one transaction (hub/batch.py orders them so that replicas
+        lock rows in the same order); a failed batch is retried one operation at a time."""
+        try:
+            with self.engine.begin() as conn:
+                return [op(conn) for op in ops]
+        except sa.exc.DBAPIError:
+            results: list[Any] = []
+            for op in ops:
+                try:
+                    with self.engine.begin() as conn:
+                        results.append(op(conn))
+                except sa.exc.DBAPIError as exc:
+                    results.append(exc)
+            return results
+
+    def admit_in(
+        self, conn: sa.Connection, student: str, limits: Limits, hold: int
+    ) -> Ticket | Refusal:
+        now = self.clock()
+        day = now.strftime("%Y-%m-%d")
+        minute = int(now.timestamp() // 60)
+        per_minute = limits.requests_per_minute
+        if per_minute is not None and self._take_minute_slot(conn, student, minute, per_minute):
+            return Refusal(
+                "rate_limited",
+                f"You are sending questions faster than your course allows "
+                f"({per_minute} a minute). Wait a minute and try again.",
+                retry_after=60 - now.second,
+            )
+        _insert_missing(conn, budget_day, {"student": student, "day": day, "used": 0, "held": 0})
+        where = [budget_day.c.student == student, budget_day.c.day == day]
+        if limits.daily_tokens is not None:
+            where.append(budget_day.c.used + budget_day.c.held < limits.daily_tokens)
+        result = conn.execute(
+            budget_day.update().where(*where).values(held=budget_day.c.held + hold)
+        )
+        if result.rowcount == 1:
+            return Ticket(student, day, hold)
+        if limits.requests_per_minute is not None:
+            # A refused request should not also cost a slot of the minute.
+            conn.execute(
+                rate_minute.update()
+                .where(rate_minute.c.student == student, rate_minute.c.minute == minute)
+                .values(count=rate_minute.c.count - 1)
+            )
+        return Refusal("budget_exhausted", budget_message())
+
+    def _take_minute_slot(
+        self, conn: sa.Connection, student: str, minute: int, per_minute: int
+    ) -> bool:
+        _insert_missing(conn, rate_minute, {"student": student, "minute": minute, "count": 0})
+        result = conn.execute(
+            rate_minute.update()
+            .where(
+                rate_minute.c.student == student,
+                rate_minute.c.minute == minute,
+                rate_minute.c.count < per_minute,
+            )
+            .values(count=rate_minute.c.count + 1)
+        )
+        # Only the student's own old rows: touching others' rows would break the lock order.
+        conn.execute(
+            rate_minute.delete().where(
+                rate_minute.c.student == student, rate_minute.c.minute < minute - 1
+            )
+        )
+        return result.rowcount != 1
+
+    def release_in(self, conn: sa.Connection, ticket: Ticket) -> None:
+        conn.execute(
+            budget_day.update()
+            .where(budget_day.c.student == ticket.student, budget_day.c.day == ticket.day)
+            .values(held=budget_day.c.held - ticket.held)
+        )
+
+    def settle_in(
+        self, conn: sa.Connection, ticket: Ticket, model: str, prompt: int, completion: int
+    ) -> None:
+        total = max(0, prompt) + max(0, completion)
+        conn.execute(
+            budget_day.update()
+            .where(budget_day.c.student == ticket.student, budget_day.c.day == ticket.day)
+            .values(used=budget_day.c.used + total, held=budget_day.c.held - ticket.held)
+        )
+        key = {"student": ticket.student, "day": ticket.day, "model": model}
+        zeros = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        _insert_missing(conn, usage_day, {**key, **zeros})
+        conn.execute(
+            usage_day.update()
+            .where(*(usage_day.c[k] == v for k, v in key.items()))
+            .values(
+                requests=usage_day.c.requests + 1,
+                prompt_tokens=usage_day.c.prompt_tokens + max(0, prompt),
+                completion_tokens=usage_day.c.completion_tokens + max(0, completion),
+            )
+        )
+
+    # --- reports ------------------------------------------------------------------------------
+
+    def used_today(self, student: str) -> int:
+        return self.today(student)[0]
+
+    def today(self, student: str) -> tuple[int, int]:
+        """(tokens used today, tokens held by the student's running requests)."""
+        day = self.clock().strftime("%Y-%m-%d")
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(budget_day.c.used, budget_day.c.held).where(
+                    budget_day.c.student == student, budget_day.c.day == day
+                )
+            ).first()
+        return (int(row.used), int(row.held)) if row is not None else (0, 0)
+
+    def usage(self, student: str | None = None, days: int = 31) -> list[UsageRow]:
+        since = (self.clock() - dt.timedelta(days=days)).strftime("%Y-%m-%d")
+        query = sa.select(usage_day).where(usage_day.c.day >= since)
+        if student is not None:
+            query = query.where(usage_day.c.student == student)
+        query = query.order_by(usage_day.c.day.desc(), usage_day.c.student, usage_day.c.model)
+        with self.engine.connect() as conn:
+            return [UsageRow(**row._asdict()) for row in conn.execute(query)]
+
+    def report_mastery(self, student: str, values: dict[str, float]) -> None:
+        stamp = self.clock().isoformat(timespec="seconds")
+        with self.engine.begin() as conn:
+            for objective, value in values.items():
+                key = {"student": student, "objective": objective}
+                _insert_missing(conn, mastery, {**key, "value": value, "updated": stamp})
+                conn.execute(
+                    mastery.update()
+                    .where(mastery.c.student == student, mastery.c.objective == objective)
+                    .values(value=value, updated=stamp)
+                )
+
+    def mastery_by_objective(self, min_students: int) -> list[tuple[str, int, float | None]]:
+        """(objective, students, mean); mean is None when fewer than ``min_students`` reported."""
+        query = sa.select(
+            mastery.c.objective, sa.func.count(), sa.func.avg(mastery.c.value)
+        ).group_by(mastery.c.objective)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query.order_by(mastery.c.objective)).all()
+        return [
+            (str(o), int(n), float(mean) if n >= min_students and mean is not None else None)
+            for o, n, mean in rows
+        ]
+
+
+def budget_message() -> str:
+    """The refusal a student reads: the budget resets at midnight UTC, the start of a new day."""
+    return (
+        "You have used today's tutor budget; it resets at 00:00 UTC. Ask your instructor for more."
+    )

@@ -1,0 +1,121 @@
+"""What the course service needs to know, read from its environment.
+
+``configure()`` (deeptutor_jupyter/hub/configure.py) writes these variables into the service's
+own environment in ``jupyterhub_config.py``; a Helm chart or a hand-written service entry can set
+them directly (docs/hub.md). The upstream key is kept apart from everything else: it is read from
+``DEEPTUTOR_HUB_UPSTREAM_KEY`` or from the file named by ``DEEPTUTOR_HUB_UPSTREAM_KEY_FILE`` and is
+held as a ``SecretStr``, so it never appears in a repr, a log line or an error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from urllib.parse import urlparse
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+CONFIG_ENV = "DEEPTUTOR_HUB_CONFIG"
+KEY_ENV = "DEEPTUTOR_HUB_UPSTREAM_KEY"
+KEY_FILE_ENV = "DEEPTUTOR_HUB_UPSTREAM_KEY_FILE"
+
+
+class Limits(BaseModel):
+    """A budget: tokens per UTC day and requests per minute; None means no limit."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    daily_tokens: int | None = Field(None, ge=0)
+    requests_per_minute: int | None = Field(None, ge=0)
+
+
+class GatewayConfig(BaseModel):
+    """Everything but the key. ``groups`` maps a hub group to limits that replace the default."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
+
+    upstream_url: str
+    models: tuple[str, ...] = ()
+    limits: Limits = Limits(daily_tokens=50_000, requests_per_minute=20)
+    groups: dict[str, Limits] = Field(default_factory=dict)
+    instructors: frozenset[str] = frozenset()
+    instructor_groups: frozenset[str] = frozenset()
+    db_url: str = "sqlite:///deeptutor-hub.sqlite"
+    # Tokens held back while a request runs when it does not say its own max_tokens: the day's
+    # budget admits a request only while used + held back is below the limit (quota.py).
+    reserve_tokens: int = Field(512, ge=1)
+    auth_cache_seconds: int = Field(60, ge=0)
+    upstream_timeout: float = Field(300.0, gt=0)
+    # Aggregates of fewer students than this are hidden on the instructor page.
+    min_group_size: int = Field(5, ge=1)
+
+    @field_validator("upstream_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        parsed = urlparse(value.strip())
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ValueError("upstream_url must be an http(s) URL such as https://host/v1")
+        return value.strip().rstrip("/")
+
+    def limits_for(self, groups: list[str] | tuple[str, ...]) -> Limits:
+        """The most generous group limits among the student's groups, else the default."""
+        chosen = [self.groups[g] for g in groups if g in self.groups]
+        if not chosen:
+            return self.limits
+        return Limits(
+            daily_tokens=_most(x.daily_tokens for x in chosen),
+            requests_per_minute=_most(x.requests_per_minute for x in chosen),
+        )
+
+    def is_instructor(self, name: str, groups: list[str] | tuple[str, ...]) -> bool:
+        return name in self.instructors or bool(self.instructor_groups.intersection(groups))
+
+
+def _most(values: Iterable[int | None]) -> int | None:
+    numbers: list[int] = []
+    for value in values:
+        if value is None:
+            return None  # one unlimited group wins
+        numbers.append(value)
+    return max(numbers)
+
+
+class ServiceConfigError(ValueError):
+    """The service cannot start; the message says which variable to fix, never the key."""
+
+
+def upstream_key(environ: Mapping[str, str]) -> SecretStr | None:
+    """The key from its variable or its file; a missing file is an error, not an empty key."""
+    direct = environ.get(KEY_ENV, "").strip()
+    if direct:
+        return SecretStr(direct)
+    path = environ.get(KEY_FILE_ENV, "").strip()
+    if not path:
+        return None  # an upstream without a key (a local vLLM) is allowed
+    try:
+        text = Path(path).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ServiceConfigError(
+            f"{KEY_FILE_ENV}={path} could not be read: {exc.strerror}"
+        ) from None
+    if not text:
+        raise ServiceConfigError(f"{KEY_FILE_ENV}={path} is empty")
+    return SecretStr(text)
+
+
+def load_config(environ: Mapping[str, str] | None = None) -> GatewayConfig:
+    env = os.environ if environ is None else environ
+    raw = env.get(CONFIG_ENV, "").strip()
+    if not raw:
+        raise ServiceConfigError(f"{CONFIG_ENV} is not set; see docs/hub.md")
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise ServiceConfigError(f"{CONFIG_ENV} is not valid JSON: {exc}") from None
+    try:
+        return GatewayConfig.model_validate(data)
+    except ValidationError as exc:
+        reasons = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ServiceConfigError(f"{CONFIG_ENV}: {reasons}") from None

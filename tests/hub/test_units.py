@@ -1,0 +1,164 @@
+"""The service's parts without a hub: settings, configure(), the SQL store, the usage scanner."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+from traitlets.config import Config
+
+from deeptutor_jupyter.hub import configure
+from deeptutor_jupyter.hub.quota import QuotaStore, Refusal, Ticket, make_engine
+from deeptutor_jupyter.hub.settings import (
+    GatewayConfig,
+    Limits,
+    ServiceConfigError,
+    load_config,
+    upstream_key,
+)
+from deeptutor_jupyter.hub.usage_stream import UsageScanner
+
+KEY = "sk-teacher-KEY-123456789"
+
+
+def test_configure_gives_the_key_to_the_service_only() -> None:
+    c = Config()
+    c.Spawner.environment = {"TZ": "UTC"}
+    service = configure(
+        c,
+        upstream_url="https://api.deepseek.com/v1",
+        models=["deepseek-chat"],
+        daily_tokens=50_000,
+        instructors={"ms-lee"},
+        environ={"DEEPTUTOR_UPSTREAM_API_KEY": KEY},
+    )
+    assert service["environment"]["DEEPTUTOR_HUB_UPSTREAM_KEY"] == KEY
+    settings = json.loads(service["environment"]["DEEPTUTOR_HUB_CONFIG"])
+    assert settings["instructors"] == ["ms-lee"]
+    assert settings["limits"]["daily_tokens"] == 50_000
+    assert KEY not in json.dumps(settings)
+    env = c.Spawner.environment
+    assert env["TZ"] == "UTC"  # the teacher's own entries stay
+    assert env["DEEPTUTOR_HUB_SERVICE_URL"] == "http://127.0.0.1:10101/services/deeptutor/v1"
+    assert env["DEEPTUTOR_HUB_MODEL"] == "deepseek-chat"
+    assert KEY not in json.dumps(dict(env))
+    assert "access:services!service=deeptutor" in c.Spawner.server_token_scopes
+    user_role = next(r for r in c.JupyterHub.load_roles if r["name"] == "user")
+    assert user_role["scopes"] == ["self", "access:services!service=deeptutor"]
+    # Calling it twice (a reloaded config) does not duplicate the service.
+    configure(c, upstream_url="https://x/v1", models=["m"], environ={})
+    assert [s["name"] for s in c.JupyterHub.services] == ["deeptutor"]
+
+
+def test_configure_with_a_key_file_and_without_models() -> None:
+    c = Config()
+    service = configure(
+        c, upstream_url="http://vllm:8000/v1", models=["qwen"], api_key_file="/etc/key", environ={}
+    )
+    assert service["environment"]["DEEPTUTOR_HUB_UPSTREAM_KEY_FILE"] == "/etc/key"
+    assert "DEEPTUTOR_HUB_UPSTREAM_KEY" not in service["environment"]
+    with pytest.raises(ValueError, match="at least one model"):
+        configure(Config(), upstream_url="http://x/v1", models=[], environ={})
+
+
+def test_settings_errors_are_words_and_never_the_key(tmp_path: Path) -> None:
+    with pytest.raises(ServiceConfigError, match="not set"):
+        load_config({})
+    with pytest.raises(ServiceConfigError, match="upstream_url"):
+        load_config({"DEEPTUTOR_HUB_CONFIG": json.dumps({"upstream_url": "ftp://x"})})
+    missing = tmp_path / "nokey"
+    with pytest.raises(ServiceConfigError, match="could not be read") as info:
+        upstream_key({"DEEPTUTOR_HUB_UPSTREAM_KEY_FILE": str(missing)})
+    assert KEY not in str(info.value)
+    (tmp_path / "key").write_text(KEY + "\n")
+    secret = upstream_key({"DEEPTUTOR_HUB_UPSTREAM_KEY_FILE": str(tmp_path / "key")})
+    assert secret is not None and secret.get_secret_value() == KEY
+    assert KEY not in repr(secret)
+
+
+def test_group_limits_pick_the_most_generous() -> None:
+    config = GatewayConfig(
+        upstream_url="http://x/v1",
+        limits=Limits(daily_tokens=100, requests_per_minute=5),
+        groups={
+            "honours": Limits(daily_tokens=1000, requests_per_minute=5),
+            "staff": Limits(daily_tokens=None, requests_per_minute=60),
+        },
+    )
+    assert config.limits_for(()) == Limits(daily_tokens=100, requests_per_minute=5)
+    assert config.limits_for(("honours",)).daily_tokens == 1000
+    assert config.limits_for(("honours", "staff")) == Limits(
+        daily_tokens=None, requests_per_minute=60
+    )
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = dt.datetime(2026, 12, 3, 23, 59, 0, tzinfo=dt.UTC)
+
+    def __call__(self) -> dt.datetime:
+        return self.now
+
+
+def store(tmp_path: Path, clock: Clock) -> QuotaStore:
+    return QuotaStore(make_engine(f"sqlite:///{tmp_path}/q.sqlite"), clock=clock)
+
+
+def test_a_request_holds_its_max_tokens_until_it_settles(tmp_path: Path) -> None:
+    clock = Clock()
+    quota = store(tmp_path, clock)
+    limits = Limits(daily_tokens=300, requests_per_minute=None)
+    tickets = [quota.admit("alice", limits, 100) for _ in range(4)]
+    assert [isinstance(t, Ticket) for t in tickets] == [True, True, True, False]
+    refusal = tickets[3]
+    assert isinstance(refusal, Refusal) and refusal.code == "budget_exhausted"
+    first = tickets[0]
+    assert isinstance(first, Ticket)
+    quota.settle(first, "m", 10, 20)  # used 30 instead of the 100 held
+    assert isinstance(quota.admit("alice", limits, 50), Ticket)
+    assert quota.used_today("alice") == 30
+    [row] = quota.usage("alice")
+    assert (row.requests, row.prompt_tokens, row.completion_tokens) == (1, 10, 20)
+    # A new UTC day starts a new budget.
+    clock.now += dt.timedelta(minutes=2)
+    assert isinstance(quota.admit("alice", limits, 100), Ticket)
+
+
+def test_requests_per_minute(tmp_path: Path) -> None:
+    clock = Clock()
+    quota = store(tmp_path, clock)
+    limits = Limits(daily_tokens=None, requests_per_minute=2)
+    assert isinstance(quota.admit("bob", limits, 1), Ticket)
+    assert isinstance(quota.admit("bob", limits, 1), Ticket)
+    third = quota.admit("bob", limits, 1)
+    assert isinstance(third, Refusal) and third.code == "rate_limited"
+    assert third.retry_after == 60 and "2 a minute" in third.message
+    assert isinstance(quota.admit("carol", limits, 1), Ticket)  # per student
+    clock.now += dt.timedelta(minutes=1)
+    assert isinstance(quota.admit("bob", limits, 1), Ticket)
+
+
+def test_student_overrides_and_mastery(tmp_path: Path) -> None:
+    quota = store(tmp_path, Clock())
+    quota.set_student_override("alice", Limits(daily_tokens=9, requests_per_minute=None))
+    assert quota.student_override("alice") == Limits(daily_tokens=9, requests_per_minute=None)
+    quota.set_student_override("alice", None)
+    assert quota.student_override("alice") is None
+    for i, name in enumerate(["a", "b", "c"]):
+        quota.report_mastery(name, {"limits": i / 2})
+    quota.report_mastery("a", {"limits": 1.0})  # a later report replaces the earlier
+    assert quota.mastery_by_objective(3) == [("limits", 3, pytest.approx((1.0 + 0.5 + 1.0) / 3))]
+    assert quota.mastery_by_objective(4) == [("limits", 3, None)]
+
+
+def test_the_scanner_finds_usage_split_across_chunks() -> None:
+    usage = b'data: {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 34}}\n\n'
+    scanner = UsageScanner()
+    scanner.feed(b'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n' + usage[:30])
+    scanner.feed(usage[30:] + b"data: [DONE]\n\n")
+    assert scanner.usage(999) == (12, 34)
+    silent = UsageScanner()
+    silent.feed(b'data: {"choices": [{"delta": {"content": "a"}}]}\n\ndata: {"choices": []}\n\n')
+    assert silent.usage(7) == (7, 2)  # the estimate: the prompt's share, one token a delta
