@@ -26,7 +26,6 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.providers.specs import PROVIDERS, ProviderSpec, find_provider
-from deeptutor_jupyter.toml_writer import dump_toml
 
 __all__ = [
     "HubService",
@@ -511,22 +510,41 @@ def write_settings(values: Mapping[str, Any], *, home: Path | None = None) -> Pa
     path = settings_path(home)
     updates = _validated_for_file(values)
     problems: list[str] = []
-    current = _read_toml(path, problems)
+    _read_toml(path, problems)
     if problems:
         # Overwriting a file we could not parse would silently drop what the learner wrote.
         raise SettingsFileError(f"{path} is not valid TOML; fix or remove it, then save again")
-    for key, value in updates.items():
-        if value is None:
-            current.pop(key, None)
-        else:
-            current[key] = value
-    try:
-        body = dump_toml(current)
-    except TypeError as exc:
-        raise SettingsFileError(str(exc)) from None
-    text = "# DeepTutor settings. Written by the setup card; safe to edit.\n" + body
+    text = _merged_toml(path, updates)
     _atomic_write(path, text)
     return path
+
+
+SETTINGS_HEADER = "DeepTutor settings. Written by the setup card; safe to edit."
+
+
+def _merged_toml(path: Path, updates: Mapping[str, Any]) -> str:
+    """The file with ``updates`` applied in place: the learner's comments, order and layout
+    survive (tomlkit edits the document rather than rewriting it)."""
+    import tomlkit  # only when settings are saved
+
+    try:
+        document = tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else None
+    except OSError:
+        document = None
+    if document is None:
+        document = tomlkit.document()
+        document.add(
+            tomlkit.comment("DeepTutor settings. Written by the setup card; safe to edit.")
+        )
+    for key, value in updates.items():
+        if value is None:
+            document.pop(key, None)
+            continue
+        try:
+            document[key] = value.as_posix() if isinstance(value, Path) else value
+        except (TypeError, ValueError) as exc:
+            raise SettingsFileError(f"cannot write {key!r} to TOML: {exc}") from None
+    return tomlkit.dumps(document)
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -531,3 +531,20 @@ def test_timeouts_and_retry_wait_are_settings_shown_in_config() -> None:
         900.0,
         60.0,
     )
+
+
+def test_saving_keeps_the_learners_comments_and_layout(home: Path) -> None:
+    path = home / "settings.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        '# my notes: the school\'s gateway\nbase_url = "http://gw/v1"  # do not change\n\n'
+        'model = "old"\n',
+        encoding="utf-8",
+    )
+    write_settings({"model": "new", "timeout": 30}, home=home)
+    text = path.read_text(encoding="utf-8")
+    assert "# my notes: the school's gateway" in text and "# do not change" in text
+    assert 'model = "new"' in text and "timeout = 30" in text
+    assert text.index("base_url") < text.index("model")  # the learner's order is kept
+    write_settings({"timeout": None}, home=home)
+    assert "timeout" not in path.read_text(encoding="utf-8")

@@ -76,7 +76,6 @@ LAYERS = {
     "messages": 0,
     "config": 0,
     "setup_help": 0,
-    "toml_writer": 0,
     "testing": 0,
     "_files": 0,
 }

@@ -1,6 +1,6 @@
 """The chat loop: a round with tool calls is narration, a round without is the answer.
 
-Rules (DESIGN.md, issue 2): an exploration budget of rounds, then up to three settlement rounds
+Rules (docs/architecture.md): an exploration budget of rounds, then up to three settlement rounds
 that ask the model to wrap up, then one forced finish with tools off. A reply cut by a length
 limit is continued without repeating; an empty finish gets one nudge. Thinking tags and tool calls
 written as text never reach the visible answer.

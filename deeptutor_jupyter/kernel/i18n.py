@@ -1,6 +1,6 @@
 """Every string a learner reads in the kernel's views, in English and Chinese: one table, one
 rule. A key missing in a language falls back to its English text, key by key; the forms' and
-cards' own texts live beside them (``*_strings.py``, ``forget_card.py``) and join this table under
+cards' own texts live beside them (``widgets/*_strings.py``, data only) and join this table under
 a prefix (``ask.``, ``memory.``, ``setup.``, ``forget.``).
 """
 
@@ -84,7 +84,7 @@ def _table() -> dict[str, dict[str, str]]:
     if not _joined:
         from deeptutor_jupyter.kernel.widgets import (
             ask_user_strings,
-            forget_card,
+            forget_strings,
             memory_workbench_strings,
             setup_strings,
         )
@@ -93,7 +93,7 @@ def _table() -> dict[str, dict[str, str]]:
             ("ask", ask_user_strings.TEXTS),
             ("memory", memory_workbench_strings.TEXTS),
             ("setup", setup_strings.TEXTS),
-            ("forget", forget_card.TEXTS),
+            ("forget", forget_strings.TEXTS),
         ):
             for language, table in texts.items():
                 _STRINGS.setdefault(language, {}).update(

@@ -35,6 +35,9 @@ SYSTEM_PROMPT = (
 )
 
 STOPPED_NOTE = "[The learner stopped this answer before it was finished.]"
+WAITING_FOR_PREVIOUS = (
+    "Waiting for the tutor's previous answer in this conversation to finish (or Stop it)."
+)
 STATE_VERSION = 1
 
 Resume = tuple[Any, ToolResult]  # (LoopState, the result of the call the turn waited on)
@@ -56,6 +59,9 @@ class Turn:
     # Saved states of questions this turn asked; dropped once it checkpoints again or ends.
     open_states: list[str] = field(default_factory=list)
     trace: Any = None  # the L1 trace record, once the turn is done
+    # The conversation's turn before this one: this one starts when it has ended, so the
+    # history it reads is complete and two answers never interleave in one conversation.
+    previous: asyncio.Task[None] | None = None
 
     @property
     def turn_id(self) -> str:
@@ -82,6 +88,7 @@ class Orchestrator:
         # Without a coordinator (no widget frontend) ask_user runs its degraded result.
         self.coordinator = coordinator
         self.running: dict[str, Turn] = {}  # strong references: the loop only keeps weak ones
+        self._latest: dict[str, asyncio.Task[None]] = {}  # session id -> its newest turn
 
     def start_turn(
         self,
@@ -134,7 +141,9 @@ class Orchestrator:
     def _start(self, turn: Turn, model: ChatModel, resume: Resume | None) -> Turn:
         ctx = turn.ctx
         turn.log.secrets = list(turn.deps.secrets)
+        turn.previous = self._latest.get(ctx.session_id)
         task = asyncio.get_running_loop().create_task(self._run(turn, model, resume))
+        self._latest[ctx.session_id] = task
         turn.task = task
         self.running[ctx.turn_id] = turn
         task.add_done_callback(lambda t: self._finished(turn, t))
@@ -142,6 +151,9 @@ class Orchestrator:
 
     def _finished(self, turn: Turn, task: asyncio.Task[None]) -> None:
         self.running.pop(turn.turn_id, None)
+        turn.previous = None
+        if self._latest.get(turn.ctx.session_id) is task:
+            del self._latest[turn.ctx.session_id]
         if task.cancelled():  # cancelled before _run began (two turns queued in one cell)
             turn.status = "cancelled"
             turn.log.emit("notice", text=turn.cancel_reason or "Stopped.")
@@ -238,6 +250,10 @@ class Orchestrator:
         from deeptutor_jupyter.agent.loop import AgentLoop
 
         ctx = turn.ctx
+        if turn.previous is not None and not turn.previous.done():
+            turn.log.emit("notice", text=WAITING_FOR_PREVIOUS)
+            await asyncio.wait([turn.previous])
+        turn.previous = None
         if ctx.enabled_tools is None:
             ctx.enabled_tools = [n for n in self.registry.names() if n != LoadToolsTool.name]
             ctx.enabled_tools = [n for n in ctx.enabled_tools if not self._deferred(n)]

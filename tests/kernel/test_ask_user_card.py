@@ -9,7 +9,7 @@ import ipywidgets as widgets
 import pytest
 
 from deeptutor_jupyter.kernel.widgets import ask_user_strings
-from deeptutor_jupyter.kernel.widgets.ask_user_card import AskUserCard, local_time, parse_options
+from deeptutor_jupyter.kernel.widgets.ask_user_card import AskUserCard, local_time, parse_options, s
 
 OPTIONS = [
     {"id": "safe", "label": "Analyse first", "description": "read only", "recommended": True},
@@ -530,8 +530,8 @@ def test_chinese_strings() -> None:
 def test_string_tables_match() -> None:
     tables = ask_user_strings.TEXTS
     assert set(tables["en"]) == set(tables["zh"])
-    assert ask_user_strings.s("submit", "fr") == "Submit"
-    assert ask_user_strings.s("no-such-key") == "no-such-key"
+    assert s("submit", "fr") == "Submit"
+    assert s("no-such-key") == "no-such-key"
 
 
 def test_local_time_is_local_and_names_its_zone(monkeypatch: pytest.MonkeyPatch) -> None:

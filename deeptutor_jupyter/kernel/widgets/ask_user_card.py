@@ -7,7 +7,7 @@ coordinator validates the answer again and reports problems back through :meth:`
 
 A click locks the card (state ``"submitted"``) until the owner answers with one of the ``show_*``
 methods, so one card never sends two answers. The click handler may run on a kernel subshell
-thread (DESIGN.md section 2): ``on_submit`` must hand its work to the loop with
+thread (docs/architecture.md, "Kernel facts"): ``on_submit`` must hand its work to the loop with
 ``call_soon_threadsafe``.
 
 Model text reaches the browser two ways: through ``HTML`` widgets, where it is escaped, and
@@ -28,7 +28,12 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from deeptutor_jupyter.kernel.widgets.ask_user_strings import s
+from deeptutor_jupyter.kernel.i18n import text
+
+
+def s(key: str, language: str = "en") -> str:
+    return text("ask", key, language)
+
 
 MODES: tuple[str, ...] = ("single", "multiple", "text", "number", "date", "directory", "toggle")
 OPTION_MODES: frozenset[str] = frozenset({"single", "multiple", "toggle"})

@@ -84,9 +84,3 @@ TEXTS: dict[str, dict[str, str]] = {
         "callback_failed": "回答发送失败：{reason}",
     },
 }
-
-
-def s(key: str, language: str = "en") -> str:
-    from deeptutor_jupyter.kernel.i18n import text
-
-    return text("ask", key, language)

@@ -24,8 +24,8 @@ from typing import Any, cast
 
 import ipywidgets as widgets
 
+from deeptutor_jupyter.kernel.i18n import Texts
 from deeptutor_jupyter.kernel.widgets.fallback import TextFallback
-from deeptutor_jupyter.kernel.widgets.memory_workbench_strings import strings
 from deeptutor_jupyter.kernel.widgets.turn_view import markdown_bundle
 from deeptutor_jupyter.memory import (
     DELETE_REASONS,
@@ -79,7 +79,7 @@ def snippet(text: str, limit: int = SNIPPET) -> str:
 
 def provenance(refs: list[str], traces: Mapping[str, TraceRecord], language: str) -> str:
     """Plain text naming each cited trace: its UTC day (its L1 file) and question."""
-    s = strings(language)
+    s = Texts("memory", language)
     if not refs:
         return s["no_refs"]
     parts = []
@@ -103,7 +103,7 @@ def display_markdown(
     superscripts and the cited traces a numbered list below, with their day and question.
     """
     if doc.is_empty():
-        return strings(language)["empty"]
+        return Texts("memory", language)["empty"]
     labels: dict[str, int] = {}
     out: list[str] = [f"# {html.escape(doc.title, quote=False)}", ""] if doc.title else []
     for section in doc.sections:
@@ -215,7 +215,7 @@ class EntryRow(widgets.VBox):  # type: ignore[misc]
         on_save: Callable[[Entry, str], str],
         on_delete: Callable[[Entry, str], str],
     ) -> None:
-        s = strings(language)
+        s = Texts("memory", language)
         self.entry, self.language = entry, language
         self._on_save_cb, self._on_delete_cb = on_save, on_delete
         self.text = widgets.HTML(
@@ -253,7 +253,7 @@ class EntryRow(widgets.VBox):  # type: ignore[misc]
     def _on_save(self, _button: widgets.Button | None = None) -> None:
         problem = self._on_save_cb(self.entry, self.edit_text.value)
         if problem:
-            text = strings(self.language)["not_saved"].format(reason=problem)
+            text = Texts("memory", self.language)["not_saved"].format(reason=problem)
             self.status.value = message_html(text, error=True)
 
     def _on_reason(self, change: Mapping[str, Any]) -> None:
@@ -265,7 +265,7 @@ class EntryRow(widgets.VBox):  # type: ignore[misc]
             return
         problem = self._on_delete_cb(self.entry, str(self.reason.value))
         if problem:
-            text = strings(self.language)["not_deleted"].format(reason=problem)
+            text = Texts("memory", self.language)["not_deleted"].format(reason=problem)
             self.status.value = message_html(text, error=True)
 
 
@@ -285,7 +285,7 @@ class MemoryWorkbench(TextFallback, widgets.VBox):  # type: ignore[misc]
         self.preview: Preview | None = None
         self.entry_rows: list[EntryRow] = []
         self._loop = _running_loop()
-        s = self._s = strings(language)
+        s = self._s = Texts("memory", language)
 
         self.picker = widgets.Dropdown(description=s["document"])
         self.status = widgets.HTML()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 TEXTS: dict[str, dict[str, str]] = {
     "en": {
         "title": "Tutor memory",
@@ -124,9 +122,3 @@ TEXTS: dict[str, dict[str, str]] = {
         "apply_rejected": "应用时被拒绝：",
     },
 }
-
-
-def strings(language: str) -> Mapping[str, str]:
-    from deeptutor_jupyter.kernel.i18n import Texts
-
-    return Texts("memory", language)

@@ -26,6 +26,7 @@ from deeptutor_jupyter.config import (
     setup_instructions_markdown,
     write_settings,
 )
+from deeptutor_jupyter.kernel.i18n import Texts
 from deeptutor_jupyter.kernel.widgets.fallback import TextFallback
 from deeptutor_jupyter.kernel.widgets.turn_view import with_code
 from deeptutor_jupyter.providers.specs import ProviderSpec, api_key_from_env, find_provider
@@ -145,8 +146,6 @@ class SetupCard(TextFallback, widgets.VBox):  # type: ignore[misc]
 
     @property
     def _strings(self) -> Mapping[str, str]:
-        from deeptutor_jupyter.kernel.i18n import Texts
-
         return Texts("setup", self.language)
 
     def _header_html(self, missing: list[str]) -> str:

@@ -1,9 +1,9 @@
 """The widget a turn streams into: status line, thinking, narration and tool cards, answer, Stop.
 
-Everything the turn shows goes through widget state (DESIGN.md section 2): ``print`` from a task
-gets lost or lands in the wrong cell. Updates are coalesced: events only mark the view dirty and
-one flush per interval sends the accumulated text, so a long answer costs a few dozen widget
-messages, not one per token.
+Everything the turn shows goes through widget state (docs/architecture.md, "Kernel facts"):
+``print`` from a task gets lost or lands in the wrong cell. Updates are coalesced: events only
+mark the view dirty and one flush per interval sends the accumulated text, so a long answer costs
+a few dozen widget messages, not one per token.
 """
 
 from __future__ import annotations

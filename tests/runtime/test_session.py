@@ -1,0 +1,44 @@
+"""TutorSession: one conversation's turns run one after another, so a follow-up asked before
+the previous answer ended still reads it (and two answers never interleave)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from deeptutor_jupyter.config import resolve_settings
+from deeptutor_jupyter.runtime.orchestrator import WAITING_FOR_PREVIOUS
+from deeptutor_jupyter.runtime.session import AskOptions, TutorSession
+from deeptutor_jupyter.testing import FakeLLMServer, Reply
+
+
+async def test_a_follow_up_waits_for_the_previous_answer_and_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    replies = [Reply(chunks=["An eigen", "vector."], chunk_delay=0.2), Reply(text="Seven.")]
+    with FakeLLMServer(replies) as server:
+        for name, value in {
+            "DEEPTUTOR_HOME": str(tmp_path / "home"),
+            "DEEPTUTOR_PROVIDER": "custom",
+            "DEEPTUTOR_BASE_URL": server.url,
+            "DEEPTUTOR_MODEL": "fake",
+        }.items():
+            monkeypatch.setenv(name, value)
+        session = TutorSession("lesson.ipynb", resolve=lambda f: resolve_settings(flags=f))
+        resolved = session.resolve({})
+        first = session.ask("What is an eigenvector?", resolved, AskOptions())
+        second = session.ask("And 2*3+1?", resolved, AskOptions())
+        assert first.task is not None and second.task is not None
+        await asyncio.wait_for(asyncio.gather(first.task, second.task), 20)
+        for model in session.models.values():
+            await model.aclose()
+    assert first.answer == "An eigenvector." and second.answer == "Seven."
+    later = server.requests[1].body["messages"]
+    assert [m["content"] for m in later if m["role"] != "system"] == [
+        "What is an eigenvector?",
+        "An eigenvector.",
+        "And 2*3+1?",
+    ]
+    assert any(e.data.get("text") == WAITING_FOR_PREVIOUS for e in second.log.events)
