@@ -13,6 +13,13 @@ if [ ! -x .venv/bin/python ]; then
   echo "==> creating .venv"
   "$python" -m venv .venv
 fi
+# Code answers of quizzes are graded in bubblewrap when it is there (learning/sandbox.py).
+if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  echo "==> installing bubblewrap from Debian's packages (quiz code sandbox)"
+  { apt-get install -y -qq bubblewrap >/dev/null 2>&1 ||
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; }; } ||
+    echo "bubblewrap could not be installed; the sandbox falls back to resource limits." >&2
+fi
 stamp=.venv/.deeptutor-installed
 want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then

@@ -12,6 +12,7 @@ BELOW_KERNEL = [
     "agent",
     "interaction",
     "knowledge",
+    "learning",
     "memory",
     "providers",
     "runtime",

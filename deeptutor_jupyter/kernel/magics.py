@@ -294,10 +294,14 @@ def _pending(magics: TutorMagics, call: Call) -> None:
         show_setup(resolved)
         return
     from deeptutor_jupyter.kernel.interactions import show_pending
+    from deeptutor_jupyter.kernel.learn_commands import show_pending_quizzes
 
     ensure_loop()
     tutor.open(resolved)
-    show_pending(tutor, all_sessions="--all" in call.parsed.args)
+    every = "--all" in call.parsed.args
+    # Open quizzes too, resumable like questions; "nothing waiting" only if neither.
+    if not show_pending_quizzes(tutor, resolved) or tutor.session.pending(every):
+        show_pending(tutor, all_sessions=every)
 
 
 @command(
@@ -335,6 +339,44 @@ command(
     "memory", "memory ...", "what the tutor remembers about you (%tutor memory help)", free=True
 )(_free_command("memory"))
 command("kb", "kb ...", "course knowledge bases (%tutor kb help)", free=True)(_free_command("kb"))
+
+
+def _learning_command(name: str) -> Handler:
+    def run(magics: TutorMagics, call: Call) -> None:
+        from deeptutor_jupyter.kernel import learn_commands as learn
+        from deeptutor_jupyter.kernel.display import show_markdown
+
+        assert call.resolved is not None
+        ensure_loop()
+        try:
+            if name == "learn":
+                learn.learn_command(magics.state, call.resolved, call.parsed.rest)
+            elif name == "review":
+                every = "--all" in call.parsed.args
+                learn.review_command(magics.state, call.resolved, every=every)
+            else:
+                learn.progress_command(magics.state, call.resolved)
+        except ValueError as exc:
+            show_markdown(f"⚠ {exc}")
+
+    return run
+
+
+command(
+    "learn",
+    "learn [<topic>] [--kb NAME]",
+    "a learning path with quizzes and gates; no topic: continue (%tutor learn help)",
+    free=True,
+)(_learning_command("learn"))
+command(
+    "review",
+    "review [--all]",
+    "the review cards that are due, as a quiz; --all: any card",
+    args={"--all"},
+)(_learning_command("review"))
+command("progress", "progress", "mastery per objective, the review forecast, what to do next")(
+    _learning_command("progress")
+)
 
 
 def _ask(magics: TutorMagics, call: Call) -> None:

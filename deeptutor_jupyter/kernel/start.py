@@ -93,7 +93,7 @@ def attach_view(
     """
     from IPython.display import update_display
 
-    from deeptutor_jupyter.kernel import interactions
+    from deeptutor_jupyter.kernel import interactions, quiz_cards
     from deeptutor_jupyter.kernel.turn_plan import source_links, sources_markdown
     from deeptutor_jupyter.kernel.widgets.turn_view import TurnView
 
@@ -111,6 +111,7 @@ def attach_view(
         on_stop=stop,
         make_card=lambda body: interactions.make_card(tutor, body),
     )
+    view.make_quiz_card = lambda body: quiz_cards.quiz_card_for(tutor, body)
     log.subscribe(view.handle)
     view.start_ticker()
     tools_used: list[str] = []
@@ -140,6 +141,8 @@ def attach_view(
             )
             if sources:
                 md += "\n" + sources_markdown(sources, answer=answer) + "\n"
+            if view.quiz_receipts:  # graded quizzes, readable without widgets
+                md += "\n" + "\n\n".join(view.quiz_receipts) + "\n"
             for display_id, widget in {turn.turn_id: view, **(also or {})}.items():
                 bundle = widget_bundle(widget, md)
                 if trace and turn.trace is not None:

@@ -84,6 +84,32 @@ class UserInputResolved(_Event):
     reason: str = Field("", description="timeout | turn_stopped when not a learner's answer.")
 
 
+class QuizRequired(_Event):
+    """make_quiz's form (interaction/quiz.py): the public view only, never the answers."""
+
+    type: Literal["quiz_required"] = "quiz_required"
+    id: str = Field(description="The quiz id.")
+    toolCallId: str
+    sessionId: str
+    kind: Literal["tool", "review"] = "tool"
+    expiresAt: float
+    title: str
+    objective: str = ""
+    questions: list[dict[str, Any]]
+
+
+class QuizResolved(_Event):
+    """The graded result (the tool result of the make_quiz call), or why there is none."""
+
+    type: Literal["quiz_resolved"] = "quiz_resolved"
+    id: str
+    toolCallId: str
+    score: float | None = None
+    results: list[dict[str, Any]] = Field(default_factory=list)
+    cancelled: bool = False
+    reason: str = Field("", description="timeout | turn_stopped | learner_cancelled.")
+
+
 class Sources(_Event):
     type: Literal["sources"] = "sources"
     hits: list[dict[str, Any]]
@@ -123,6 +149,8 @@ TurnEvent = Annotated[
     | ToolCallFinished
     | UserInputRequired
     | UserInputResolved
+    | QuizRequired
+    | QuizResolved
     | Sources
     | Notice
     | ErrorEvent

@@ -29,6 +29,8 @@ EventType = Literal[
     "tool_result",
     "user_input_required",
     "user_input_resolved",
+    "quiz_required",
+    "quiz_resolved",
     "sources",
     "notice",
     "error",

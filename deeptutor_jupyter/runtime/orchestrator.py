@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
+from deeptutor_jupyter.interaction.quiz import MakeQuizTool, model_completer, without_quiz_answers
 from deeptutor_jupyter.interaction.schema import AskUserArgs, AskUserTool
 from deeptutor_jupyter.providers.base import ChatModel, Message, ProviderError, ToolCall
 from deeptutor_jupyter.runtime.context import TurnContext
@@ -81,7 +82,7 @@ class Orchestrator:
     ) -> None:
         self.store = store
         self.registry = registry or default_registry()
-        for tool in (AskUserTool(), LoadToolsTool()):
+        for tool in (AskUserTool(), LoadToolsTool(), MakeQuizTool()):
             if self.registry.get(tool.name) is None:
                 self.registry.register(tool)
         # Without a coordinator (no widget frontend) ask_user runs its degraded result.
@@ -272,8 +273,11 @@ class Orchestrator:
                     f"Available tools: {available}.",
                     is_error=True,
                 )
+            quizzes = turn.deps.quizzes
             if call.name == AskUserTool.name and self.coordinator and turn.interactive:
                 result = await self._ask(turn, agent, call)
+            elif call.name == MakeQuizTool.name and quizzes is not None and turn.interactive:
+                result = await self._quiz(turn, agent, call, quizzes)
             elif call.name == LoadToolsTool.name:
                 result = self._load_tools(turn, agent, call)
             else:
@@ -283,7 +287,7 @@ class Orchestrator:
         agent = AgentLoop(
             model,
             execute,
-            turn.log.emit,
+            without_quiz_answers(turn.log.emit),  # events reach browsers; answers must not
             tools=self.registry.schemas(names),
             max_rounds=ctx.profile.max_rounds,
             max_tokens=ctx.profile.max_tokens,
@@ -385,6 +389,32 @@ class Orchestrator:
             place=ctx.metadata.get("place") or None,
             supersedes=superseded,
             on_saved=turn.open_states.append,
+        )
+        return result
+
+    async def _quiz(self, turn: Turn, agent: Any, call: ToolCall, quizzes: Any) -> ToolResult:
+        """make_quiz is intercepted like ask_user (interaction/quiz.py grades it)."""
+        checked = self.registry.validate(call)  # bad arguments go back to the model
+        if isinstance(checked, ToolResult):
+            return checked
+        turn.log.flush()
+        saved = {  # what a turn paused on the quiz needs to continue after a kernel restart
+            "version": STATE_VERSION,
+            "context": turn.ctx.model_dump(mode="json", exclude={"history"}),
+            "loop": agent.state.to_json(),
+            "compat": {
+                "stream_options": agent.model.compat.stream_options,
+                "native_tools": agent.model.compat.native_tools,
+            },
+        }
+        result: ToolResult = await quizzes.ask(
+            session_id=turn.ctx.session_id,
+            turn_id=turn.ctx.turn_id,
+            call=call,
+            args=checked[1],
+            emit=turn.log.emit,
+            snapshot=saved,
+            grader=model_completer(agent.model),
         )
         return result
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 ALWAYS = (
     "ask_user",
+    "make_quiz",
     "calculate",
     "read_notebook",
     "last_error",
@@ -84,6 +85,10 @@ def plan_turn(
     if skills:
         blocks.append(skills_manifest(skills))
         blocks += always_blocks(skills)
+    from deeptutor_jupyter.runtime.learning import standing_text
+
+    if standing := standing_text(session_learning(session, home).store):
+        blocks.append(standing)  # where the learner stands on their path
     if kbs:
         blocks.append(
             f"Knowledge bases selected for this turn: {', '.join(kbs)}. Search them with "
@@ -127,7 +132,17 @@ def tool_deps(
         secrets=session.secrets(),
         # load_tools adds here; later turns of the session mount them
         loaded_tools=session.loaded_tools.setdefault(session.session_id, set()),
+        quizzes=session_learning(session, home).quizzes,  # make_quiz pauses on this coordinator
     )
+
+
+def session_learning(session: TutorSession, home: Path) -> Any:
+    """The session's learning state (runtime/learning.py), able to resume a quiz's turn."""
+    from deeptutor_jupyter.runtime.learning import learning_of
+
+    learning = learning_of(session, home)
+    learning.resume_deps = resume_deps
+    return learning
 
 
 def resume_deps(session: TutorSession, home: Path, context: dict[str, Any]) -> ToolDeps:

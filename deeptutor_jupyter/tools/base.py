@@ -34,6 +34,8 @@ class ToolDeps:
     # Redacted from every result (a learner may have the key in a variable or a cell).
     secrets: list[str] = field(default_factory=list, repr=False)
     loaded_tools: set[str] = field(default_factory=set)  # deferred tools loaded in the session
+    # interaction/quiz.py's QuizCoordinator, which make_quiz pauses on (None: no quiz form here)
+    quizzes: Any = None
 
 
 @dataclass

@@ -88,6 +88,9 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         self.language = language
         self.make_card = make_card
         self.cards: dict[str, Any] = {}  # ask_user request id -> its card
+        self.make_quiz_card: Callable[[dict[str, Any]], Any] | None = None
+        self._quiz_bodies: dict[str, dict[str, Any]] = {}
+        self.quiz_receipts: list[str] = []  # Markdown, for the saved notebook
         self._answers: dict[str, tuple[dict[str, Any], float]] = {}
         self.model_label = model_label
         self.status = widgets.HTML()
@@ -146,8 +149,10 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         elif event.type == "round_started":
             self._round, self._phase = d["round"], d.get("phase", "")
             self._schedule()
-        elif event.type == "tool_call" and d["name"] == "ask_user":
-            pass  # the form that follows is its card
+        elif event.type == "tool_call" and d["name"] in ("ask_user", "make_quiz"):
+            pass  # the form that follows is its card; a quiz's arguments hold its answers
+        elif event.type in ("quiz_required", "quiz_resolved"):
+            self._quiz(event)
         elif event.type == "tool_call":
             self._flush()
             self._text = None  # text after a tool call starts a new block below the card
@@ -188,6 +193,30 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
             self.errors.children = (*self.errors.children, error_card(d, self.language))
         elif event.type == "done":
             self._finish(d)
+
+    def _quiz(self, event: Event) -> None:
+        """make_quiz: the form (built from the public view, no answers), then its receipt."""
+        from deeptutor_jupyter.kernel.widgets import quiz_card
+
+        d = event.data
+        if event.type == "quiz_required":
+            self._flush()
+            self._text = None
+            if self.make_quiz_card is None:
+                return  # a view without a kernel behind it cannot grade
+            form = self.make_quiz_card(dict(d))
+            self.cards[d["id"]] = form
+            self._quiz_bodies[d["id"]] = dict(d)
+            self.blocks.children = (*self.blocks.children, form)
+            self._state = t("waiting_for_answer", self.language)
+            self._render_status()
+            return
+        body = self._quiz_bodies.get(d.get("id", ""), {})
+        self.quiz_receipts.append(quiz_card.receipt_markdown(body, d))
+        form = self.cards.get(d.get("id", ""))
+        if form is not None and form.state != "graded":
+            form.show_receipt(d)
+        self._state = t("answering", self.language)
 
     def _explore(self, event: Event) -> None:
         """The attachment-reading pass goes into one collapsed card, apart from the answer."""

@@ -1,0 +1,94 @@
+"""Quiz cards wired to the session's quiz coordinator: a turn's ``make_quiz`` and reviews.
+
+A card's Submit may arrive on a kernel subshell thread: grading is handed to the session's loop.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.kernel.tutor import KernelTutor
+    from deeptutor_jupyter.kernel.widgets.quiz_card import QuizCard
+    from deeptutor_jupyter.runtime.learning import Learning
+    from deeptutor_jupyter.store.learning import LearningStore
+
+FINAL_CODES = frozenset({"duplicate", "expired", "foreign_session", "unknown"})
+
+_cards: dict[str, QuizCard] = {}  # quiz id -> its card, so an answer from code shows there too
+
+
+def quiz_card_for(tutor: KernelTutor, body: dict[str, Any]) -> QuizCard:
+    """The card of a ``quiz_required`` event, wired to this kernel's coordinator."""
+    from deeptutor_jupyter.runtime.learning import learning_if_open
+
+    return make_quiz_card(tutor, learning_if_open(tutor.session), body)
+
+
+def make_quiz_card(
+    tutor: KernelTutor | None, learning: Learning | None, body: dict[str, Any], grader: Any = None
+) -> QuizCard:
+    from deeptutor_jupyter.kernel.widgets.quiz_card import QuizCard
+
+    card: QuizCard
+
+    def on_submit(answers: dict[str, Any], seconds: float) -> None:
+        loop = tutor.session.event_loop if tutor is not None else None
+        if tutor is None or learning is None or loop is None:
+            card.show_error("This quiz can no longer be graded here.", final=True)
+            return
+        loop.call_soon_threadsafe(
+            lambda: tutor.background(_submit(learning, card, body, answers, seconds, grader))
+        )
+
+    card = QuizCard(body, on_submit=on_submit)
+    _cards[str(body.get("id"))] = card
+    return card
+
+
+async def _submit(
+    learning: Learning,
+    card: QuizCard,
+    body: dict[str, Any],
+    answers: dict[str, Any],
+    seconds: float,
+    grader: Any,
+) -> None:
+    from deeptutor_jupyter.interaction.quiz import QuizError
+
+    try:
+        result = await learning.quizzes.submit(
+            body["sessionId"], body["id"], answers, seconds, grader
+        )
+    except QuizError as exc:
+        card.show_error(str(exc), final=exc.code in FINAL_CODES)
+        return
+    except Exception as exc:  # grading itself failed: the quiz stays open, nothing is lost
+        card.show_error(f"Grading failed ({type(exc).__name__}: {exc}). Submit again.")
+        return
+    card.show_receipt(result)
+    if body.get("kind") == "review":
+        card.children = (*tuple(card.children), _next_review_note(learning.store))
+
+
+def _next_review_note(store: LearningStore) -> Any:
+    import ipywidgets as widgets
+
+    upcoming = store.cards(limit=1)
+    next_at = time_until(upcoming[0].due) if upcoming else "nothing scheduled"
+    w = widgets.HTML(f'<div style="opacity:0.75">Rescheduled. Next review: {html.escape(next_at)}')
+    w.add_class("dt-review-next")
+    return w
+
+
+def time_until(ts: float) -> str:
+    delta = ts - time.time()
+    if delta <= 0:
+        return "now"
+    if delta < 3600:
+        return f"in {max(1, round(delta / 60))} min"
+    if delta < 86400:
+        return f"in {round(delta / 3600)} h"
+    return f"in {round(delta / 86400)} day(s)"

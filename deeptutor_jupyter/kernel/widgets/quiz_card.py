@@ -1,0 +1,206 @@
+"""The quiz form of ``make_quiz`` and ``%tutor review``, and the graded receipt it becomes.
+
+The card is built from the quiz's public view (learning/quiz.py ``public_view``): prompts,
+option labels, units and starter code. The answers, references, rubrics, tests and explanations
+stay in the kernel, so no widget state a browser can inspect gives them away before Submit.
+After grading, the card shows each question with the learner's answer, right or wrong, and the
+feedback with the explanation; :func:`receipt_markdown` is the same receipt for a saved notebook.
+
+A click may arrive on a kernel subshell thread (DESIGN.md section 2): ``on_submit`` must hand its
+work to the loop. A click locks the card until the owner calls a ``show_*`` method.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import ipywidgets as widgets
+
+OnSubmit = Callable[[dict[str, Any], float], None]
+TUTOR_GRADED = "graded by the tutor"
+
+_SMALL = "font-size:85%;opacity:0.75"
+# Marks every font has (emoji need a colour-emoji font, which many machines lack).
+_RIGHT = '<b style="color:var(--jp-success-color1, #2e7d32)">✓</b>'
+_WRONG = '<b style="color:var(--jp-error-color1, #c62828)">✗</b>'
+_ERROR = "color:var(--jp-error-color1, #c62828)"
+
+
+def _html(value: str, *classes: str, math: bool = False) -> widgets.HTML:
+    w = widgets.HTMLMath(value) if math else widgets.HTML(value)
+    for name in classes:
+        w.add_class(name)
+    return w
+
+
+def _fit(width: str = "auto", **more: str) -> widgets.Layout:
+    """Never wider than the output area (``width:100%`` plus the widget margin overflowed it)."""
+    return widgets.Layout(width=width, max_width="100%", **more)
+
+
+def _text(value: Any) -> str:
+    return html.escape(str(value)).replace("\n", "<br>")
+
+
+class QuizCard(widgets.VBox):  # type: ignore[misc]
+    """One quiz: a form while open, a graded receipt once submitted."""
+
+    def __init__(
+        self, body: Mapping[str, Any], *, on_submit: OnSubmit | None = None, **kwargs: Any
+    ) -> None:
+        self.body = dict(body)
+        self.quiz_id = str(body.get("id") or "")
+        self.tool_call_id = str(body.get("toolCallId") or "")
+        self.session_id = str(body.get("sessionId") or "")
+        self.questions = [dict(q) for q in body.get("questions") or [] if isinstance(q, Mapping)]
+        self.on_submit = on_submit
+        self.state = "open"
+        self.controls: dict[str, Any] = {}
+        self._opened = time.monotonic()
+        title = _html(f"<b>Quiz: {_text(body.get('title') or '')}</b>", "dt-quiz-title")
+        rows: list[Any] = [title]
+        for number, q in enumerate(self.questions, 1):
+            rows.append(self._question(number, q))
+        self.error = _html("", "dt-quiz-error")
+        self.submit_button = widgets.Button(description="Submit answers", button_style="primary")
+        self.submit_button.add_class("dt-quiz-submit")
+        self.submit_button.on_click(lambda _b: self.submit())
+        kwargs.setdefault("layout", _fit())
+        super().__init__(children=[*rows, self.error, self.submit_button], **kwargs)
+        self.add_class("dt-quiz")
+
+    def _question(self, number: int, q: Mapping[str, Any]) -> widgets.VBox:
+        qid, kind = str(q.get("id")), str(q.get("kind"))
+        prompt = _html(
+            f"<b>{number}.</b> {_text(q.get('prompt', ''))}", "dt-quiz-prompt", math=True
+        )
+        control: Any
+        if kind == "choice":
+            options = [(str(o.get("label")), str(o.get("id"))) for o in q.get("options") or []]
+            if q.get("multiple"):
+                boxes = [widgets.Checkbox(description=label, indent=False) for label, _ in options]
+                hint = _html(f'<div style="{_SMALL}">Tick every correct option.</div>')
+                control = widgets.VBox([hint, *boxes])
+                self.controls[qid] = ("multiple", boxes, [oid for _, oid in options])
+            else:
+                control = widgets.RadioButtons(options=options, value=None)
+                self.controls[qid] = ("single", control, None)
+        elif kind == "numeric":
+            unit = str(q.get("unit") or "")
+            control = widgets.Text(placeholder=f"a number{f' (in {unit})' if unit else ''}")
+            self.controls[qid] = ("text", control, None)
+            if unit:
+                control = widgets.HBox([control, widgets.Label(unit)])
+        elif kind == "code":
+            control = widgets.Textarea(
+                value=str(q.get("starter") or ""),
+                layout=_fit(height="10em"),
+            )
+            control.add_class("dt-quiz-code")
+            self.controls[qid] = ("text", control, None)
+        else:
+            control = widgets.Textarea(placeholder="Your answer", layout=_fit(height="5em"))
+            self.controls[qid] = ("text", control, None)
+        box = widgets.VBox([prompt, control], layout=_fit())
+        box.add_class("dt-quiz-question")
+        return box
+
+    def answers(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for qid, (how, control, ids) in self.controls.items():
+            if how == "single":
+                out[qid] = [control.value] if control.value is not None else []
+            elif how == "multiple":
+                out[qid] = [oid for box, oid in zip(control, ids, strict=True) if box.value]
+            else:
+                out[qid] = str(control.value)
+        return out
+
+    def submit(self) -> None:
+        if self.state != "open" or self.on_submit is None:
+            return
+        self.state = "submitted"
+        self.submit_button.disabled = True
+        self.submit_button.description = "Grading…"
+        self.error.value = ""
+        self.on_submit(self.answers(), time.monotonic() - self._opened)
+
+    # what the owner says back --------------------------------------------------------------
+    def show_error(self, message: str, *, final: bool = False) -> None:
+        """A refused submission: fix and submit again, unless ``final``."""
+        self.error.value = f'<div style="{_ERROR}">⚠ {_text(message)}</div>'
+        self.state = "closed" if final else "open"
+        self.submit_button.disabled = final
+        self.submit_button.description = "Submit answers"
+
+    def show_receipt(self, result: Mapping[str, Any]) -> None:
+        """The graded card: answers, right or wrong, feedback with the explanation."""
+        self.state = "graded"
+        receipt = _html(receipt_html(self.body, result), "dt-quiz-receipt", math=True)
+        self.children = (receipt,)
+
+    def show_closed(self, words: str) -> None:
+        self.state = "closed"
+        self.children = (_html(f"<i>{_text(words)}</i>", "dt-quiz-receipt"),)
+
+
+def _given_text(value: Any, question: Mapping[str, Any]) -> str:
+    if isinstance(value, list):
+        labels = {str(o.get("id")): str(o.get("label")) for o in question.get("options") or []}
+        return ", ".join(labels.get(str(v), str(v)) for v in value) or "(nothing chosen)"
+    return str(value) if str(value).strip() else "(no answer)"
+
+
+def receipt_html(body: Mapping[str, Any], result: Mapping[str, Any]) -> str:
+    if result.get("cancelled"):
+        words = "timed out" if result.get("reason") == "timeout" else "was closed"
+        return f"<i>Quiz {_text(body.get('title', ''))}: this quiz {words}.</i>"
+    questions = {str(q.get("id")): q for q in body.get("questions") or []}
+    score = float(result.get("score") or 0)
+    parts = [f"<b>Quiz: {_text(body.get('title', ''))} · score {score:.0%}</b>"]
+    for item in result.get("results") or []:
+        q = questions.get(str(item.get("id")), {})
+        mark = _RIGHT if item.get("correct") else _WRONG
+        given = _given_text(item.get("given"), q)
+        code = q.get("kind") == "code"
+        shown = f"<pre>{html.escape(given)}</pre>" if code else f"<i>{_text(given)}</i>"
+        tutor = f' <span style="{_SMALL}">({TUTOR_GRADED})</span>' if item.get("graded_by") else ""
+        parts.append(
+            f'<div class="dt-quiz-result" style="margin:6px 0">{mark} {_text(q.get("prompt", ""))}'
+            f"{tutor}<br>Your answer: {shown}<br>"
+            f'<span style="{_SMALL}">{_text(item.get("feedback", ""))}</span></div>'
+        )
+    return "".join(parts)
+
+
+def receipt_markdown(body: Mapping[str, Any], result: Mapping[str, Any]) -> str:
+    """The receipt as Markdown, for the saved notebook where widgets no longer render."""
+    title = str(body.get("title") or "Quiz")
+    if result.get("cancelled"):
+        return f"**📝 {title}**: not submitted."
+    questions = {str(q.get("id")): q for q in body.get("questions") or []}
+    lines = [f"**📝 {title}** · score {float(result.get('score') or 0):.0%}", ""]
+    for item in result.get("results") or []:
+        q = questions.get(str(item.get("id")), {})
+        mark = "✅" if item.get("correct") else "❌"
+        tutor = f" _({TUTOR_GRADED})_" if item.get("graded_by") else ""
+        given = _given_text(item.get("given"), q)
+        if q.get("kind") == "code":
+            given = "code (see the quiz)"
+        lines.append(f"- {mark} {q.get('prompt', '')}{tutor} — your answer: {given}")
+        if item.get("feedback"):
+            lines.append(f"  {item['feedback']}")
+    return "\n".join(lines)
+
+
+def form_markdown(body: Mapping[str, Any]) -> str:
+    """The open quiz as Markdown (no answers), for a notebook saved before submission."""
+    lines = [f"**📝 {body.get('title') or 'Quiz'}** (open the notebook with its kernel to answer)"]
+    for number, q in enumerate(body.get("questions") or [], 1):
+        lines.append(f"{number}. {q.get('prompt', '')}")
+        for o in q.get("options") or []:
+            lines.append(f"   - {o.get('label')}")
+    return "\n".join(lines)

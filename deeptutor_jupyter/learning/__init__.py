@@ -1,0 +1,1 @@
+"""Teaching: quizzes and their grading, the code sandbox, mastery, paths and review (pure)."""

@@ -1,0 +1,331 @@
+"""The learning tables of ``state.db``: quizzes, paths, mastery evidence, review cards.
+
+Its own connection to the same file (WAL, busy timeout, like store/db.py), so the learning side
+never reaches into the turn tables. A quiz row holds the whole quiz, answers included: the store
+lives in the kernel, the browser only ever sees learning/quiz.py's ``public_view``. A quiz is
+consumed once: the UPDATE that claims it is guarded by ``status = 'pending'``, so two kernels, or
+a double click, cannot grade it twice.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from deeptutor_jupyter.store.db import StoreError
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS quizzes (
+    quiz_id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    tool_call_id TEXT NOT NULL,
+    kind TEXT NOT NULL,             -- tool (make_quiz) | review (%tutor review)
+    objective TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    status TEXT NOT NULL,           -- pending | grading | answered | cancelled | expired
+    created_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    answered_at REAL,
+    result TEXT,
+    state TEXT                      -- the paused turn, to continue it after a kernel restart
+);
+CREATE INDEX IF NOT EXISTS quizzes_by_session ON quizzes (session_id, status);
+CREATE TABLE IF NOT EXISTS learning_paths (
+    path_id TEXT PRIMARY KEY,
+    topic TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS mastery_evidence (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    objective TEXT NOT NULL,
+    quiz_id TEXT NOT NULL,
+    question_id TEXT NOT NULL,
+    score REAL NOT NULL,
+    guess REAL NOT NULL,
+    ts REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS evidence_by_objective ON mastery_evidence (objective, ts);
+CREATE TABLE IF NOT EXISTS review_cards (
+    card_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    objective TEXT NOT NULL,
+    question TEXT NOT NULL,
+    card TEXT NOT NULL,
+    due REAL NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS cards_by_due ON review_cards (due);
+CREATE TABLE IF NOT EXISTS review_log (
+    card_id INTEGER NOT NULL,
+    rating INTEGER NOT NULL,
+    ts REAL NOT NULL,
+    log TEXT NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class QuizRow:
+    quiz_id: str
+    session_id: str
+    turn_id: str
+    tool_call_id: str
+    kind: str
+    objective: str
+    spec: dict[str, Any]
+    status: str
+    created_at: float
+    expires_at: float
+    answered_at: float | None
+    result: dict[str, Any] | None
+
+
+_QUIZ_COLUMNS = (
+    "quiz_id, session_id, turn_id, tool_call_id, kind, objective, spec, status, created_at,"
+    " expires_at, answered_at, result"
+)
+
+
+def _quiz(row: tuple[Any, ...]) -> QuizRow:
+    values = list(row)
+    values[6] = json.loads(values[6])
+    values[11] = json.loads(values[11]) if values[11] else None
+    return QuizRow(*values)
+
+
+@dataclass(frozen=True)
+class CardRow:
+    card_id: int
+    objective: str
+    question: dict[str, Any]
+    card: dict[str, Any]
+    due: float
+    created_at: float
+
+
+class LearningStore:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._lock = threading.RLock()  # widget callbacks may come on a subshell thread
+        with self._lock:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA busy_timeout=5000")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                yield self._conn
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.OperationalError):
+                    raise StoreError(f"The learning state could not be saved: {exc}") from exc
+                raise
+
+    def _query(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return list(self._conn.execute(sql, tuple(params)))
+
+    # quizzes -----------------------------------------------------------------------------
+    def add_quiz(self, row: QuizRow, state: dict[str, Any] | None = None) -> None:
+        with self._tx() as c:
+            c.execute(
+                f"INSERT INTO quizzes ({_QUIZ_COLUMNS}, state) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    row.quiz_id,
+                    row.session_id,
+                    row.turn_id,
+                    row.tool_call_id,
+                    row.kind,
+                    row.objective,
+                    json.dumps(row.spec, ensure_ascii=False),
+                    row.status,
+                    row.created_at,
+                    row.expires_at,
+                    None,
+                    None,
+                    json.dumps(state, ensure_ascii=False) if state is not None else None,
+                ),
+            )
+
+    def get_quiz(self, quiz_id: str) -> QuizRow | None:
+        rows = self._query(f"SELECT {_QUIZ_COLUMNS} FROM quizzes WHERE quiz_id = ?", (quiz_id,))
+        return _quiz(rows[0]) if rows else None
+
+    def quiz_state(self, quiz_id: str) -> dict[str, Any] | None:
+        rows = self._query("SELECT state FROM quizzes WHERE quiz_id = ?", (quiz_id,))
+        return json.loads(rows[0][0]) if rows and rows[0][0] else None
+
+    def drop_quiz_state(self, quiz_id: str) -> None:
+        """After the paused turn was continued (or can never be): the state is not kept."""
+        with self._tx() as c:
+            c.execute("UPDATE quizzes SET state = NULL WHERE quiz_id = ?", (quiz_id,))
+
+    def pending_quizzes(self, session_ids: Iterable[str] | None = None) -> list[QuizRow]:
+        sql = f"SELECT {_QUIZ_COLUMNS} FROM quizzes WHERE status = 'pending'"
+        params: list[Any] = []
+        if session_ids is not None:
+            ids = list(session_ids)
+            sql += f" AND session_id IN ({','.join('?' * len(ids)) or 'NULL'})"
+            params = ids
+        return [_quiz(r) for r in self._query(sql + " ORDER BY created_at", params)]
+
+    def claim_quiz(self, quiz_id: str) -> bool:
+        """pending -> grading, once: False when it was answered, cancelled or expired already."""
+        with self._tx() as c:
+            cur = c.execute(
+                "UPDATE quizzes SET status = 'grading', answered_at = ? "
+                "WHERE quiz_id = ? AND status = 'pending'",
+                (time.time(), quiz_id),
+            )
+            return cur.rowcount == 1
+
+    def release_quiz(self, quiz_id: str) -> None:
+        """grading -> pending: grading could not finish, the learner may submit again."""
+        with self._tx() as c:
+            c.execute(
+                "UPDATE quizzes SET status = 'pending', answered_at = NULL "
+                "WHERE quiz_id = ? AND status = 'grading'",
+                (quiz_id,),
+            )
+
+    def finish_quiz(self, quiz_id: str, status: str, result: dict[str, Any]) -> bool:
+        """Record the outcome; from pending (cancel, expire) or grading (answered)."""
+        with self._tx() as c:
+            cur = c.execute(
+                "UPDATE quizzes SET status = ?, result = ?, answered_at = ?, "
+                # an answered quiz may still continue its turn; the others never will
+                "state = CASE WHEN ? = 'answered' THEN state ELSE NULL END "
+                "WHERE quiz_id = ? AND status IN ('pending', 'grading')",
+                (status, json.dumps(result, ensure_ascii=False), time.time(), status, quiz_id),
+            )
+            return cur.rowcount == 1
+
+    def quiz_history(self, limit: int = 50) -> list[QuizRow]:
+        rows = self._query(
+            f"SELECT {_QUIZ_COLUMNS} FROM quizzes WHERE status = 'answered' "
+            "ORDER BY answered_at DESC LIMIT ?",
+            (limit,),
+        )
+        return [_quiz(r) for r in rows]
+
+    # paths -------------------------------------------------------------------------------
+    def save_path(self, path_id: str, topic: str, spec: dict[str, Any]) -> None:
+        now = time.time()
+        with self._tx() as c:
+            c.execute(
+                "INSERT INTO learning_paths VALUES (?, ?, ?, ?, ?) ON CONFLICT(path_id) DO "
+                "UPDATE SET spec = excluded.spec, topic = excluded.topic, updated_at = ?",
+                (path_id, topic, json.dumps(spec, ensure_ascii=False), now, now, now),
+            )
+
+    def touch_path(self, path_id: str) -> None:
+        with self._tx() as c:
+            c.execute(
+                "UPDATE learning_paths SET updated_at = ? WHERE path_id = ?", (time.time(), path_id)
+            )
+
+    def latest_path(self) -> tuple[str, dict[str, Any]] | None:
+        """The path the learner worked on last, in any notebook."""
+        rows = self._query(
+            "SELECT path_id, spec FROM learning_paths ORDER BY updated_at DESC LIMIT 1"
+        )
+        return (rows[0][0], json.loads(rows[0][1])) if rows else None
+
+    def path_by_topic(self, topic: str) -> tuple[str, dict[str, Any]] | None:
+        rows = self._query(
+            "SELECT path_id, spec FROM learning_paths WHERE lower(topic) = lower(?) "
+            "ORDER BY updated_at DESC LIMIT 1",
+            (topic,),
+        )
+        return (rows[0][0], json.loads(rows[0][1])) if rows else None
+
+    # mastery evidence --------------------------------------------------------------------
+    def add_evidence(self, rows: Iterable[tuple[str, str, str, float, float]]) -> None:
+        """(objective, quiz_id, question_id, score, guess) rows, timestamped now."""
+        now = time.time()
+        with self._tx() as c:
+            c.executemany(
+                "INSERT INTO mastery_evidence (objective, quiz_id, question_id, score, guess, ts)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [(*r, now) for r in rows],
+            )
+
+    def evidence(self, objective: str | None = None) -> list[tuple[str, float, float, float]]:
+        """(objective, score, guess, ts) in time order."""
+        sql = "SELECT objective, score, guess, ts FROM mastery_evidence"
+        params: tuple[Any, ...] = ()
+        if objective is not None:
+            sql, params = sql + " WHERE objective = ?", (objective,)
+        return [(r[0], r[1], r[2], r[3]) for r in self._query(sql + " ORDER BY ts, id", params)]
+
+    # review cards ------------------------------------------------------------------------
+    def new_card_id(self, objective: str, question: dict[str, Any]) -> int:
+        with self._tx() as c:
+            cur = c.execute(
+                "INSERT INTO review_cards (objective, question, card, due, created_at) "
+                "VALUES (?, ?, '{}', 0, ?)",
+                (objective, json.dumps(question, ensure_ascii=False), time.time()),
+            )
+            assert cur.lastrowid is not None
+            return cur.lastrowid
+
+    def save_card(
+        self, card_id: int, card: dict[str, Any], due: float, rating: int, log: dict[str, Any]
+    ) -> None:
+        with self._tx() as c:
+            c.execute(
+                "UPDATE review_cards SET card = ?, due = ? WHERE card_id = ?",
+                (json.dumps(card), due, card_id),
+            )
+            c.execute(
+                "INSERT INTO review_log VALUES (?, ?, ?, ?)",
+                (card_id, rating, time.time(), json.dumps(log)),
+            )
+
+    def cards(self, due_before: float | None = None, limit: int = 1000) -> list[CardRow]:
+        sql = "SELECT card_id, objective, question, card, due, created_at FROM review_cards"
+        sql += " WHERE card != '{}'"
+        params: list[Any] = []
+        if due_before is not None:
+            sql += " AND due <= ?"
+            params.append(due_before)
+        rows = self._query(sql + " ORDER BY due, card_id LIMIT ?", [*params, limit])
+        return [CardRow(r[0], r[1], json.loads(r[2]), json.loads(r[3]), r[4], r[5]) for r in rows]
+
+    def get_card(self, card_id: int) -> CardRow | None:
+        rows = self._query(
+            "SELECT card_id, objective, question, card, due, created_at FROM review_cards "
+            "WHERE card_id = ?",
+            (card_id,),
+        )
+        if not rows:
+            return None
+        r = rows[0]
+        return CardRow(r[0], r[1], json.loads(r[2]), json.loads(r[3]), r[4], r[5])
+
+    def review_count(self, card_id: int) -> int:
+        return int(
+            self._query("SELECT count(*) FROM review_log WHERE card_id = ?", (card_id,))[0][0]
+        )

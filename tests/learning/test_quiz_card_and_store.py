@@ -1,0 +1,180 @@
+"""The quiz card (driven from code, no browser), the learning store, progress text."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as widgets
+
+from deeptutor_jupyter.kernel.progress import forecast, progress_markdown
+from deeptutor_jupyter.kernel.widgets.quiz_card import (
+    QuizCard,
+    form_markdown,
+    receipt_markdown,
+)
+from deeptutor_jupyter.learning.mastery import Mastery
+from deeptutor_jupyter.learning.path import path_from_lines
+from deeptutor_jupyter.learning.quiz import MakeQuizArgs, public_view
+from deeptutor_jupyter.store.learning import LearningStore, QuizRow
+from tests.learning.test_quiz import ISSUE_EXAMPLE
+
+
+def body() -> dict[str, Any]:
+    return {
+        "id": "quiz_1",
+        "toolCallId": "c1",
+        "sessionId": "s",
+        **public_view(MakeQuizArgs.model_validate(ISSUE_EXAMPLE)),
+    }
+
+
+def all_state(root: widgets.Widget) -> str:
+    """Every trait of every widget under root, as the browser would receive them."""
+    seen, stack, states = set(), [root], []
+    while stack:
+        w = stack.pop()
+        if id(w) in seen:
+            continue
+        seen.add(id(w))
+        states.append(w.get_state())
+        stack += [c for c in getattr(w, "children", ()) if isinstance(c, widgets.Widget)]
+    return json.dumps(states, default=str)
+
+
+def test_the_card_has_a_control_per_kind_and_no_answers():
+    card = QuizCard(body())
+    kinds = {qid: how for qid, (how, _c, _i) in card.controls.items()}
+    assert kinds == {"q1": "single", "q2": "text", "q3": "text", "q4": "text"}
+    state = all_state(card)
+    assert "REF-TEXT" not in state and "assert f(2)" not in state and "Because B." not in state
+    assert "def f(x)" in state and "m/s" in state
+
+
+def test_submit_sends_the_answers_once_and_then_shows_the_receipt():
+    sent: list[tuple[dict[str, Any], float]] = []
+    card = QuizCard(body(), on_submit=lambda answers, seconds: sent.append((answers, seconds)))
+    _how, radio, _ = card.controls["q1"]
+    radio.value = "b"
+    card.controls["q2"][1].value = "3 m/s"
+    card.submit_button.click()
+    card.submit_button.click()  # a double click sends nothing more
+    assert len(sent) == 1 and sent[0][0]["q1"] == ["b"] and sent[0][0]["q2"] == "3 m/s"
+    assert sent[0][0]["q4"].startswith("def f(x)")  # the starter, unchanged
+    card.show_error("q2: not a number")
+    assert card.state == "open" and "not a number" in card.error.value
+    result = {
+        "score": 0.5,
+        "results": [
+            {"id": "q1", "correct": True, "given": ["b"], "feedback": "Correct. Because B."},
+            {
+                "id": "q3",
+                "correct": False,
+                "given": "x",
+                "feedback": "(graded by the tutor) No.",
+                "graded_by": "graded by the tutor",
+            },
+        ],
+    }
+    card.show_receipt(result)
+    text = all_state(card)
+    assert card.state == "graded" and "Because B." in text and "graded by the tutor" in text
+    md = receipt_markdown(body(), result)
+    assert "score 50%" in md and "✅" in md and "❌" in md and "_(graded by the tutor)_" in md
+
+
+def test_multiple_answers_use_checkboxes():
+    quiz = json.loads(json.dumps(ISSUE_EXAMPLE))
+    quiz["questions"][0]["answer"] = ["a", "b"]
+    b = {"id": "q", "sessionId": "s", **public_view(MakeQuizArgs.model_validate(quiz))}
+    sent: list[Any] = []
+    card = QuizCard(b, on_submit=lambda answers, seconds: sent.append(answers))
+    how, boxes, _ids = card.controls["q1"]
+    assert how == "multiple" and all(isinstance(x, widgets.Checkbox) for x in boxes)
+    boxes[1].value = True
+    card.submit()
+    assert sent[0]["q1"] == ["b"]
+    assert "Eigenvalues, check 1" in form_markdown(b) and '"answer"' not in form_markdown(b)
+
+
+def row(quiz_id: str, expires_in: float = 3600) -> QuizRow:
+    now = time.time()
+    spec = {"quiz": ISSUE_EXAMPLE}
+    return QuizRow(
+        quiz_id, "s", "t", "c", "tool", "eigen", spec, "pending", now, now + expires_in, None, None
+    )
+
+
+def test_a_quiz_is_claimed_once_across_two_connections(tmp_path: Path):
+    one, two = LearningStore(tmp_path / "state.db"), LearningStore(tmp_path / "state.db")
+    try:
+        one.add_quiz(row("quiz_a"), state={"version": 1})
+        assert two.get_quiz("quiz_a").spec["quiz"]["title"] == "Eigenvalues, check 1"
+        assert one.claim_quiz("quiz_a") and not two.claim_quiz("quiz_a")
+        two.release_quiz("quiz_a")  # grading failed: the learner may submit again
+        assert two.claim_quiz("quiz_a")
+        assert one.finish_quiz("quiz_a", "answered", {"score": 1})
+        assert not two.finish_quiz("quiz_a", "answered", {"score": 0})
+        assert one.get_quiz("quiz_a").result == {"score": 1}
+        assert one.quiz_state("quiz_a") == {"version": 1}  # kept to continue the turn
+        one.drop_quiz_state("quiz_a")
+        assert one.quiz_state("quiz_a") is None
+        one.add_quiz(row("quiz_b"), state={"version": 1})
+        assert one.finish_quiz("quiz_b", "cancelled", {})
+        assert one.quiz_state("quiz_b") is None  # a cancelled quiz never continues
+        assert [r.quiz_id for r in two.pending_quizzes(["s"])] == []
+    finally:
+        one.close()
+        two.close()
+
+
+def test_paths_continue_across_notebooks_and_topics(tmp_path: Path):
+    store = LearningStore(tmp_path / "state.db")
+    try:
+        first = path_from_lines("Algebra", "Groups\nRings")
+        second = path_from_lines("Calculus", "Limits")
+        store.save_path("p1", "Algebra", first.model_dump())
+        store.save_path("p2", "Calculus", second.model_dump())
+        assert store.latest_path()[0] == "p2"
+        store.touch_path("p1")
+        assert store.latest_path()[0] == "p1"
+        assert store.path_by_topic("calculus")[0] == "p2"
+    finally:
+        store.close()
+
+
+def test_progress_text_names_the_next_step():
+    path = path_from_lines("Algebra", "Groups\nRings")
+    text = progress_markdown(path, {"groups": Mastery(0.9, 4)}, [0, 2, 0], 0)
+    assert "| ✅ | Groups | 90% |" in text and "| ▶ | Rings | – |" in text
+    assert "`%tutor learn` to work on *Rings*" in text and "2 in the next 7 days" in text
+    assert "No learning path yet" in progress_markdown(None, {}, [], 0)
+
+
+def test_forecast_counts_cards_per_day(tmp_path: Path):
+    store = LearningStore(tmp_path / "state.db")
+    try:
+        now = time.time()
+        for offset in (-100.0, 3600.0, 2.5 * 86400):
+            card_id = store.new_card_id("o", {"id": "q"})
+            store.save_card(card_id, {"card_id": card_id}, now + offset, 3, {})
+        assert forecast(store, days=4, now=now) == [2, 0, 1, 0]
+    finally:
+        store.close()
+
+
+def test_progress_chart_is_a_png_and_leaves_pyplot_alone():
+    import pytest
+
+    pytest.importorskip("matplotlib")
+    import sys
+
+    from deeptutor_jupyter.kernel.progress import progress_png
+
+    had_pyplot = "matplotlib.pyplot" in sys.modules
+    path = path_from_lines("Algebra", "Groups\nRings")
+    png = progress_png(path, {"groups": Mastery(0.9, 4)}, [1, 0, 2])
+    assert png is not None and png.startswith(b"\x89PNG\r\n\x1a\n")
+    assert ("matplotlib.pyplot" in sys.modules) == had_pyplot
