@@ -1,0 +1,368 @@
+/**
+ * The Tutor panel in the right sidebar: Chat (over the focused notebook's kernel), Pending
+ * (every waiting question, through the server), Memory and Knowledge (read through the server).
+ */
+import { ReactWidget } from '@jupyterlab/apputils';
+import { NotebookPanel } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
+import * as React from 'react';
+
+import {
+  ApiError,
+  KnowledgeBaseInfo,
+  MemoryDocument,
+  answerPending,
+  fetchKnowledgeBases,
+  fetchMemory,
+  fetchPending
+} from './api';
+import { KernelChat } from './chat';
+import { ChatTurn } from './chatmodel';
+import { AskUserCard } from './form';
+import { PendingQuestion } from './protocol';
+
+export type Tab = 'chat' | 'pending' | 'memory' | 'knowledge';
+const TABS: [Tab, string][] = [
+  ['chat', 'Chat'],
+  ['pending', 'Pending'],
+  ['memory', 'Memory'],
+  ['knowledge', 'Knowledge']
+];
+
+export class TutorPanel extends ReactWidget {
+  constructor(readonly rendermime: IRenderMimeRegistry) {
+    super();
+    this.id = 'deeptutor-panel';
+    this.addClass('jp-DeepTutorPanel');
+  }
+
+  get tab(): Tab {
+    return this._tab;
+  }
+
+  set tab(tab: Tab) {
+    this._tab = tab;
+    this.update();
+  }
+
+  /** Follow the notebook in focus (null: none open). */
+  setNotebook(notebook: NotebookPanel | null): void {
+    if (notebook === this._notebook) {
+      return;
+    }
+    this._chat?.changed.disconnect(this._onChat, this);
+    this._notebook = notebook;
+    this._chat = null;
+    if (notebook) {
+      let chat = this._chats.get(notebook);
+      if (!chat) {
+        chat = new KernelChat(notebook.sessionContext);
+        this._chats.set(notebook, chat);
+        notebook.disposed.connect(() => {
+          chat?.dispose();
+          this._chats.delete(notebook);
+        });
+      }
+      this._chat = chat;
+      chat.changed.connect(this._onChat, this);
+    }
+    this.update();
+  }
+
+  protected render(): React.ReactElement {
+    return (
+      <div className="jp-DeepTutorPanel-body">
+        <div className="jp-DeepTutorPanel-tabs" role="tablist">
+          {TABS.map(([tab, label]) => (
+            <button
+              key={tab}
+              role="tab"
+              aria-selected={tab === this._tab}
+              className={`jp-DeepTutorPanel-tab${tab === this._tab ? ' jp-mod-active' : ''}`}
+              onClick={() => (this.tab = tab)}
+            >
+              {label}
+            </button>
+          ))}
+        </div>
+        <div className="jp-DeepTutorPanel-content">{this._content()}</div>
+      </div>
+    );
+  }
+
+  private _content(): React.ReactElement {
+    switch (this._tab) {
+      case 'chat':
+        return (
+          <ChatTab
+            chat={this._chat}
+            notebook={this._notebook?.title.label ?? ''}
+            rendermime={this.rendermime}
+          />
+        );
+      case 'pending':
+        return <PendingTab />;
+      case 'memory':
+        return <MemoryTab />;
+      case 'knowledge':
+        return <KnowledgeTab />;
+    }
+  }
+
+  private _onChat(): void {
+    this.update();
+  }
+
+  private _tab: Tab = 'chat';
+  private _notebook: NotebookPanel | null = null;
+  private _chat: KernelChat | null = null;
+  private _chats = new Map<NotebookPanel, KernelChat>();
+}
+
+function Markdown(props: { text: string; rendermime: IRenderMimeRegistry }): React.ReactElement {
+  const ref = React.useRef<HTMLDivElement>(null);
+  React.useEffect(() => {
+    const host = ref.current;
+    if (!host) {
+      return;
+    }
+    const renderer = props.rendermime.createRenderer('text/markdown');
+    void renderer
+      .renderModel(new MimeModel({ data: { 'text/markdown': props.text }, trusted: false }))
+      .then(() => host.replaceChildren(renderer.node));
+    return () => renderer.dispose();
+  }, [props.text]);
+  return <div className="jp-DeepTutorChat-markdown" ref={ref} />;
+}
+
+const STATUS: Record<ChatTurn['status'], string> = {
+  running: 'Answering\u2026',
+  waiting: 'Waiting for your answer',
+  done: 'Done',
+  cancelled: 'Stopped',
+  error: 'Failed'
+};
+
+function TurnView(props: {
+  turn: ChatTurn;
+  chat: KernelChat;
+  rendermime: IRenderMimeRegistry;
+}): React.ReactElement {
+  const { turn, chat } = props;
+  const live = turn.status === 'running' || turn.status === 'waiting';
+  return (
+    <div className="jp-DeepTutorChat-turn" data-turn-id={turn.turnId} data-status={turn.status}>
+      <div className="jp-DeepTutorChat-question">{turn.question}</div>
+      {turn.tools.map(tool => (
+        <div
+          key={tool.id}
+          className={`jp-DeepTutorChat-tool${tool.isError ? ' jp-mod-error' : ''}`}
+        >
+          <span className="jp-DeepTutorChat-toolName">{tool.name}</span>
+          <span className="jp-DeepTutorChat-toolSummary">
+            {tool.done ? tool.summary : '\u2026'}
+          </span>
+        </div>
+      ))}
+      {turn.questions.map(q => (
+        <AskUserCard
+          key={q.request.id}
+          request={q.request}
+          settled={q.settled}
+          onSubmit={answer =>
+            chat.answer(q.request.id, q.request.sessionId ?? chat.sessionId, answer)
+          }
+        />
+      ))}
+      {turn.answer ? <Markdown text={turn.answer} rendermime={props.rendermime} /> : null}
+      {turn.errors.map((error, i) => (
+        <div key={i} className="jp-DeepTutorChat-error">
+          {error}
+        </div>
+      ))}
+      {turn.notices.map((notice, i) => (
+        <div key={i} className="jp-DeepTutorChat-notice">
+          {notice}
+        </div>
+      ))}
+      <div className="jp-DeepTutorChat-status">
+        <span>{STATUS[turn.status]}</span>
+        {live ? (
+          <button
+            className="jp-Button jp-mod-styled jp-mod-warn"
+            onClick={() => chat.stop(turn.turnId)}
+          >
+            Stop
+          </button>
+        ) : null}
+      </div>
+    </div>
+  );
+}
+
+function ChatTab(props: {
+  chat: KernelChat | null;
+  notebook: string;
+  rendermime: IRenderMimeRegistry;
+}): React.ReactElement {
+  const [question, setQuestion] = React.useState('');
+  const [problem, setProblem] = React.useState('');
+  const { chat } = props;
+  if (!chat) {
+    return (
+      <div className="jp-DeepTutorPanel-empty">Open a notebook to talk to the tutor beside it.</div>
+    );
+  }
+  const ask = () => {
+    const text = question.trim();
+    if (!text) {
+      return;
+    }
+    setProblem('');
+    chat.ask(text).then(
+      () => setQuestion(''),
+      reason => setProblem(reason instanceof Error ? reason.message : String(reason))
+    );
+  };
+  return (
+    <div className="jp-DeepTutorChat">
+      <div className="jp-DeepTutorChat-where">Notebook: {props.notebook}</div>
+      <div className="jp-DeepTutorChat-turns">
+        {chat.turns.map(turn => (
+          <TurnView key={turn.turnId} turn={turn} chat={chat} rendermime={props.rendermime} />
+        ))}
+      </div>
+      {chat.status || problem ? (
+        <div className="jp-DeepTutorChat-connection">{problem || chat.status}</div>
+      ) : null}
+      <div className="jp-DeepTutorChat-input">
+        <textarea
+          className="jp-mod-styled"
+          placeholder="Ask the tutor (Shift+Enter to send)"
+          value={question}
+          onChange={e => setQuestion(e.target.value)}
+          onKeyDown={e => {
+            if (e.key === 'Enter' && e.shiftKey) {
+              e.preventDefault();
+              ask();
+            }
+          }}
+        />
+        <button className="jp-Button jp-mod-styled jp-mod-accept" onClick={ask}>
+          Ask
+        </button>
+      </div>
+    </div>
+  );
+}
+
+function useLoad<T>(load: () => Promise<T>): [T | null, string, () => void] {
+  const [value, setValue] = React.useState<T | null>(null);
+  const [error, setError] = React.useState('');
+  const reload = React.useCallback(() => {
+    load().then(
+      v => {
+        setValue(v);
+        setError('');
+      },
+      reason => setError(reason instanceof Error ? reason.message : String(reason))
+    );
+  }, []);
+  React.useEffect(reload, [reload]);
+  return [value, error, reload];
+}
+
+function PendingTab(): React.ReactElement {
+  const [pending, error, reload] = useLoad(fetchPending);
+  const answer = async (
+    question: PendingQuestion,
+    submission: Parameters<typeof answerPending>[1]
+  ) => {
+    try {
+      await answerPending(question, submission);
+    } catch (reason) {
+      if (reason instanceof ApiError && reason.code === 'not_resumable') {
+        throw new Error(
+          `${reason.message} (Open ${question.notebook || 'its notebook'} with its kernel running to answer it there.)`
+        );
+      }
+      throw reason;
+    }
+  };
+  return (
+    <div className="jp-DeepTutorPending">
+      <div className="jp-DeepTutorPanel-toolbar">
+        <button className="jp-Button jp-mod-styled" onClick={reload}>
+          Refresh
+        </button>
+      </div>
+      {error ? <div className="jp-DeepTutorChat-error">{error}</div> : null}
+      {pending && pending.length === 0 ? (
+        <div className="jp-DeepTutorPanel-empty">No question is waiting for you.</div>
+      ) : null}
+      {(pending ?? []).map(q => (
+        <AskUserCard
+          key={q.id}
+          request={q}
+          where={q.notebook ? `in ${q.notebook}` : ''}
+          onSubmit={submission => answer(q, submission)}
+        />
+      ))}
+    </div>
+  );
+}
+
+function MemoryTab(): React.ReactElement {
+  const [docs, error, reload] = useLoad<MemoryDocument[]>(fetchMemory);
+  return (
+    <div className="jp-DeepTutorMemory">
+      <div className="jp-DeepTutorPanel-toolbar">
+        <button className="jp-Button jp-mod-styled" onClick={reload}>
+          Refresh
+        </button>
+      </div>
+      {error ? <div className="jp-DeepTutorChat-error">{error}</div> : null}
+      {(docs ?? []).map(doc => (
+        <details
+          key={`${doc.layer}/${doc.key}`}
+          className="jp-DeepTutorMemory-doc"
+          open={!doc.empty}
+        >
+          <summary>
+            {doc.layer}/{doc.key}.md{doc.empty ? ' (empty)' : ''}
+          </summary>
+          {doc.empty ? null : <pre>{doc.text}</pre>}
+        </details>
+      ))}
+    </div>
+  );
+}
+
+function KnowledgeTab(): React.ReactElement {
+  const [kbs, error, reload] = useLoad<KnowledgeBaseInfo[]>(fetchKnowledgeBases);
+  return (
+    <div className="jp-DeepTutorKnowledge">
+      <div className="jp-DeepTutorPanel-toolbar">
+        <button className="jp-Button jp-mod-styled" onClick={reload}>
+          Refresh
+        </button>
+      </div>
+      {error ? <div className="jp-DeepTutorChat-error">{error}</div> : null}
+      {kbs && kbs.length === 0 ? (
+        <div className="jp-DeepTutorPanel-empty">
+          No knowledge base yet. In a notebook: %tutor kb add NAME FOLDER
+        </div>
+      ) : null}
+      {(kbs ?? []).map(kb => (
+        <div key={kb.name} className="jp-DeepTutorKnowledge-kb">
+          <div className="jp-DeepTutorKnowledge-name">{kb.name}</div>
+          <div className="jp-DeepTutorKnowledge-meta">
+            {typeof kb.problem === 'string'
+              ? kb.problem
+              : `${String(kb.files)} files, ${String(kb.chunks)} chunks`}
+          </div>
+        </div>
+      ))}
+    </div>
+  );
+}
