@@ -54,3 +54,20 @@ def test_importing_the_runtime_loads_no_frontend():
         + "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_server_extension_never_imports_the_kernel_side():
+    offenders = [
+        f"{path.relative_to(PACKAGE.parent)} imports {name}"
+        for path in (PACKAGE / "server").rglob("*.py")
+        for name in imported_modules(path)
+        if name.startswith(FRONTEND)
+    ]
+    assert offenders == []
+    code = (
+        "import sys\n"
+        "import deeptutor_jupyter.server, deeptutor_jupyter.server.handlers\n"
+        f"bad = [m for m in sys.modules if m.startswith({FRONTEND!r})]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
