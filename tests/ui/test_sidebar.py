@@ -1,0 +1,193 @@
+"""The JupyterLab sidebar in real JupyterLab and Debian's Chromium: the saved-turn renderer with no
+kernel, the Tutor panel from the command palette, its Pending tab over the server extension, and
+a question asked in the panel streaming its answer over the kernel comm."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from deeptutor_jupyter.interaction.schema import AskUserArgs, payload
+from deeptutor_jupyter.store.db import PendingRow, Store
+from deeptutor_jupyter.testing import FakeLLMServer, Reply
+from tests.ui.test_lab import TOKEN, lab_page, needs_chromium, open_notebook, write_notebook
+
+pytestmark = pytest.mark.ui
+
+TRACE_MIME = "application/vnd.deeptutor.trace+json"
+
+
+def saved_turn_notebook(path: Path) -> None:
+    """A notebook as a finished turn leaves it: the widget view, the Markdown and the trace."""
+    record = {
+        "trace_id": "t_saved1",
+        "surface": "notebook",
+        "kind": "turn",
+        "session_id": "nb-saved-1",
+        "turn_id": "turn-saved1",
+        "model": "custom/fake-model",
+        "started_at": 1780000000.0,
+        "finished_at": 1780000004.0,
+        "question": "What is an eigenvector?",
+        "answer_summary": "A vector whose direction a matrix keeps; it is only scaled.",
+        "tools": ["read_notebook", "ask_user"],
+        "ask_user": [{"request_id": "ask_1", "tool_call_id": "call_1", "selections": ["safe"]}],
+        "status": "done",
+        "notebook": "saved.ipynb",
+    }
+    markdown = "**You:** What is an eigenvector?\n\n**Tutor**: A vector whose direction...\n"
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("%tutor What is an eigenvector?")
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "display_data",
+            data={
+                "application/vnd.jupyter.widget-view+json": {
+                    "model_id": "0123456789abcdef",
+                    "version_major": 2,
+                    "version_minor": 0,
+                },
+                "text/markdown": markdown,
+                "text/plain": markdown,
+                TRACE_MIME: record,
+            },
+        )
+    ]
+    nb.cells = [cell]
+    nbformat.write(nb, path)
+
+
+def open_without_kernel(page: Any, lab: str, name: str) -> None:
+    page.goto(f"{lab}/lab/tree/{name}?token={TOKEN}")
+    page.wait_for_function(
+        "() => window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=60000
+    )
+    # No kernelspec in the notebook: JupyterLab asks; the answer is "No Kernel".
+    dialog = page.locator(".jp-Dialog")
+    dialog.wait_for(timeout=20000)
+    no_kernel = dialog.locator("button", has_text="No Kernel")
+    if no_kernel.count():
+        no_kernel.first.click()
+    else:
+        dialog.locator("select").select_option(label="No Kernel")
+        dialog.locator("button", has_text="Select").click()
+    dialog.wait_for(state="detached")
+
+
+@needs_chromium
+def test_a_saved_turn_renders_without_a_kernel(lab: str, tmp_path: Path) -> None:
+    saved_turn_notebook(tmp_path / "saved.ipynb")
+    with lab_page("sidebar-trace") as page:
+        open_without_kernel(page, lab, "saved.ipynb")
+        card = page.locator(".jp-DeepTutorTrace")
+        card.wait_for()
+        text = card.inner_text()
+        kernel = page.evaluate(
+            "() => window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel ?? null"
+        )
+    assert kernel is None
+    assert "What is an eigenvector?" in text
+    assert "A vector whose direction a matrix keeps; it is only scaled." in text
+    assert "read_notebook, ask_user" in text
+    assert "safe" in text  # the learner's choice, by option id
+    assert "custom/fake-model" in text
+
+
+def open_tutor(page: Any) -> None:
+    """The command palette's "Tutor: open", as a learner would."""
+    page.keyboard.press("Control+Shift+C")
+    palette = page.locator(".lm-CommandPalette-input")
+    palette.wait_for()
+    palette.fill("Tutor: open")
+    page.locator(".lm-CommandPalette-item", has_text="Tutor: open").first.click()
+    page.locator("#deeptutor-panel").wait_for(state="visible")
+
+
+def pending_question(home: Path, notebook: str) -> PendingRow:
+    store = Store(home / "state.db")
+    session_id = "nb-0123456789-abcdef01"
+    store.ensure_session(session_id, notebook)
+    args = AskUserArgs.model_validate(
+        {
+            "title": "Which dataset should we use?",
+            "description": "Pick one to continue the exercise.",
+            "mode": "single",
+            "options": [
+                {"id": "iris", "label": "Iris", "recommended": True},
+                {"id": "mnist", "label": "MNIST"},
+            ],
+            "allowCustom": True,
+            "submitLabel": "Continue",
+        }
+    )
+    now = time.time()
+    body = payload(
+        args, request_id="ask_ui_pending", tool_call_id="call_p", session_id=session_id,
+        expires_at=now + 3600,
+    )  # fmt: skip
+    row = PendingRow(
+        "ask_ui_pending", session_id, "turn-p", "call_p", body, "pending", now, now + 3600,
+        None, None,
+    )  # fmt: skip
+    store.add_pending(row, None)
+    store.close()
+    return row
+
+
+@needs_chromium
+def test_the_panel_opens_and_lists_a_pending_question(lab: str, tmp_path: Path) -> None:
+    row = pending_question(tmp_path / "home", "week3/datasets.ipynb")
+    write_notebook(tmp_path / "other.ipynb", "1 + 1")
+    with lab_page("sidebar-pending") as page:
+        open_notebook(page, lab, "other.ipynb")
+        open_tutor(page)
+        page.locator(".jp-DeepTutorPanel-tab", has_text="Pending").click()
+        card = page.locator(".jp-DeepTutorAsk", has_text="Which dataset should we use?")
+        card.wait_for()
+        text = card.inner_text()
+        assert "in week3/datasets.ipynb" in text
+        assert "recommended" in text
+        assert card.locator("button", has_text="Continue").is_disabled()
+        card.locator("label", has_text="MNIST").click()
+        card.locator("button", has_text="Continue").click()
+        # Until the owning kernel takes answers given elsewhere, no process can continue that
+        # turn: the server refuses in words and the question stays answerable. Once it can,
+        # the card becomes a receipt and the answer is consumed.
+        outcome = card.locator(".jp-DeepTutorAsk-error, .jp-DeepTutorAsk-receipt")
+        outcome.wait_for()
+        outcome_text = outcome.inner_text()
+    status = Store(tmp_path / "home" / "state.db").get_pending(row.request_id)
+    assert status is not None
+    if status.status == "pending":
+        assert "can no longer continue" in outcome_text
+        assert "week3/datasets.ipynb" in outcome_text  # where it can still be answered
+    else:
+        assert (status.status, outcome_text) == ("answered", "Answered: MNIST")
+        assert status.result is not None and status.result["selections"] == ["mnist"]
+
+
+@needs_chromium
+def test_a_question_asked_in_the_panel_streams_its_answer(
+    lab: str, fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    fake_llm.extend([Reply(text="A **matrix** is a grid of numbers; its rank counts pivots.")])
+    write_notebook(tmp_path / "chat.ipynb", "x = 1")
+    with lab_page("sidebar-chat") as page:
+        open_notebook(page, lab, "chat.ipynb")
+        open_tutor(page)
+        page.locator(".jp-DeepTutorChat-input textarea").fill("What is a matrix?")
+        page.locator(".jp-DeepTutorChat-input button", has_text="Ask").click()
+        turn = page.locator(".jp-DeepTutorChat-turn[data-status='done']")
+        turn.wait_for(timeout=60000)
+        text = turn.inner_text()
+        strong = turn.locator(".jp-DeepTutorChat-markdown strong").inner_text()
+    assert "What is a matrix?" in text
+    assert "its rank counts pivots." in text
+    assert strong == "matrix"  # rendered by JupyterLab's Markdown renderer, not shown raw
+    asked = [m for r in fake_llm.requests for m in r.body["messages"] if m["role"] == "user"]
+    assert any("What is a matrix?" in json.dumps(m) for m in asked)
