@@ -332,6 +332,7 @@ def register(ipython: Any) -> None:
     if keep_question_marks not in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.append(keep_question_marks)
     _registered[id(ipython)] = (magics, hook)
+    sidebar_comm().register(ipython, lambda: current_tutor(ipython))
 
 
 def unregister(ipython: Any) -> None:
@@ -339,11 +340,19 @@ def unregister(ipython: Any) -> None:
     if entry is None:
         return
     magics, hook = entry
+    sidebar_comm().unregister(ipython)
     ipython.events.unregister("pre_run_cell", hook)
     if keep_question_marks in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(keep_question_marks)
     for turn in magics.state.running_turns():
         turn.cancel("The extension was unloaded.")
+
+
+def sidebar_comm() -> Any:
+    """The sidebar's comm (kernel/comm.py); imported here, not at module load."""
+    from deeptutor_jupyter.kernel import comm
+
+    return comm
 
 
 def current_tutor(ipython: Any = None) -> KernelTutor | None:

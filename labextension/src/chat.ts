@@ -130,20 +130,28 @@ export class KernelChat {
       this._changed.emit();
     } else if (message.type === 'turns') {
       this._onTurns(message);
+    } else if (message.type === 'answered') {
+      this._settleAnswer(message.request_id, null);
     } else if (message.type === 'error') {
-      const waiting = message.action === 'answer' ? this._answerWaiters.shift() : undefined;
-      if (waiting) {
-        waiting.reject(new Error(message.message));
+      if (message.action === 'answer' && this._answerWaiters.length) {
+        // The kernel handles actions in order: a refusal answers the oldest open answer.
+        this._settleAnswer(this._answerWaiters[0].requestId, new Error(message.message));
       } else {
         this._setStatus(message.message);
       }
     }
-    if (message.type === 'event' && message.event.type === 'user_input_resolved') {
-      const id = message.event.id;
-      const at = this._answerWaiters.findIndex(w => w.requestId === id);
-      if (at >= 0) {
-        this._answerWaiters.splice(at, 1)[0].resolve();
-      }
+  }
+
+  private _settleAnswer(requestId: string, error: Error | null): void {
+    const at = this._answerWaiters.findIndex(w => w.requestId === requestId);
+    if (at < 0) {
+      return;
+    }
+    const waiter = this._answerWaiters.splice(at, 1)[0];
+    if (error) {
+      waiter.reject(error);
+    } else {
+      waiter.resolve();
     }
   }
 

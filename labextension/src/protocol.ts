@@ -133,6 +133,13 @@ export interface TurnsMessage {
   turns: TurnSummary[];
 }
 
+/** An answer given over the comm was taken (its turn's `user_input_resolved` follows). */
+export interface AnsweredMessage {
+  type: 'answered';
+  request_id: string;
+  result: Submission;
+}
+
 /** A refused action, in words (bad input, no settings, unknown turn...). */
 export interface ErrorMessage {
   type: 'error';
@@ -141,7 +148,7 @@ export interface ErrorMessage {
   code?: string;
 }
 
-export type KernelMessage = EventMessage | TurnsMessage | ErrorMessage;
+export type KernelMessage = EventMessage | TurnsMessage | AnsweredMessage | ErrorMessage;
 
 /** A saved turn (memory/trace.py `TraceRecord`). */
 export interface TraceRecord {

@@ -101,7 +101,11 @@ class KernelDriver:
         msg_id: str = msg["header"]["msg_id"]
         self.wait_for(lambda: self._idle_after(msg_id), timeout)
         reply = self.kc.get_shell_msg(timeout=timeout)
-        assert reply["parent_header"]["msg_id"] == msg_id
+        # wait_for_ready re-sends kernel_info every second on a slow machine; skip the extra
+        # replies it leaves behind.
+        while reply["parent_header"].get("msg_id") != msg_id:
+            assert reply["msg_type"] == "kernel_info_reply", reply
+            reply = self.kc.get_shell_msg(timeout=timeout)
         self.last_reply = reply
         status = reply["content"]["status"]
         if status != "ok":

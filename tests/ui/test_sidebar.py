@@ -100,6 +100,13 @@ def test_a_saved_turn_renders_without_a_kernel(lab: str, tmp_path: Path) -> None
 
 def open_tutor(page: Any) -> None:
     """The command palette's "Tutor: open", as a learner would."""
+    # JupyterLab's "notified about news?" toast covers the panel's bottom corner.
+    news = page.locator(".jp-toast-buttonBar button", has_text="No")
+    try:
+        news.wait_for(timeout=3000)
+        news.click()
+    except Exception:
+        pass  # not shown this time
     page.keyboard.press("Control+Shift+C")
     palette = page.locator(".lm-CommandPalette-input")
     palette.wait_for()

@@ -1,0 +1,334 @@
+"""The kernel end of the sidebar's comm (target ``deeptutor``; the panel end is
+labextension/src/chat.ts, the protocol is in docs/sidebar.md).
+
+The panel gets no loop of its own: ``ask`` starts a turn on the same path as ``%tutor``, and
+the panel renders that turn's events. Each call into the runtime is one small adapter function
+(``_start``, ``_stop``, ``_answer``, ``_live_log``, ``_saved_events``, ``_turn_summaries``) so
+that moving to the runtime's ``TutorSession`` touches only those.
+
+Content deltas are coalesced: a long answer reaches the panel as a few messages per second,
+never one per token. This module is imported on the first comm open, not at ``%load_ext``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.kernel.tutor import KernelTutor
+    from deeptutor_jupyter.runtime.events import Event, EventLog
+
+log = logging.getLogger(__name__)
+
+TARGET = "deeptutor"
+FLUSH_SECONDS = 0.25  # at most ~4 content messages a second per turn
+STREAMED = ("content", "thinking")
+
+Send = Callable[[dict[str, Any]], None]
+Wire = dict[str, Any]
+
+
+def register(ipython: Any, tutor_of: Callable[[], KernelTutor | None]) -> bool:
+    """Register the comm target on the kernel; False in a terminal IPython (no kernel)."""
+    manager = getattr(getattr(ipython, "kernel", None), "comm_manager", None)
+    if manager is None:
+        return False
+
+    def on_open(comm: Any, msg: dict[str, Any]) -> None:
+        Channel(comm, tutor_of).start()
+
+    manager.register_target(TARGET, on_open)
+    return True
+
+
+def unregister(ipython: Any) -> None:
+    manager = getattr(getattr(ipython, "kernel", None), "comm_manager", None)
+    if manager is not None:
+        manager.unregister_target(TARGET, manager.targets.get(TARGET))
+
+
+def wire_event(event: Event) -> Wire:
+    """``{"type": "event", "event": {type, seq, turn_id, **data}}``."""
+    return {
+        "type": "event",
+        "event": {**event.data, "type": event.type, "seq": event.seq, "turn_id": event.turn_id},
+    }
+
+
+def coalesce(events: Iterable[Wire]) -> list[Wire]:
+    """Merge runs of content (or thinking) events of one turn into one event with the last seq.
+
+    Used for replays; live events go through ``Coalescer``, which does the same over time.
+    """
+    out: list[Wire] = []
+    for message in events:
+        event = message["event"]
+        last = out[-1]["event"] if out else None
+        if (
+            last is not None
+            and event["type"] in STREAMED
+            and last["type"] == event["type"]
+            and last["turn_id"] == event["turn_id"]
+        ):
+            out[-1] = {
+                "type": "event",
+                "event": {**last, "text": last["text"] + event["text"], "seq": event["seq"]},
+            }
+        else:
+            out.append(message)
+    return out
+
+
+class Coalescer:
+    """Forwards one turn's events; holds content deltas back for ``FLUSH_SECONDS``."""
+
+    def __init__(self, send: Send, loop: asyncio.AbstractEventLoop) -> None:
+        self.send = send
+        self.loop = loop
+        self.held: list[Wire] = []
+        self.timer: asyncio.TimerHandle | None = None
+
+    def __call__(self, event: Event) -> None:
+        message = wire_event(event)
+        if event.type in STREAMED:
+            self.held.append(message)
+            if self.timer is None:
+                self.timer = self.loop.call_later(FLUSH_SECONDS, self.flush)
+            return
+        self.flush()  # everything before this event first, in order
+        self.send(message)
+
+    def flush(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        held, self.held = self.held, []
+        for message in coalesce(held):
+            self.send(message)
+
+
+class Channel:
+    """One open comm: the panel of one notebook in one browser tab."""
+
+    def __init__(self, comm: Any, tutor_of: Callable[[], KernelTutor | None]) -> None:
+        self.comm = comm
+        self.tutor_of = tutor_of
+        self.subscriptions: dict[str, tuple[EventLog, Callable[[Event], None]]] = {}
+        self.closed = False
+
+    def start(self) -> None:
+        self.comm.on_msg(self.on_msg)
+        self.comm.on_close(self.on_close)
+        tutor = self.tutor_of()
+        if tutor is not None:
+            _open(tutor)
+            self.send(_turn_summaries(tutor))
+
+    def send(self, message: Wire) -> None:
+        if not self.closed:
+            self.comm.send(message)
+
+    def refuse(self, action: str, message: str, code: str = "error") -> None:
+        self.send({"type": "error", "action": action, "message": message, "code": code})
+
+    def on_close(self, msg: Any = None) -> None:
+        self.closed = True
+        for turn_log, forward in self.subscriptions.values():
+            turn_log.unsubscribe(forward)
+        self.subscriptions.clear()
+
+    def on_msg(self, msg: dict[str, Any]) -> None:
+        data = msg.get("content", {}).get("data")
+        action = data.get("action") if isinstance(data, dict) else None
+        handler = {
+            "ask": self.ask,
+            "stop": self.stop,
+            "answer": self.answer,
+            "subscribe": self.subscribe,
+        }.get(str(action))
+        if handler is None or not isinstance(data, dict):
+            self.refuse(str(action), f"Unknown action {action!r}: ask, stop, answer or subscribe.")
+            return
+        tutor = self.tutor_of()
+        if tutor is None:
+            self.refuse(str(action), "The tutor extension was unloaded from this kernel.")
+            return
+        try:
+            handler(tutor, data)
+        except Exception as exc:  # the panel must hear about it; the kernel must not die of it
+            log.exception("sidebar action %s failed", action)
+            self.refuse(str(action), f"{type(exc).__name__}: {exc}")
+
+    # actions ---------------------------------------------------------------------------------
+    def ask(self, tutor: KernelTutor, data: dict[str, Any]) -> None:
+        question = data.get("question")
+        if not isinstance(question, str) or not question.strip():
+            self.refuse("ask", "Type a question first.")
+            return
+        conversation = data.get("conversation")
+        if conversation not in (None, "", tutor.session_id):
+            self.refuse("ask", "Only this notebook's current conversation can be continued here.")
+            return
+        started = _start(tutor, question.strip())
+        if isinstance(started, str):
+            self.refuse("ask", started, "not_started")
+            return
+        self.send(_turn_summaries(tutor))
+        self.follow(started, 0)
+
+    def stop(self, tutor: KernelTutor, data: dict[str, Any]) -> None:
+        if not _stop(tutor, str(data.get("turn_id", ""))):
+            self.refuse("stop", "That turn is not running in this kernel.", "unknown")
+
+    def answer(self, tutor: KernelTutor, data: dict[str, Any]) -> None:
+        from deeptutor_jupyter.interaction.coordinator import InteractionError
+
+        selections = data.get("selections") or []
+        if not isinstance(selections, list) or not all(isinstance(s, str) for s in selections):
+            self.refuse("answer", "selections must be a list of option ids.", "invalid")
+            return
+        try:
+            result = _answer(
+                tutor,
+                str(data.get("session_id", "")),
+                str(data.get("request_id", "")),
+                selections,
+                str(data.get("custom_input") or ""),
+                bool(data.get("cancelled", False)),
+            )
+        except InteractionError as exc:
+            self.refuse("answer", str(exc), exc.code)
+            return
+        self.send({"type": "answered", "request_id": data.get("request_id"), "result": result})
+
+    def subscribe(self, tutor: KernelTutor, data: dict[str, Any]) -> None:
+        turn_id = str(data.get("turn_id", ""))
+        after = data.get("after_seq", 0)
+        after_seq = after if isinstance(after, int) and after >= 0 else 0
+        if turn_id in self.subscriptions:
+            return  # already streaming to this panel; a second stream would repeat coalesced text
+        live = _live_log(tutor, turn_id)
+        if live is not None:
+            self.follow(live, after_seq)
+            return
+        events = _saved_events(tutor, turn_id, after_seq)
+        if events is None:
+            self.refuse("subscribe", f"No turn {turn_id!r} in this notebook.", "unknown")
+            return
+        for message in coalesce(events):
+            self.send(message)
+
+    def follow(self, turn_log: EventLog, after_seq: int) -> None:
+        """Forward a live turn's events after ``after_seq``, then follow it until it is done."""
+        old = self.subscriptions.pop(turn_log.turn_id, None)
+        if old is not None:
+            old[0].unsubscribe(old[1])
+        coalescer = Coalescer(self.send, asyncio.get_running_loop())
+
+        def forward(event: Event) -> None:
+            coalescer(event)
+            if event.type == "done":
+                turn_log.unsubscribe(forward)
+                self.subscriptions.pop(turn_log.turn_id, None)
+
+        self.subscriptions[turn_log.turn_id] = (turn_log, forward)
+        turn_log.subscribe(forward, after_seq)
+
+
+# adapters: the only calls into the runtime ------------------------------------------------------
+def _start(tutor: KernelTutor, question: str) -> EventLog | str:
+    """Start a turn on the ``%tutor`` path; the log to follow, or why it did not start."""
+    from deeptutor_jupyter.kernel.start import start_turn
+
+    if tutor.resolve is None:
+        return "The tutor is not loaded in this kernel."
+    resolved = tutor.resolve({})
+    if not resolved.ready:
+        return (
+            "The tutor has no model configured yet. Run %tutor config in a cell, or set "
+            "DEEPTUTOR_PROVIDER, DEEPTUTOR_MODEL and the provider's API key."
+        )
+    before = len(tutor.turns)
+    # Not a cell's turn: it must neither replace the last cell's running turn nor claim it.
+    last_cell, tutor.last_cell_id = tutor.last_cell_id, None
+    try:
+        start_turn(tutor, resolved, question, new=False)
+    finally:
+        tutor.last_cell_id = last_cell
+    if len(tutor.turns) == before:
+        return "The turn did not start (see the notebook's output for why)."
+    return tutor.turns[-1].log
+
+
+def _open(tutor: KernelTutor) -> None:
+    """Open the notebook's store on connect, so the panel shows the conversation so far."""
+    if tutor.store is None and tutor.resolve is not None:
+        try:
+            tutor.open(tutor.resolve({}))
+        except Exception:  # an unreadable store is reported by the first turn, in words
+            log.warning("the sidebar could not open the tutor's store", exc_info=True)
+
+
+def _stop(tutor: KernelTutor, turn_id: str) -> bool:
+    turn = tutor.turn_of(turn_id)
+    if turn is None or turn.task is None or turn.task.done():
+        return False
+    tutor.stop_soon(turn, "Stopped from the Tutor panel.")
+    return True
+
+
+def _answer(
+    tutor: KernelTutor,
+    session_id: str,
+    request_id: str,
+    selections: list[str],
+    custom_input: str,
+    cancelled: bool,
+) -> dict[str, Any]:
+    if tutor.coordinator is None:
+        from deeptutor_jupyter.interaction.coordinator import UnknownRequest
+
+        raise UnknownRequest(f"There is no question with id {request_id!r}.")
+    return tutor.coordinator.submit(session_id, request_id, selections, custom_input, cancelled)
+
+
+def _live_log(tutor: KernelTutor, turn_id: str) -> EventLog | None:
+    turn = tutor.turn_of(turn_id)
+    if turn is not None and turn.status == "running":
+        return turn.log
+    return tutor.logs.get(turn_id)
+
+
+def _saved_events(tutor: KernelTutor, turn_id: str, after_seq: int) -> list[Wire] | None:
+    """A finished turn of this notebook, from the store; None if it is not this notebook's."""
+    if tutor.store is None:
+        return None
+    row = tutor.store.get_turn(turn_id)
+    if row is None or row.session_id not in tutor.store.sessions_of(tutor.notebook):
+        return None
+    return [
+        {"type": "event", "event": {**data, "type": kind, "seq": seq, "turn_id": turn_id}}
+        for seq, kind, data in tutor.store.events(turn_id, after_seq)
+    ]
+
+
+def _turn_summaries(tutor: KernelTutor) -> Wire:
+    """The turns of the notebook's current conversation, oldest first, with their last seq."""
+    turns: list[Wire] = []
+    if tutor.store is not None and tutor.session_id:
+        for row in tutor.store.turns(tutor.session_id):
+            live = _live_log(tutor, row.id)
+            last = live.last_seq if live is not None else tutor.store.last_seq(row.id)
+            status = "running" if live is not None else row.status
+            turns.append(
+                {"turn_id": row.id, "question": row.question, "status": status, "last_seq": last}
+            )
+    return {
+        "type": "turns",
+        "session_id": tutor.session_id,
+        "notebook": tutor.notebook,
+        "turns": turns,
+    }
