@@ -198,3 +198,20 @@ def test_a_question_asked_in_the_panel_streams_its_answer(
     assert strong == "matrix"  # rendered by JupyterLab's Markdown renderer, not shown raw
     asked = [m for r in fake_llm.requests for m in r.body["messages"] if m["role"] == "user"]
     assert any("What is a matrix?" in json.dumps(m) for m in asked)
+
+
+@needs_chromium
+def test_the_lab_bundle_benchmark_runs() -> None:
+    """Smoke test of benchmarks/lab_bundle.py: it runs and prints its lines; no time asserted."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, str(repo / "benchmarks" / "lab_bundle.py"), "--quick"],
+        cwd=str(repo), capture_output=True, text=True, timeout=400, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    for line in ("KiB gzipped", "without extension:", "with     extension:", "ratio", "RESULT:"):
+        assert line in out.stdout
+    assert "[panel present]" in out.stdout and "[no panel]" in out.stdout
