@@ -33,8 +33,14 @@ export class KernelChat {
     return this._sessionId;
   }
 
+  /** The notebook the kernel serves, as the store names it (pending questions say the same). */
+  get notebook(): string {
+    return this._notebook;
+  }
+
   /** Open the comm (loading the extension first) unless it is open. */
   async connect(): Promise<void> {
+    this._wanted = true;
     if (this._comm && !this._comm.isDisposed) {
       return;
     }
@@ -158,6 +164,7 @@ export class KernelChat {
   /** The kernel's turns of this conversation: replay what this panel has not seen. */
   private _onTurns(message: TurnsMessage): void {
     this._sessionId = message.session_id;
+    this._notebook = message.notebook;
     for (const summary of message.turns) {
       const known = this._turns.find(t => t.turnId === summary.turn_id);
       if (!known) {
@@ -177,10 +184,14 @@ export class KernelChat {
     });
   }
 
+  /** A restarted or changed kernel: reconnect only a chat that was connected (shown) before. */
   private _onKernelChanged(): void {
     this._comm = null;
     this._turns = [];
-    void this.connect();
+    this._changed.emit();
+    if (this._wanted) {
+      void this.connect();
+    }
   }
 
   private _setStatus(status: string): void {
@@ -189,10 +200,12 @@ export class KernelChat {
   }
 
   private _comm: Kernel.IComm | null = null;
+  private _wanted = false;
   private _connecting: Promise<void> | null = null;
   private _turns: ChatTurn[] = [];
   private _status = '';
   private _sessionId = '';
+  private _notebook = '';
   private _answerWaiters: {
     requestId: string;
     resolve: () => void;

@@ -32,6 +32,8 @@ export interface AskUserCardProps {
   settled?: Settled | null;
   /** Where the question waits (the pending tab names the notebook). */
   where?: string;
+  /** Said on the receipt: the turn goes on in this notebook's cell. */
+  continuesIn?: string;
 }
 
 const NOT_RESUMABLE =
@@ -90,6 +92,9 @@ export function AskUserCard(props: AskUserCardProps): React.ReactElement {
       <div className="jp-DeepTutorAsk jp-mod-settled">
         {header}
         <div className="jp-DeepTutorAsk-receipt">{receiptOf(request, settled)}</div>
+        {props.continuesIn && !settled.cancelled ? (
+          <div className="jp-DeepTutorAsk-where">The turn continues in {props.continuesIn}.</div>
+        ) : null}
       </div>
     );
   }

@@ -3,6 +3,7 @@
  * (every waiting question, through the server), Memory and Knowledge (read through the server).
  */
 import { ReactWidget } from '@jupyterlab/apputils';
+import { Message } from '@lumino/messaging';
 import { NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import * as React from 'react';
@@ -19,7 +20,7 @@ import {
 import { KernelChat } from './chat';
 import { ChatTurn } from './chatmodel';
 import { AskUserCard } from './form';
-import { PendingQuestion } from './protocol';
+import { PendingQuestion, Submission } from './protocol';
 
 export type Tab = 'chat' | 'pending' | 'memory' | 'knowledge';
 const TABS: [Tab, string][] = [
@@ -65,8 +66,17 @@ export class TutorPanel extends ReactWidget {
       }
       this._chat = chat;
       chat.changed.connect(this._onChat, this);
+      if (this.isVisible) {
+        void chat.connect();
+      }
     }
     this.update();
+  }
+
+  /** Connect only once the panel is shown: a hidden panel loads nothing into any kernel. */
+  protected onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    void this._chat?.connect();
   }
 
   protected render(): React.ReactElement {
@@ -101,7 +111,7 @@ export class TutorPanel extends ReactWidget {
           />
         );
       case 'pending':
-        return <PendingTab />;
+        return <PendingTab chat={this._chat} />;
       case 'memory':
         return <MemoryTab />;
       case 'knowledge':
@@ -272,12 +282,29 @@ function useLoad<T>(load: () => Promise<T>): [T | null, string, () => void] {
   return [value, error, reload];
 }
 
-function PendingTab(): React.ReactElement {
+const PENDING_REFRESH_MS = 5000;
+
+/** The last two parts of a notebook's path: enough to recognise it in a narrow panel. */
+export function shortPath(path: string): string {
+  return path.split('/').filter(Boolean).slice(-2).join('/');
+}
+
+/**
+ * Every waiting question. One of the focused notebook's own conversation is answered over its
+ * kernel's comm (the turn continues in its cell at once); any other through the server.
+ */
+function PendingTab(props: { chat: KernelChat | null }): React.ReactElement {
   const [pending, error, reload] = useLoad(fetchPending);
-  const answer = async (
-    question: PendingQuestion,
-    submission: Parameters<typeof answerPending>[1]
-  ) => {
+  React.useEffect(() => {
+    const timer = setInterval(reload, PENDING_REFRESH_MS);
+    return () => clearInterval(timer);
+  }, [reload]);
+  const { chat } = props;
+  const answer = async (question: PendingQuestion, submission: Submission) => {
+    if (chat && chat.notebook && chat.notebook === question.notebook) {
+      await chat.answer(question.id, question.sessionId, submission);
+      return;
+    }
     try {
       await answerPending(question, submission);
     } catch (reason) {
@@ -304,7 +331,8 @@ function PendingTab(): React.ReactElement {
         <AskUserCard
           key={q.id}
           request={q}
-          where={q.notebook ? `in ${q.notebook}` : ''}
+          where={q.notebook ? `in ${shortPath(q.notebook)}` : ''}
+          continuesIn={shortPath(q.notebook)}
           onSubmit={submission => answer(q, submission)}
         />
       ))}

@@ -14,7 +14,7 @@ import pytest
 
 from deeptutor_jupyter.interaction.schema import AskUserArgs, payload
 from deeptutor_jupyter.store.db import PendingRow, Store
-from deeptutor_jupyter.testing import FakeLLMServer, Reply
+from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
 from tests.ui.test_lab import TOKEN, lab_page, needs_chromium, open_notebook, write_notebook
 
 pytestmark = pytest.mark.ui
@@ -157,7 +157,7 @@ def test_the_panel_opens_and_lists_a_pending_question(lab: str, tmp_path: Path) 
         card = page.locator(".jp-DeepTutorAsk", has_text="Which dataset should we use?")
         card.wait_for()
         text = card.inner_text()
-        assert "in week3/datasets.ipynb" in text
+        assert "in week3/datasets.ipynb" in text  # the last two parts of its path
         assert "recommended" in text
         assert card.locator("button", has_text="Continue").is_disabled()
         card.locator("label", has_text="MNIST").click()
@@ -198,6 +198,76 @@ def test_a_question_asked_in_the_panel_streams_its_answer(
     assert strong == "matrix"  # rendered by JupyterLab's Markdown renderer, not shown raw
     asked = [m for r in fake_llm.requests for m in r.body["messages"] if m["role"] == "user"]
     assert any("What is a matrix?" in json.dumps(m) for m in asked)
+
+
+def ask_reply(call_id: str, title: str) -> Reply:
+    options = [
+        {"id": "safe", "label": "Analyse first", "recommended": True},
+        {"id": "fast", "label": "Just do it"},
+    ]
+    args = {"title": title, "mode": "single", "options": options, "submitLabel": "Go on"}
+    return Reply(
+        text="One question first.", tool_calls=[ToolCallSpec("ask_user", args, id=call_id)]
+    )
+
+
+def tool_result(fake_llm: FakeLLMServer, call_id: str) -> list[dict[str, Any]]:
+    return [
+        json.loads(m["content"])
+        for r in fake_llm.requests
+        for m in r.body["messages"]
+        if m.get("tool_call_id") == call_id
+    ]
+
+
+@needs_chromium
+def test_an_ask_user_form_in_the_panel_continues_the_turn(
+    lab: str, fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    fake_llm.extend([ask_reply("call_panel", "How deep should we go?"), Reply(text="Deep it is.")])
+    write_notebook(tmp_path / "form.ipynb", "x = 1")
+    with lab_page("sidebar-form") as page:
+        open_notebook(page, lab, "form.ipynb")
+        open_tutor(page)
+        page.locator(".jp-DeepTutorChat-input textarea").fill("Teach me recursion.")
+        page.locator(".jp-DeepTutorChat-input textarea").press("Shift+Enter")
+        card = page.locator("#deeptutor-panel .jp-DeepTutorAsk", has_text="How deep should we go?")
+        card.wait_for()
+        assert "recommended" in card.inner_text()
+        card.locator("label", has_text="Just do it").click()
+        card.locator("button", has_text="Go on").click()
+        page.locator(".jp-DeepTutorChat-turn[data-status='done']").wait_for()
+        receipt = card.locator(".jp-DeepTutorAsk-receipt").inner_text()
+        answer = page.locator(".jp-DeepTutorChat-turn").inner_text()
+    assert receipt == "Answered: Just do it"
+    assert "Deep it is." in answer
+    assert tool_result(fake_llm, "call_panel")[0]["selections"] == ["fast"]
+
+
+@needs_chromium
+def test_a_question_asked_in_a_cell_is_answered_from_the_pending_tab(
+    lab: str, fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    fake_llm.extend([ask_reply("call_cell", "Which way?"), Reply(text="Continued in the cell.")])
+    write_notebook(
+        tmp_path / "lesson.ipynb", "%load_ext deeptutor_jupyter", "%tutor How should we proceed?"
+    )
+    with lab_page("sidebar-pending-cell") as page:
+        open_notebook(page, lab, "lesson.ipynb")
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        page.locator(".jp-Notebook").get_by_text("Which way?").wait_for()
+        open_tutor(page)
+        page.locator(".jp-DeepTutorPanel-tab", has_text="Pending").click()
+        card = page.locator("#deeptutor-panel .jp-DeepTutorAsk", has_text="Which way?")
+        card.wait_for()
+        card.locator("label", has_text="Analyse first").click()
+        card.locator("button", has_text="Go on").click()
+        # The turn goes on in its own cell, not in the panel.
+        page.locator(".jp-Notebook").get_by_text("Continued in the cell.").wait_for()
+        receipt = card.inner_text()
+    assert "Answered: Analyse first" in receipt
+    assert "The turn continues in" in receipt and "lesson.ipynb" in receipt
+    assert tool_result(fake_llm, "call_cell")[0]["selections"] == ["safe"]
 
 
 @needs_chromium
