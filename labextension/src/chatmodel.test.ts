@@ -34,6 +34,24 @@ describe('folding events into a turn', () => {
     expect(turn.lastSeq).toBe(6);
   });
 
+  it('keeps text, tool cards and questions in the order they happened', () => {
+    let turn = newTurn('turn-1', 'q');
+    turn = applyEvent(turn, ev(1, 'content', { text: 'Let me look. ' }));
+    turn = applyEvent(turn, ev(2, 'tool_call', { id: 'c1', name: 'read_notebook' }));
+    turn = applyEvent(turn, ev(3, 'tool_call', { id: 'c2', name: 'ask_user' }));
+    turn = applyEvent(turn, ev(4, 'user_input_required', ask));
+    turn = applyEvent(turn, ev(5, 'content', { text: 'Deep ' }));
+    turn = applyEvent(turn, ev(6, 'content', { text: 'it is.' }));
+    turn = applyEvent(turn, ev(7, 'done', { status: 'done', answer: 'Deep it is.' }));
+    expect(turn.blocks).toEqual([
+      { kind: 'text', text: 'Let me look. ' },
+      { kind: 'tool', id: 'c1' },
+      { kind: 'question', id: 'ask_1' },
+      { kind: 'text', text: 'Deep it is.' }
+    ]);
+    expect(turn.answer).toBe('Let me look. Deep it is.'); // done's last-round answer does not erase it
+  });
+
   it('shows tool cards and their results', () => {
     let turn = newTurn('turn-1', 'q');
     turn = applyEvent(turn, ev(1, 'tool_call', { id: 'c1', name: 'read_notebook' }));

@@ -20,10 +20,15 @@ export interface Question {
   settled: Settled | null;
 }
 
+/** What the turn shows, in the order it happened: answer text between tool and question cards. */
+export type Block =
+  { kind: 'text'; text: string } | { kind: 'tool'; id: string } | { kind: 'question'; id: string };
+
 export interface ChatTurn {
   turnId: string;
   question: string;
   answer: string;
+  blocks: Block[];
   status: 'running' | 'waiting' | 'done' | 'cancelled' | 'error';
   tools: ToolCard[];
   questions: Question[];
@@ -37,6 +42,7 @@ export function newTurn(turnId: string, question: string): ChatTurn {
     turnId,
     question,
     answer: '',
+    blocks: [],
     status: 'running',
     tools: [],
     questions: [],
@@ -60,23 +66,26 @@ export function applyEvent(turn: ChatTurn, event: TurnEvent): ChatTurn {
     case 'turn_started':
       next.question = text(event.question) || turn.question;
       break;
-    case 'content':
-      next.answer = turn.answer + text(event.delta ?? event.text);
+    case 'content': {
+      const delta = text(event.text);
+      next.answer = turn.answer + delta;
+      next.blocks = appendText(turn.blocks, delta);
       break;
-    case 'tool_call':
+    }
+    case 'tool_call': {
+      const id = text(event.id) || `tool-${event.seq}`;
+      if (text(event.name) === 'ask_user') {
+        break; // shown as its question card, not as a tool card
+      }
       next.tools = [
         ...turn.tools,
-        {
-          id: text(event.id) || text(event.call_id) || `tool-${event.seq}`,
-          name: text(event.name),
-          summary: '',
-          isError: false,
-          done: false
-        }
+        { id, name: text(event.name), summary: '', isError: false, done: false }
       ];
+      next.blocks = [...turn.blocks, { kind: 'tool', id }];
       break;
+    }
     case 'tool_result': {
-      const id = text(event.id) || text(event.call_id);
+      const id = text(event.id);
       const index = findToolIndex(turn.tools, id);
       if (index >= 0) {
         next.tools = turn.tools.map((tool, i) =>
@@ -96,6 +105,7 @@ export function applyEvent(turn: ChatTurn, event: TurnEvent): ChatTurn {
       const request = toInputRequest(event);
       if (request) {
         next.questions = [...turn.questions, { request, settled: null }];
+        next.blocks = [...turn.blocks, { kind: 'question', id: request.id }];
         next.status = 'waiting';
       }
       break;
@@ -115,8 +125,10 @@ export function applyEvent(turn: ChatTurn, event: TurnEvent): ChatTurn {
     case 'done': {
       const status = text(event.status);
       next.status = status === 'cancelled' ? 'cancelled' : status === 'error' ? 'error' : 'done';
-      if (typeof event.answer === 'string' && event.answer) {
+      // The final answer stands in only when no text was streamed (a replay without deltas).
+      if (!turn.answer && typeof event.answer === 'string' && event.answer) {
         next.answer = event.answer;
+        next.blocks = appendText(turn.blocks, event.answer);
       }
       break;
     }
@@ -124,6 +136,17 @@ export function applyEvent(turn: ChatTurn, event: TurnEvent): ChatTurn {
       break;
   }
   return next;
+}
+
+function appendText(blocks: Block[], delta: string): Block[] {
+  if (!delta) {
+    return blocks;
+  }
+  const last = blocks[blocks.length - 1];
+  if (last && last.kind === 'text') {
+    return [...blocks.slice(0, -1), { kind: 'text', text: last.text + delta }];
+  }
+  return [...blocks, { kind: 'text', text: delta }];
 }
 
 function findToolIndex(tools: ToolCard[], id: string): number {

@@ -163,28 +163,33 @@ function TurnView(props: {
   return (
     <div className="jp-DeepTutorChat-turn" data-turn-id={turn.turnId} data-status={turn.status}>
       <div className="jp-DeepTutorChat-question">{turn.question}</div>
-      {turn.tools.map(tool => (
-        <div
-          key={tool.id}
-          className={`jp-DeepTutorChat-tool${tool.isError ? ' jp-mod-error' : ''}`}
-        >
-          <span className="jp-DeepTutorChat-toolName">{tool.name}</span>
-          <span className="jp-DeepTutorChat-toolSummary">
-            {tool.done ? tool.summary : '\u2026'}
-          </span>
-        </div>
-      ))}
-      {turn.questions.map(q => (
-        <AskUserCard
-          key={q.request.id}
-          request={q.request}
-          settled={q.settled}
-          onSubmit={answer =>
-            chat.answer(q.request.id, q.request.sessionId ?? chat.sessionId, answer)
-          }
-        />
-      ))}
-      {turn.answer ? <Markdown text={turn.answer} rendermime={props.rendermime} /> : null}
+      {turn.blocks.map((block, i) => {
+        if (block.kind === 'text') {
+          return <Markdown key={i} text={block.text} rendermime={props.rendermime} />;
+        }
+        if (block.kind === 'tool') {
+          const tool = turn.tools.find(t => t.id === block.id);
+          return tool ? (
+            <div key={i} className={`jp-DeepTutorChat-tool${tool.isError ? ' jp-mod-error' : ''}`}>
+              <span className="jp-DeepTutorChat-toolName">{tool.name}</span>
+              <span className="jp-DeepTutorChat-toolSummary">
+                {tool.done ? tool.summary : '\u2026'}
+              </span>
+            </div>
+          ) : null;
+        }
+        const q = turn.questions.find(x => x.request.id === block.id);
+        return q ? (
+          <AskUserCard
+            key={i}
+            request={q.request}
+            settled={q.settled}
+            onSubmit={answer =>
+              chat.answer(q.request.id, q.request.sessionId ?? chat.sessionId, answer)
+            }
+          />
+        ) : null;
+      })}
       {turn.errors.map((error, i) => (
         <div key={i} className="jp-DeepTutorChat-error">
           {error}

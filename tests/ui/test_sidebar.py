@@ -241,6 +241,8 @@ def test_an_ask_user_form_in_the_panel_continues_the_turn(
         answer = page.locator(".jp-DeepTutorChat-turn").inner_text()
     assert receipt == "Answered: Just do it"
     assert "Deep it is." in answer
+    # The text before the question stays, above the card, as in the cell.
+    assert answer.index("One question first.") < answer.index("How deep") < answer.index("Deep it")
     assert tool_result(fake_llm, "call_panel")[0]["selections"] == ["fast"]
 
 
