@@ -34,7 +34,8 @@ lab_want="$(
   { cat package.json package-lock.json tsconfig.json; find src style schema -type f | LC_ALL=C sort | xargs cat; } \
     | sha256sum | cut -d' ' -f1
 )"
-if [ ! -f deeptutor_jupyter/labextension/static/style.js ] || [ ! -f "$lab_stamp" ] \
+if [ ! -f deeptutor_jupyter/labextension/static/style.js ] || [ ! -d labextension/node_modules ] \
+  || [ ! -f "$lab_stamp" ] \
   || [ "$(cat "$lab_stamp")" != "$lab_want" ]; then
   echo "==> building the JupyterLab sidebar (labextension/)"
   (
