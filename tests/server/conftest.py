@@ -9,12 +9,16 @@ from typing import Any
 
 import pytest
 
+# pytest-jupyter's fixtures (jp_serverapp, jp_fetch, ...), imported here rather than through
+# pytest_plugins, which pytest allows only in the top-level conftest. Its hooks then apply to
+# this folder only.
+from pytest_jupyter.jupyter_core import *  # noqa: F403
+from pytest_jupyter.jupyter_server import *  # noqa: F403
+
 from deeptutor_jupyter.interaction.audit import AuditLog
 from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
 from deeptutor_jupyter.interaction.schema import AskUserArgs, payload
 from deeptutor_jupyter.store.db import PendingRow, Store
-
-pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 
 @pytest.fixture
