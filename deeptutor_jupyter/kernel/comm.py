@@ -32,16 +32,42 @@ Wire = dict[str, Any]
 
 
 def register(ipython: Any, tutor_of: Callable[[], KernelTutor | None]) -> bool:
-    """Register the comm target on the kernel; False in a terminal IPython (no kernel)."""
+    """Register the comm target on the kernel; False in a terminal IPython (no kernel).
+
+    Called from ``%load_ext`` on the kernel's main loop, which every comm handler then runs on:
+    comm messages may arrive on another thread (a subshell), and the tutor's state (opening the
+    store, starting turns, timers) belongs to the loop, like the magic's.
+    """
     manager = getattr(getattr(ipython, "kernel", None), "comm_manager", None)
     if manager is None:
         return False
+    try:
+        loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
 
     def on_open(comm: Any, msg: dict[str, Any]) -> None:
-        Channel(comm, tutor_of).start()
+        channel = Channel(comm, tutor_of, on_loop(loop))
+        channel.run(channel.start)
 
     manager.register_target(TARGET, on_open)
     return True
+
+
+def on_loop(loop: asyncio.AbstractEventLoop | None) -> Callable[[Callable[[], None]], None]:
+    """Run a callable on ``loop``: at once when already there, else posted thread-safely."""
+
+    def run(fn: Callable[[], None]) -> None:
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if loop is None or here is loop:
+            fn()
+        else:
+            loop.call_soon_threadsafe(fn)
+
+    return run
 
 
 def unregister(ipython: Any) -> None:
@@ -113,15 +139,21 @@ class Coalescer:
 class Channel:
     """One open comm: the panel of one notebook in one browser tab."""
 
-    def __init__(self, comm: Any, tutor_of: Callable[[], KernelTutor | None]) -> None:
+    def __init__(
+        self,
+        comm: Any,
+        tutor_of: Callable[[], KernelTutor | None],
+        run: Callable[[Callable[[], None]], None] | None = None,
+    ) -> None:
         self.comm = comm
         self.tutor_of = tutor_of
+        self.run = run or (lambda fn: fn())
         self.subscriptions: dict[str, tuple[EventLog, Callable[[Event], None]]] = {}
         self.closed = False
 
     def start(self) -> None:
-        self.comm.on_msg(self.on_msg)
-        self.comm.on_close(self.on_close)
+        self.comm.on_msg(lambda msg: self.run(lambda: self.on_msg(msg)))
+        self.comm.on_close(lambda msg: self.run(lambda: self.on_close(msg)))
         tutor = self.tutor_of()
         if tutor is not None:
             _open(tutor)

@@ -8,9 +8,12 @@ import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { LabIcon } from '@jupyterlab/ui-components';
 
+import { CellLike, aboutCellDraft, errorOf, explainErrorQuestion } from './context';
 import { TutorPanel } from './panel';
 
 export const OPEN_COMMAND = 'deeptutor:open';
+export const ABOUT_CELL_COMMAND = 'deeptutor:ask-about-cell';
+export const EXPLAIN_ERROR_COMMAND = 'deeptutor:explain-error';
 
 const tutorIcon = new LabIcon({
   name: 'deeptutor-jupyter:tutor',
@@ -55,6 +58,55 @@ const plugin: JupyterFrontEndPlugin<void> = {
     if (palette) {
       palette.addItem({ command: OPEN_COMMAND, category: 'DeepTutor' });
     }
+
+    const activeCell = (): { cell: CellLike; index: number } | null => {
+      const notebook = notebooks.currentWidget?.content;
+      const cell = notebook?.activeCell;
+      if (!notebook || !cell) {
+        return null;
+      }
+      return { cell: cell.model.toJSON() as CellLike, index: notebook.activeCellIndex };
+    };
+    const open = () => app.commands.execute(OPEN_COMMAND);
+
+    app.commands.addCommand(ABOUT_CELL_COMMAND, {
+      label: 'Ask the tutor about this cell',
+      icon: tutorIcon,
+      isEnabled: () => activeCell() !== null,
+      execute: async () => {
+        const active = activeCell();
+        if (active) {
+          panel.setDraft(aboutCellDraft(active.cell, active.index));
+          await open();
+        }
+      }
+    });
+    app.commands.addCommand(EXPLAIN_ERROR_COMMAND, {
+      label: 'Explain this error',
+      icon: tutorIcon,
+      isVisible: () => {
+        const active = activeCell();
+        return active !== null && errorOf(active.cell) !== null;
+      },
+      execute: async () => {
+        const active = activeCell();
+        const question = active ? explainErrorQuestion(active.cell, active.index) : null;
+        if (question) {
+          await open();
+          await panel.ask(question);
+        }
+      }
+    });
+    app.contextMenu.addItem({
+      command: ABOUT_CELL_COMMAND,
+      selector: '.jp-Notebook .jp-Cell',
+      rank: 30
+    });
+    app.contextMenu.addItem({
+      command: EXPLAIN_ERROR_COMMAND,
+      selector: '.jp-Notebook .jp-Cell',
+      rank: 31
+    });
   }
 };
 

@@ -46,6 +46,23 @@ export class TutorPanel extends ReactWidget {
     this.update();
   }
 
+  /** Put text in the chat box (a quoted cell) for the learner to finish. */
+  setDraft(text: string): void {
+    this._draft = text;
+    this._tab = 'chat';
+    this.update();
+  }
+
+  /** Ask at once in the focused notebook's chat ("Explain this error"). */
+  async ask(question: string): Promise<void> {
+    this._tab = 'chat';
+    this.update();
+    if (!this._chat) {
+      throw new Error('Open a notebook to talk to the tutor beside it.');
+    }
+    await this._chat.ask(question);
+  }
+
   /** Follow the notebook in focus (null: none open). */
   setNotebook(notebook: NotebookPanel | null): void {
     if (notebook === this._notebook) {
@@ -108,6 +125,11 @@ export class TutorPanel extends ReactWidget {
             chat={this._chat}
             notebook={this._notebook?.title.label ?? ''}
             rendermime={this.rendermime}
+            draft={this._draft}
+            onDraft={text => {
+              this._draft = text;
+              this.update();
+            }}
           />
         );
       case 'pending':
@@ -124,6 +146,7 @@ export class TutorPanel extends ReactWidget {
   }
 
   private _tab: Tab = 'chat';
+  private _draft = '';
   private _notebook: NotebookPanel | null = null;
   private _chat: KernelChat | null = null;
   private _chats = new Map<NotebookPanel, KernelChat>();
@@ -219,8 +242,11 @@ function ChatTab(props: {
   chat: KernelChat | null;
   notebook: string;
   rendermime: IRenderMimeRegistry;
+  draft: string;
+  onDraft: (text: string) => void;
 }): React.ReactElement {
-  const [question, setQuestion] = React.useState('');
+  const question = props.draft;
+  const setQuestion = props.onDraft;
   const [problem, setProblem] = React.useState('');
   const { chat } = props;
   if (!chat) {

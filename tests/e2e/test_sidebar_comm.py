@@ -178,6 +178,11 @@ def test_the_update_rate_benchmark_runs() -> None:
         cwd=str(repo), capture_output=True, text=True, timeout=240, check=False,
     )  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr
-    for line in ("1000 tokens, 1000 content deltas", "panel received:", "text intact: True"):
+    for line in (
+        "answer: 1000 tokens,",
+        "content deltas emitted",
+        "panel received:",
+        "text intact: True",
+    ):
         assert line in out.stdout
     assert "RESULT:" in out.stdout

@@ -3,6 +3,7 @@ learner's home holding real SQLite rows."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import Any
@@ -77,5 +78,7 @@ def owner_coordinator(store: Store, home: Path) -> InteractionCoordinator:
 @pytest.fixture
 def run(jp_asyncio_loop: Any) -> Any:
     """Run a request on the server's own loop. The tests are plain functions on purpose: under
-    pytest-asyncio's auto mode an ``async def`` test would run on a second loop and hang."""
+    pytest-asyncio's auto mode an ``async def`` test would run on a second loop and hang.
+    The loop is made current because tornado's client looks it up when a request is built."""
+    asyncio.set_event_loop(jp_asyncio_loop)
     return jp_asyncio_loop.run_until_complete

@@ -13,6 +13,7 @@ import nbformat
 import pytest
 
 from deeptutor_jupyter.interaction.schema import AskUserArgs, payload
+from deeptutor_jupyter.memory import MemoryStore
 from deeptutor_jupyter.store.db import PendingRow, Store
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
 from tests.ui.test_lab import TOKEN, lab_page, needs_chromium, open_notebook, write_notebook
@@ -149,6 +150,9 @@ def pending_question(home: Path, notebook: str) -> PendingRow:
 @needs_chromium
 def test_the_panel_opens_and_lists_a_pending_question(lab: str, tmp_path: Path) -> None:
     row = pending_question(tmp_path / "home", "week3/datasets.ipynb")
+    MemoryStore(tmp_path / "home").overwrite(
+        "L3", "preferences", "# Preferences\n\n## Style\n\n- Short answers, then an example.\n"
+    )
     write_notebook(tmp_path / "other.ipynb", "1 + 1")
     with lab_page("sidebar-pending") as page:
         open_notebook(page, lab, "other.ipynb")
@@ -168,6 +172,14 @@ def test_the_panel_opens_and_lists_a_pending_question(lab: str, tmp_path: Path) 
         outcome = card.locator(".jp-DeepTutorAsk-error, .jp-DeepTutorAsk-receipt")
         outcome.wait_for()
         outcome_text = outcome.inner_text()
+        page.locator(".jp-DeepTutorPanel-tab", has_text="Memory").click()
+        memory = page.locator(".jp-DeepTutorMemory-doc", has_text="L3/preferences.md")
+        memory.wait_for()
+        memory_text = memory.inner_text()
+        page.locator(".jp-DeepTutorPanel-tab", has_text="Knowledge").click()
+        knowledge = page.locator(".jp-DeepTutorKnowledge .jp-DeepTutorPanel-empty").inner_text()
+    assert "Short answers, then an example." in memory_text
+    assert "No knowledge base yet" in knowledge
     status = Store(tmp_path / "home" / "state.db").get_pending(row.request_id)
     assert status is not None
     if status.status == "pending":
@@ -273,6 +285,50 @@ def test_a_question_asked_in_a_cell_is_answered_from_the_pending_tab(
 
 
 @needs_chromium
+def test_explain_this_error_sends_the_traceback(
+    lab: str, fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    fake_llm.extend([Reply(text="You divided by zero: check the denominator.")])
+    write_notebook(tmp_path / "oops.ipynb", "numerator = 1\nnumerator / 0")
+    with lab_page("sidebar-explain-error") as page:
+        open_notebook(page, lab, "oops.ipynb")
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page.locator(".jp-OutputArea-output", has_text="ZeroDivisionError").first.wait_for()
+        # The cell's context menu offers it because the cell has an error output.
+        page.locator(".jp-Cell .jp-InputArea-editor").first.click(button="right")
+        page.locator(".lm-Menu-item", has_text="Explain this error").click()
+        turn = page.locator(".jp-DeepTutorChat-turn[data-status='done']")
+        turn.wait_for(timeout=60000)
+        shown = turn.inner_text()
+    assert "You divided by zero" in shown
+    asked = json.dumps([m for m in fake_llm.requests[0].body["messages"] if m["role"] == "user"])
+    assert "ZeroDivisionError" in asked and "numerator / 0" in asked
+
+
+@needs_chromium
+def test_a_page_reload_brings_the_panel_back_as_it_was(
+    lab: str, fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    fake_llm.extend([Reply(chunks=["Vectors ", "add ", "tip to tail."])])
+    write_notebook(tmp_path / "reload.ipynb", "y = 2")
+    with lab_page("sidebar-reload") as page:
+        open_notebook(page, lab, "reload.ipynb")
+        open_tutor(page)
+        page.locator(".jp-DeepTutorChat-input textarea").fill("How do vectors add?")
+        page.locator(".jp-DeepTutorChat-input textarea").press("Shift+Enter")
+        page.locator(".jp-DeepTutorChat-turn[data-status='done']").wait_for(timeout=60000)
+        page.reload()
+        open_notebook(page, lab, "reload.ipynb")
+        open_tutor(page)
+        turn = page.locator(".jp-DeepTutorChat-turn[data-status='done']")
+        turn.wait_for(timeout=60000)
+        shown = turn.inner_text()
+    assert "How do vectors add?" in shown
+    assert "Vectors add tip to tail." in shown
+    assert len(fake_llm.requests) == 1  # replayed from the kernel, not asked again
+
+
+@needs_chromium
 def test_the_lab_bundle_benchmark_runs() -> None:
     """Smoke test of benchmarks/lab_bundle.py: it runs and prints its lines; no time asserted."""
     import subprocess
@@ -284,6 +340,6 @@ def test_the_lab_bundle_benchmark_runs() -> None:
         cwd=str(repo), capture_output=True, text=True, timeout=400, check=False,
     )  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr
-    for line in ("KiB gzipped", "without extension:", "with     extension:", "ratio", "RESULT:"):
+    for line in ("KiB gzipped", "without  extension:", "with     extension:", "ratio", "RESULT:"):
         assert line in out.stdout
     assert "[panel present]" in out.stdout and "[no panel]" in out.stdout
