@@ -180,9 +180,14 @@ class Channel:
             "stop": self.stop,
             "answer": self.answer,
             "subscribe": self.subscribe,
+            "new": self.new,
+            "switch": self.switch,
         }.get(str(action))
         if handler is None or not isinstance(data, dict):
-            self.refuse(str(action), f"Unknown action {action!r}: ask, stop, answer or subscribe.")
+            self.refuse(
+                str(action),
+                f"Unknown action {action!r}: ask, stop, answer, subscribe, new or switch.",
+            )
             return
         tutor = self.tutor_of()
         if tutor is None:
@@ -209,7 +214,7 @@ class Channel:
             self.refuse("ask", started, "not_started")
             return
         self.send(_turn_summaries(tutor))
-        self.follow(started, 0)
+        self.follow(tutor, started, 0)
 
     def stop(self, tutor: KernelTutor, data: dict[str, Any]) -> None:
         if not _stop(tutor, str(data.get("turn_id", ""))):
@@ -244,7 +249,7 @@ class Channel:
             return  # already streaming to this panel; a second stream would repeat coalesced text
         live = _live_log(tutor, turn_id)
         if live is not None:
-            self.follow(live, after_seq)
+            self.follow(tutor, live, after_seq)
             return
         events = _saved_events(tutor, turn_id, after_seq)
         if events is None:
@@ -253,8 +258,19 @@ class Channel:
         for message in coalesce(events):
             self.send(message)
 
-    def follow(self, turn_log: EventLog, after_seq: int) -> None:
-        """Forward a live turn's events after ``after_seq``, then follow it until it is done."""
+    def new(self, tutor: KernelTutor, data: dict[str, Any]) -> None:
+        _new_conversation(tutor)
+        self.send(_turn_summaries(tutor))
+
+    def switch(self, tutor: KernelTutor, data: dict[str, Any]) -> None:
+        if not _switch_conversation(tutor, str(data.get("conversation", ""))):
+            self.refuse("switch", "No such conversation in this notebook.", "unknown")
+            return
+        self.send(_turn_summaries(tutor))
+
+    def follow(self, tutor: KernelTutor, turn_log: EventLog, after_seq: int) -> None:
+        """Forward a live turn's events after ``after_seq``, then follow it until it is done;
+        then the turn list again (the finished turn now counts in its conversation)."""
         old = self.subscriptions.pop(turn_log.turn_id, None)
         if old is not None:
             old[0].unsubscribe(old[1])
@@ -265,6 +281,7 @@ class Channel:
             if event.type == "done":
                 turn_log.unsubscribe(forward)
                 self.subscriptions.pop(turn_log.turn_id, None)
+                self.send(_turn_summaries(tutor))
 
         self.subscriptions[turn_log.turn_id] = (turn_log, forward)
         turn_log.subscribe(forward, after_seq)
@@ -347,6 +364,36 @@ def _saved_events(tutor: KernelTutor, turn_id: str, after_seq: int) -> list[Wire
     ]
 
 
+def _new_conversation(tutor: KernelTutor) -> None:
+    """A fresh conversation for the notebook; its next ``%tutor`` cell continues it too."""
+    _open(tutor)
+    tutor.new_session()
+
+
+def _switch_conversation(tutor: KernelTutor, session_id: str) -> bool:
+    _open(tutor)
+    if tutor.store is None or session_id not in tutor.store.sessions_of(tutor.notebook):
+        return False
+    tutor.session_id = session_id
+    tutor.history = tutor.store.history(session_id)
+    return True
+
+
+def _conversations(tutor: KernelTutor) -> list[Wire]:
+    """The notebook's conversations that have turns, oldest first, named by their first question."""
+    if tutor.store is None:
+        return []
+    out = []
+    for session_id in tutor.store.sessions_of(tutor.notebook):
+        rows = tutor.store.turns(session_id)
+        if rows:
+            out.append(
+                {"id": session_id, "title": rows[0].question[:80], "turns": len(rows),
+                 "started_at": rows[0].created_at}
+            )  # fmt: skip
+    return sorted(out, key=lambda c: c["started_at"])
+
+
 def _turn_summaries(tutor: KernelTutor) -> Wire:
     """The turns of the notebook's current conversation, oldest first, with their last seq."""
     turns: list[Wire] = []
@@ -363,4 +410,5 @@ def _turn_summaries(tutor: KernelTutor) -> Wire:
         "session_id": tutor.session_id,
         "notebook": tutor.notebook,
         "turns": turns,
+        "conversations": _conversations(tutor),
     }

@@ -8,7 +8,14 @@ import { Kernel, KernelMessage as KM } from '@jupyterlab/services';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { ChatTurn, applyEvent, newTurn } from './chatmodel';
-import { COMM_TARGET, KernelMessage, PanelAction, Submission, TurnsMessage } from './protocol';
+import {
+  COMM_TARGET,
+  Conversation,
+  KernelMessage,
+  PanelAction,
+  Submission,
+  TurnsMessage
+} from './protocol';
 
 const LOAD_CODE = '%load_ext deeptutor_jupyter';
 
@@ -55,6 +62,21 @@ export class KernelChat {
   async ask(question: string): Promise<void> {
     await this.connect();
     this.send({ action: 'ask', question, conversation: null });
+  }
+
+  /** The notebook's conversations (those with turns), oldest first. */
+  get conversations(): readonly Conversation[] {
+    return this._conversations;
+  }
+
+  async newConversation(): Promise<void> {
+    await this.connect();
+    this.send({ action: 'new' });
+  }
+
+  async switchTo(conversation: string): Promise<void> {
+    await this.connect();
+    this.send({ action: 'switch', conversation });
   }
 
   stop(turnId: string): void {
@@ -163,8 +185,12 @@ export class KernelChat {
 
   /** The kernel's turns of this conversation: replay what this panel has not seen. */
   private _onTurns(message: TurnsMessage): void {
+    if (message.session_id !== this._sessionId) {
+      this._turns = []; // another conversation: its own turns only
+    }
     this._sessionId = message.session_id;
     this._notebook = message.notebook;
+    this._conversations = message.conversations ?? [];
     for (const summary of message.turns) {
       const known = this._turns.find(t => t.turnId === summary.turn_id);
       if (!known) {
@@ -205,6 +231,7 @@ export class KernelChat {
   private _turns: ChatTurn[] = [];
   private _status = '';
   private _sessionId = '';
+  private _conversations: Conversation[] = [];
   private _notebook = '';
   private _answerWaiters: {
     requestId: string;

@@ -267,7 +267,31 @@ function ChatTab(props: {
   };
   return (
     <div className="jp-DeepTutorChat">
-      <div className="jp-DeepTutorChat-where">Notebook: {props.notebook}</div>
+      <div className="jp-DeepTutorChat-where">
+        <span>Notebook: {props.notebook}</span>
+        <select
+          className="jp-DeepTutorChat-conversations"
+          aria-label="Conversation"
+          value={chat.sessionId}
+          onChange={e => void chat.switchTo(e.target.value)}
+        >
+          {chat.conversations.some(c => c.id === chat.sessionId) ? null : (
+            <option value={chat.sessionId}>New conversation</option>
+          )}
+          {chat.conversations.map(c => (
+            <option key={c.id} value={c.id}>
+              {c.title} ({c.turns})
+            </option>
+          ))}
+        </select>
+        <button
+          className="jp-Button jp-mod-styled jp-DeepTutorChat-new"
+          title="Start a new conversation in this notebook"
+          onClick={() => void chat.newConversation()}
+        >
+          New
+        </button>
+      </div>
       <div className="jp-DeepTutorChat-turns">
         {chat.turns.map(turn => (
           <TurnView key={turn.turnId} turn={turn} chat={chat} rendermime={props.rendermime} />

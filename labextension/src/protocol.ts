@@ -88,7 +88,19 @@ export interface SubscribeAction {
   after_seq: number;
 }
 
-export type PanelAction = AskAction | StopAction | AnswerAction | SubscribeAction;
+/** Start a fresh conversation in this notebook (its next `%tutor` cell continues it too). */
+export interface NewAction {
+  action: 'new';
+}
+
+/** Make another of this notebook's conversations the current one. */
+export interface SwitchAction {
+  action: 'switch';
+  conversation: string;
+}
+
+export type PanelAction =
+  AskAction | StopAction | AnswerAction | SubscribeAction | NewAction | SwitchAction;
 
 // ---- kernel -> panel -----------------------------------------------------------------------
 
@@ -126,11 +138,19 @@ export interface TurnSummary {
   last_seq: number;
 }
 
+export interface Conversation {
+  id: string;
+  title: string;
+  turns: number;
+  started_at: number;
+}
+
 export interface TurnsMessage {
   type: 'turns';
   session_id: string;
   notebook: string;
   turns: TurnSummary[];
+  conversations: Conversation[];
 }
 
 /** An answer given over the comm was taken (its turn's `user_input_resolved` follows). */

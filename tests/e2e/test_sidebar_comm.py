@@ -143,6 +143,38 @@ def test_stop_from_the_panel_cancels_the_running_turn(
     assert "Stopped from the Tutor panel." in [e["text"] for e in panel.events("notice")]
 
 
+def test_a_new_conversation_and_switching_back(
+    kernel: KernelDriver, fake_llm: FakeLLMServer
+) -> None:
+    fake_llm.extend([Reply(text="First answer."), Reply(text="Second answer.")])
+    panel = Panel(kernel)
+
+    def last_turns() -> dict[str, Any]:
+        return [m for m in panel.messages() if m["type"] == "turns"][-1]
+
+    panel.send({"action": "ask", "question": "First question?", "conversation": None})
+    panel.wait(lambda: len(panel.events("done")) == 1)
+    first = last_turns()["session_id"]
+
+    panel.send({"action": "new"})
+    panel.wait(lambda: last_turns()["session_id"] != first)
+    assert last_turns()["turns"] == []
+    panel.send({"action": "ask", "question": "Second question?", "conversation": None})
+    panel.wait(lambda: len(panel.events("done")) == 2)
+    second = last_turns()
+    # The new conversation has no history from the first.
+    sent = json.dumps(fake_llm.requests[1].body["messages"])
+    assert "First question?" not in sent and "Second question?" in sent
+    assert [c["title"] for c in second["conversations"]] == ["First question?", "Second question?"]
+
+    panel.send({"action": "switch", "conversation": first})
+    panel.wait(lambda: last_turns()["session_id"] == first)
+    assert [t["question"] for t in last_turns()["turns"]] == ["First question?"]
+    panel.send({"action": "switch", "conversation": "nb-not-mine"})
+    refusal = panel.wait(lambda: [m for m in panel.messages() if m["type"] == "error"])[0]
+    assert "No such conversation" in refusal["message"]
+
+
 @pytest.mark.parametrize(
     ("data", "words"),
     [
