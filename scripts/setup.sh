@@ -52,5 +52,6 @@ if [ ! -f deeptutor_jupyter/labextension/static/style.js ] || [ ! -d labextensio
 fi
 # Editable installs serve the build folder itself, so a rebuild is live after a page reload.
 if [ ! -L .venv/share/jupyter/labextensions/deeptutor-jupyter ]; then
-  PATH="$root/.venv/bin:$PATH" .venv/bin/jupyter labextension develop --overwrite . >/dev/null
+  PATH="$root/.venv/bin:$PATH" .venv/bin/jupyter-builder develop --overwrite . >/dev/null 2>&1 \
+    || PATH="$root/.venv/bin:$PATH" .venv/bin/jupyter labextension develop --overwrite . >/dev/null
 fi

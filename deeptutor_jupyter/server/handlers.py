@@ -23,7 +23,14 @@ from jupyter_server.utils import url_path_join
 from deeptutor_jupyter.config import resolve_settings
 from deeptutor_jupyter.interaction.audit import AuditLog
 from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator, InteractionError
-from deeptutor_jupyter.server.reads import kb_list, memory_documents, pending_questions, traces
+from deeptutor_jupyter.server.reads import (
+    kb_list,
+    memory_documents,
+    pending_questions,
+    remove_knowledge_base,
+    save_memory_document,
+    traces,
+)
 from deeptutor_jupyter.store.db import Store
 
 API = "deeptutor/api"
@@ -137,10 +144,44 @@ class MemoryHandler(TutorHandler):
         self.reply({"documents": memory_documents(learner().home)})
 
 
+class MemoryDocumentHandler(TutorHandler):
+    """``PUT memory/<layer>/<key>``: a human's edit of one document, checked before it is saved."""
+
+    @tornado.web.authenticated
+    @authorized
+    def put(self, layer: str, key: str) -> None:
+        try:
+            body = json.loads(self.request.body or b"{}")
+        except ValueError:
+            return self.refuse(400, "bad_request", "The document is not valid JSON.")
+        if not isinstance(body, dict) or not isinstance(body.get("text"), str):
+            return self.refuse(400, "bad_request", 'Send the document as {"text": "..."}.')
+        try:
+            save_memory_document(learner().home, layer, key, body["text"])
+        except ValueError as exc:  # DocumentError is one: the text says which line and why
+            return self.refuse(400, "invalid", str(exc))
+        self.reply({"documents": memory_documents(learner().home)})
+
+
 class KnowledgeHandler(TutorHandler):
     @tornado.web.authenticated
     @authorized
     def get(self) -> None:
+        self.reply({"kbs": kb_list(learner().home)})
+
+
+class KnowledgeBaseHandler(TutorHandler):
+    """``DELETE kbs/<name>``: remove a knowledge base (its index; never the source files)."""
+
+    @tornado.web.authenticated
+    @authorized
+    def delete(self, name: str) -> None:
+        try:
+            remove_knowledge_base(learner().home, name)
+        except LookupError as exc:  # KnowledgeBaseNotFound
+            return self.refuse(404, "unknown", str(exc))
+        except ValueError as exc:
+            return self.refuse(400, "invalid", str(exc))
         self.reply({"kbs": kb_list(learner().home)})
 
 
@@ -162,7 +203,9 @@ def setup_handlers(web_app: Any) -> None:
             (url_path_join(base, "pending"), PendingHandler),
             (url_path_join(base, r"pending/([A-Za-z0-9_\-]+)"), AnswerHandler),
             (url_path_join(base, "memory"), MemoryHandler),
+            (url_path_join(base, r"memory/(L2|L3)/([a-z][a-z0-9_-]{0,31})"), MemoryDocumentHandler),
             (url_path_join(base, "kbs"), KnowledgeHandler),
+            (url_path_join(base, r"kbs/([^/]+)"), KnowledgeBaseHandler),
             (url_path_join(base, "traces"), TracesHandler),
         ],
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
-from deeptutor_jupyter.knowledge.base import list_kbs
+from deeptutor_jupyter.knowledge.base import list_kbs, remove_kb
 from deeptutor_jupyter.memory.store import L3_KEYS, MemoryStore
 from deeptutor_jupyter.memory.trace import SURFACE_RE
 from deeptutor_jupyter.store.db import Store
@@ -55,8 +55,18 @@ def memory_documents(home: Path) -> list[dict[str, Any]]:
     return out
 
 
+def save_memory_document(home: Path, layer: str, key: str, text: str) -> None:
+    """A human's edit; ``DocumentError`` (a ValueError) names the bad line, nothing is saved."""
+    MemoryStore(home).overwrite(layer, key, text)
+
+
 def kb_list(home: Path) -> list[dict[str, Any]]:
     return list_kbs(home)
+
+
+def remove_knowledge_base(home: Path, name: str) -> None:
+    """``KnowledgeBaseNotFound`` (a LookupError) when there is none; ValueError for a bad name."""
+    remove_kb(home, name)
 
 
 def traces(home: Path, limit: int) -> list[dict[str, Any]]:

@@ -74,6 +74,20 @@ export async function fetchMemory(): Promise<MemoryDocument[]> {
   return (await request<{ documents: MemoryDocument[] }>('memory')).documents;
 }
 
+/** Save a human's edit of one memory document; refused in words if it does not parse. */
+export async function saveMemory(
+  layer: string,
+  key: string,
+  text: string
+): Promise<MemoryDocument[]> {
+  const path = `memory/${encodeURIComponent(layer)}/${encodeURIComponent(key)}`;
+  const reply = await request<{ documents: MemoryDocument[] }>(path, {
+    method: 'PUT',
+    body: JSON.stringify({ text })
+  });
+  return reply.documents;
+}
+
 export interface KnowledgeBaseInfo {
   name: string;
   [key: string]: unknown;
@@ -81,4 +95,10 @@ export interface KnowledgeBaseInfo {
 
 export async function fetchKnowledgeBases(): Promise<KnowledgeBaseInfo[]> {
   return (await request<{ kbs: KnowledgeBaseInfo[] }>('kbs')).kbs;
+}
+
+/** Remove a knowledge base's index (the source files stay). */
+export async function removeKnowledgeBase(name: string): Promise<KnowledgeBaseInfo[]> {
+  const path = `kbs/${encodeURIComponent(name)}`;
+  return (await request<{ kbs: KnowledgeBaseInfo[] }>(path, { method: 'DELETE' })).kbs;
 }

@@ -8,19 +8,10 @@ import { NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import * as React from 'react';
 
-import {
-  ApiError,
-  KnowledgeBaseInfo,
-  MemoryDocument,
-  answerPending,
-  fetchKnowledgeBases,
-  fetchMemory,
-  fetchPending
-} from './api';
 import { KernelChat } from './chat';
 import { ChatTurn } from './chatmodel';
 import { AskUserCard } from './form';
-import { PendingQuestion, Submission } from './protocol';
+import { KnowledgeTab, MemoryTab, PendingTab } from './tabs';
 
 export type Tab = 'chat' | 'pending' | 'memory' | 'knowledge';
 const TABS: [Tab, string][] = [
@@ -317,135 +308,6 @@ function ChatTab(props: {
           Ask
         </button>
       </div>
-    </div>
-  );
-}
-
-function useLoad<T>(load: () => Promise<T>): [T | null, string, () => void] {
-  const [value, setValue] = React.useState<T | null>(null);
-  const [error, setError] = React.useState('');
-  const reload = React.useCallback(() => {
-    load().then(
-      v => {
-        setValue(v);
-        setError('');
-      },
-      reason => setError(reason instanceof Error ? reason.message : String(reason))
-    );
-  }, []);
-  React.useEffect(reload, [reload]);
-  return [value, error, reload];
-}
-
-const PENDING_REFRESH_MS = 5000;
-
-/** The last two parts of a notebook's path: enough to recognise it in a narrow panel. */
-export function shortPath(path: string): string {
-  return path.split('/').filter(Boolean).slice(-2).join('/');
-}
-
-/**
- * Every waiting question. One of the focused notebook's own conversation is answered over its
- * kernel's comm (the turn continues in its cell at once); any other through the server.
- */
-function PendingTab(props: { chat: KernelChat | null }): React.ReactElement {
-  const [pending, error, reload] = useLoad(fetchPending);
-  React.useEffect(() => {
-    const timer = setInterval(reload, PENDING_REFRESH_MS);
-    return () => clearInterval(timer);
-  }, [reload]);
-  const { chat } = props;
-  const answer = async (question: PendingQuestion, submission: Submission) => {
-    if (chat && chat.notebook && chat.notebook === question.notebook) {
-      await chat.answer(question.id, question.sessionId, submission);
-      return;
-    }
-    try {
-      await answerPending(question, submission);
-    } catch (reason) {
-      if (reason instanceof ApiError && reason.code === 'not_resumable') {
-        throw new Error(
-          `${reason.message} (Open ${question.notebook || 'its notebook'} with its kernel running to answer it there.)`
-        );
-      }
-      throw reason;
-    }
-  };
-  return (
-    <div className="jp-DeepTutorPending">
-      <div className="jp-DeepTutorPanel-toolbar">
-        <button className="jp-Button jp-mod-styled" onClick={reload}>
-          Refresh
-        </button>
-      </div>
-      {error ? <div className="jp-DeepTutorChat-error">{error}</div> : null}
-      {pending && pending.length === 0 ? (
-        <div className="jp-DeepTutorPanel-empty">No question is waiting for you.</div>
-      ) : null}
-      {(pending ?? []).map(q => (
-        <AskUserCard
-          key={q.id}
-          request={q}
-          where={q.notebook ? `in ${shortPath(q.notebook)}` : ''}
-          continuesIn={shortPath(q.notebook)}
-          onSubmit={submission => answer(q, submission)}
-        />
-      ))}
-    </div>
-  );
-}
-
-function MemoryTab(): React.ReactElement {
-  const [docs, error, reload] = useLoad<MemoryDocument[]>(fetchMemory);
-  return (
-    <div className="jp-DeepTutorMemory">
-      <div className="jp-DeepTutorPanel-toolbar">
-        <button className="jp-Button jp-mod-styled" onClick={reload}>
-          Refresh
-        </button>
-      </div>
-      {error ? <div className="jp-DeepTutorChat-error">{error}</div> : null}
-      {(docs ?? []).map(doc => (
-        <details
-          key={`${doc.layer}/${doc.key}`}
-          className="jp-DeepTutorMemory-doc"
-          open={!doc.empty}
-        >
-          <summary>
-            {doc.layer}/{doc.key}.md{doc.empty ? ' (empty)' : ''}
-          </summary>
-          {doc.empty ? null : <pre>{doc.text}</pre>}
-        </details>
-      ))}
-    </div>
-  );
-}
-
-function KnowledgeTab(): React.ReactElement {
-  const [kbs, error, reload] = useLoad<KnowledgeBaseInfo[]>(fetchKnowledgeBases);
-  return (
-    <div className="jp-DeepTutorKnowledge">
-      <div className="jp-DeepTutorPanel-toolbar">
-        <button className="jp-Button jp-mod-styled" onClick={reload}>
-          Refresh
-        </button>
-      </div>
-      {error ? <div className="jp-DeepTutorChat-error">{error}</div> : null}
-      {kbs && kbs.length === 0 ? (
-        <div className="jp-DeepTutorPanel-empty">
-          No knowledge base yet. In a notebook: %tutor kb add NAME FOLDER
-        </div>
-      ) : null}
-      {(kbs ?? []).map(kb => (
-        <div key={kb.name} className="jp-DeepTutorKnowledge-kb">
-          <div className="jp-DeepTutorKnowledge-name">{kb.name}</div>
-          <div className="jp-DeepTutorKnowledge-meta">
-            {typeof kb.problem === 'string'
-              ? kb.problem
-              : `${String(kb.files)} files, ${String(kb.chunks)} chunks`}
-          </div>
-        </div>
-      ))}
     </div>
   );
 }

@@ -192,3 +192,75 @@ def test_a_bad_trace_limit_is_refused_in_words(run: Any, jp_fetch: Any, home: Pa
         run(jp_fetch("deeptutor", "api", "traces", params={"limit": "lots"}))
     assert caught.value.code == 400
     assert b"whole number" in caught.value.response.body  # type: ignore[union-attr]
+
+
+def request(run: Any, jp_fetch: Any, method: str, *parts: str, body: Any = None) -> Any:
+    try:
+        response = run(
+            jp_fetch(
+                "deeptutor", "api", *parts, method=method,
+                body=None if body is None else json.dumps(body),
+                allow_nonstandard_methods=True,
+            )
+        )  # fmt: skip
+    except HTTPClientError as exc:
+        assert exc.response is not None
+        return exc.code, json.loads(exc.response.body)
+    return response.code, json.loads(response.body)
+
+
+def test_a_memory_document_is_edited_and_a_bad_edit_saves_nothing(
+    run: Any, jp_fetch: Any, home: Path
+) -> None:
+    good = "# Preferences\n\n## Style\n\n- Answers in English.\n"
+    code, body = request(run, jp_fetch, "PUT", "memory", "L3", "preferences", body={"text": good})
+    assert code == 200
+    assert "Answers in English." in MemoryStore(home).read_text("L3", "preferences")
+    assert any("Answers in English." in d["text"] for d in body["documents"])
+
+    bad = "- a bullet before any section\n"
+    code, body = request(run, jp_fetch, "PUT", "memory", "L3", "preferences", body={"text": bad})
+    assert (code, body["code"]) == (400, "invalid")
+    assert "line 1" in body["message"]
+    assert "Answers in English." in MemoryStore(home).read_text("L3", "preferences")
+
+    code, body = request(run, jp_fetch, "PUT", "memory", "L3", "secrets", body={"text": good})
+    assert code == 400 and "L3 has" in body["message"]
+
+
+def test_a_knowledge_base_is_removed_and_its_sources_stay(
+    run: Any, jp_fetch: Any, home: Path, tmp_path: Path
+) -> None:
+    from deeptutor_jupyter.knowledge.base import KnowledgeBase
+
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Eigenvalues\n\nAn eigenvalue scales its eigenvector.\n")
+    KnowledgeBase(home, "linalg").add_sources([notes])
+    assert [kb["name"] for kb in get(run, jp_fetch, "kbs")["kbs"]] == ["linalg"]
+
+    code, body = request(run, jp_fetch, "DELETE", "kbs", "linalg")
+
+    assert (code, body["kbs"]) == (200, [])
+    assert notes.exists()
+    code, body = request(run, jp_fetch, "DELETE", "kbs", "linalg")
+    assert (code, body["code"]) == (404, "unknown")
+    code, body = request(run, jp_fetch, "DELETE", "kbs", "bad name!")
+    assert (code, body["code"]) == (400, "invalid")
+
+
+@pytest.mark.parametrize(
+    ("method", "path"), [("PUT", "memory/L3/profile"), ("DELETE", "kbs/linalg")]
+)
+def test_an_unauthenticated_write_is_refused(
+    run: Any, method: str, path: str, jp_serverapp: Any, http_server_client: Any,
+    jp_base_url: str, home: Path,
+) -> None:  # fmt: skip
+    response = run(
+        http_server_client.fetch(
+            f"{jp_base_url}deeptutor/api/{path}", method=method,
+            body='{"text": "# P\\n"}' if method == "PUT" else None,
+            allow_nonstandard_methods=True, raise_error=False,
+        )
+    )  # fmt: skip
+    assert response.code == 403
+    assert MemoryStore(home).read_text("L3", "profile") == ""

@@ -13,6 +13,7 @@ import nbformat
 import pytest
 
 from deeptutor_jupyter.interaction.schema import AskUserArgs, payload
+from deeptutor_jupyter.knowledge.base import KnowledgeBase
 from deeptutor_jupyter.memory import MemoryStore
 from deeptutor_jupyter.store.db import PendingRow, Store
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
@@ -153,6 +154,9 @@ def test_the_panel_opens_and_lists_a_pending_question(lab: str, tmp_path: Path) 
     MemoryStore(tmp_path / "home").overwrite(
         "L3", "preferences", "# Preferences\n\n## Style\n\n- Short answers, then an example.\n"
     )
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Rank\n\nThe rank counts pivots.\n")
+    KnowledgeBase(tmp_path / "home", "linalg").add_sources([notes])
     write_notebook(tmp_path / "other.ipynb", "1 + 1")
     with lab_page("sidebar-pending") as page:
         open_notebook(page, lab, "other.ipynb")
@@ -176,10 +180,22 @@ def test_the_panel_opens_and_lists_a_pending_question(lab: str, tmp_path: Path) 
         memory = page.locator(".jp-DeepTutorMemory-doc", has_text="L3/preferences.md")
         memory.wait_for()
         memory_text = memory.inner_text()
+        memory.locator("button", has_text="Edit").click()
+        memory.locator("textarea").fill("# Preferences\n\n## Style\n\n- Long answers.\n")
+        memory.locator("button", has_text="Save").click()
+        page.locator(".jp-DeepTutorMemory-doc pre", has_text="Long answers.").wait_for()
         page.locator(".jp-DeepTutorPanel-tab", has_text="Knowledge").click()
+        kb = page.locator(".jp-DeepTutorKnowledge-kb", has_text="linalg")
+        kb_text = kb.inner_text()
+        page.on("dialog", lambda dialog: dialog.accept())
+        kb.locator("button", has_text="Remove").click()
         knowledge = page.locator(".jp-DeepTutorKnowledge .jp-DeepTutorPanel-empty").inner_text()
     assert "Short answers, then an example." in memory_text
+    saved = MemoryStore(tmp_path / "home").read_text("L3", "preferences")
+    assert "Long answers." in saved and "Short answers" not in saved
+    assert "1 files" in kb_text
     assert "No knowledge base yet" in knowledge
+    assert notes.exists()  # only the index went
     status = Store(tmp_path / "home" / "state.db").get_pending(row.request_id)
     assert status is not None
     if status.status == "pending":
