@@ -3,7 +3,7 @@
  * and shortcut, schema/plugin.json), and the binding to the notebook in focus.
  */
 import { ILabShell, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { ICommandPalette } from '@jupyterlab/apputils';
+import { ICommandPalette, ISessionContext, SessionContext } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { LabIcon } from '@jupyterlab/ui-components';
@@ -36,7 +36,20 @@ const plugin: JupyterFrontEndPlugin<void> = {
     palette: ICommandPalette | null,
     labShell: ILabShell | null
   ) => {
-    const panel = new TutorPanel(rendermime);
+    // With no notebook open, the panel offers a conversation in a kernel of its own.
+    const scratch = async (): Promise<ISessionContext> => {
+      const context = new SessionContext({
+        sessionManager: app.serviceManager.sessions,
+        specsManager: app.serviceManager.kernelspecs,
+        path: 'deeptutor-scratch',
+        name: 'Tutor scratch',
+        type: 'deeptutor',
+        kernelPreference: { name: 'python3', shouldStart: true, canStart: true }
+      });
+      await context.initialize();
+      return context;
+    };
+    const panel = new TutorPanel(rendermime, scratch);
     panel.title.icon = tutorIcon;
     panel.title.caption = 'Tutor';
     app.shell.add(panel, 'right', { rank: 600 });

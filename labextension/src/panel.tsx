@@ -2,7 +2,7 @@
  * The Tutor panel in the right sidebar: Chat (over the focused notebook's kernel), Pending
  * (every waiting question, through the server), Memory and Knowledge (read through the server).
  */
-import { ReactWidget } from '@jupyterlab/apputils';
+import { ISessionContext, ReactWidget } from '@jupyterlab/apputils';
 import { Message } from '@lumino/messaging';
 import { NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
@@ -22,7 +22,11 @@ const TABS: [Tab, string][] = [
 ];
 
 export class TutorPanel extends ReactWidget {
-  constructor(readonly rendermime: IRenderMimeRegistry) {
+  /** ``scratch`` starts the kernel of the conversation offered when no notebook is open. */
+  constructor(
+    readonly rendermime: IRenderMimeRegistry,
+    private readonly scratch: (() => Promise<ISessionContext>) | null = null
+  ) {
     super();
     this.id = 'deeptutor-panel';
     this.addClass('jp-DeepTutorPanel');
@@ -54,14 +58,17 @@ export class TutorPanel extends ReactWidget {
     await this._chat.ask(question);
   }
 
-  /** Follow the notebook in focus (null: none open). */
+  /** Follow the notebook in focus (null: none open, the scratch conversation if started). */
   setNotebook(notebook: NotebookPanel | null): void {
-    if (notebook === this._notebook) {
+    if (notebook === this._notebook && (notebook || this._chat === this._scratchChat)) {
       return;
     }
     this._chat?.changed.disconnect(this._onChat, this);
     this._notebook = notebook;
-    this._chat = null;
+    this._chat = notebook ? null : this._scratchChat;
+    if (this._chat) {
+      this._chat.changed.connect(this._onChat, this);
+    }
     if (notebook) {
       let chat = this._chats.get(notebook);
       if (!chat) {
@@ -77,6 +84,21 @@ export class TutorPanel extends ReactWidget {
       if (this.isVisible) {
         void chat.connect();
       }
+    }
+    this.update();
+  }
+
+  /** A conversation in a kernel of its own, for when no notebook is open. */
+  async startScratch(): Promise<void> {
+    if (!this.scratch || this._scratchChat) {
+      return;
+    }
+    const context = await this.scratch();
+    this._scratchChat = new KernelChat(context);
+    if (!this._notebook) {
+      this._chat = this._scratchChat;
+      this._chat.changed.connect(this._onChat, this);
+      await this._chat.connect();
     }
     this.update();
   }
@@ -114,7 +136,12 @@ export class TutorPanel extends ReactWidget {
         return (
           <ChatTab
             chat={this._chat}
-            notebook={this._notebook?.title.label ?? ''}
+            notebook={
+              this._notebook
+                ? `Notebook: ${this._notebook.title.label}`
+                : 'Scratch conversation, in a kernel of its own'
+            }
+            onScratch={this.scratch ? () => void this.startScratch() : null}
             rendermime={this.rendermime}
             draft={this._draft}
             onDraft={text => {
@@ -141,6 +168,7 @@ export class TutorPanel extends ReactWidget {
   private _notebook: NotebookPanel | null = null;
   private _chat: KernelChat | null = null;
   private _chats = new Map<NotebookPanel, KernelChat>();
+  private _scratchChat: KernelChat | null = null;
 }
 
 function Markdown(props: { text: string; rendermime: IRenderMimeRegistry }): React.ReactElement {
@@ -235,6 +263,7 @@ function ChatTab(props: {
   rendermime: IRenderMimeRegistry;
   draft: string;
   onDraft: (text: string) => void;
+  onScratch: (() => void) | null;
 }): React.ReactElement {
   const question = props.draft;
   const setQuestion = props.onDraft;
@@ -242,7 +271,14 @@ function ChatTab(props: {
   const { chat } = props;
   if (!chat) {
     return (
-      <div className="jp-DeepTutorPanel-empty">Open a notebook to talk to the tutor beside it.</div>
+      <div className="jp-DeepTutorPanel-empty">
+        <p>Open a notebook to talk to the tutor beside it.</p>
+        {props.onScratch ? (
+          <button className="jp-Button jp-mod-styled jp-mod-accept" onClick={props.onScratch}>
+            Start a scratch conversation
+          </button>
+        ) : null}
+      </div>
     );
   }
   const ask = () => {
@@ -259,7 +295,7 @@ function ChatTab(props: {
   return (
     <div className="jp-DeepTutorChat">
       <div className="jp-DeepTutorChat-where">
-        <span>Notebook: {props.notebook}</span>
+        <span>{props.notebook}</span>
         <select
           className="jp-DeepTutorChat-conversations"
           aria-label="Conversation"

@@ -345,6 +345,27 @@ def test_a_page_reload_brings_the_panel_back_as_it_was(
 
 
 @needs_chromium
+def test_with_no_notebook_open_a_scratch_conversation_answers(
+    lab: str, fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    fake_llm.extend([Reply(text="A scratch answer.")])
+    with lab_page("sidebar-scratch") as page:
+        page.goto(f"{lab}/lab?reset&token={TOKEN}")
+        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell", timeout=60000)
+        open_tutor(page)
+        page.locator("#deeptutor-panel button", has_text="Start a scratch conversation").click()
+        page.locator(".jp-DeepTutorChat-input textarea").fill("Anything?")
+        page.locator(".jp-DeepTutorChat-input button", has_text="Ask").click()
+        turn = page.locator(".jp-DeepTutorChat-turn[data-status='done']")
+        turn.wait_for(timeout=90000)
+        shown = turn.inner_text()
+        where = page.locator(".jp-DeepTutorChat-where").inner_text()
+    assert "A scratch answer." in shown
+    assert "Scratch conversation" in where
+    assert not list(tmp_path.glob("*.ipynb"))  # no notebook was created for it
+
+
+@needs_chromium
 def test_the_lab_bundle_benchmark_runs() -> None:
     """Smoke test of benchmarks/lab_bundle.py: it runs and prints its lines; no time asserted."""
     import subprocess
