@@ -1,9 +1,10 @@
 """How many messages the Tutor panel gets for a long answer (kernel/comm.py coalescing).
 
 A real kernel (jupyter_client) answers one question asked over the ``deeptutor`` comm, as the
-panel asks it; FakeLLMServer streams a 10,000-token answer, one token per SSE chunk. The script
-counts the comm messages that reach the panel, the content deltas the runtime emitted (from the
-store), and how many messages a second the panel had to render while the answer streamed.
+panel asks it; FakeLLMServer streams a 10,000-token answer, one token per SSE chunk (0.5 ms
+apart by default, a fast model; ``--token-delay 0`` sends them back to back). The script counts
+the comm messages that reach the panel, the content deltas the runtime emitted (from the store),
+and how many messages a second the panel had to render while the answer streamed.
 
 Usage::
 
@@ -48,11 +49,11 @@ def kernel_env(home: Path, url: str) -> dict[str, str]:
     return env
 
 
-def run(tokens: int) -> dict[str, Any]:
+def run(tokens: int, delay: float) -> dict[str, Any]:
     words = [f"t{i} " for i in range(tokens)]
     with tempfile.TemporaryDirectory() as tmp, FakeLLMServer() as server:
         home = Path(tmp)
-        server.extend([Reply(chunks=words)])
+        server.extend([Reply(chunks=words, chunk_delay=delay)])
         km = KernelManager(kernel_name="python3")
         km.start_kernel(env=kernel_env(home, server.url), cwd=tmp)
         kc = km.client()
@@ -105,11 +106,15 @@ def run(tokens: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tokens", type=int, default=10_000)
+    parser.add_argument(
+        "--token-delay", type=float, default=0.0005, help="seconds between streamed tokens"
+    )
     parser.add_argument("--quick", action="store_true", help="1,000 tokens")
     args = parser.parse_args()
     tokens = 1_000 if args.quick else args.tokens
     print("lab update-rate benchmark:")
-    r = run(tokens)
+    r = run(tokens, args.token_delay)
+    print(f"  stream: one token per SSE chunk, {args.token_delay * 1000:.2f} ms apart")
     rate = r["content_messages"] / r["span"] if r["span"] > 0 else float(r["content_messages"])
     print(f"  answer: {r['tokens']} tokens, {r['emitted']} content deltas emitted by the runtime")
     print(f"  panel received: {r['messages']} comm messages, {r['content_messages']} with content")
