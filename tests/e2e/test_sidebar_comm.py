@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
-from tests.e2e.kernel_driver import KernelDriver
+from tests.e2e.kernel_driver import KernelDriver, kernel_env
 
 pytestmark = pytest.mark.e2e
 
@@ -173,6 +174,31 @@ def test_a_new_conversation_and_switching_back(
     panel.send({"action": "switch", "conversation": "nb-not-mine"})
     refusal = panel.wait(lambda: [m for m in panel.messages() if m["type"] == "error"])[0]
     assert "No such conversation" in refusal["message"]
+
+
+def test_asking_with_no_model_configured_says_how_to_set_one_up(
+    tmp_path: Path, fake_llm: FakeLLMServer
+) -> None:
+    env = kernel_env(tmp_path, fake_llm)
+    for name in (
+        "DEEPTUTOR_PROVIDER",
+        "DEEPTUTOR_MODEL",
+        "DEEPTUTOR_BASE_URL",
+        "DEEPTUTOR_API_KEY",
+    ):
+        env.pop(name)
+    driver = KernelDriver(env, cwd=tmp_path)
+    try:
+        driver.execute("%load_ext deeptutor_jupyter")
+        panel = Panel(driver)
+        panel.send({"action": "ask", "question": "Hello?", "conversation": None})
+        refusal = panel.wait(lambda: [m for m in panel.messages() if m["type"] == "error"])[0]
+    finally:
+        driver.shutdown()
+    assert refusal["code"] == "not_started"
+    assert "no model configured" in refusal["message"]
+    assert "DEEPTUTOR_PROVIDER" in refusal["message"]
+    assert fake_llm.requests == []
 
 
 @pytest.mark.parametrize(
