@@ -25,6 +25,16 @@ __all__ = [
 ]
 
 
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where JupyterLab finds the prebuilt sidebar (built from labextension/ by the wheel)."""
+    return [{"src": "labextension", "dest": "deeptutor-jupyter"}]
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """The sidebar's API (deeptutor_jupyter/server/); enabled by jupyter-config/server-config."""
+    return [{"module": "deeptutor_jupyter.server"}]
+
+
 def load_ipython_extension(ipython: Any) -> None:
     from deeptutor_jupyter.kernel.magics import register
 

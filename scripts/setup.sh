@@ -28,3 +28,37 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -m pip install --quiet -e '.[test,lab]'
   echo "$want" > "$stamp"
 fi
+
+# The JupyterLab sidebar (labextension/, TypeScript): rebuilt only when its sources changed.
+# `pip install -e` builds it once through hatch-jupyter-builder; this keeps it current after that.
+if ! command -v npm >/dev/null 2>&1; then
+  echo "npm (Node.js 20+) is needed to build the JupyterLab sidebar: install Debian's 'nodejs' and 'npm'." >&2
+  exit 1
+fi
+lab_stamp=.venv/.deeptutor-labextension
+lab_want="$(
+  cd labextension
+  { cat package.json package-lock.json tsconfig.json; find src style schema -type f | LC_ALL=C sort | xargs cat; } \
+    | sha256sum | cut -d' ' -f1
+)"
+if [ ! -f deeptutor_jupyter/labextension/static/style.js ] || [ ! -d labextension/node_modules ] \
+  || [ ! -f "$lab_stamp" ] \
+  || [ "$(cat "$lab_stamp")" != "$lab_want" ]; then
+  echo "==> building the JupyterLab sidebar (labextension/)"
+  (
+    cd labextension
+    log="$root/.venv/labextension-build.log"
+    if ! { npm install --no-audit --no-fund --loglevel=error \
+      && PATH="$root/.venv/bin:$PATH" npm run --silent build:prod; } >"$log" 2>&1; then
+      cat "$log" >&2
+      echo "The JupyterLab sidebar did not build (log above, also in $log)." >&2
+      exit 1
+    fi
+  )
+  echo "$lab_want" > "$lab_stamp"
+fi
+# Editable installs serve the build folder itself, so a rebuild is live after a page reload.
+if [ ! -L .venv/share/jupyter/labextensions/deeptutor-jupyter ]; then
+  PATH="$root/.venv/bin:$PATH" .venv/bin/jupyter-builder develop --overwrite . >/dev/null 2>&1 \
+    || PATH="$root/.venv/bin:$PATH" .venv/bin/jupyter labextension develop --overwrite . >/dev/null
+fi

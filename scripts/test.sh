@@ -45,6 +45,13 @@ fi
 echo "==> ruff"
 .venv/bin/ruff check deeptutor_jupyter tests benchmarks
 .venv/bin/ruff format --check deeptutor_jupyter tests benchmarks
+echo "==> labextension: eslint, prettier, vitest (form rules)"
+(
+  cd labextension
+  npx --no-install eslint src
+  npx --no-install prettier --check --log-level warn "src/**/*.{ts,tsx}" "style/**/*.css"
+  npx --no-install vitest run --reporter=dot
+)
 echo "==> mypy (strict)"
 .venv/bin/mypy
 echo "==> pytest"

@@ -170,6 +170,10 @@ def test_the_hub_service_never_imports_the_kernel_side():
     offenders = [
         f"{path.relative_to(PACKAGE.parent)} imports {name}"
         for path in (PACKAGE / "hub").rglob("*.py")
+def test_the_server_extension_never_imports_the_kernel_side():
+    offenders = [
+        f"{path.relative_to(PACKAGE.parent)} imports {name}"
+        for path in (PACKAGE / "server").rglob("*.py")
         for name in imported_modules(path)
         if name.startswith(FRONTEND)
     ]
@@ -177,6 +181,7 @@ def test_the_hub_service_never_imports_the_kernel_side():
     code = (
         "import sys\n"
         "import deeptutor_jupyter.hub, deeptutor_jupyter.hub.app, deeptutor_jupyter.hub.configure\n"
+        "import deeptutor_jupyter.server, deeptutor_jupyter.server.handlers\n"
         f"bad = [m for m in sys.modules if m.startswith({FRONTEND!r})]\n"
         "assert not bad, bad\n"
     )

@@ -511,6 +511,7 @@ def register(ipython: Any) -> None:
     if keep_question_marks not in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.append(keep_question_marks)
     _registered[id(ipython)] = (magics, hooks)
+    sidebar_comm().register(ipython, lambda: current_tutor(ipython))
 
 
 def unregister(ipython: Any) -> None:
@@ -520,10 +521,18 @@ def unregister(ipython: Any) -> None:
     magics, hooks = entry
     for event, hook in hooks:
         ipython.events.unregister(event, hook)
+    sidebar_comm().unregister(ipython)
     if keep_question_marks in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(keep_question_marks)
     for turn in magics.state.session.running_turns():
         turn.cancel("The extension was unloaded.")
+
+
+def sidebar_comm() -> Any:
+    """The sidebar's comm (kernel/comm.py); imported here, not at module load."""
+    from deeptutor_jupyter.kernel import comm
+
+    return comm
 
 
 def current_tutor(ipython: Any = None) -> KernelTutor | None:

@@ -252,6 +252,11 @@ class Store:
         )
         return rows[0][0] if rows else None
 
+    def notebook_of(self, session_id: str) -> str | None:
+        """The notebook a session belongs to (the sidebar says where a question waits)."""
+        rows = self._query("SELECT notebook FROM sessions WHERE id = ?", (session_id,))
+        return str(rows[0][0]) if rows else None
+
     # turns -------------------------------------------------------------------------------
     def record_turn_start(
         self,

@@ -1,3 +1,5 @@
-"""The lab and fake_llm fixtures of tests/ui/test_lab.py, for every UI test module."""
+"""The JupyterLab and fake-LLM fixtures of tests/ui/test_lab.py, shared with the sidebar tests."""
 
-from tests.ui.test_lab import fake_llm, lab  # noqa: F401
+from tests.ui.test_lab import fake_llm, lab
+
+__all__ = ["fake_llm", "lab"]

@@ -1,0 +1,418 @@
+"""The kernel end of the sidebar's comm (target ``deeptutor``; the panel end is
+labextension/src/chat.ts, the protocol is in docs/sidebar.md).
+
+The panel gets no loop of its own: ``ask`` starts a turn on the same path as ``%tutor``, and
+the panel renders that turn's events. Each call into the runtime is one small adapter function
+(``_start``, ``_stop``, ``_answer``, ``_live_log``, ``_saved_events``, ``_turn_summaries``) so
+that moving to the runtime's ``TutorSession`` touches only those.
+
+Content deltas are coalesced: a long answer reaches the panel as a few messages per second,
+never one per token. This module is imported on the first comm open, not at ``%load_ext``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.kernel.tutor import KernelTutor
+    from deeptutor_jupyter.runtime.events import Event, EventLog
+
+log = logging.getLogger(__name__)
+
+TARGET = "deeptutor"
+FLUSH_SECONDS = 0.25  # at most ~4 content messages a second per turn
+STREAMED = ("content", "thinking")
+
+Send = Callable[[dict[str, Any]], None]
+Wire = dict[str, Any]
+
+
+def register(ipython: Any, tutor_of: Callable[[], KernelTutor | None]) -> bool:
+    """Register the comm target on the kernel; False in a terminal IPython (no kernel).
+
+    Called from ``%load_ext`` on the kernel's main loop, which every comm handler then runs on:
+    comm messages may arrive on another thread (a subshell), and the tutor's state (opening the
+    store, starting turns, timers) belongs to the loop, like the magic's.
+    """
+    manager = getattr(getattr(ipython, "kernel", None), "comm_manager", None)
+    if manager is None:
+        return False
+    try:
+        loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+
+    def on_open(comm: Any, msg: dict[str, Any]) -> None:
+        channel = Channel(comm, tutor_of, on_loop(loop))
+        channel.run(channel.start)
+
+    manager.register_target(TARGET, on_open)
+    return True
+
+
+def on_loop(loop: asyncio.AbstractEventLoop | None) -> Callable[[Callable[[], None]], None]:
+    """Run a callable on ``loop``: at once when already there, else posted thread-safely."""
+
+    def run(fn: Callable[[], None]) -> None:
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if loop is None or here is loop:
+            fn()
+        else:
+            loop.call_soon_threadsafe(fn)
+
+    return run
+
+
+def unregister(ipython: Any) -> None:
+    manager = getattr(getattr(ipython, "kernel", None), "comm_manager", None)
+    if manager is not None:
+        manager.unregister_target(TARGET, manager.targets.get(TARGET))
+
+
+def wire_event(event: Event) -> Wire:
+    """``{"type": "event", "event": {type, seq, turn_id, **data}}``."""
+    return {
+        "type": "event",
+        "event": {**event.data, "type": event.type, "seq": event.seq, "turn_id": event.turn_id},
+    }
+
+
+def coalesce(events: Iterable[Wire]) -> list[Wire]:
+    """Merge runs of content (or thinking) events of one turn into one event with the last seq.
+
+    Used for replays; live events go through ``Coalescer``, which does the same over time.
+    """
+    out: list[Wire] = []
+    for message in events:
+        event = message["event"]
+        last = out[-1]["event"] if out else None
+        if (
+            last is not None
+            and event["type"] in STREAMED
+            and last["type"] == event["type"]
+            and last["turn_id"] == event["turn_id"]
+        ):
+            out[-1] = {
+                "type": "event",
+                "event": {**last, "text": last["text"] + event["text"], "seq": event["seq"]},
+            }
+        else:
+            out.append(message)
+    return out
+
+
+class Coalescer:
+    """Forwards one turn's events; holds content deltas back for ``FLUSH_SECONDS``."""
+
+    def __init__(self, send: Send, loop: asyncio.AbstractEventLoop) -> None:
+        self.send = send
+        self.loop = loop
+        self.held: list[Wire] = []
+        self.timer: asyncio.TimerHandle | None = None
+
+    def __call__(self, event: Event) -> None:
+        message = wire_event(event)
+        if event.type in STREAMED:
+            self.held.append(message)
+            if self.timer is None:
+                self.timer = self.loop.call_later(FLUSH_SECONDS, self.flush)
+            return
+        self.flush()  # everything before this event first, in order
+        self.send(message)
+
+    def flush(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        held, self.held = self.held, []
+        for message in coalesce(held):
+            self.send(message)
+
+
+class Channel:
+    """One open comm: the panel of one notebook in one browser tab."""
+
+    def __init__(
+        self,
+        comm: Any,
+        tutor_of: Callable[[], KernelTutor | None],
+        run: Callable[[Callable[[], None]], None] | None = None,
+    ) -> None:
+        self.comm = comm
+        self.tutor_of = tutor_of
+        self.run = run or (lambda fn: fn())
+        self.subscriptions: dict[str, tuple[EventLog, Callable[[Event], None]]] = {}
+        self.closed = False
+
+    def start(self) -> None:
+        self.comm.on_msg(lambda msg: self.run(lambda: self.on_msg(msg)))
+        self.comm.on_close(lambda msg: self.run(lambda: self.on_close(msg)))
+        tutor = self.tutor_of()
+        if tutor is not None:
+            _open(tutor)
+            self.send(_turn_summaries(tutor))
+
+    def send(self, message: Wire) -> None:
+        if not self.closed:
+            self.comm.send(message)
+
+    def refuse(self, action: str, message: str, code: str = "error") -> None:
+        self.send({"type": "error", "action": action, "message": message, "code": code})
+
+    def on_close(self, msg: Any = None) -> None:
+        self.closed = True
+        for turn_log, forward in self.subscriptions.values():
+            turn_log.unsubscribe(forward)
+        self.subscriptions.clear()
+
+    def on_msg(self, msg: dict[str, Any]) -> None:
+        data = msg.get("content", {}).get("data")
+        action = data.get("action") if isinstance(data, dict) else None
+        handler = {
+            "ask": self.ask,
+            "stop": self.stop,
+            "answer": self.answer,
+            "subscribe": self.subscribe,
+            "new": self.new,
+            "switch": self.switch,
+        }.get(str(action))
+        if handler is None or not isinstance(data, dict):
+            self.refuse(
+                str(action),
+                f"Unknown action {action!r}: ask, stop, answer, subscribe, new or switch.",
+            )
+            return
+        tutor = self.tutor_of()
+        if tutor is None:
+            self.refuse(str(action), "The tutor extension was unloaded from this kernel.")
+            return
+        try:
+            handler(tutor, data)
+        except Exception as exc:  # the panel must hear about it; the kernel must not die of it
+            log.exception("sidebar action %s failed", action)
+            self.refuse(str(action), f"{type(exc).__name__}: {exc}")
+
+    # actions ---------------------------------------------------------------------------------
+    def ask(self, tutor: KernelTutor, data: dict[str, Any]) -> None:
+        question = data.get("question")
+        if not isinstance(question, str) or not question.strip():
+            self.refuse("ask", "Type a question first.")
+            return
+        conversation = data.get("conversation")
+        if conversation not in (None, "", tutor.session.session_id):
+            self.refuse("ask", "Only this notebook's current conversation can be continued here.")
+            return
+        started = _start(tutor, question.strip())
+        if isinstance(started, str):
+            self.refuse("ask", started, "not_started")
+            return
+        self.send(_turn_summaries(tutor))
+        self.follow(tutor, started, 0)
+
+    def stop(self, tutor: KernelTutor, data: dict[str, Any]) -> None:
+        if not _stop(tutor, str(data.get("turn_id", ""))):
+            self.refuse("stop", "That turn is not running in this kernel.", "unknown")
+
+    def answer(self, tutor: KernelTutor, data: dict[str, Any]) -> None:
+        from deeptutor_jupyter.interaction.coordinator import InteractionError
+
+        selections = data.get("selections") or []
+        if not isinstance(selections, list) or not all(isinstance(s, str) for s in selections):
+            self.refuse("answer", "selections must be a list of option ids.", "invalid")
+            return
+        try:
+            result = _answer(
+                tutor,
+                str(data.get("session_id", "")),
+                str(data.get("request_id", "")),
+                selections,
+                str(data.get("custom_input") or ""),
+                bool(data.get("cancelled", False)),
+            )
+        except InteractionError as exc:
+            self.refuse("answer", str(exc), exc.code)
+            return
+        self.send({"type": "answered", "request_id": data.get("request_id"), "result": result})
+
+    def subscribe(self, tutor: KernelTutor, data: dict[str, Any]) -> None:
+        turn_id = str(data.get("turn_id", ""))
+        after = data.get("after_seq", 0)
+        after_seq = after if isinstance(after, int) and after >= 0 else 0
+        if turn_id in self.subscriptions:
+            return  # already streaming to this panel; a second stream would repeat coalesced text
+        live = _live_log(tutor, turn_id)
+        if live is not None:
+            self.follow(tutor, live, after_seq)
+            return
+        events = _saved_events(tutor, turn_id, after_seq)
+        if events is None:
+            self.refuse("subscribe", f"No turn {turn_id!r} in this notebook.", "unknown")
+            return
+        for message in coalesce(events):
+            self.send(message)
+
+    def new(self, tutor: KernelTutor, data: dict[str, Any]) -> None:
+        _new_conversation(tutor)
+        self.send(_turn_summaries(tutor))
+
+    def switch(self, tutor: KernelTutor, data: dict[str, Any]) -> None:
+        if not _switch_conversation(tutor, str(data.get("conversation", ""))):
+            self.refuse("switch", "No such conversation in this notebook.", "unknown")
+            return
+        self.send(_turn_summaries(tutor))
+
+    def follow(self, tutor: KernelTutor, turn_log: EventLog, after_seq: int) -> None:
+        """Forward a live turn's events after ``after_seq``, then follow it until it is done;
+        then the turn list again (the finished turn now counts in its conversation)."""
+        old = self.subscriptions.pop(turn_log.turn_id, None)
+        if old is not None:
+            old[0].unsubscribe(old[1])
+        coalescer = Coalescer(self.send, asyncio.get_running_loop())
+
+        def forward(event: Event) -> None:
+            coalescer(event)
+            if event.type == "done":
+                turn_log.unsubscribe(forward)
+                self.subscriptions.pop(turn_log.turn_id, None)
+                self.send(_turn_summaries(tutor))
+
+        self.subscriptions[turn_log.turn_id] = (turn_log, forward)
+        turn_log.subscribe(forward, after_seq)
+
+
+# adapters: the only calls into the runtime (runtime/session.py) ----------------------------------
+PANEL = "the Tutor panel"
+
+
+def _start(tutor: KernelTutor, question: str) -> EventLog | str:
+    """Ask the notebook's session, as a cell would; the log to follow, or why it did not start.
+
+    The turn belongs to no cell: it neither replaces a cell's running turn nor shows a widget.
+    """
+    from deeptutor_jupyter.runtime.plan import PlanError
+    from deeptutor_jupyter.runtime.session import AskOptions
+
+    session = tutor.session
+    resolved = session.resolve({})
+    if not resolved.ready:
+        return (
+            "The tutor has no model configured yet. Run %tutor config in a cell, or set "
+            "DEEPTUTOR_PROVIDER, DEEPTUTOR_MODEL and the provider's API key."
+        )
+    place = {"notebook": Path(session.notebook).name, "cell": PANEL}
+    try:
+        turn = session.ask(question, resolved, AskOptions(place=place))
+    except PlanError as exc:
+        return str(exc)
+    return turn.log
+
+
+def _open(tutor: KernelTutor) -> None:
+    """Open the notebook's store on connect, so the panel shows the conversation so far."""
+    session = tutor.session
+    if session.store is None:
+        try:
+            session.open(session.resolve({}))
+        except Exception:  # an unreadable store is reported by the first turn, in words
+            log.warning("the sidebar could not open the tutor's store", exc_info=True)
+
+
+def _stop(tutor: KernelTutor, turn_id: str) -> bool:
+    return tutor.session.stop(turn_id, "Stopped from the Tutor panel.")
+
+
+def _answer(
+    tutor: KernelTutor,
+    session_id: str,
+    request_id: str,
+    selections: list[str],
+    custom_input: str,
+    cancelled: bool,
+) -> dict[str, Any]:
+    if tutor.session.coordinator is None:
+        from deeptutor_jupyter.interaction.coordinator import UnknownRequest
+
+        raise UnknownRequest(f"There is no question with id {request_id!r}.")
+    return tutor.session.submit(session_id, request_id, selections, custom_input, cancelled)
+
+
+def _live_log(tutor: KernelTutor, turn_id: str) -> EventLog | None:
+    turn = tutor.session.turn_of(turn_id)
+    if turn is not None and turn.task is not None and not turn.task.done():
+        return turn.log
+    return None
+
+
+def _saved_events(tutor: KernelTutor, turn_id: str, after_seq: int) -> list[Wire] | None:
+    """A finished turn of this notebook, from the store; None if it is not this notebook's."""
+    store, notebook = tutor.session.store, tutor.session.notebook
+    if store is None:
+        return None
+    row = store.get_turn(turn_id)
+    if row is None or row.session_id not in store.sessions_of(notebook):
+        return None
+    return [
+        {"type": "event", "event": {**data, "type": kind, "seq": seq, "turn_id": turn_id}}
+        for seq, kind, data in store.events(turn_id, after_seq)
+    ]
+
+
+def _new_conversation(tutor: KernelTutor) -> None:
+    """A fresh conversation for the notebook; its next ``%tutor`` cell continues it too."""
+    _open(tutor)
+    tutor.session.new_conversation()
+
+
+def _switch_conversation(tutor: KernelTutor, session_id: str) -> bool:
+    _open(tutor)
+    session = tutor.session
+    if session.store is None or session_id not in session.store.sessions_of(session.notebook):
+        return False
+    session.session_id = session_id
+    session.history = session.store.history(session_id)
+    return True
+
+
+def _conversations(tutor: KernelTutor) -> list[Wire]:
+    """The notebook's conversations that have turns, oldest first, named by their first question."""
+    store = tutor.session.store
+    if store is None:
+        return []
+    out = []
+    for session_id in store.sessions_of(tutor.session.notebook):
+        rows = store.turns(session_id)
+        if rows:
+            out.append(
+                {"id": session_id, "title": rows[0].question[:80], "turns": len(rows),
+                 "started_at": rows[0].created_at}
+            )  # fmt: skip
+    return sorted(out, key=lambda c: c["started_at"])
+
+
+def _turn_summaries(tutor: KernelTutor) -> Wire:
+    """The turns of the notebook's current conversation, oldest first, with their last seq."""
+    session = tutor.session
+    turns: list[Wire] = []
+    if session.store is not None and session.session_id:
+        for row in session.store.turns(session.session_id):
+            live = _live_log(tutor, row.id)
+            last = live.last_seq if live is not None else session.store.last_seq(row.id)
+            status = "running" if live is not None else row.status
+            turns.append(
+                {"turn_id": row.id, "question": row.question, "status": status, "last_seq": last}
+            )
+    return {
+        "type": "turns",
+        "session_id": session.session_id,
+        "notebook": session.notebook,
+        "turns": turns,
+        "conversations": _conversations(tutor),
+    }

@@ -1,0 +1,211 @@
+"""HTTP handlers of the sidebar API: ``/deeptutor/api/{pending,memory,kbs,traces}``.
+
+Every handler requires an authenticated and authorized user (``@tornado.web.authenticated`` and
+``@authorized`` with the ``deeptutor`` resource); jupyter_server's ``APIHandler`` checks XSRF on
+every request that is not token-authenticated. Bodies and answers are JSON; a refused answer
+says why in words and with the coordinator's ``code`` (unknown, foreign_session, duplicate,
+expired, invalid, not_resumable), and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tornado.web
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.utils import url_path_join
+
+from deeptutor_jupyter.config import resolve_settings
+from deeptutor_jupyter.interaction.audit import AuditLog
+from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator, InteractionError
+from deeptutor_jupyter.server.reads import (
+    kb_list,
+    memory_documents,
+    pending_questions,
+    remove_knowledge_base,
+    save_memory_document,
+    traces,
+)
+from deeptutor_jupyter.store.db import Store
+
+API = "deeptutor/api"
+# The HTTP status of each refusal; the body carries the code and the coordinator's words.
+STATUS_OF_CODE = {
+    "unknown": 404,
+    "foreign_session": 403,
+    "duplicate": 409,
+    "expired": 410,
+    "invalid": 400,
+    "not_resumable": 409,
+}
+
+
+@dataclass
+class Learner:
+    """The learner's store and coordinator, opened once per ``$DEEPTUTOR_HOME``."""
+
+    home: Path
+    store: Store
+    coordinator: InteractionCoordinator
+
+
+_learners: dict[Path, Learner] = {}
+_lock = threading.Lock()
+
+
+def learner() -> Learner:
+    """Settings are read per request (cheap), so a changed home is picked up without restart."""
+    settings = resolve_settings().settings
+    home = settings.home
+    with _lock:
+        found = _learners.get(home)
+        if found is None:
+            store = Store(home / "state.db")
+            coordinator = InteractionCoordinator(
+                store,
+                AuditLog(home / "audit" / "interactions.jsonl"),
+                # Directory answers are checked against the folder the server serves.
+                workspace=Path.cwd(),
+                expiry_seconds=settings.ask_timeout_hours * 3600,
+            )
+            found = _learners[home] = Learner(home, store, coordinator)
+        return found
+
+
+class TutorHandler(APIHandler):
+    auth_resource = "deeptutor"
+
+    def reply(self, body: dict[str, Any], status: int = 200) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(body, ensure_ascii=False))
+
+    def refuse(self, status: int, code: str, message: str) -> None:
+        self.reply({"code": code, "message": message}, status)
+
+
+class PendingHandler(TutorHandler):
+    @tornado.web.authenticated
+    @authorized
+    def get(self) -> None:
+        who = learner()
+        self.reply({"pending": pending_questions(who.store, who.coordinator)})
+
+
+class AnswerHandler(TutorHandler):
+    @tornado.web.authenticated
+    @authorized
+    def post(self, request_id: str) -> None:
+        try:
+            body = json.loads(self.request.body or b"{}")
+        except ValueError:
+            return self.refuse(400, "bad_request", "The answer is not valid JSON.")
+        problem = _answer_problem(body)
+        if problem:
+            return self.refuse(400, "bad_request", problem)
+        who = learner()
+        try:
+            result = who.coordinator.submit(
+                body["session_id"],
+                request_id,
+                list(body.get("selections") or []),
+                str(body.get("custom_input") or ""),
+                bool(body.get("cancelled", False)),
+            )
+        except InteractionError as exc:
+            return self.refuse(STATUS_OF_CODE.get(exc.code, 400), exc.code, str(exc))
+        self.reply({"result": result})
+
+
+def _answer_problem(body: Any) -> str | None:
+    if not isinstance(body, dict):
+        return "The answer must be a JSON object."
+    if not isinstance(body.get("session_id"), str) or not body["session_id"]:
+        return "The answer needs the question's session_id."
+    selections = body.get("selections", [])
+    if not isinstance(selections, list) or not all(isinstance(s, str) for s in selections):
+        return "selections must be a list of option ids."
+    if not isinstance(body.get("custom_input", ""), str):
+        return "custom_input must be text."
+    if not isinstance(body.get("cancelled", False), bool):
+        return "cancelled must be true or false."
+    return None
+
+
+class MemoryHandler(TutorHandler):
+    @tornado.web.authenticated
+    @authorized
+    def get(self) -> None:
+        self.reply({"documents": memory_documents(learner().home)})
+
+
+class MemoryDocumentHandler(TutorHandler):
+    """``PUT memory/<layer>/<key>``: a human's edit of one document, checked before it is saved."""
+
+    @tornado.web.authenticated
+    @authorized
+    def put(self, layer: str, key: str) -> None:
+        try:
+            body = json.loads(self.request.body or b"{}")
+        except ValueError:
+            return self.refuse(400, "bad_request", "The document is not valid JSON.")
+        if not isinstance(body, dict) or not isinstance(body.get("text"), str):
+            return self.refuse(400, "bad_request", 'Send the document as {"text": "..."}.')
+        try:
+            save_memory_document(learner().home, layer, key, body["text"])
+        except ValueError as exc:  # DocumentError is one: the text says which line and why
+            return self.refuse(400, "invalid", str(exc))
+        self.reply({"documents": memory_documents(learner().home)})
+
+
+class KnowledgeHandler(TutorHandler):
+    @tornado.web.authenticated
+    @authorized
+    def get(self) -> None:
+        self.reply({"kbs": kb_list(learner().home)})
+
+
+class KnowledgeBaseHandler(TutorHandler):
+    """``DELETE kbs/<name>``: remove a knowledge base (its index; never the source files)."""
+
+    @tornado.web.authenticated
+    @authorized
+    def delete(self, name: str) -> None:
+        try:
+            remove_knowledge_base(learner().home, name)
+        except LookupError as exc:  # KnowledgeBaseNotFound
+            return self.refuse(404, "unknown", str(exc))
+        except ValueError as exc:
+            return self.refuse(400, "invalid", str(exc))
+        self.reply({"kbs": kb_list(learner().home)})
+
+
+class TracesHandler(TutorHandler):
+    @tornado.web.authenticated
+    @authorized
+    def get(self) -> None:
+        raw = self.get_argument("limit", "50")
+        if not raw.isdigit() or not 0 < int(raw) <= 1000:
+            return self.refuse(400, "bad_request", "limit must be a whole number from 1 to 1000.")
+        self.reply({"traces": traces(learner().home, int(raw))})
+
+
+def setup_handlers(web_app: Any) -> None:
+    base = url_path_join(web_app.settings["base_url"], API)
+    web_app.add_handlers(
+        ".*$",
+        [
+            (url_path_join(base, "pending"), PendingHandler),
+            (url_path_join(base, r"pending/([A-Za-z0-9_\-]+)"), AnswerHandler),
+            (url_path_join(base, "memory"), MemoryHandler),
+            (url_path_join(base, r"memory/(L2|L3)/([a-z][a-z0-9_-]{0,31})"), MemoryDocumentHandler),
+            (url_path_join(base, "kbs"), KnowledgeHandler),
+            (url_path_join(base, r"kbs/([^/]+)"), KnowledgeBaseHandler),
+            (url_path_join(base, "traces"), TracesHandler),
+        ],
+    )

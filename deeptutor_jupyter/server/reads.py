@@ -1,0 +1,75 @@
+"""What the sidebar reads across notebooks, as plain JSON-ready dicts.
+
+Kept apart from the handlers so each read is a function of the learner's files that a test can
+call without a server.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
+from deeptutor_jupyter.knowledge.base import list_kbs, remove_kb
+from deeptutor_jupyter.memory.store import L3_KEYS, MemoryStore
+from deeptutor_jupyter.memory.trace import SURFACE_RE
+from deeptutor_jupyter.store.db import Store
+
+
+def pending_questions(store: Store, coordinator: InteractionCoordinator) -> list[dict[str, Any]]:
+    """Every waiting question of the learner, oldest first, with the notebook it waits in.
+
+    ``resumable`` is the reference's flag: False only when no process can continue the turn;
+    the sidebar then shows the not-resumable notice instead of a form.
+    """
+    rows = coordinator.expire_stale(store.pending_for(None))
+    notebooks: dict[str, str] = {}
+    out = []
+    for row in rows:
+        if row.session_id not in notebooks:
+            notebooks[row.session_id] = store.notebook_of(row.session_id) or ""
+        out.append(
+            {
+                **row.payload,
+                "status": row.status,
+                "turnId": row.turn_id,
+                "createdAt": row.created_at,
+                "notebook": notebooks[row.session_id],
+                "resumable": bool(row.payload.get("resumable", True)),
+            }
+        )
+    return out
+
+
+def memory_documents(home: Path) -> list[dict[str, Any]]:
+    """The L3 documents (fixed keys) and every L2 document on disk, with their Markdown."""
+    memory = MemoryStore(home)
+    docs = [("L3", key) for key in L3_KEYS]
+    l2 = memory.root / "L2"
+    if l2.is_dir():
+        docs += [("L2", p.stem) for p in sorted(l2.glob("*.md")) if SURFACE_RE.match(p.stem)]
+    out = []
+    for layer, key in docs:
+        text = memory.read_text(layer, key)
+        out.append({"layer": layer, "key": key, "text": text, "empty": not text.strip()})
+    return out
+
+
+def save_memory_document(home: Path, layer: str, key: str, text: str) -> None:
+    """A human's edit; ``DocumentError`` (a ValueError) names the bad line, nothing is saved."""
+    MemoryStore(home).overwrite(layer, key, text)
+
+
+def kb_list(home: Path) -> list[dict[str, Any]]:
+    return list_kbs(home)
+
+
+def remove_knowledge_base(home: Path, name: str) -> None:
+    """``KnowledgeBaseNotFound`` (a LookupError) when there is none; ValueError for a bad name."""
+    remove_kb(home, name)
+
+
+def traces(home: Path, limit: int) -> list[dict[str, Any]]:
+    """The newest ``limit`` L1 traces, newest first."""
+    records = MemoryStore(home).traces()
+    return [r.model_dump(mode="json") for r in reversed(records[-limit:])]

@@ -1,0 +1,104 @@
+/**
+ * Requests to the server extension (deeptutor_jupyter/server/handlers.py) under
+ * `/deeptutor/api/`. ServerConnection adds the token and the XSRF header the handlers require.
+ */
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+
+import { PendingQuestion, Submission } from './protocol';
+
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly code: string
+  ) {
+    super(message);
+  }
+}
+
+async function request<T>(path: string, init: RequestInit = {}): Promise<T> {
+  const settings = ServerConnection.makeSettings();
+  const url = URLExt.join(settings.baseUrl, 'deeptutor', 'api', path);
+  let response: Response;
+  try {
+    response = await ServerConnection.makeRequest(url, init, settings);
+  } catch (error) {
+    throw new ApiError(`The Jupyter server did not answer: ${String(error)}`, 0, 'network');
+  }
+  let body: Record<string, unknown> = {};
+  try {
+    body = await response.json();
+  } catch {
+    // an empty or non-JSON body: the status says enough
+  }
+  if (!response.ok) {
+    const message =
+      typeof body.message === 'string' ? body.message : `The server refused (${response.status}).`;
+    const code = typeof body.code === 'string' ? body.code : 'http';
+    throw new ApiError(message, response.status, code);
+  }
+  return body as T;
+}
+
+export async function fetchPending(): Promise<PendingQuestion[]> {
+  return (await request<{ pending: PendingQuestion[] }>('pending')).pending;
+}
+
+export async function answerPending(
+  question: PendingQuestion,
+  answer: Submission
+): Promise<Record<string, unknown>> {
+  const body = {
+    session_id: question.sessionId,
+    selections: answer.selections,
+    custom_input: answer.customInput,
+    cancelled: answer.cancelled
+  };
+  const path = `pending/${encodeURIComponent(question.id)}`;
+  const reply = await request<{ result: Record<string, unknown> }>(path, {
+    method: 'POST',
+    body: JSON.stringify(body)
+  });
+  return reply.result;
+}
+
+export interface MemoryDocument {
+  layer: string;
+  key: string;
+  text: string;
+  empty: boolean;
+}
+
+export async function fetchMemory(): Promise<MemoryDocument[]> {
+  return (await request<{ documents: MemoryDocument[] }>('memory')).documents;
+}
+
+/** Save a human's edit of one memory document; refused in words if it does not parse. */
+export async function saveMemory(
+  layer: string,
+  key: string,
+  text: string
+): Promise<MemoryDocument[]> {
+  const path = `memory/${encodeURIComponent(layer)}/${encodeURIComponent(key)}`;
+  const reply = await request<{ documents: MemoryDocument[] }>(path, {
+    method: 'PUT',
+    body: JSON.stringify({ text })
+  });
+  return reply.documents;
+}
+
+export interface KnowledgeBaseInfo {
+  name: string;
+  [key: string]: unknown;
+}
+
+export async function fetchKnowledgeBases(): Promise<KnowledgeBaseInfo[]> {
+  return (await request<{ kbs: KnowledgeBaseInfo[] }>('kbs')).kbs;
+}
+
+/** Remove a knowledge base's index (the source files stay). */
+export async function removeKnowledgeBase(name: string): Promise<KnowledgeBaseInfo[]> {
+  const path = `kbs/${encodeURIComponent(name)}`;
+  return (await request<{ kbs: KnowledgeBaseInfo[] }>(path, { method: 'DELETE' })).kbs;
+}

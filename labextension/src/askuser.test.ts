@@ -1,0 +1,178 @@
+import { describe, expect, it } from 'vitest';
+
+import {
+  answerProblem,
+  buildSubmission,
+  cardKind,
+  controlOf,
+  receiptOf,
+  showsCustomField,
+  submitLabelOf,
+  toInputRequest,
+  toggleSelection
+} from './askuser';
+import { ASK_MODES, AskMode, InputRequest } from './protocol';
+
+const options = [
+  { id: 'safe', label: 'Analyse first', recommended: true },
+  { id: 'fast', label: 'Just do it' }
+];
+
+function request(mode: AskMode, extra: Record<string, unknown> = {}): InputRequest {
+  const needsOptions = mode === 'single' || mode === 'multiple' || mode === 'toggle';
+  const req = toInputRequest({
+    id: 'ask_1',
+    toolCallId: 'call_1',
+    title: 'Which way?',
+    mode,
+    options: needsOptions ? options : [],
+    ...extra
+  });
+  if (!req) {
+    throw new Error(`not a request: ${mode}`);
+  }
+  return req;
+}
+
+describe('minimal field check', () => {
+  it('accepts the reference example', () => {
+    const req = request('single');
+    expect(req.options?.[0]).toEqual({
+      id: 'safe',
+      label: 'Analyse first',
+      description: '',
+      recommended: true
+    });
+    expect(req.resumable).toBe(true);
+  });
+
+  it.each(['id', 'toolCallId', 'title', 'mode'])('refuses a request without %s', field => {
+    const data: Record<string, unknown> = {
+      id: 'ask_1',
+      toolCallId: 'call_1',
+      title: 'Which way?',
+      mode: 'text'
+    };
+    delete data[field];
+    expect(toInputRequest(data)).toBeNull();
+    expect(toInputRequest({ ...data, [field]: 7 })).toBeNull();
+  });
+
+  it('refuses an unknown mode and a choice mode without usable options', () => {
+    const base = { id: 'a', toolCallId: 'c', title: 't' };
+    expect(toInputRequest({ ...base, mode: 'slider' })).toBeNull();
+    expect(toInputRequest({ ...base, mode: 'single', options: [] })).toBeNull();
+    expect(toInputRequest({ ...base, mode: 'toggle', options: [{ id: 'x' }] })).toBeNull();
+    expect(toInputRequest(null)).toBeNull();
+    expect(toInputRequest('user_input_required')).toBeNull();
+  });
+
+  it('drops malformed options but keeps the good ones', () => {
+    const req = toInputRequest({
+      id: 'a',
+      toolCallId: 'c',
+      title: 't',
+      mode: 'multiple',
+      options: [{ id: 'ok', label: 'OK' }, { label: 'no id' }, 'x']
+    });
+    expect(req?.options?.map(o => o.id)).toEqual(['ok']);
+  });
+});
+
+describe('one control per mode', () => {
+  it('maps all seven modes', () => {
+    expect(ASK_MODES.map(controlOf)).toEqual([
+      'radio',
+      'checkbox',
+      'text',
+      'number',
+      'date',
+      'directory',
+      'toggle'
+    ]);
+  });
+
+  it('single keeps only one selection, multiple and toggle keep several', () => {
+    expect(toggleSelection(request('single'), ['safe'], 'fast', true)).toEqual(['fast']);
+    expect(toggleSelection(request('single'), ['safe'], 'safe', false)).toEqual([]);
+    expect(toggleSelection(request('multiple'), ['safe'], 'fast', true)).toEqual(['safe', 'fast']);
+    expect(toggleSelection(request('toggle'), ['safe', 'fast'], 'safe', false)).toEqual(['fast']);
+  });
+});
+
+describe('allowCustom and submitLabel', () => {
+  it('adds the other field to choice modes only', () => {
+    for (const mode of ['single', 'multiple', 'toggle'] as AskMode[]) {
+      expect(showsCustomField(request(mode, { allowCustom: true }))).toBe(true);
+      expect(showsCustomField(request(mode))).toBe(false);
+    }
+    for (const mode of ['text', 'number', 'date', 'directory'] as AskMode[]) {
+      expect(showsCustomField(request(mode, { allowCustom: true }))).toBe(false);
+    }
+  });
+
+  it('uses submitLabel when given', () => {
+    expect(submitLabelOf(request('text', { submitLabel: 'Continue' }), 'Submit')).toBe('Continue');
+    expect(submitLabelOf(request('text', { submitLabel: '  ' }), 'Submit')).toBe('Submit');
+    expect(submitLabelOf(request('text'), 'Submit')).toBe('Submit');
+  });
+});
+
+describe('answers', () => {
+  it('single and toggle need a choice; multiple may be empty', () => {
+    expect(answerProblem(request('single'), [], '')).toBe('Choose at least one option.');
+    expect(answerProblem(request('toggle'), [], '')).toBe('Choose at least one option.');
+    expect(answerProblem(request('single'), ['safe', 'fast'], '')).toBe('Choose one option.');
+    expect(answerProblem(request('multiple'), [], '')).toBeNull();
+    expect(answerProblem(request('single'), ['nope'], '')).toBe('Not an option of this question.');
+  });
+
+  it('free text on a choice needs allowCustom', () => {
+    expect(answerProblem(request('single'), [], 'mine')).toMatch(/free-text/);
+    expect(answerProblem(request('single', { allowCustom: true }), [], 'mine')).toBeNull();
+  });
+
+  it('checks text, number, date and directory like the kernel', () => {
+    expect(answerProblem(request('text'), [], '   ')).toBe('Please type an answer.');
+    expect(answerProblem(request('number'), [], '3.5')).toBeNull();
+    expect(answerProblem(request('number'), [], 'three')).toMatch(/not a number/);
+    expect(answerProblem(request('number'), [], 'Infinity')).toMatch(/not a number/);
+    expect(answerProblem(request('date'), [], '2026-02-28')).toBeNull();
+    expect(answerProblem(request('date'), [], '2026-02-30')).toMatch(/ISO/);
+    expect(answerProblem(request('date'), [], '20260102')).toMatch(/ISO/);
+    expect(answerProblem(request('directory'), [], 'data/raw')).toBeNull();
+    expect(answerProblem(request('directory'), [], '../elsewhere')).toMatch(/inside/);
+    expect(answerProblem(request('directory'), [], '/etc')).toMatch(/inside/);
+    expect(answerProblem(request('text'), ['safe'], 'x')).toMatch(/option/);
+  });
+
+  it('builds the submission the kernel expects, or says why not', () => {
+    expect(buildSubmission(request('text'), [], '  hello ')).toEqual({
+      selections: [],
+      customInput: 'hello',
+      cancelled: false
+    });
+    expect(buildSubmission(request('multiple'), ['fast'], '')).toEqual({
+      selections: ['fast'],
+      customInput: '',
+      cancelled: false
+    });
+    expect(() => buildSubmission(request('single'), [], '')).toThrow('Choose at least one option.');
+  });
+});
+
+describe('resumable and receipts', () => {
+  it('shows only the notice when the question cannot resume', () => {
+    expect(cardKind(request('single', { resumable: false }))).toBe('not_resumable');
+    expect(cardKind(request('single'))).toBe('form');
+  });
+
+  it('writes answered, cancelled and expired receipts', () => {
+    const req = request('multiple', { allowCustom: true });
+    expect(receiptOf(req, { selections: ['safe'], customInput: 'and tests' })).toBe(
+      'Answered: Analyse first, and tests'
+    );
+    expect(receiptOf(req, { cancelled: true })).toMatch(/^Cancelled/);
+    expect(receiptOf(req, { cancelled: true, reason: 'timeout' })).toMatch(/^Expired/);
+  });
+});

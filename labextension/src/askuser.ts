@@ -1,0 +1,200 @@
+/**
+ * The rules of the ask_user form, as pure functions (the React card in form.tsx only renders
+ * them). They follow the reference protocol, section 3: check the minimal fields before
+ * rendering; one control per mode; `allowCustom` adds an "other" field to the choice modes;
+ * `resumable: false` shows only a notice and never sends a continue request bound to fail.
+ * The answer checks mirror interaction/coordinator.py `check_answer`, so the form refuses in
+ * place what the kernel would refuse.
+ */
+import { ASK_MODES, AskMode, InputOption, InputRequest, Submission } from './protocol';
+
+export type Control = 'radio' | 'checkbox' | 'toggle' | 'text' | 'number' | 'date' | 'directory';
+
+const CONTROL: Record<AskMode, Control> = {
+  single: 'radio',
+  multiple: 'checkbox',
+  toggle: 'toggle',
+  text: 'text',
+  number: 'number',
+  date: 'date',
+  directory: 'directory'
+};
+
+export const CHOICE_MODES: ReadonlySet<AskMode> = new Set<AskMode>([
+  'single',
+  'multiple',
+  'toggle'
+]);
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function toOption(value: unknown): InputOption | null {
+  if (!isRecord(value) || typeof value.id !== 'string' || typeof value.label !== 'string') {
+    return null;
+  }
+  return {
+    id: value.id,
+    label: value.label,
+    description: typeof value.description === 'string' ? value.description : '',
+    recommended: value.recommended === true
+  };
+}
+
+/**
+ * The reference's minimal check: `id`, `toolCallId`, `title` and `mode` are strings. A mode
+ * outside the seven, or a choice mode without a usable option, cannot be rendered either.
+ * Returns null for anything that is not a question this form can show.
+ */
+export function toInputRequest(data: unknown): InputRequest | null {
+  if (
+    !isRecord(data) ||
+    typeof data.id !== 'string' ||
+    typeof data.toolCallId !== 'string' ||
+    typeof data.title !== 'string' ||
+    typeof data.mode !== 'string'
+  ) {
+    return null;
+  }
+  const mode = data.mode as AskMode;
+  if (!ASK_MODES.includes(mode)) {
+    return null;
+  }
+  const raw = Array.isArray(data.options) ? data.options : [];
+  const options = raw.map(toOption).filter((o): o is InputOption => o !== null);
+  if (CHOICE_MODES.has(mode) && options.length === 0) {
+    return null;
+  }
+  return {
+    id: data.id,
+    toolCallId: data.toolCallId,
+    title: data.title,
+    mode,
+    sessionId: typeof data.sessionId === 'string' ? data.sessionId : undefined,
+    description: typeof data.description === 'string' ? data.description : '',
+    options,
+    allowCustom: data.allowCustom === true,
+    submitLabel: typeof data.submitLabel === 'string' ? data.submitLabel : '',
+    resumable: data.resumable !== false,
+    expiresAt: typeof data.expiresAt === 'number' ? data.expiresAt : undefined
+  };
+}
+
+export function controlOf(mode: AskMode): Control {
+  return CONTROL[mode];
+}
+
+/** The "other" free-text field: only choice modes with `allowCustom` (text modes are free). */
+export function showsCustomField(req: InputRequest): boolean {
+  return CHOICE_MODES.has(req.mode) && req.allowCustom === true;
+}
+
+export function submitLabelOf(req: InputRequest, fallback: string): string {
+  return req.submitLabel && req.submitLabel.trim() ? req.submitLabel : fallback;
+}
+
+/** What a card shows: the form, or for `resumable: false` only the not-resumable notice. */
+export function cardKind(req: InputRequest): 'form' | 'not_resumable' {
+  return req.resumable === false ? 'not_resumable' : 'form';
+}
+
+/** Selections after the learner clicks an option: `single` keeps only one. */
+export function toggleSelection(
+  req: InputRequest,
+  selections: readonly string[],
+  id: string,
+  checked: boolean
+): string[] {
+  if (req.mode === 'single') {
+    return checked ? [id] : [];
+  }
+  const rest = selections.filter(s => s !== id);
+  return checked ? [...rest, id] : rest;
+}
+
+const ISO_DATE = /^[0-9]{4}-[0-9]{2}-[0-9]{2}$/;
+
+function isIsoDate(text: string): boolean {
+  if (!ISO_DATE.test(text)) {
+    return false;
+  }
+  const [y, m, d] = text.split('-').map(Number);
+  const date = new Date(Date.UTC(y, m - 1, d));
+  return date.getUTCFullYear() === y && date.getUTCMonth() === m - 1 && date.getUTCDate() === d;
+}
+
+/**
+ * Why this answer cannot be sent yet, in words; null when it can. Mirrors the kernel's
+ * `check_answer` (a directory is also checked there, against the notebook's folder).
+ */
+export function answerProblem(
+  req: InputRequest,
+  selections: readonly string[],
+  customInput: string
+): string | null {
+  const ids = new Set((req.options ?? []).map(o => o.id));
+  if (selections.some(s => !ids.has(s))) {
+    return 'Not an option of this question.';
+  }
+  if (CHOICE_MODES.has(req.mode)) {
+    if (customInput && !req.allowCustom) {
+      return 'This question does not take a free-text answer.';
+    }
+    if (req.mode === 'single' && selections.length > 1) {
+      return 'Choose one option.';
+    }
+    if ((req.mode === 'single' || req.mode === 'toggle') && !selections.length && !customInput) {
+      return 'Choose at least one option.';
+    }
+    return null;
+  }
+  const text = customInput.trim();
+  if (!text) {
+    return 'Please type an answer.';
+  }
+  if (req.mode === 'number' && !Number.isFinite(Number(text))) {
+    return `${text} is not a number.`;
+  }
+  if (req.mode === 'date' && !isIsoDate(text)) {
+    return `${text} is not a date in ISO form (YYYY-MM-DD).`;
+  }
+  if (req.mode === 'directory' && (text.startsWith('/') || text.split('/').includes('..'))) {
+    return 'Give a folder inside the notebook\u2019s folder, as a relative path.';
+  }
+  return null;
+}
+
+/** The submission for a filled form; throws with the problem when it cannot be sent. */
+export function buildSubmission(
+  req: InputRequest,
+  selections: readonly string[],
+  customInput: string
+): Submission {
+  const problem = answerProblem(req, selections, customInput);
+  if (problem) {
+    throw new Error(problem);
+  }
+  const text = CHOICE_MODES.has(req.mode) ? customInput : customInput.trim();
+  return { selections: [...selections], customInput: text, cancelled: false };
+}
+
+export const CANCELLED: Submission = { selections: [], customInput: '', cancelled: true };
+
+/** The read-only receipt after a question is settled (answered, cancelled or expired). */
+export function receiptOf(
+  req: InputRequest,
+  outcome: { selections?: string[]; customInput?: string; cancelled?: boolean; reason?: string }
+): string {
+  if (outcome.reason === 'timeout') {
+    return 'Expired: this question timed out before it was answered.';
+  }
+  if (outcome.cancelled) {
+    return 'Cancelled: the question was not answered and the turn stopped.';
+  }
+  const labels = (outcome.selections ?? []).map(
+    id => req.options?.find(o => o.id === id)?.label ?? id
+  );
+  const custom = outcome.customInput ? [outcome.customInput] : [];
+  return `Answered: ${[...labels, ...custom].join(', ') || '(empty)'}`;
+}

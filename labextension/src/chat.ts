@@ -1,0 +1,242 @@
+/**
+ * The panel's end of the `deeptutor` comm: loads the extension in the notebook's kernel, opens
+ * the comm, sends actions and folds the kernel's events into turns (chatmodel.ts). The kernel
+ * end is deeptutor_jupyter/kernel/comm.py; docs/sidebar.md describes the protocol.
+ */
+import { ISessionContext } from '@jupyterlab/apputils';
+import { Kernel, KernelMessage as KM } from '@jupyterlab/services';
+import { ISignal, Signal } from '@lumino/signaling';
+
+import { ChatTurn, applyEvent, newTurn } from './chatmodel';
+import {
+  COMM_TARGET,
+  Conversation,
+  KernelMessage,
+  PanelAction,
+  Submission,
+  TurnsMessage
+} from './protocol';
+
+const LOAD_CODE = '%load_ext deeptutor_jupyter';
+
+export class KernelChat {
+  constructor(readonly session: ISessionContext) {
+    session.kernelChanged.connect(this._onKernelChanged, this);
+  }
+
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  get turns(): readonly ChatTurn[] {
+    return this._turns;
+  }
+
+  get status(): string {
+    return this._status;
+  }
+
+  get sessionId(): string {
+    return this._sessionId;
+  }
+
+  /** The notebook the kernel serves, as the store names it (pending questions say the same). */
+  get notebook(): string {
+    return this._notebook;
+  }
+
+  /** Open the comm (loading the extension first) unless it is open. */
+  async connect(): Promise<void> {
+    this._wanted = true;
+    if (this._comm && !this._comm.isDisposed) {
+      return;
+    }
+    if (!this._connecting) {
+      this._connecting = this._connect().finally(() => {
+        this._connecting = null;
+      });
+    }
+    return this._connecting;
+  }
+
+  async ask(question: string): Promise<void> {
+    await this.connect();
+    this.send({ action: 'ask', question, conversation: null });
+  }
+
+  /** The notebook's conversations (those with turns), oldest first. */
+  get conversations(): readonly Conversation[] {
+    return this._conversations;
+  }
+
+  async newConversation(): Promise<void> {
+    await this.connect();
+    this.send({ action: 'new' });
+  }
+
+  async switchTo(conversation: string): Promise<void> {
+    await this.connect();
+    this.send({ action: 'switch', conversation });
+  }
+
+  stop(turnId: string): void {
+    this.send({ action: 'stop', turn_id: turnId });
+  }
+
+  /** Answer a question of one of this kernel's turns; the kernel refuses in words if it must. */
+  async answer(requestId: string, sessionId: string, answer: Submission): Promise<void> {
+    await this.connect();
+    const reply = this._awaitAnswer(requestId);
+    this.send({
+      action: 'answer',
+      request_id: requestId,
+      session_id: sessionId,
+      selections: answer.selections,
+      custom_input: answer.customInput,
+      cancelled: answer.cancelled
+    });
+    return reply;
+  }
+
+  dispose(): void {
+    this.session.kernelChanged.disconnect(this._onKernelChanged, this);
+    this._comm?.close();
+    this._comm = null;
+    Signal.clearData(this);
+  }
+
+  private send(action: PanelAction): void {
+    if (!this._comm || this._comm.isDisposed) {
+      throw new Error('The tutor is not connected to this notebook\u2019s kernel.');
+    }
+    // The comm's data is a JSON object; the protocol types are plain JSON.
+    this._comm.send(action as unknown as KM.ICommMsgMsg['content']['data']);
+  }
+
+  private async _connect(): Promise<void> {
+    await this.session.ready;
+    const kernel = this.session.session?.kernel;
+    if (!kernel) {
+      this._setStatus('No kernel: start one to talk to the tutor.');
+      return;
+    }
+    this._setStatus('Connecting to the kernel\u2026');
+    const load = kernel.requestExecute({ code: LOAD_CODE, silent: true, store_history: false });
+    const reply = await load.done;
+    if (reply.content.status !== 'ok') {
+      this._setStatus('The kernel could not load deeptutor_jupyter (is it installed there?).');
+      return;
+    }
+    this._open(kernel);
+  }
+
+  private _open(kernel: Kernel.IKernelConnection): void {
+    const comm = kernel.createComm(COMM_TARGET);
+    comm.onMsg = msg => this._onMessage(msg.content.data as unknown as KernelMessage);
+    comm.onClose = () => {
+      if (this._comm === comm) {
+        this._comm = null;
+        this._setStatus('Disconnected from the kernel.');
+      }
+    };
+    this._comm = comm;
+    comm.open({});
+    this._setStatus('');
+  }
+
+  private _onMessage(message: KernelMessage): void {
+    if (message.type === 'event') {
+      const event = message.event;
+      const index = this._turns.findIndex(t => t.turnId === event.turn_id);
+      const turn = index >= 0 ? this._turns[index] : newTurn(event.turn_id, '');
+      const next = applyEvent(turn, event);
+      if (next === turn) {
+        return;
+      }
+      this._turns =
+        index >= 0 ? this._turns.map((t, i) => (i === index ? next : t)) : [...this._turns, next];
+      this._changed.emit();
+    } else if (message.type === 'turns') {
+      this._onTurns(message);
+    } else if (message.type === 'answered') {
+      this._settleAnswer(message.request_id, null);
+    } else if (message.type === 'error') {
+      if (message.action === 'answer' && this._answerWaiters.length) {
+        // The kernel handles actions in order: a refusal answers the oldest open answer.
+        this._settleAnswer(this._answerWaiters[0].requestId, new Error(message.message));
+      } else {
+        this._setStatus(message.message);
+      }
+    }
+  }
+
+  private _settleAnswer(requestId: string, error: Error | null): void {
+    const at = this._answerWaiters.findIndex(w => w.requestId === requestId);
+    if (at < 0) {
+      return;
+    }
+    const waiter = this._answerWaiters.splice(at, 1)[0];
+    if (error) {
+      waiter.reject(error);
+    } else {
+      waiter.resolve();
+    }
+  }
+
+  /** The kernel's turns of this conversation: replay what this panel has not seen. */
+  private _onTurns(message: TurnsMessage): void {
+    if (message.session_id !== this._sessionId) {
+      this._turns = []; // another conversation: its own turns only
+    }
+    this._sessionId = message.session_id;
+    this._notebook = message.notebook;
+    this._conversations = message.conversations ?? [];
+    for (const summary of message.turns) {
+      const known = this._turns.find(t => t.turnId === summary.turn_id);
+      if (!known) {
+        this._turns = [...this._turns, newTurn(summary.turn_id, summary.question)];
+      }
+      const after = known ? known.lastSeq : 0;
+      if (summary.last_seq > after) {
+        this.send({ action: 'subscribe', turn_id: summary.turn_id, after_seq: after });
+      }
+    }
+    this._changed.emit();
+  }
+
+  private _awaitAnswer(requestId: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this._answerWaiters.push({ requestId, resolve, reject });
+    });
+  }
+
+  /** A restarted or changed kernel: reconnect only a chat that was connected (shown) before. */
+  private _onKernelChanged(): void {
+    this._comm = null;
+    this._turns = [];
+    this._changed.emit();
+    if (this._wanted) {
+      void this.connect();
+    }
+  }
+
+  private _setStatus(status: string): void {
+    this._status = status;
+    this._changed.emit();
+  }
+
+  private _comm: Kernel.IComm | null = null;
+  private _wanted = false;
+  private _connecting: Promise<void> | null = null;
+  private _turns: ChatTurn[] = [];
+  private _status = '';
+  private _sessionId = '';
+  private _conversations: Conversation[] = [];
+  private _notebook = '';
+  private _answerWaiters: {
+    requestId: string;
+    resolve: () => void;
+    reject: (error: Error) => void;
+  }[] = [];
+  private _changed = new Signal<this, void>(this);
+}

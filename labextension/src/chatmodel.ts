@@ -1,0 +1,164 @@
+/**
+ * The chat as the panel shows it, folded from runtime events (runtime/events.py) in seq order.
+ * Pure: the same events always give the same turns, so a reload that replays `after_seq`
+ * rebuilds the panel exactly, and a repeated event (seq already seen) changes nothing.
+ */
+import { toInputRequest } from './askuser';
+import { InputRequest, TurnEvent } from './protocol';
+import { Settled } from './form';
+
+export interface ToolCard {
+  id: string;
+  name: string;
+  summary: string;
+  isError: boolean;
+  done: boolean;
+}
+
+export interface Question {
+  request: InputRequest;
+  settled: Settled | null;
+}
+
+/** What the turn shows, in the order it happened: answer text between tool and question cards. */
+export type Block =
+  { kind: 'text'; text: string } | { kind: 'tool'; id: string } | { kind: 'question'; id: string };
+
+export interface ChatTurn {
+  turnId: string;
+  question: string;
+  answer: string;
+  blocks: Block[];
+  status: 'running' | 'waiting' | 'done' | 'cancelled' | 'error';
+  tools: ToolCard[];
+  questions: Question[];
+  errors: string[];
+  notices: string[];
+  lastSeq: number;
+}
+
+export function newTurn(turnId: string, question: string): ChatTurn {
+  return {
+    turnId,
+    question,
+    answer: '',
+    blocks: [],
+    status: 'running',
+    tools: [],
+    questions: [],
+    errors: [],
+    notices: [],
+    lastSeq: 0
+  };
+}
+
+function text(value: unknown): string {
+  return typeof value === 'string' ? value : '';
+}
+
+/** The turn after one event; the same object when the event was seen already. */
+export function applyEvent(turn: ChatTurn, event: TurnEvent): ChatTurn {
+  if (event.seq <= turn.lastSeq) {
+    return turn;
+  }
+  const next: ChatTurn = { ...turn, lastSeq: event.seq };
+  switch (event.type) {
+    case 'turn_started':
+      next.question = text(event.question) || turn.question;
+      break;
+    case 'content': {
+      const delta = text(event.text);
+      next.answer = turn.answer + delta;
+      next.blocks = appendText(turn.blocks, delta);
+      break;
+    }
+    case 'tool_call': {
+      const id = text(event.id) || `tool-${event.seq}`;
+      if (text(event.name) === 'ask_user') {
+        break; // shown as its question card, not as a tool card
+      }
+      next.tools = [
+        ...turn.tools,
+        { id, name: text(event.name), summary: '', isError: false, done: false }
+      ];
+      next.blocks = [...turn.blocks, { kind: 'tool', id }];
+      break;
+    }
+    case 'tool_result': {
+      const id = text(event.id);
+      const index = findToolIndex(turn.tools, id);
+      if (index >= 0) {
+        next.tools = turn.tools.map((tool, i) =>
+          i === index
+            ? {
+                ...tool,
+                summary: text(event.summary),
+                isError: event.is_error === true,
+                done: true
+              }
+            : tool
+        );
+      }
+      break;
+    }
+    case 'user_input_required': {
+      const request = toInputRequest(event);
+      if (request) {
+        next.questions = [...turn.questions, { request, settled: null }];
+        next.blocks = [...turn.blocks, { kind: 'question', id: request.id }];
+        next.status = 'waiting';
+      }
+      break;
+    }
+    case 'user_input_resolved':
+      next.questions = turn.questions.map(q =>
+        q.request.id === event.id ? { ...q, settled: settledOf(event) } : q
+      );
+      next.status = 'running';
+      break;
+    case 'error':
+      next.errors = [...turn.errors, text(event.message)];
+      break;
+    case 'notice':
+      next.notices = [...turn.notices, text(event.text)];
+      break;
+    case 'done': {
+      const status = text(event.status);
+      next.status = status === 'cancelled' ? 'cancelled' : status === 'error' ? 'error' : 'done';
+      // The final answer stands in only when no text was streamed (a replay without deltas).
+      if (!turn.answer && typeof event.answer === 'string' && event.answer) {
+        next.answer = event.answer;
+        next.blocks = appendText(turn.blocks, event.answer);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return next;
+}
+
+function appendText(blocks: Block[], delta: string): Block[] {
+  if (!delta) {
+    return blocks;
+  }
+  const last = blocks[blocks.length - 1];
+  if (last && last.kind === 'text') {
+    return [...blocks.slice(0, -1), { kind: 'text', text: last.text + delta }];
+  }
+  return [...blocks, { kind: 'text', text: delta }];
+}
+
+function findToolIndex(tools: ToolCard[], id: string): number {
+  const byId = tools.findIndex(t => t.id === id && !t.done);
+  return byId >= 0 ? byId : tools.findIndex(t => !t.done);
+}
+
+function settledOf(event: TurnEvent): Settled {
+  return {
+    selections: Array.isArray(event.selections) ? (event.selections as string[]) : [],
+    customInput: text(event.customInput),
+    cancelled: event.cancelled === true,
+    reason: text(event.reason)
+  };
+}

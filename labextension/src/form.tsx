@@ -1,0 +1,189 @@
+/**
+ * The ask_user card in React. The rules live in askuser.ts; this file only renders them and
+ * hands the submission to whoever owns the question (the kernel comm or the server API).
+ */
+import * as React from 'react';
+
+import {
+  CANCELLED,
+  answerProblem,
+  buildSubmission,
+  cardKind,
+  controlOf,
+  receiptOf,
+  showsCustomField,
+  submitLabelOf,
+  toggleSelection
+} from './askuser';
+import { InputRequest, Submission } from './protocol';
+
+export interface Settled {
+  selections?: string[];
+  customInput?: string;
+  cancelled?: boolean;
+  reason?: string;
+}
+
+export interface AskUserCardProps {
+  request: InputRequest;
+  /** Resolves when the answer was taken; rejects with the refusal in words. */
+  onSubmit: (answer: Submission) => Promise<void>;
+  /** Set once the question is settled: the card becomes a read-only receipt. */
+  settled?: Settled | null;
+  /** Where the question waits (the pending tab names the notebook). */
+  where?: string;
+  /** Said on the receipt: the turn goes on in this notebook's cell. */
+  continuesIn?: string;
+}
+
+const NOT_RESUMABLE =
+  'The kernel that asked this has restarted and the question can no longer continue. ' +
+  'Start the task again.';
+
+const TEXT_HINT: Record<string, string> = {
+  text: 'Your answer',
+  number: 'A number',
+  date: 'YYYY-MM-DD',
+  directory: 'A folder, relative to the notebook (e.g. data/raw)'
+};
+
+export function AskUserCard(props: AskUserCardProps): React.ReactElement {
+  const { request } = props;
+  const [selections, setSelections] = React.useState<string[]>([]);
+  const [customInput, setCustomInput] = React.useState('');
+  const [error, setError] = React.useState<string | null>(null);
+  const [busy, setBusy] = React.useState(false);
+  const [local, setLocal] = React.useState<Settled | null>(null);
+  const settled = props.settled ?? local;
+
+  const send = async (answer: Submission) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await props.onSubmit(answer);
+      setLocal(answer);
+    } catch (reason) {
+      setError(reason instanceof Error ? reason.message : String(reason));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const header = (
+    <div className="jp-DeepTutorAsk-head">
+      <div className="jp-DeepTutorAsk-title">{request.title}</div>
+      {props.where ? <div className="jp-DeepTutorAsk-where">{props.where}</div> : null}
+      {request.description ? (
+        <div className="jp-DeepTutorAsk-description">{request.description}</div>
+      ) : null}
+    </div>
+  );
+
+  if (cardKind(request) === 'not_resumable') {
+    return (
+      <div className="jp-DeepTutorAsk jp-mod-notResumable">
+        {header}
+        <div className="jp-DeepTutorAsk-notice">{NOT_RESUMABLE}</div>
+      </div>
+    );
+  }
+  if (settled) {
+    return (
+      <div className="jp-DeepTutorAsk jp-mod-settled">
+        {header}
+        <div className="jp-DeepTutorAsk-receipt">{receiptOf(request, settled)}</div>
+        {props.continuesIn && !settled.cancelled ? (
+          <div className="jp-DeepTutorAsk-where">The turn continues in {props.continuesIn}.</div>
+        ) : null}
+      </div>
+    );
+  }
+
+  const control = controlOf(request.mode);
+  const choice = control === 'radio' || control === 'checkbox' || control === 'toggle';
+  const problem = answerProblem(request, selections, customInput);
+  const submit = () => {
+    try {
+      void send(buildSubmission(request, selections, customInput));
+    } catch (reason) {
+      setError(reason instanceof Error ? reason.message : String(reason));
+    }
+  };
+
+  return (
+    <div className={`jp-DeepTutorAsk jp-mod-${request.mode}`}>
+      {header}
+      {choice ? (
+        <div
+          className="jp-DeepTutorAsk-options"
+          role={control === 'radio' ? 'radiogroup' : 'group'}
+        >
+          {(request.options ?? []).map(option => {
+            const checked = selections.includes(option.id);
+            return (
+              <label
+                key={option.id}
+                className={`jp-DeepTutorAsk-option${checked ? ' jp-mod-checked' : ''}`}
+              >
+                <input
+                  type={control === 'radio' ? 'radio' : 'checkbox'}
+                  name={`ask-${request.id}`}
+                  value={option.id}
+                  checked={checked}
+                  disabled={busy}
+                  onChange={e =>
+                    setSelections(toggleSelection(request, selections, option.id, e.target.checked))
+                  }
+                />
+                <span className="jp-DeepTutorAsk-label">{option.label}</span>
+                {option.recommended ? (
+                  <span className="jp-DeepTutorAsk-recommended">recommended</span>
+                ) : null}
+                {option.description ? (
+                  <span className="jp-DeepTutorAsk-optionDescription">{option.description}</span>
+                ) : null}
+              </label>
+            );
+          })}
+        </div>
+      ) : (
+        <input
+          className="jp-DeepTutorAsk-input jp-mod-styled"
+          type={control === 'number' ? 'number' : control === 'date' ? 'date' : 'text'}
+          placeholder={TEXT_HINT[control] ?? ''}
+          value={customInput}
+          disabled={busy}
+          onChange={e => setCustomInput(e.target.value)}
+        />
+      )}
+      {showsCustomField(request) ? (
+        <input
+          className="jp-DeepTutorAsk-input jp-DeepTutorAsk-other jp-mod-styled"
+          type="text"
+          placeholder="Other (your own answer)"
+          value={customInput}
+          disabled={busy}
+          onChange={e => setCustomInput(e.target.value)}
+        />
+      ) : null}
+      {error ? <div className="jp-DeepTutorAsk-error">{error}</div> : null}
+      <div className="jp-DeepTutorAsk-buttons">
+        <button
+          className="jp-Button jp-mod-styled jp-mod-accept"
+          disabled={busy || problem !== null}
+          title={problem ?? ''}
+          onClick={submit}
+        >
+          {submitLabelOf(request, 'Submit')}
+        </button>
+        <button
+          className="jp-Button jp-mod-styled jp-mod-reject"
+          disabled={busy}
+          onClick={() => void send(CANCELLED)}
+        >
+          Cancel
+        </button>
+      </div>
+    </div>
+  );
+}

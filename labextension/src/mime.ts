@@ -1,0 +1,19 @@
+/**
+ * The MIME extension (package.json `jupyterlab.mimeExtension`): a saved turn renders in any
+ * notebook, even one opened without a kernel. Rank 50 puts it before Markdown (60), so the
+ * compact card replaces the plain-Markdown fallback, and after the live widget view.
+ */
+import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+
+import { TRACE_MIME } from './protocol';
+import { rendererFactory } from './trace';
+
+const extension: IRenderMime.IExtension = {
+  id: 'deeptutor-jupyter:trace',
+  rendererFactory,
+  rank: 50,
+  dataType: 'json'
+};
+
+export { TRACE_MIME };
+export default extension;

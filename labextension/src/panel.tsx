@@ -1,0 +1,349 @@
+/**
+ * The Tutor panel in the right sidebar: Chat (over the focused notebook's kernel), Pending
+ * (every waiting question, through the server), Memory and Knowledge (read through the server).
+ */
+import { ISessionContext, ReactWidget } from '@jupyterlab/apputils';
+import { Message } from '@lumino/messaging';
+import { NotebookPanel } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
+import * as React from 'react';
+
+import { KernelChat } from './chat';
+import { ChatTurn } from './chatmodel';
+import { AskUserCard } from './form';
+import { KnowledgeTab, MemoryTab, PendingTab } from './tabs';
+
+export type Tab = 'chat' | 'pending' | 'memory' | 'knowledge';
+const TABS: [Tab, string][] = [
+  ['chat', 'Chat'],
+  ['pending', 'Pending'],
+  ['memory', 'Memory'],
+  ['knowledge', 'Knowledge']
+];
+
+export class TutorPanel extends ReactWidget {
+  /** ``scratch`` starts the kernel of the conversation offered when no notebook is open. */
+  constructor(
+    readonly rendermime: IRenderMimeRegistry,
+    private readonly scratch: (() => Promise<ISessionContext>) | null = null
+  ) {
+    super();
+    this.id = 'deeptutor-panel';
+    this.addClass('jp-DeepTutorPanel');
+  }
+
+  get tab(): Tab {
+    return this._tab;
+  }
+
+  set tab(tab: Tab) {
+    this._tab = tab;
+    this.update();
+  }
+
+  /** Put text in the chat box (a quoted cell) for the learner to finish. */
+  setDraft(text: string): void {
+    this._draft = text;
+    this._tab = 'chat';
+    this.update();
+  }
+
+  /** Ask at once in the focused notebook's chat ("Explain this error"). */
+  async ask(question: string): Promise<void> {
+    this._tab = 'chat';
+    this.update();
+    if (!this._chat) {
+      throw new Error('Open a notebook to talk to the tutor beside it.');
+    }
+    await this._chat.ask(question);
+  }
+
+  /** Follow the notebook in focus (null: none open, the scratch conversation if started). */
+  setNotebook(notebook: NotebookPanel | null): void {
+    if (notebook === this._notebook && (notebook || this._chat === this._scratchChat)) {
+      return;
+    }
+    this._chat?.changed.disconnect(this._onChat, this);
+    this._notebook = notebook;
+    this._chat = notebook ? null : this._scratchChat;
+    if (this._chat) {
+      this._chat.changed.connect(this._onChat, this);
+    }
+    if (notebook) {
+      let chat = this._chats.get(notebook);
+      if (!chat) {
+        chat = new KernelChat(notebook.sessionContext);
+        this._chats.set(notebook, chat);
+        notebook.disposed.connect(() => {
+          chat?.dispose();
+          this._chats.delete(notebook);
+        });
+      }
+      this._chat = chat;
+      chat.changed.connect(this._onChat, this);
+      if (this.isVisible) {
+        void chat.connect();
+      }
+    }
+    this.update();
+  }
+
+  /** A conversation in a kernel of its own, for when no notebook is open. */
+  async startScratch(): Promise<void> {
+    if (!this.scratch || this._scratchChat) {
+      return;
+    }
+    const context = await this.scratch();
+    this._scratchChat = new KernelChat(context);
+    if (!this._notebook) {
+      this._chat = this._scratchChat;
+      this._chat.changed.connect(this._onChat, this);
+      await this._chat.connect();
+    }
+    this.update();
+  }
+
+  /** Connect only once the panel is shown: a hidden panel loads nothing into any kernel. */
+  protected onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    void this._chat?.connect();
+  }
+
+  protected render(): React.ReactElement {
+    return (
+      <div className="jp-DeepTutorPanel-body">
+        <div className="jp-DeepTutorPanel-tabs" role="tablist">
+          {TABS.map(([tab, label]) => (
+            <button
+              key={tab}
+              role="tab"
+              aria-selected={tab === this._tab}
+              className={`jp-DeepTutorPanel-tab${tab === this._tab ? ' jp-mod-active' : ''}`}
+              onClick={() => (this.tab = tab)}
+            >
+              {label}
+            </button>
+          ))}
+        </div>
+        <div className="jp-DeepTutorPanel-content">{this._content()}</div>
+      </div>
+    );
+  }
+
+  private _content(): React.ReactElement {
+    switch (this._tab) {
+      case 'chat':
+        return (
+          <ChatTab
+            chat={this._chat}
+            notebook={
+              this._notebook
+                ? `Notebook: ${this._notebook.title.label}`
+                : 'Scratch conversation, in a kernel of its own'
+            }
+            onScratch={this.scratch ? () => void this.startScratch() : null}
+            rendermime={this.rendermime}
+            draft={this._draft}
+            onDraft={text => {
+              this._draft = text;
+              this.update();
+            }}
+          />
+        );
+      case 'pending':
+        return <PendingTab chat={this._chat} />;
+      case 'memory':
+        return <MemoryTab />;
+      case 'knowledge':
+        return <KnowledgeTab />;
+    }
+  }
+
+  private _onChat(): void {
+    this.update();
+  }
+
+  private _tab: Tab = 'chat';
+  private _draft = '';
+  private _notebook: NotebookPanel | null = null;
+  private _chat: KernelChat | null = null;
+  private _chats = new Map<NotebookPanel, KernelChat>();
+  private _scratchChat: KernelChat | null = null;
+}
+
+function Markdown(props: { text: string; rendermime: IRenderMimeRegistry }): React.ReactElement {
+  const ref = React.useRef<HTMLDivElement>(null);
+  React.useEffect(() => {
+    const host = ref.current;
+    if (!host) {
+      return;
+    }
+    const renderer = props.rendermime.createRenderer('text/markdown');
+    void renderer
+      .renderModel(new MimeModel({ data: { 'text/markdown': props.text }, trusted: false }))
+      .then(() => host.replaceChildren(renderer.node));
+    return () => renderer.dispose();
+  }, [props.text]);
+  return <div className="jp-DeepTutorChat-markdown" ref={ref} />;
+}
+
+const STATUS: Record<ChatTurn['status'], string> = {
+  running: 'Answering\u2026',
+  waiting: 'Waiting for your answer',
+  done: 'Done',
+  cancelled: 'Stopped',
+  error: 'Failed'
+};
+
+function TurnView(props: {
+  turn: ChatTurn;
+  chat: KernelChat;
+  rendermime: IRenderMimeRegistry;
+}): React.ReactElement {
+  const { turn, chat } = props;
+  const live = turn.status === 'running' || turn.status === 'waiting';
+  return (
+    <div className="jp-DeepTutorChat-turn" data-turn-id={turn.turnId} data-status={turn.status}>
+      <div className="jp-DeepTutorChat-question">{turn.question}</div>
+      {turn.blocks.map((block, i) => {
+        if (block.kind === 'text') {
+          return <Markdown key={i} text={block.text} rendermime={props.rendermime} />;
+        }
+        if (block.kind === 'tool') {
+          const tool = turn.tools.find(t => t.id === block.id);
+          return tool ? (
+            <div key={i} className={`jp-DeepTutorChat-tool${tool.isError ? ' jp-mod-error' : ''}`}>
+              <span className="jp-DeepTutorChat-toolName">{tool.name}</span>
+              <span className="jp-DeepTutorChat-toolSummary">
+                {tool.done ? tool.summary : '\u2026'}
+              </span>
+            </div>
+          ) : null;
+        }
+        const q = turn.questions.find(x => x.request.id === block.id);
+        return q ? (
+          <AskUserCard
+            key={i}
+            request={q.request}
+            settled={q.settled}
+            onSubmit={answer =>
+              chat.answer(q.request.id, q.request.sessionId ?? chat.sessionId, answer)
+            }
+          />
+        ) : null;
+      })}
+      {turn.errors.map((error, i) => (
+        <div key={i} className="jp-DeepTutorChat-error">
+          {error}
+        </div>
+      ))}
+      {turn.notices.map((notice, i) => (
+        <div key={i} className="jp-DeepTutorChat-notice">
+          {notice}
+        </div>
+      ))}
+      <div className="jp-DeepTutorChat-status">
+        <span>{STATUS[turn.status]}</span>
+        {live ? (
+          <button
+            className="jp-Button jp-mod-styled jp-mod-warn"
+            onClick={() => chat.stop(turn.turnId)}
+          >
+            Stop
+          </button>
+        ) : null}
+      </div>
+    </div>
+  );
+}
+
+function ChatTab(props: {
+  chat: KernelChat | null;
+  notebook: string;
+  rendermime: IRenderMimeRegistry;
+  draft: string;
+  onDraft: (text: string) => void;
+  onScratch: (() => void) | null;
+}): React.ReactElement {
+  const question = props.draft;
+  const setQuestion = props.onDraft;
+  const [problem, setProblem] = React.useState('');
+  const { chat } = props;
+  if (!chat) {
+    return (
+      <div className="jp-DeepTutorPanel-empty">
+        <p>Open a notebook to talk to the tutor beside it.</p>
+        {props.onScratch ? (
+          <button className="jp-Button jp-mod-styled jp-mod-accept" onClick={props.onScratch}>
+            Start a scratch conversation
+          </button>
+        ) : null}
+      </div>
+    );
+  }
+  const ask = () => {
+    const text = question.trim();
+    if (!text) {
+      return;
+    }
+    setProblem('');
+    chat.ask(text).then(
+      () => setQuestion(''),
+      reason => setProblem(reason instanceof Error ? reason.message : String(reason))
+    );
+  };
+  return (
+    <div className="jp-DeepTutorChat">
+      <div className="jp-DeepTutorChat-where">
+        <span>{props.notebook}</span>
+        <select
+          className="jp-DeepTutorChat-conversations"
+          aria-label="Conversation"
+          value={chat.sessionId}
+          onChange={e => void chat.switchTo(e.target.value)}
+        >
+          {chat.conversations.some(c => c.id === chat.sessionId) ? null : (
+            <option value={chat.sessionId}>New conversation</option>
+          )}
+          {chat.conversations.map(c => (
+            <option key={c.id} value={c.id}>
+              {c.title} ({c.turns})
+            </option>
+          ))}
+        </select>
+        <button
+          className="jp-Button jp-mod-styled jp-DeepTutorChat-new"
+          title="Start a new conversation in this notebook"
+          onClick={() => void chat.newConversation()}
+        >
+          New
+        </button>
+      </div>
+      <div className="jp-DeepTutorChat-turns">
+        {chat.turns.map(turn => (
+          <TurnView key={turn.turnId} turn={turn} chat={chat} rendermime={props.rendermime} />
+        ))}
+      </div>
+      {chat.status || problem ? (
+        <div className="jp-DeepTutorChat-connection">{problem || chat.status}</div>
+      ) : null}
+      <div className="jp-DeepTutorChat-input">
+        <textarea
+          className="jp-mod-styled"
+          placeholder="Ask the tutor (Shift+Enter to send)"
+          value={question}
+          onChange={e => setQuestion(e.target.value)}
+          onKeyDown={e => {
+            if (e.key === 'Enter' && e.shiftKey) {
+              e.preventDefault();
+              ask();
+            }
+          }}
+        />
+        <button className="jp-Button jp-mod-styled jp-mod-accept" onClick={ask}>
+          Ask
+        </button>
+      </div>
+    </div>
+  );
+}
