@@ -170,10 +170,6 @@ def test_the_hub_service_never_imports_the_kernel_side():
     offenders = [
         f"{path.relative_to(PACKAGE.parent)} imports {name}"
         for path in (PACKAGE / "hub").rglob("*.py")
-def test_the_server_extension_never_imports_the_kernel_side():
-    offenders = [
-        f"{path.relative_to(PACKAGE.parent)} imports {name}"
-        for path in (PACKAGE / "server").rglob("*.py")
         for name in imported_modules(path)
         if name.startswith(FRONTEND)
     ]
@@ -181,7 +177,6 @@ def test_the_server_extension_never_imports_the_kernel_side():
     code = (
         "import sys\n"
         "import deeptutor_jupyter.hub, deeptutor_jupyter.hub.app, deeptutor_jupyter.hub.configure\n"
-        "import deeptutor_jupyter.server, deeptutor_jupyter.server.handlers\n"
         f"bad = [m for m in sys.modules if m.startswith({FRONTEND!r})]\n"
         "assert not bad, bad\n"
     )
@@ -196,5 +191,22 @@ def test_configure_in_jupyterhub_config_imports_nothing_heavy():
         "heavy = [m for m in ('httpx', 'sqlalchemy', 'tornado', 'jupyterhub', 'pydantic') "
         "if m in sys.modules]\n"
         "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_server_extension_never_imports_the_kernel_side():
+    offenders = [
+        f"{path.relative_to(PACKAGE.parent)} imports {name}"
+        for path in (PACKAGE / "server").rglob("*.py")
+        for name in imported_modules(path)
+        if name.startswith(FRONTEND)
+    ]
+    assert offenders == []
+    code = (
+        "import sys\n"
+        "import deeptutor_jupyter.server, deeptutor_jupyter.server.handlers\n"
+        f"bad = [m for m in sys.modules if m.startswith({FRONTEND!r})]\n"
+        "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

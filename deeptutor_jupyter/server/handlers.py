@@ -119,7 +119,10 @@ class AnswerHandler(TutorHandler):
             )
         except InteractionError as exc:
             return self.refuse(STATUS_OF_CODE.get(exc.code, 400), exc.code, str(exc))
-        self.reply({"result": result})
+        # The turn goes on in the kernel that asked: the panel says where ("continues in ...").
+        row = who.store.get_pending(request_id)
+        where = row.place or {} if row is not None else {}
+        self.reply({"result": result, "continuesIn": where})
 
 
 def _answer_problem(body: Any) -> str | None:

@@ -35,7 +35,10 @@ def pending_questions(store: Store, coordinator: InteractionCoordinator) -> list
                 "turnId": row.turn_id,
                 "createdAt": row.created_at,
                 "notebook": notebooks[row.session_id],
-                "resumable": bool(row.payload.get("resumable", True)),
+                # Whether an answer given here reaches a turn: a live kernel waits on it (it
+                # continues in that kernel's cell), or none can and the panel says so.
+                "resumable": coordinator.answerable(row),
+                "continuesIn": row.place or {},
             }
         )
     return out

@@ -122,6 +122,17 @@ export function applyEvent(turn: ChatTurn, event: TurnEvent): ChatTurn {
     case 'notice':
       next.notices = [...turn.notices, text(event.text)];
       break;
+    case 'quiz_required':
+      // Quizzes are graded forms of the cell (kernel/widgets/quiz_card.py); the panel says where.
+      next.notices = [
+        ...turn.notices,
+        'A quiz is waiting: run %tutor pending in a notebook cell to answer it.'
+      ];
+      next.status = 'waiting';
+      break;
+    case 'quiz_resolved':
+      next.status = 'running';
+      break;
     case 'done': {
       const status = text(event.status);
       next.status = status === 'cancelled' ? 'cancelled' : status === 'error' ? 'error' : 'done';

@@ -113,6 +113,8 @@ export type EventType =
   | 'tool_result'
   | 'user_input_required'
   | 'user_input_resolved'
+  | 'quiz_required'
+  | 'quiz_resolved'
   | 'sources'
   | 'notice'
   | 'error'

@@ -41,8 +41,17 @@ def store(home: Path) -> Store:
     return Store(home / "state.db")
 
 
-def ask(store: Store, notebook: str, *, session_id: str, mode: str = "single") -> PendingRow:
-    """A question waiting in ``notebook``, saved exactly as the kernel's coordinator saves it."""
+def ask(
+    store: Store,
+    notebook: str,
+    *,
+    session_id: str,
+    mode: str = "single",
+    owner: str | None = None,
+    place: dict[str, str] | None = None,
+) -> PendingRow:
+    """A question waiting in ``notebook``, saved exactly as the kernel's coordinator saves it
+    (with ``owner``, the process whose turn waits on it)."""
     store.ensure_session(session_id, notebook)
     options = [{"id": "safe", "label": "Analyse first"}, {"id": "fast", "label": "Just do it"}]
     args = AskUserArgs.model_validate(
@@ -59,7 +68,7 @@ def ask(store: Store, notebook: str, *, session_id: str, mode: str = "single") -
     )
     row = PendingRow(
         request_id, session_id, "turn-1", f"call_{request_id}", body, "pending", now,
-        now + 3600, None, None,
+        now + 3600, None, None, owner, place,
     )  # fmt: skip
     store.add_pending(row, None)
     return row

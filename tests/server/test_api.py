@@ -137,6 +137,28 @@ def test_an_answer_nobody_can_continue_is_refused_and_the_question_stays(
     assert [q["id"] for q in get(run, jp_fetch, "pending")["pending"]] == [row.request_id]
 
 
+def test_an_answer_to_a_live_kernels_question_is_taken_and_says_where_it_continues(
+    run: Any, jp_fetch: Any, store: Store, home: Path
+) -> None:
+    from deeptutor_jupyter.interaction.owners import Owner, register
+
+    kernel = Owner.this_process("a.ipynb")  # a live process waits on it (this one's pid)
+    register(store, kernel)
+    place = {"notebook": "a.ipynb", "cell": "[7]"}
+    row = ask(store, "a.ipynb", session_id="nb-aaaaaa-1", owner=kernel.id, place=place)
+    listed = get(run, jp_fetch, "pending")["pending"]
+    assert listed[0]["resumable"] is True and listed[0]["continuesIn"] == place
+
+    code, body = post_answer(
+        run, jp_fetch, row.request_id, {"session_id": row.session_id, "selections": ["safe"]}
+    )
+
+    assert code == 200 and body["continuesIn"] == place
+    kept = store.get_pending(row.request_id)
+    assert kept is not None and kept.status == "answered"  # the owner's poll picks it up
+    assert kept.result == {"selections": ["safe"], "customInput": "", "cancelled": False}
+
+
 @pytest.mark.parametrize(
     ("body", "status", "code", "words"),
     [
