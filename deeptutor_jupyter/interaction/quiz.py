@@ -25,6 +25,14 @@ from typing import Any, ClassVar, cast
 from pydantic import BaseModel
 
 from deeptutor_jupyter.interaction.audit import AuditLog
+from deeptutor_jupyter.interaction.coordinator import (
+    AlreadyAnswered,
+    ExpiredRequest,
+    ForeignSession,
+    InteractionError,
+    InvalidAnswer,
+    UnknownRequest,
+)
 from deeptutor_jupyter.learning import review as fsrs_review
 from deeptutor_jupyter.learning.mastery import guess_rate
 from deeptutor_jupyter.learning.quiz import (
@@ -56,28 +64,15 @@ CANCELLED: Result = {"cancelled": True, "reason": "turn_stopped", "score": None,
 EXPIRED: Result = {"cancelled": True, "reason": "timeout", "score": None, "results": []}
 
 
-class QuizError(Exception):
-    code = "error"
+# A quiz is refused for the same reasons as a question, with the same codes and root.
+QuizError = InteractionError
+UnknownQuiz = UnknownRequest
+ForeignQuiz = ForeignSession
+QuizClosed = AlreadyAnswered
+QuizExpired = ExpiredRequest
 
 
-class UnknownQuiz(QuizError):
-    code = "unknown"
-
-
-class ForeignQuiz(QuizError):
-    code = "foreign_session"
-
-
-class QuizClosed(QuizError):
-    code = "duplicate"
-
-
-class QuizExpired(QuizError):
-    code = "expired"
-
-
-class InvalidQuizAnswer(QuizError):
-    code = "invalid"
+InvalidQuizAnswer = InvalidAnswer
 
 
 class MakeQuizTool(Tool[MakeQuizArgs]):

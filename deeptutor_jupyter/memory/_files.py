@@ -14,7 +14,7 @@ import secrets
 import time
 from pathlib import Path
 
-from deeptutor_jupyter._files import locked
+from deeptutor_jupyter._files import fsync_dir, locked, write_all
 
 __all__ = ["append_line", "atomic_write_text", "locked", "read_text"]
 
@@ -51,7 +51,7 @@ def atomic_write_text(path: Path, text: str, *, mode: int = 0o600) -> None:
         half = len(data) // 2
         os.write(fd, data[:half])
         _slow_write_pause()
-        _write_all(fd, data[half:])
+        write_all(fd, data[half:])
         os.fsync(fd)
     except BaseException:
         os.close(fd)
@@ -60,24 +60,7 @@ def atomic_write_text(path: Path, text: str, *, mode: int = 0o600) -> None:
         raise
     os.close(fd)
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-def _fsync_dir(directory: Path) -> None:
-    # Makes the rename itself durable; some filesystems refuse to open a directory, which is fine.
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    fsync_dir(path.parent)
 
 
 def append_line(path: Path, line: str, *, fsync: bool = False) -> None:
@@ -89,7 +72,7 @@ def append_line(path: Path, line: str, *, fsync: bool = False) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
-        _write_all(fd, (line.rstrip("\n") + "\n").encode("utf-8"))
+        write_all(fd, (line.rstrip("\n") + "\n").encode("utf-8"))
         if fsync:
             os.fsync(fd)
     finally:
