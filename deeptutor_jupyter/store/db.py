@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from deeptutor_jupyter.errors import DeepTutorError
 
@@ -162,7 +162,12 @@ class StoreError(DeepTutorError, RuntimeError):
     """The store could not be written; the message says why in words (disk full, read-only...)."""
 
 
-class Store:
+class SQLiteFile:
+    """One learner's SQLite file, private and in WAL mode, with its schema: the base of the
+    store's tables and of the learning tables (store/learning.py), which share the file."""
+
+    SCHEMA: ClassVar[str] = ""
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.RLock()
@@ -197,9 +202,8 @@ class Store:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA busy_timeout=5000")
                 conn.execute("PRAGMA synchronous=NORMAL")
-                conn.executescript(_SCHEMA)
-                _migrate(conn)
-                conn.executescript(_LATE_INDEXES)
+                conn.executescript(self.SCHEMA)
+                self._upgrade(conn)
         except BaseException:
             conn.close()
             raise
@@ -207,9 +211,8 @@ class Store:
             tighten(path.with_name(path.name + suffix))
         return conn
 
-    def data_version(self) -> int:
-        """Changes when another connection commits: a cheap 'did anything happen' probe."""
-        return int(self._query("PRAGMA data_version")[0][0])
+    def _upgrade(self, conn: sqlite3.Connection) -> None:
+        """What an older file needs after the schema ran (added columns, late indexes)."""
 
     def close(self) -> None:
         with self._lock:
@@ -234,6 +237,18 @@ class Store:
     def _query(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             return list(self._conn.execute(sql, tuple(params)))
+
+
+class Store(SQLiteFile):
+    SCHEMA = _SCHEMA
+
+    def _upgrade(self, conn: sqlite3.Connection) -> None:
+        _migrate(conn)
+        conn.executescript(_LATE_INDEXES)
+
+    def data_version(self) -> int:
+        """Changes when another connection commits: a cheap 'did anything happen' probe."""
+        return int(self._query("PRAGMA data_version")[0][0])
 
     # sessions ----------------------------------------------------------------------------
     def ensure_session(self, session_id: str, notebook: str) -> None:

@@ -10,16 +10,12 @@ a double click, cannot grade it twice.
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from deeptutor_jupyter.store.db import StoreError
+from deeptutor_jupyter.store.db import SQLiteFile
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS quizzes (
@@ -112,39 +108,10 @@ class CardRow:
     created_at: float
 
 
-class LearningStore:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._lock = threading.RLock()  # widget callbacks may come on a subshell thread
-        with self._lock:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA busy_timeout=5000")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SCHEMA)
+class LearningStore(SQLiteFile):
+    """The learning tables, in the learner's state.db beside the store's own."""
 
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
-
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                yield self._conn
-                self._conn.execute("COMMIT")
-            except BaseException as exc:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.OperationalError):
-                    raise StoreError(f"The learning state could not be saved: {exc}") from exc
-                raise
-
-    def _query(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return list(self._conn.execute(sql, tuple(params)))
+    SCHEMA = _SCHEMA
 
     # quizzes -----------------------------------------------------------------------------
     def add_quiz(self, row: QuizRow, state: dict[str, Any] | None = None) -> None:
