@@ -267,3 +267,43 @@ def test_each_failure_renders_a_card_that_says_what_happened(
     view = kernel.wait_for(lambda: turn_views(kernel) and turn_views(kernel)[0])
     wait_done(kernel, view, "failed")
     assert words in _error_text(kernel, view)
+
+
+def test_the_question_that_waited_for_a_model_runs_once_the_setup_card_is_saved(tmp_path: Path):
+    with FakeLLMServer([Reply(text="Four, from the model you just set up.")]) as server:
+        env = kernel_env(tmp_path, server)
+        for name in ("DEEPTUTOR_PROVIDER", "DEEPTUTOR_BASE_URL", "DEEPTUTOR_MODEL"):
+            env.pop(name)
+        k = KernelDriver(env, cwd=tmp_path)
+        try:
+            k.execute("%load_ext deeptutor_jupyter\n%tutor What is 2+2?")
+            card = k.wait_for(lambda: k.with_class("dt-setup-card"))[0]
+
+            def widget(model: str, description: str) -> str:
+                return str(
+                    next(
+                        c
+                        for c in k.descendants(card)
+                        if k.widgets[c].get("_model_name") == model
+                        and k.widgets[c].get("description") == description
+                    )
+                )
+
+            provider = widget("DropdownModel", "Provider")
+            labels = list(k.widgets[provider]["_options_labels"])
+            choice = next(i for i, label in enumerate(labels) if "compatible" in label)
+            k.send_comm(provider, {"method": "update", "state": {"index": choice}})
+            for description, value in (("Model", "fake-model"), ("Base URL", server.url)):
+                k.send_comm(
+                    widget("TextModel", description),
+                    {"method": "update", "state": {"value": value}},
+                )
+            k.pump(0.5)
+            k.click(widget("ButtonModel", "Save"))
+            # No need to run the cell again: the waiting question goes to the model now.
+            k.wait_for(lambda: server.requests, timeout=20)
+            asked = server.requests[0].body["messages"]
+            assert asked[-1] == {"role": "user", "content": "What is 2+2?"}
+            k.wait_for(lambda: "Four, from the model" in json.dumps(list(k.widgets.values())))
+        finally:
+            k.shutdown()
