@@ -19,9 +19,15 @@ def plural(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
+# Marks the tutor's own widget outputs: after a kernel restart their widgets are dead, and the
+# sidebar extension (labextension/src/restart.ts) shows their Markdown fallback instead.
+VIEW_MIME = "application/vnd.deeptutor.view+json"
+
+
 def widget_bundle(widget: Any, markdown: str) -> dict[str, Any]:
     return {
         WIDGET_MIME: {"model_id": widget.model_id, "version_major": 2, "version_minor": 0},
+        VIEW_MIME: {"fallback": "text/markdown"},
         "text/markdown": markdown,
         "text/plain": markdown,
     }

@@ -32,8 +32,8 @@ _STRINGS: dict[str, dict[str, str]] = {
         "no_pending": "No questions are waiting for an answer.",
         "pending_title": "Waiting for your answer:",
         "waiting_saved": (
-            "_Waiting for your answer: {title}. If the kernel has restarted since, run "
-            "`%tutor pending` to answer it; the tutor continues from here._"
+            "The tutor asked: **{title}** It waits for your answer. _If the kernel has "
+            "restarted since, run `%tutor pending` to answer it; the tutor continues from here._"
         ),
         "pending_saved": (
             "**Waiting for your answer:** {title}\n\n_If this form does not show (the kernel "
@@ -64,8 +64,8 @@ _STRINGS: dict[str, dict[str, str]] = {
         "no_pending": "没有等待回答的问题。",
         "pending_title": "等待你的回答：",
         "waiting_saved": (
-            "_等待你的回答：{title}。如果内核已重启，请运行 `%tutor pending` 回答；"
-            "导师会从这里继续。_"
+            "导师提问：**{title}** 正在等待你的回答。_如果内核已重启，请运行 `%tutor pending` "
+            "回答；导师会从这里继续。_"
         ),
         "pending_saved": (
             "**等待你的回答：** {title}\n\n"

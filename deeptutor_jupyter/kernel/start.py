@@ -124,7 +124,7 @@ def attach_view(
             sources[:] = source_links(event.data.get("hits", []), tutor.workspace)
             view.show_sources(sources_markdown(sources, answer=view.answer_text))
         elif event.type == "user_input_required":
-            waiting = turn_markdown(question, "", model=label, status="running", tools=tools_used)
+            waiting = turn_markdown(question, "", model=label, status="waiting", tools=tools_used)
             waiting += "\n" + t("waiting_saved", language).format(title=event.data.get("title", ""))
             update_display(widget_bundle(view, waiting), raw=True, display_id=turn.turn_id)  # type: ignore[no-untyped-call]
         elif event.type == "done":

@@ -10,6 +10,7 @@ import { LabIcon } from '@jupyterlab/ui-components';
 
 import { CellLike, aboutCellDraft, errorOf, explainErrorQuestion } from './context';
 import { TutorPanel } from './panel';
+import { settleOnRestart } from './restart';
 
 export const OPEN_COMMAND = 'deeptutor:open';
 export const ABOUT_CELL_COMMAND = 'deeptutor:ask-about-cell';
@@ -54,6 +55,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     panel.title.caption = 'Tutor';
     app.shell.add(panel, 'right', { rank: 600 });
 
+    settleOnRestart(notebooks);
     panel.setNotebook(notebooks.currentWidget);
     notebooks.currentChanged.connect((_, notebook) => panel.setNotebook(notebook));
 

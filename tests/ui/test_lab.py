@@ -222,3 +222,30 @@ def test_a_turn_and_a_form_in_real_jupyterlab(lab: str, fake_llm: FakeLLMServer,
     )  # nbformat stores multi-line strings as lists of lines
     # The final bundle replaced the "answering…" placeholder after the cell had finished.
     assert "An **eigenvector** keeps its direction." in markdown, first_turn
+
+
+@needs_chromium
+def test_after_a_kernel_restart_a_dead_form_gives_way_to_what_to_do(
+    lab: str, fake_llm: FakeLLMServer, tmp_path: Path
+):
+    fake_llm.extend([ask_reply("call_restart")])
+    write_notebook(
+        tmp_path / "restart.ipynb", "%load_ext deeptutor_jupyter", "%tutor How should we proceed?"
+    )
+    with lab_page("lab-restart") as page:
+        open_notebook(page, lab, "restart.ipynb")
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        page.get_by_text("Which way?").wait_for()
+        assert page.locator(".dt-ask-submit").count() == 1
+        page.evaluate("() => { window.jupyterapp.commands.execute('kernelmenu:restart'); }")
+        page.locator(".jp-Dialog button", has_text="Restart").click()
+        # The live-looking form (its kernel is gone) is replaced by the saved Markdown, which
+        # says how to answer the question now.
+        page.get_by_text("%tutor pending").first.wait_for()
+        assert page.locator(".dt-ask-submit").count() == 0
+        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+        page.wait_for_timeout(1000)
+    saved = nbformat.read(tmp_path / "restart.ipynb", as_version=4)
+    bundles = [o.get("data", {}) for o in saved.cells[1].outputs]
+    assert bundles and all("application/vnd.jupyter.widget-view+json" not in b for b in bundles)
+    assert any("%tutor pending" in b.get("text/markdown", "") for b in bundles)
