@@ -19,15 +19,20 @@ def plural(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
-# Marks the tutor's own widget outputs: after a kernel restart their widgets are dead, and the
-# sidebar extension (labextension/src/restart.ts) shows their Markdown fallback instead.
+# Marks the tutor's own widget outputs for the sidebar extension (labextension/src/displays.ts):
+# after a kernel restart their widgets are dead and it shows their Markdown fallback instead; and
+# after a page reload, when JupyterLab no longer knows a display id, it still applies the
+# ``update_display_data`` of that id (a turn's final answer and trace) to the saved output.
 VIEW_MIME = "application/vnd.deeptutor.view+json"
 
 
-def widget_bundle(widget: Any, markdown: str) -> dict[str, Any]:
+def widget_bundle(widget: Any, markdown: str, display_id: str | None = None) -> dict[str, Any]:
+    view: dict[str, Any] = {"fallback": "text/markdown"}
+    if display_id is not None:
+        view["display_id"] = display_id
     return {
         WIDGET_MIME: {"model_id": widget.model_id, "version_major": 2, "version_minor": 0},
-        VIEW_MIME: {"fallback": "text/markdown"},
+        VIEW_MIME: view,
         "text/markdown": markdown,
         "text/plain": markdown,
     }

@@ -117,7 +117,8 @@ def show_pending(tutor: KernelTutor, all_sessions: bool) -> None:
         text = t("pending_saved", tutor.language).format(title=body.get("title", ""))
         tutor.pending_boxes[row.request_id] = box
         # A display id, so the answer of a turn resumed under this card reaches the saved file.
-        display(widget_bundle(box, text), raw=True, display_id=pending_display_id(row.request_id))  # type: ignore[no-untyped-call]
+        shown = pending_display_id(row.request_id)
+        display(widget_bundle(box, text, shown), raw=True, display_id=shown)  # type: ignore[no-untyped-call]
 
 
 def pending_display_id(request_id: str) -> str:

@@ -71,7 +71,7 @@ def start_turn(
     view = attach_view(tutor, turn, trace=resolved.settings.trace_in_outputs)
     label = turn.ctx.profile.label
     running_md = turn_markdown(question, "", model=label, status="running", tools=[])
-    display(widget_bundle(view, running_md), raw=True, display_id=turn.turn_id)  # type: ignore[no-untyped-call]
+    display(widget_bundle(view, running_md, turn.turn_id), raw=True, display_id=turn.turn_id)  # type: ignore[no-untyped-call]
     if cell_id:
         tutor.cell_turns[cell_id] = turn
     return turn
@@ -126,7 +126,8 @@ def attach_view(
         elif event.type == "user_input_required":
             waiting = turn_markdown(question, "", model=label, status="waiting", tools=tools_used)
             waiting += "\n" + t("waiting_saved", language).format(title=event.data.get("title", ""))
-            update_display(widget_bundle(view, waiting), raw=True, display_id=turn.turn_id)  # type: ignore[no-untyped-call]
+            bundle = widget_bundle(view, waiting, turn.turn_id)
+            update_display(bundle, raw=True, display_id=turn.turn_id)  # type: ignore[no-untyped-call]
         elif event.type == "done":
             errors = [e.data.get("message", "") for e in log.events if e.type == "error"]
             answer = event.data.get("answer", "")
@@ -144,7 +145,7 @@ def attach_view(
             if view.quiz_receipts:  # graded quizzes, readable without widgets
                 md += "\n" + "\n\n".join(view.quiz_receipts) + "\n"
             for display_id, widget in {turn.turn_id: view, **(also or {})}.items():
-                bundle = widget_bundle(widget, md)
+                bundle = widget_bundle(widget, md, display_id)
                 if trace and turn.trace is not None:
                     from deeptutor_jupyter.memory import TRACE_MIME
 

@@ -10,7 +10,7 @@ import { LabIcon } from '@jupyterlab/ui-components';
 
 import { CellLike, aboutCellDraft, errorOf, explainErrorQuestion } from './context';
 import { TutorPanel } from './panel';
-import { settleOnRestart } from './restart';
+import { keepOutputsTrue } from './displays';
 
 export const OPEN_COMMAND = 'deeptutor:open';
 export const ABOUT_CELL_COMMAND = 'deeptutor:ask-about-cell';
@@ -55,7 +55,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     panel.title.caption = 'Tutor';
     app.shell.add(panel, 'right', { rank: 600 });
 
-    settleOnRestart(notebooks);
+    keepOutputsTrue(notebooks);
     panel.setNotebook(notebooks.currentWidget);
     notebooks.currentChanged.connect((_, notebook) => panel.setNotebook(notebook));
 

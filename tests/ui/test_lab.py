@@ -249,3 +249,33 @@ def test_after_a_kernel_restart_a_dead_form_gives_way_to_what_to_do(
     bundles = [o.get("data", {}) for o in saved.cells[1].outputs]
     assert bundles and all("application/vnd.jupyter.widget-view+json" not in b for b in bundles)
     assert any("%tutor pending" in b.get("text/markdown", "") for b in bundles)
+
+
+@needs_chromium
+def test_a_turn_that_ends_after_a_page_reload_is_saved_with_its_answer_and_trace(
+    lab: str, fake_llm: FakeLLMServer, tmp_path: Path
+):
+    words = [f"word{i} " for i in range(12)]
+    fake_llm.add(Reply(chunks=["Streaming: ", *words, "the end."], chunk_delay=0.3))
+    write_notebook(
+        tmp_path / "streaming.ipynb", "%load_ext deeptutor_jupyter", "%tutor Tell me slowly"
+    )
+    with lab_page("lab-reload-streaming") as page:
+        open_notebook(page, lab, "streaming.ipynb")
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        page.get_by_text("Streaming:").first.wait_for()
+        # Saved mid-answer (as autosave does), then reloaded while the answer still streams.
+        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+        page.wait_for_timeout(500)
+        page.reload()
+        open_notebook(page, lab, "streaming.ipynb")
+        page.get_by_text("the end.").first.wait_for()
+        page.wait_for_timeout(1500)  # the final bundle follows the last delta
+        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+        page.wait_for_timeout(1000)
+    saved = nbformat.read(tmp_path / "streaming.ipynb", as_version=4)
+    bundles = [o.get("data", {}) for o in saved.cells[1].outputs]
+    final = [b for b in bundles if "the end." in b.get("text/markdown", "")]
+    assert final, [b.get("text/markdown", "") for b in bundles]
+    assert "The tutor is answering" not in final[0]["text/markdown"]
+    assert "application/vnd.deeptutor.trace+json" in final[0]

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { VIEW_MIME, withoutDeadWidget } from './restart';
+import { VIEW_MIME, displayIdOf, withoutDeadWidget } from './displays';
 
 const WIDGET = 'application/vnd.jupyter.widget-view+json';
 
@@ -21,5 +21,13 @@ describe('after a kernel restart', () => {
   it('leaves every other output alone', () => {
     expect(withoutDeadWidget({ [WIDGET]: { model_id: 'x' }, 'text/plain': 'Slider' })).toBeNull();
     expect(withoutDeadWidget({ 'text/markdown': '# plain' })).toBeNull();
+  });
+});
+
+describe('after a page reload', () => {
+  it('finds a tutor output by the display id its marker carries', () => {
+    expect(displayIdOf({ [VIEW_MIME]: { display_id: 'turn-1' } })).toBe('turn-1');
+    expect(displayIdOf({ [VIEW_MIME]: { fallback: 'text/markdown' } })).toBeNull();
+    expect(displayIdOf({ 'text/plain': 'x' })).toBeNull();
   });
 });
