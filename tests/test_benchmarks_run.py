@@ -87,3 +87,16 @@ def test_inspect_responsiveness_quick() -> None:
     out = run("inspect_responsiveness.py", "--quick")
     for line in ("trivial cell, kernel idle:", "ratio busy/idle:", "Stop -> turn shows", "RESULT:"):
         assert line in out
+
+
+def test_event_rows_quick() -> None:
+    out = run("event_rows.py", "--quick")
+    for line in ("rows in state.db:", "state.db growth:", "replay exact: yes", "RESULT:"):
+        assert line in out
+
+
+@pytest.mark.e2e
+def test_streaming_bytes_quick() -> None:
+    out = run("streaming_bytes.py", "--quick")
+    for line in ("comm bytes:", "x the answer (goal < 3.0x)", "exact answer: yes", "RESULT:"):
+        assert line in out

@@ -45,7 +45,8 @@ class _TextBlock:
     code fences and ``$$`` math, followed by an unindented line): a finished block is sent once
     in full and never again. The block still growing is resent only when it has grown by
     ``GROWTH`` since it was last sent (and ``MIN_STEP`` characters), which bounds its bytes
-    geometrically (at most ``GROWTH / (GROWTH - 1)`` times the block); ``sync(final=True)`` sends exactly what there is.
+    geometrically (partial sends total at most ``GROWTH / (GROWTH - 1)`` times the block);
+    ``sync(final=True)`` sends exactly what there is.
     """
 
     GROWTH = 3.0
