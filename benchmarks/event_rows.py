@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from deeptutor_jupyter.runtime.events import EventLog  # noqa: E402
-from deeptutor_jupyter.store.db import Store  # noqa: E402
+from deeptutor_jupyter.runtime.events import EventLog
+from deeptutor_jupyter.store.db import Store
 
 
 def main() -> None:
