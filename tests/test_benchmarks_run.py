@@ -100,3 +100,10 @@ def test_streaming_bytes_quick() -> None:
     out = run("streaming_bytes.py", "--quick")
     for line in ("comm bytes:", "x the answer (goal < 3.0x)", "exact answer: yes", "RESULT:"):
         assert line in out
+
+
+@pytest.mark.e2e
+def test_kernel_turns_quick() -> None:
+    out = run("kernel_turns.py", "--quick")
+    for line in ("live widgets:", "widgets per finished turn:", "turns holding a history copy: 0"):
+        assert line in out

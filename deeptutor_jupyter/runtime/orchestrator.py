@@ -224,6 +224,9 @@ class Orchestrator:
             elapsed=round(time.monotonic() - turn.started, 3),
         )
         log.flush()
+        # A finished turn needs no copy of the conversation (the session keeps it): without
+        # this, every turn of a long session held the whole history (issue 14).
+        turn.ctx.history = []
 
     async def _chat(
         self, turn: Turn, model: ChatModel, question: Message, resume: Resume | None

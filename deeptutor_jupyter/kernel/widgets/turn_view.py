@@ -378,11 +378,35 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
             words += f" · {usage['total_tokens']:,} tokens"
         self._render_status(final=words)
         self.stop_button.disabled = True
-        self.stop_button.layout.display = "none"
+        self._release()
+
+    def _release(self) -> None:
+        """Close what a finished turn no longer shows (issue 14: 22 live widgets a turn, never
+        closed). The cell keeps the status, the answer, cards and notices; the saved notebook
+        reads the final display bundle (kernel/start.py), not these widgets."""
+        gone: list[Any] = [self.stop_button]
+        if not self._thinking_parts:
+            gone.append(self.thinking)
+        if not self.errors.children:
+            gone.append(self.errors)
+        shown: tuple[Any, ...] = tuple(self.children)  # type: ignore[has-type]
+        self.children = tuple(c for c in shown if c not in gone)
+        if self._reading is None:
+            gone.append(self._reading_text)
+        for widget in gone:
+            _close_tree(widget)
 
     @property
     def answer_text(self) -> str:
         return self._text.text if self._text is not None else ""
+
+
+def _close_tree(widget: Any) -> None:
+    for child in getattr(widget, "children", ()):
+        _close_tree(child)
+    for part in (getattr(widget, "layout", None), getattr(widget, "style", None), widget):
+        if isinstance(part, widgets.Widget):
+            part.close()
 
 
 def error_card(data: dict[str, Any], language: str = "en") -> widgets.HTML:
