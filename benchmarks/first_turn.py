@@ -1,6 +1,7 @@
 """The first ``%tutor`` in a fresh kernel against the second (issue 14: 401 ms vs 20 ms).
 
-Each sample is a new real ipykernel (tests/e2e/kernel_driver.py) with ``%load_ext`` done; one
+Each sample is a new real ipykernel (tests/e2e/kernel_driver.py) with ``%load_ext`` done, its
+bytecode cached as an installed package has it (one warm-up kernel, not counted); one
 cell times, inside the kernel, ``%tutor`` plus ``await wait_for_turns()`` (a zero-delay
 FakeLLMServer answers), twice. It also lists the heavy modules the first turn imported. Goal:
 the first turn under 150 ms.
@@ -38,9 +39,14 @@ print(json.dumps({"times": _times, "added": _added}))
 """
 
 
-def sample(tmp: Path, server: FakeLLMServer) -> dict[str, list]:  # type: ignore[type-arg]
+def sample(tmp: Path, server: FakeLLMServer, cache: Path) -> dict[str, list]:  # type: ignore[type-arg]
     server.extend([Reply(text="One."), Reply(text="Two.")])
-    k = KernelDriver(kernel_env(tmp, server), cwd=tmp)
+    env = kernel_env(tmp, server)
+    # As an installed package is: bytecode cached (this machine sets PYTHONDONTWRITEBYTECODE,
+    # which makes every fresh kernel compile ~60 modules, ~50 ms, from source).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(cache)
+    k = KernelDriver(env, cwd=tmp)
     try:
         k.execute("%load_ext deeptutor_jupyter")
         msg_id = k.execute(CELL)
@@ -56,10 +62,12 @@ def main() -> None:
     a = p.parse_args()
     n = 1 if a.quick else a.n
     firsts, seconds, added = [], [], []
-    with FakeLLMServer() as server:
-        for i in range(n):
+    with FakeLLMServer() as server, tempfile.TemporaryDirectory() as cache:
+        for i in range(n + 1):  # the first fills the bytecode cache and is not counted
             with tempfile.TemporaryDirectory() as tmp:
-                got = sample(Path(tmp), server)
+                got = sample(Path(tmp), server, Path(cache))
+            if i == 0:
+                continue
             firsts.append(got["times"][0])
             seconds.append(got["times"][1])
             added = got["added"]

@@ -107,3 +107,10 @@ def test_kernel_turns_quick() -> None:
     out = run("kernel_turns.py", "--quick")
     for line in ("live widgets:", "widgets per finished turn:", "turns holding a history copy: 0"):
         assert line in out
+
+
+@pytest.mark.e2e
+def test_first_turn_quick() -> None:
+    out = run("first_turn.py", "--quick")
+    for line in ("first %tutor:", "second %tutor:", "heavy packages the first turn imported:"):
+        assert line in out
