@@ -25,7 +25,7 @@ FLUSH_INTERVAL = 0.08  # seconds; about 12 updates a second reads as smooth stre
 TICK_INTERVAL = 1.0
 # While the answer streams it shows the turn is alive; the clock then ticks less often, since
 # each status update costs as many bytes as a line of the answer.
-STREAMING_TICK = 5.0
+STREAMING_TICK = 10.0
 PREVIEW_CHARS = 2000
 
 
@@ -49,7 +49,7 @@ class _TextBlock:
     ``sync(final=True)`` sends exactly what there is.
     """
 
-    GROWTH = 3.0
+    GROWTH = 4.0
     MIN_STEP = 64
     # Each block is a widget (about 1 kB to open, and one more entry in the children list), so
     # a block holds at least this much text: paragraphs are grouped, not one widget each.
@@ -204,6 +204,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         self._flush_handle: asyncio.TimerHandle | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._last_content = 0.0
+        self._compacted = False
         self._status_key: tuple[Any, ...] = ()
         self._status_at = 0.0
         self.finished = False
@@ -264,6 +265,9 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
             self._retry_at = time.monotonic() + float(d["retry_in"])
             self._render_status()
         elif event.type == "notice":
+            if d.get("stage") == "compacted":  # the history was summarised: said on the status
+                self._compacted = True
+                self._render_status()
             self._flush()
             self.errors.children = (*self.errors.children, _notice(d["text"]))
         elif event.type == "error":
@@ -341,6 +345,8 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
             phase = "" if self._phase in ("", "exploration") else f" ({self._phase})"
             bits.append(f"{t('round', self.language)} {self._round}{phase}")
         bits.append(f"{elapsed:.1f} s")
+        if self._compacted:
+            bits.append(html.escape(t("compacted", self.language)))
         bits.append(final or html.escape(self._retry_status() or self._state))
         self.status.value = '<span class="dt-status-line">' + " · ".join(bits) + "</span>"
 
