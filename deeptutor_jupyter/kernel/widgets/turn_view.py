@@ -88,7 +88,9 @@ class _TextBlock:
         active = self._buf[self._start :]
         if not active or len(active) == self._sent:
             return
-        if final or len(active) >= max(self._sent * self.GROWTH, self._sent + self.MIN_STEP):
+        # A block's first words show at once (a slow model's first token must not wait).
+        grown = len(active) >= max(self._sent * self.GROWTH, self._sent + self.MIN_STEP)
+        if final or self._sent < 0 or grown:
             self._send(active)
 
     def _send(self, text: str) -> None:
