@@ -56,7 +56,7 @@ def main() -> None:
             first = probe(k)
             for i in range(n):
                 k.execute(f"%tutor question {i}")
-                k.execute("await deeptutor_jupyter.wait_for_turns()")
+                k.execute("await deeptutor_jupyter.wait_for_turns();")
                 k.iopub.clear()  # the driver's own record is not the kernel's memory
             last = probe(k)
         finally:

@@ -68,6 +68,7 @@ async def test_a_turn_is_persisted_with_its_events_and_history(server, store, mo
     orch = Orchestrator(store)
     turn, events = await run(orch, context("What is 2+2?"), model_for(server))
     assert turn.status == "done" and turn.answer == "It is 4."
+    assert repr(turn) == f"Turn({turn.turn_id!r}, status='done', answer='It is 4.')"  # short in Out
     types = [e.type for e in events]
     assert types[0] == "turn_started" and types[-1] == "done"
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
