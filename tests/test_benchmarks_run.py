@@ -87,3 +87,30 @@ def test_inspect_responsiveness_quick() -> None:
     out = run("inspect_responsiveness.py", "--quick")
     for line in ("trivial cell, kernel idle:", "ratio busy/idle:", "Stop -> turn shows", "RESULT:"):
         assert line in out
+
+
+def test_event_rows_quick() -> None:
+    out = run("event_rows.py", "--quick")
+    for line in ("rows in state.db:", "state.db growth:", "replay exact: yes", "RESULT:"):
+        assert line in out
+
+
+@pytest.mark.e2e
+def test_streaming_bytes_quick() -> None:
+    out = run("streaming_bytes.py", "--quick")
+    for line in ("comm bytes:", "x the answer (goal < 3.0x)", "exact answer: yes", "RESULT:"):
+        assert line in out
+
+
+@pytest.mark.e2e
+def test_kernel_turns_quick() -> None:
+    out = run("kernel_turns.py", "--quick")
+    for line in ("live widgets:", "widgets per finished turn:", "turns holding a history copy: 0"):
+        assert line in out
+
+
+@pytest.mark.e2e
+def test_first_turn_quick() -> None:
+    out = run("first_turn.py", "--quick")
+    for line in ("first %tutor:", "second %tutor:", "heavy packages the first turn imported:"):
+        assert line in out

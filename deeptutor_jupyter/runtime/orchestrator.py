@@ -67,6 +67,12 @@ class Turn:
     def turn_id(self) -> str:
         return self.ctx.turn_id
 
+    def __repr__(self) -> str:
+        # Short: ``await wait_for_turns()`` shows the turns, and IPython keeps each shown value
+        # in ``Out``; the dataclass repr (every event, the context) was ~140 kB a cell.
+        answer = self.answer if len(self.answer) <= 60 else self.answer[:59] + "…"
+        return f"Turn({self.turn_id!r}, status={self.status!r}, answer={answer!r})"
+
     def cancel(self, reason: str = "") -> None:
         if self.task is not None and not self.task.done():
             self.cancel_reason = reason
@@ -243,6 +249,9 @@ class Orchestrator:
             elapsed=round(time.monotonic() - turn.started, 3),
         )
         log.flush()
+        # A finished turn needs no copy of the conversation (the session keeps it): without
+        # this, every turn of a long session held the whole history (issue 14).
+        turn.ctx.history = []
 
     async def _chat(
         self, turn: Turn, model: ChatModel, question: Message, resume: Resume | None

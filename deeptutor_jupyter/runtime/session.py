@@ -222,6 +222,7 @@ class TutorSession:
     ) -> Turn:
         """Start a turn on the running loop and return it at once; raises ``PlanError`` when
         the turn cannot start as asked (an unknown knowledge base)."""
+        from deeptutor_jupyter.runtime.compaction import compact_history
         from deeptutor_jupyter.runtime.context import TurnContext
         from deeptutor_jupyter.runtime.events import EventLog
 
@@ -241,6 +242,8 @@ class TutorSession:
             no_tools=opts.no_tools,
             instructions=self._instructions(self.workspace()),
         )
+        # A long conversation is summarised before it outgrows the model's context.
+        self.history, compaction = compact_history(self.history, s.context_budget)
         ctx = TurnContext(
             session_id=self.session_id,
             turn_id=f"turn-{uuid.uuid4().hex[:12]}",
@@ -261,6 +264,8 @@ class TutorSession:
             ctx, model, log, plan.deps, interactive=opts.interactive, owner=self._owner_id()
         )
         self._track(turn)
+        if compaction is not None:
+            log.emit("notice", text=compaction.notice, stage="compacted")
         return turn
 
     async def run(

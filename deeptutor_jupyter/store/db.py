@@ -332,6 +332,9 @@ class Store(SQLiteFile):
 
     # events ------------------------------------------------------------------------------
     def append_events(self, rows: Iterable[tuple[str, int, str, dict[str, Any], float]]) -> None:
+        from deeptutor_jupyter.store.event_rows import coalesce
+
+        rows = coalesce(rows)  # a run of streamed text is one row (store/event_rows.py)
         with self._tx() as c:
             c.executemany(
                 # Never REPLACE: a seq that repeats is a bug to surface, not history to overwrite.
@@ -348,7 +351,9 @@ class Store(SQLiteFile):
             "SELECT seq, type, data FROM events WHERE turn_id = ? AND seq > ? ORDER BY seq",
             (turn_id, after_seq),
         )
-        return [(seq, typ, json.loads(data)) for seq, typ, data in rows]
+        from deeptutor_jupyter.store.event_rows import replay
+
+        return list(replay(((s, t, json.loads(d)) for s, t, d in rows), after_seq))
 
     def events_with_time(
         self, turn_id: str, after_seq: int = 0
@@ -357,7 +362,9 @@ class Store(SQLiteFile):
             "SELECT seq, type, data, ts FROM events WHERE turn_id = ? AND seq > ? ORDER BY seq",
             (turn_id, after_seq),
         )
-        return [(seq, typ, json.loads(data), ts) for seq, typ, data, ts in rows]
+        from deeptutor_jupyter.store.event_rows import replay
+
+        return list(replay(((s, t, json.loads(d), ts) for s, t, d, ts in rows), after_seq))
 
     # pending interactions and paused turns ------------------------------------------------
     def add_pending(self, row: PendingRow, state: dict[str, Any] | None) -> None:

@@ -68,12 +68,15 @@ async def test_a_turn_is_persisted_with_its_events_and_history(server, store, mo
     orch = Orchestrator(store)
     turn, events = await run(orch, context("What is 2+2?"), model_for(server))
     assert turn.status == "done" and turn.answer == "It is 4."
+    assert repr(turn) == f"Turn({turn.turn_id!r}, status='done', answer='It is 4.')"  # short in Out
     types = [e.type for e in events]
     assert types[0] == "turn_started" and types[-1] == "done"
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     assert "tool_call" in types and "tool_result" in types
     saved = store.events("turn-1")
+
     assert [(seq, typ) for seq, typ, _ in saved] == [(e.seq, e.type) for e in events]
+    assert [d for _, _, d in saved] == [e.data for e in events]  # replay is exact
     assert store.events("turn-1", after_seq=len(events) - 1)[0][1] == "done"
     row = store.get_turn("turn-1")
     assert row is not None and row.status == "done" and row.answer == "It is 4."

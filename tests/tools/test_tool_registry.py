@@ -251,3 +251,19 @@ def test_import_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_schemas_are_built_once_per_tool_and_kept_apart_by_what_they_are_made_of() -> None:
+    from deeptutor_jupyter.tools.calculate import CalculateTool
+    from deeptutor_jupyter.tools.registry import ToolRegistry, schema_of
+
+    first = ToolRegistry([CalculateTool()]).schemas()
+    again = ToolRegistry([CalculateTool()]).schemas()
+    assert first == again == [CalculateTool.schema()]
+    assert first[0] is again[0]  # the cached dict, not rebuilt
+
+    class Renamed(CalculateTool):
+        description = "Another description."
+
+    assert schema_of(Renamed())["function"]["description"] == "Another description."
+    assert schema_of(CalculateTool())["function"]["description"] == CalculateTool.description

@@ -279,3 +279,41 @@ def test_a_turn_that_ends_after_a_page_reload_is_saved_with_its_answer_and_trace
     assert final, [b.get("text/markdown", "") for b in bundles]
     assert "The tutor is answering" not in final[0]["text/markdown"]
     assert "application/vnd.deeptutor.trace+json" in final[0]
+
+
+def long_markdown_answer() -> str:
+    """Long enough to stream as several blocks, each with prose, a code fence and $$ math."""
+    sections = []
+    for i in range(1, 9):
+        sections.append(
+            f"### Part {i}\n\nThe eigenvalues of $A$ solve the characteristic equation; here is "
+            f"example {i} worked out in NumPy, then the same equation written in full. "
+            + "Each step keeps the direction of the eigenvector and only scales it. " * 4
+            + "\n\n```python\nimport numpy as np\n\n"
+            + f"A = np.array([[2, 1], [1, 2]])  # part {i}\nprint(np.linalg.eigvals(A))\n```\n\n"
+            + f"$$\n\\det(A - \\lambda I) = (2 - \\lambda)^2 - 1 = 0 \\qquad ({i})\n$$\n\n"
+        )
+    return "".join(sections) + "That is the whole story."
+
+
+@needs_chromium
+def test_a_long_streamed_answer_renders_fences_and_math_across_blocks(
+    lab: str, fake_llm: FakeLLMServer, tmp_path: Path
+):
+    answer = long_markdown_answer()
+    chunks = [answer[i : i + 12] for i in range(0, len(answer), 12)]
+    fake_llm.add(Reply(text=answer, chunks=chunks, chunk_delay=0.004))
+    write_notebook(tmp_path / "long.ipynb", "%load_ext deeptutor_jupyter", "%tutor Explain.")
+    with lab_page("lab-long-answer") as page:
+        open_notebook(page, lab, "long.ipynb")
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        page.get_by_text("That is the whole story.").wait_for(timeout=60000)
+        page.wait_for_timeout(1500)  # MathJax typesets after the Markdown renders
+        blocks = page.locator(".dt-text")
+        assert blocks.count() > 1  # the answer streamed as several Output widgets
+        code = page.locator(".dt-answer pre").all_inner_texts()
+        assert len(code) == 8 and all("np.linalg.eigvals(A)" in c for c in code)
+        assert page.locator(".dt-answer mjx-container").count() >= 8 + 8  # inline $A$ + $$
+        shown = page.locator(".dt-answer").inner_text()
+        assert "```" not in shown and "$$" not in shown  # every fence and math block closed
+        assert shown.count("Part ") == 8

@@ -24,6 +24,9 @@ from deeptutor_jupyter.runtime.events import Event
 
 FLUSH_INTERVAL = 0.08  # seconds; about 12 updates a second reads as smooth streaming
 TICK_INTERVAL = 1.0
+# While the answer streams it shows the turn is alive; the clock then ticks less often, since
+# each status update costs as many bytes as a line of the answer.
+STREAMING_TICK = 10.0
 PREVIEW_CHARS = 2000
 
 
@@ -36,22 +39,117 @@ def markdown_bundle(text: str) -> dict[str, Any]:
 
 
 class _TextBlock:
+    """One run of answer text, shown as Markdown blocks each in its own Output widget.
+
+    Resending the whole answer on every update costs O(length x updates) bytes (issue 14: 148 MB
+    for a 62 kB answer). So the text is cut at safe Markdown boundaries (a blank line outside
+    code fences and ``$$`` math, followed by an unindented line): a finished block is sent once
+    in full and never again. The block still growing is resent only when it has grown by
+    ``GROWTH`` since it was last sent (and ``MIN_STEP`` characters), which bounds its bytes
+    geometrically (partial sends total at most ``GROWTH / (GROWTH - 1)`` times the block);
+    ``sync(final=True)`` sends exactly what there is.
+    """
+
+    GROWTH = 4.0
+    MIN_STEP = 64
+    # Each block is a widget (about 1 kB to open, and one more entry in the children list), so
+    # a block holds at least this much text: paragraphs are grouped, not one widget each.
+    MIN_BLOCK = 3000
+
     def __init__(self) -> None:
-        self.widget = widgets.Output(layout=widgets.Layout(width="auto", max_width="100%"))
-        self.widget.add_class("dt-text")
+        # Shared by the blocks (opened once); auto width: 100% plus padding made a stray scrollbar.
+        self._layout = widgets.Layout(width="auto", max_width="100%")
+        self.widget = widgets.VBox(layout=self._layout)
+        self.widget.add_class("dt-answer")
         self.parts: list[str] = []
-        self.shown = 0
+        self._joined = 0  # parts already in self._buf
+        self._buf = ""
+        self._start = 0  # where the active block starts in _buf
+        self._scan = 0  # start of the first line not yet scanned
+        self._fence = ""  # the open code fence's marker, if any
+        self._math = False  # inside $$ ... $$
+        self._blank = False  # the last scanned line was blank, outside fences and math
+        self._active: widgets.Output | None = None
+        self._sent = -1  # length of the active block's text last sent
+        self._done: list[tuple[widgets.Output, str]] = []  # finished blocks and their text
+        self.suffix = ""  # link definitions, so the [n] markers of the answer link to sources
+
+    def link_sources(self, suffix: str) -> None:
+        """Put the ``[n]: link`` definitions under every block that cites (one send each, at
+        the turn's end): a Markdown output resolves only the definitions it holds itself."""
+        self.suffix = suffix
+        active = [(self._active, self._buf[self._start :])] if self._active is not None else []
+        for out, text in (*self._done, *active):
+            if re.search(r"\[\d+\]", text):
+                out.outputs = (_markdown_output(text + suffix),)
 
     @property
     def text(self) -> str:
-        return "".join(self.parts)
+        self._join()
+        return self._buf
 
-    def sync(self) -> None:
-        if len(self.parts) != self.shown:
-            self.shown = len(self.parts)
-            self.widget.outputs = (markdown_bundle(self.text + self.suffix),)
+    def _join(self) -> None:
+        if self._joined != len(self.parts):
+            self._buf += "".join(self.parts[self._joined :])
+            self._joined = len(self.parts)
 
-    suffix = ""  # link definitions, so the [n] markers of the answer link to their sources
+    def sync(self, final: bool = True) -> None:
+        self._join()
+        for cut in self._boundaries():
+            self._send(self._buf[self._start : cut])  # a finished block: its last send
+            if self._active is not None:
+                self._done.append((self._active, self._buf[self._start : cut]))
+            self._start, self._active, self._sent = cut, None, -1
+        active = self._buf[self._start :]
+        if not active or len(active) == self._sent:
+            return
+        # A block's first words show at once (a slow model's first token must not wait).
+        grown = len(active) >= max(self._sent * self.GROWTH, self._sent + self.MIN_STEP)
+        if final or self._sent < 0 or grown:
+            self._send(active)
+
+    def _send(self, text: str) -> None:
+        if self._active is None:
+            # The class given at creation: add_class after it would cost one more message.
+            self._active = widgets.Output(layout=self._layout, _dom_classes=("dt-text",))
+            self.widget.children = (*self.widget.children, self._active)
+        if len(text) != self._sent:
+            self._sent = len(text)
+            self._active.outputs = (_markdown_output(text + self.suffix),)
+
+    def _boundaries(self) -> list[int]:
+        """Offsets where a new block may start, found in the complete lines not yet scanned."""
+        cuts: list[int] = []
+        buf = self._buf
+        while (end := buf.find("\n", self._scan)) >= 0:
+            line = buf[self._scan : end]
+            if self._blank and line.strip() and not line[0].isspace() and not self._fence:
+                start = cuts[-1] if cuts else self._start
+                # Blocks grow with the answer, so their number (and children list) stays small.
+                least = max(self.MIN_BLOCK, start // 6)
+                if not self._math and self._scan - start >= least:
+                    cuts.append(self._scan)
+            self._step(line)
+            self._scan = end + 1
+        return cuts
+
+    def _step(self, line: str) -> None:
+        stripped = line.strip()
+        if self._fence:
+            if stripped.startswith(self._fence) and not stripped.strip(self._fence[0]):
+                self._fence = ""
+        elif stripped.startswith(("```", "~~~")) and not self._math:
+            marker = stripped[0] * (len(stripped) - len(stripped.lstrip(stripped[0])))
+            self._fence = marker
+        elif stripped.count("$$") % 2:
+            self._math = not self._math
+        self._blank = not stripped and not self._fence and not self._math
+
+
+def _markdown_output(text: str) -> dict[str, Any]:
+    # Markdown only: text/plain would double every send, and the saved notebook reads the
+    # turn's final display bundle (kernel/start.py), not this widget's state.
+    return {"output_type": "display_data", "data": {"text/markdown": text}, "metadata": {}}
 
 
 class ToolCard(widgets.Accordion):  # type: ignore[misc]
@@ -115,6 +213,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         self._text_blocks: list[_TextBlock] = []
         self._thinking_parts: list[str] = []
         self._thinking_shown = 0
+        self._thinking_sent = 0  # characters of thinking last sent
         self._cards: dict[str, ToolCard] = {}
         self._reading: widgets.Accordion | None = None
         self._reading_text = widgets.HTML()
@@ -127,6 +226,10 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         self._started = time.monotonic()
         self._flush_handle: asyncio.TimerHandle | None = None
         self._ticker: asyncio.Task[None] | None = None
+        self._last_content = 0.0
+        self._compacted = False
+        self._status_key: tuple[Any, ...] = ()
+        self._status_at = 0.0
         self.finished = False
         self._render_status()
 
@@ -139,6 +242,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         if event.type in ("content", "thinking", "round_started", "tool_call", "error"):
             self._retry_at = 0.0
         if event.type == "content":
+            self._last_content = time.monotonic()
             self._current_text().parts.append(d["text"])
             self._state = t("answering", self.language)
             self._schedule()
@@ -186,6 +290,9 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
             self._retry_at = time.monotonic() + float(d["retry_in"])
             self._render_status()
         elif event.type == "notice":
+            if d.get("stage") == "compacted":  # the history was summarised: said on the status
+                self._compacted = True
+                self._render_status()
             self._flush()
             self.errors.children = (*self.errors.children, _notice(d["text"]))
         elif event.type == "error":
@@ -246,9 +353,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         self._flush()
         definitions = "\n".join(re.findall(r"^\[\d+\]: .*$", markdown, flags=re.MULTILINE))
         for block in self._text_blocks:
-            block.suffix = "\n\n" + definitions if definitions else ""
-            block.shown = -1
-            block.sync()
+            block.link_sources("\n\n" + definitions if definitions else "")
         box = widgets.Output()
         box.add_class("dt-sources")
         box.outputs = (markdown_bundle(markdown),)
@@ -268,27 +373,37 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
     def _schedule(self) -> None:
         if self._flush_handle is None:
             loop = asyncio.get_running_loop()
-            self._flush_handle = loop.call_later(FLUSH_INTERVAL, self._flush)
+            self._flush_handle = loop.call_later(FLUSH_INTERVAL, self._flush, False)
 
-    def _flush(self) -> None:
+    def _flush(self, final: bool = True) -> None:
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
         if self._text is not None:
-            self._text.sync()
+            self._text.sync(final)
         if len(self._thinking_parts) != self._thinking_shown:
-            self._thinking_shown = len(self._thinking_parts)
-            self.thinking.layout.display = None
-            self.thinking_text.value = _pre("".join(self._thinking_parts))
-        self._render_status()
+            text = "".join(self._thinking_parts)
+            # Like the answer's active block: resent when grown by half, in full when final.
+            if final or len(text) >= 1.5 * self._thinking_sent + 64:
+                self._thinking_shown, self._thinking_sent = len(self._thinking_parts), len(text)
+                self.thinking.layout.display = None
+                self.thinking_text.value = _pre(text)
+        if final or self._status_key != self._key():
+            self._render_status()  # the clock alone is the ticker's job
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self._round, self._phase, self._state, self._retry_at)
 
     def _render_status(self, final: str = "") -> None:
+        self._status_key, self._status_at = self._key(), time.monotonic()
         elapsed = time.monotonic() - self._started
         bits = [f"<b>{html.escape(self.model_label)}</b>"]
         if self._round:
             phase = "" if self._phase in ("", "exploration") else f" ({self._phase})"
             bits.append(f"{t('round', self.language)} {self._round}{phase}")
         bits.append(f"{elapsed:.1f} s")
+        if self._compacted:
+            bits.append(html.escape(t("compacted", self.language)))
         bits.append(final or html.escape(self._retry_status() or self._state))
         self.status.value = '<span class="dt-status-line">' + " · ".join(bits) + "</span>"
 
@@ -303,7 +418,9 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
     async def _tick(self) -> None:
         while not self.finished:
             await asyncio.sleep(TICK_INTERVAL)
-            if not self.finished:
+            now = time.monotonic()
+            streaming = now - self._last_content < TICK_INTERVAL
+            if not self.finished and not (streaming and now - self._status_at < STREAMING_TICK):
                 self._render_status()
 
     def _finish(self, data: dict[str, Any]) -> None:
@@ -324,7 +441,23 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
             words += f" · {usage['total_tokens']:,} tokens"
         self._render_status(final=words)
         self.stop_button.disabled = True
-        self.stop_button.layout.display = "none"
+        self._release()
+
+    def _release(self) -> None:
+        """Close what a finished turn no longer shows (issue 14: 22 live widgets a turn, never
+        closed). The cell keeps the status, the answer, cards and notices; the saved notebook
+        reads the final display bundle (kernel/start.py), not these widgets."""
+        gone: list[Any] = [self.stop_button]
+        if not self._thinking_parts:
+            gone.append(self.thinking)
+        if not self.errors.children:
+            gone.append(self.errors)
+        shown: tuple[Any, ...] = tuple(self.children)  # type: ignore[has-type]
+        self.children = tuple(c for c in shown if c not in gone)
+        if self._reading is None:
+            gone.append(self._reading_text)
+        for widget in gone:
+            _close_tree(widget)
 
     @property
     def answer_text(self) -> str:
@@ -337,6 +470,14 @@ _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 def with_code(text: str) -> str:
     """Escaped text whose Markdown code spans (```%tutor config```) show as ``<code>``."""
     return _CODE_SPAN.sub(r"<code>\1</code>", html.escape(text))
+
+
+def _close_tree(widget: Any) -> None:
+    for child in getattr(widget, "children", ()):
+        _close_tree(child)
+    for part in (getattr(widget, "layout", None), getattr(widget, "style", None), widget):
+        if isinstance(part, widgets.Widget):
+            part.close()
 
 
 def error_card(data: dict[str, Any], language: str = "en") -> widgets.HTML:
