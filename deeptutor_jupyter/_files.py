@@ -41,8 +41,18 @@ def ensure_private_dir(path: Path) -> bool:
 
 
 def private_file(path: Path) -> None:
-    """Make sure ``path`` exists and only its owner can read it (created 0600, never truncated)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, FILE_MODE)
+    """Make sure ``path`` exists and only its owner can read it (created 0600, never truncated).
+
+    An existing file is only chmod-ed, never opened: closing any descriptor of a file drops
+    every POSIX lock this process holds on it, so opening ``state.db`` while a SQLite connection
+    of this process has it open would silently release that connection's locks (and another
+    process could then checkpoint the WAL away under it).
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        tighten(path)
+        return
     try:
         os.fchmod(fd, FILE_MODE)
     finally:
