@@ -57,6 +57,7 @@ class KernelTutor:
         )
         tutor = cls(session, shell)
         session.on_resumed = tutor.show_resumed
+        session.place = tutor.place  # a turn resumed here shows in the cell that answered
         return tutor
 
     @property

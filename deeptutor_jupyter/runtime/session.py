@@ -109,7 +109,6 @@ class TutorSession:
         # Cards of questions whose turn runs elsewhere: request id -> what to tell them.
         self._watched: dict[str, Callable[[QuestionState], bool]] = {}
         self._watched_version = -1
-        self._tasks: set[asyncio.Task[Any]] = set()
 
     # opening -----------------------------------------------------------------------------
     @property
