@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[1] / "deeptutor_jupyter"
 BELOW_KERNEL = [
     "agent",
@@ -166,17 +168,27 @@ def test_no_import_cycle_in_the_package():
     assert "deeptutor_jupyter.kernel.tutor" in graph  # the graph is the real package
 
 
-def test_the_hub_service_never_imports_the_kernel_side():
+@pytest.mark.parametrize(
+    ("package", "modules"),
+    [
+        (
+            "hub",
+            "deeptutor_jupyter.hub, deeptutor_jupyter.hub.app, deeptutor_jupyter.hub.configure",
+        ),
+        ("server", "deeptutor_jupyter.server, deeptutor_jupyter.server.handlers"),
+    ],
+)
+def test_the_services_never_import_a_frontend_or_the_kernel_side(package: str, modules: str):
     offenders = [
         f"{path.relative_to(PACKAGE.parent)} imports {name}"
-        for path in (PACKAGE / "hub").rglob("*.py")
+        for path in (PACKAGE / package).rglob("*.py")
         for name in imported_modules(path)
         if name.startswith(FRONTEND)
     ]
     assert offenders == []
     code = (
         "import sys\n"
-        "import deeptutor_jupyter.hub, deeptutor_jupyter.hub.app, deeptutor_jupyter.hub.configure\n"
+        f"import {modules}\n"
         f"bad = [m for m in sys.modules if m.startswith({FRONTEND!r})]\n"
         "assert not bad, bad\n"
     )
@@ -191,22 +203,5 @@ def test_configure_in_jupyterhub_config_imports_nothing_heavy():
         "heavy = [m for m in ('httpx', 'sqlalchemy', 'tornado', 'jupyterhub', 'pydantic') "
         "if m in sys.modules]\n"
         "assert not heavy, heavy\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True)
-
-
-def test_the_server_extension_never_imports_the_kernel_side():
-    offenders = [
-        f"{path.relative_to(PACKAGE.parent)} imports {name}"
-        for path in (PACKAGE / "server").rglob("*.py")
-        for name in imported_modules(path)
-        if name.startswith(FRONTEND)
-    ]
-    assert offenders == []
-    code = (
-        "import sys\n"
-        "import deeptutor_jupyter.server, deeptutor_jupyter.server.handlers\n"
-        f"bad = [m for m in sys.modules if m.startswith({FRONTEND!r})]\n"
-        "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
