@@ -32,21 +32,16 @@ if str(REPO) not in sys.path:  # run from a checkout without installing
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec  # noqa: E402
 from tests.e2e.kernel_driver import KernelDriver, kernel_env  # noqa: E402
+from tests.e2e.test_inspect_kernel import SETUP as HOSTILE  # noqa: E402
 
-SETUP = """
-class Spin:
-    started = False
-
-    def __repr__(self):
-        Spin.started = True
-        while True:
-            pass
-
-spin = Spin()
-big = [0] * 50_000_000
+# The test's hostile objects, with the time limit lifted so the work really spins meanwhile.
+SETUP = (
+    HOSTILE
+    + """
 import deeptutor_jupyter.kernel.notebook_context as _nbc
 _nbc.INSPECT_SECONDS = 600
 """
+)
 
 
 def trivial_cell_ms(k: KernelDriver) -> float:
