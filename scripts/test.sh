@@ -43,8 +43,8 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   fi
 fi
 echo "==> ruff"
-.venv/bin/ruff check deeptutor_jupyter tests benchmarks
-.venv/bin/ruff format --check deeptutor_jupyter tests benchmarks
+.venv/bin/ruff check deeptutor_jupyter tests benchmarks scripts
+.venv/bin/ruff format --check deeptutor_jupyter tests benchmarks scripts
 echo "==> labextension: eslint, prettier, vitest (form rules)"
 (
   cd labextension

@@ -89,6 +89,19 @@ STOPPED_RESULT: Result = {
 }
 
 
+def resolved_fields(result: Result) -> dict[str, Any]:
+    """The ``user_input_resolved`` event's fields for a result (the tool result's names are the
+    model's; the event's are snake_case like every event)."""
+    fields: dict[str, Any] = {
+        "selections": list(result.get("selections", [])),
+        "custom_input": str(result.get("customInput", "")),
+        "cancelled": bool(result.get("cancelled")),
+    }
+    if result.get("reason"):
+        fields["reason"] = str(result["reason"])
+    return fields
+
+
 def tool_result_of(result: Result) -> ToolResult:
     """The tool result the model reads; a cancelled question ends the turn."""
     cancelled = bool(result.get("cancelled"))
@@ -194,13 +207,18 @@ class InteractionCoordinator:
             # The turn was stopped while waiting: the question must not stay answerable.
             if self.store.resolve_pending(request_id, "cancelled", STOPPED_RESULT, time.time()):
                 # The open card follows this event; without it the form stays answerable.
-                emit("user_input_resolved", id=request_id, toolCallId=call.id, **STOPPED_RESULT)
+                emit(
+                    "user_input_resolved",
+                    id=request_id,
+                    tool_call_id=call.id,
+                    **resolved_fields(STOPPED_RESULT),
+                )
                 self._audit_outcome(row, "cancelled", STOPPED_RESULT)
             raise
         finally:
             timer.cancel()
             self._waiters.pop(request_id, None)
-        emit("user_input_resolved", id=request_id, toolCallId=call.id, **result)
+        emit("user_input_resolved", id=request_id, tool_call_id=call.id, **resolved_fields(result))
         return tool_result_of(result)
 
     def is_live(self, request_id: str) -> bool:
@@ -406,7 +424,7 @@ def check_answer(
     if len(set(selections)) != len(selections):
         raise InvalidAnswer("An option was selected twice.")
     if mode in CHOICE_MODES:
-        if custom_input and not body.get("allowCustom"):
+        if custom_input and not body.get("allow_custom"):
             raise InvalidAnswer("This question does not take a free-text answer.")
         if mode == "single" and len(selections) > 1:
             raise InvalidAnswer("Choose one option.")

@@ -191,14 +191,14 @@ class QuizCoordinator:
             result = await future
         except asyncio.CancelledError:
             if self.store.finish_quiz(row.quiz_id, "cancelled", CANCELLED):
-                emit("quiz_resolved", id=row.quiz_id, toolCallId=call.id, **CANCELLED)
+                emit("quiz_resolved", id=row.quiz_id, tool_call_id=call.id, **CANCELLED)
                 self._audit("cancelled", row, reason="turn_stopped")
             raise
         finally:
             timer.cancel()
             self._waiters.pop(row.quiz_id, None)
             self.graders.pop(row.quiz_id, None)
-        emit("quiz_resolved", id=row.quiz_id, toolCallId=call.id, **result)
+        emit("quiz_resolved", id=row.quiz_id, tool_call_id=call.id, **result)
         return tool_result_of(result)
 
     def open_quiz(
@@ -239,10 +239,10 @@ class QuizCoordinator:
         quiz = MakeQuizArgs.model_validate(row.spec["quiz"])
         return {
             "id": row.quiz_id,
-            "toolCallId": row.tool_call_id,
-            "sessionId": row.session_id,
+            "tool_call_id": row.tool_call_id,
+            "session_id": row.session_id,
             "kind": row.kind,
-            "expiresAt": row.expires_at,
+            "expires_at": row.expires_at,
             **public_view(quiz),
         }
 

@@ -1,8 +1,10 @@
 """The ``ask_user`` tool as the model sees it, derived from pydantic models.
 
-The field names (``allowCustom``, ``submitLabel``) are the contract of the reference protocol, so
-they stay camelCase on the wire. ``options[].id`` is the stable value a submission carries;
-labels are for display only.
+What the model writes (``AskUserArgs``: ``allowCustom``, ``submitLabel``) and the tool result it
+reads (``{"selections", "customInput", "cancelled"}``) keep the reference protocol's names: they are
+the model's contract, named in its tool description. What the surfaces render (``AskUserPayload``,
+carried by the ``user_input_required`` event) follows the events' one style, snake_case.
+``options[].id`` is the stable value a submission carries; labels are for display only.
 """
 
 from __future__ import annotations
@@ -60,16 +62,25 @@ class AskUserPayload(BaseModel):
     read it; one model for all of them."""
 
     id: str = Field(description="The request id; a submission names it.")
-    toolCallId: str = Field(description="The tool call this question answers.")
-    sessionId: str = Field(description="Only this session may answer.")
+    tool_call_id: str = Field(description="The tool call this question answers.")
+    session_id: str = Field(description="Only this session may answer.")
     title: str
     description: str = ""
     mode: Mode
     options: list[AskOption] = Field(default_factory=list)
-    allowCustom: bool = False
-    submitLabel: str = ""
+    allow_custom: bool = False
+    submit_label: str = ""
     resumable: bool = Field(True, description="False: show the not-resumable notice only.")
-    expiresAt: float = Field(description="Unix time after which it times out.")
+    expires_at: float = Field(description="Unix time after which it times out.")
+
+
+class Submission(BaseModel):
+    """A learner's answer as every surface sends it (the reference's ``onSubmit(selections,
+    customInput, cancelled)``): option ids, the free text, or a cancel."""
+
+    selections: list[str] = Field(default_factory=list, description="Option ids, in order.")
+    custom_input: str = Field("", description="Free text: the answer of a value mode, or Other.")
+    cancelled: bool = False
 
 
 class AskUserTool(Tool[AskUserArgs]):
@@ -103,17 +114,17 @@ class AskUserTool(Tool[AskUserArgs]):
 def payload(
     args: AskUserArgs, *, request_id: str, tool_call_id: str, session_id: str, expires_at: float
 ) -> dict[str, Any]:
-    """The ``user_input_required`` payload of the reference protocol, as plain JSON values."""
+    """The ``user_input_required`` payload, as plain JSON values."""
     return AskUserPayload(
         id=request_id,
-        toolCallId=tool_call_id,
-        sessionId=session_id,
+        tool_call_id=tool_call_id,
+        session_id=session_id,
         title=args.title,
         description=args.description,
         mode=args.mode,
         options=args.options,
-        allowCustom=args.allowCustom,
-        submitLabel=args.submitLabel,
+        allow_custom=args.allowCustom,
+        submit_label=args.submitLabel,
         resumable=True,
-        expiresAt=expires_at,
+        expires_at=expires_at,
     ).model_dump(mode="json")

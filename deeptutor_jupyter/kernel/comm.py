@@ -222,7 +222,7 @@ class Channel:
             self.refuse("stop", "That turn is not running in this kernel.", "unknown")
 
     def answer(self, tutor: KernelTutor, data: dict[str, Any]) -> None:
-        from deeptutor_jupyter.interaction.coordinator import InteractionError
+        from deeptutor_jupyter.interaction.coordinator import InteractionError, resolved_fields
 
         selections = data.get("selections") or []
         if not isinstance(selections, list) or not all(isinstance(s, str) for s in selections):
@@ -240,7 +240,13 @@ class Channel:
         except InteractionError as exc:
             self.refuse("answer", str(exc), exc.code)
             return
-        self.send({"type": "answered", "request_id": data.get("request_id"), "result": result})
+        self.send(
+            {
+                "type": "answered",
+                "request_id": data.get("request_id"),
+                "result": resolved_fields(result),
+            }
+        )
 
     def subscribe(self, tutor: KernelTutor, data: dict[str, Any]) -> None:
         turn_id = str(data.get("turn_id", ""))

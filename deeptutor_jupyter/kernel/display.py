@@ -76,7 +76,7 @@ def _answer_text(payload: dict[str, Any], result: dict[str, Any]) -> str:
         if isinstance(o, dict)
     }
     parts = [labels.get(str(s), str(s)) for s in result.get("selections", []) or []]
-    custom = str(result.get("customInput") or "")
+    custom = str(result.get("custom_input") or "")
     if custom:
         parts.append(custom if not parts else f"other: {custom}")
     if not parts and payload.get("mode") in ("single", "multiple", "toggle"):

@@ -51,7 +51,7 @@ def answer(
 
     session = tutor.session
     try:
-        session.submit(body["sessionId"], body["id"], selections, custom_input, cancelled)
+        session.submit(body["session_id"], body["id"], selections, custom_input, cancelled)
     except InteractionError as exc:
         if exc.code == "expired":
             card.show_expired()
@@ -84,7 +84,7 @@ def update_card(card: AskUserCard, data: dict[str, Any]) -> None:
         card.show_cancelled(time.time())
     else:
         card.show_receipt(
-            list(data.get("selections", [])), data.get("customInput", ""), time.time()
+            list(data.get("selections", [])), data.get("custom_input", ""), time.time()
         )
 
 

@@ -60,7 +60,7 @@ async def _submit(
 
     try:
         result = await learning.quizzes.submit(
-            body["sessionId"], body["id"], answers, seconds, grader
+            body["session_id"], body["id"], answers, seconds, grader
         )
     except QuizError as exc:
         card.show_error(str(exc), final=exc.code in FINAL_CODES)

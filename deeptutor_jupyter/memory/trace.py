@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing_extensions import TypedDict  # pydantic reads typing's only from Python 3.12
 
 from deeptutor_jupyter.memory._files import append_line, locked
 
@@ -29,6 +30,15 @@ SURFACES = ("chat", "notebook", "quiz", "kb")
 # characters that survive a path, a Markdown footnote and the legacy "a, b" list.
 SURFACE_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 TRACE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+
+
+class TraceAsk(TypedDict, total=False):
+    """One ask_user question of a turn: option ids only; free text never enters a trace."""
+
+    request_id: str
+    tool_call_id: str
+    selections: list[str]
+    cancelled: bool
 
 
 def new_trace_id() -> str:
@@ -51,9 +61,7 @@ class TraceRecord(BaseModel):
     question: str
     answer_summary: str
     tools: list[str] = Field(default_factory=list)
-    # [{"request_id", "tool_call_id", "selections": [option ids], "cancelled": bool}]:
-    # option ids only; free text typed by the learner never enters the trace.
-    ask_user: list[dict[str, Any]] = Field(default_factory=list)
+    ask_user: list[TraceAsk] = Field(default_factory=list)
     status: str = "done"
     notebook: str = ""
 
@@ -71,11 +79,16 @@ class TraceRecord(BaseModel):
             raise ValueError("surface must be lower-case letters, digits, _ or - (max 32)")
         return value
 
-    @field_validator("ask_user")
+    @field_validator("ask_user", mode="before")
     @classmethod
-    def _no_free_text(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        allowed = {"request_id", "tool_call_id", "selections", "cancelled"}
-        return [{k: v for k, v in item.items() if k in allowed} for item in value]
+    def _no_free_text(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            return value
+        allowed = TraceAsk.__annotations__.keys()
+        return [
+            {k: v for k, v in item.items() if k in allowed} if isinstance(item, dict) else item
+            for item in value
+        ]
 
     def day(self) -> str:
         """The file a record lands in: the UTC date it started (no DST or time-zone ambiguity)."""

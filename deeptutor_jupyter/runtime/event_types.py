@@ -1,10 +1,9 @@
 """Every event a turn emits, as one pydantic discriminated union on ``type``.
 
 This is the contract the surfaces are written against: the cell's view, the sidebar (whose
-TypeScript types are generated from ``deeptutor-jupyter schema events``) and the hub. Field names
-are snake_case, except inside the ask_user events, which carry the reference protocol's payload
-verbatim (``toolCallId``, ``allowCustom``...): that object is what the model wrote and what the
-form renders, so it keeps the protocol's own names.
+TypeScript types are generated from this schema: scripts/schema_ts.py) and the hub. Field names are
+snake_case throughout; only what the model itself writes and reads (ask_user's arguments and tool
+result, see interaction/schema.py) keeps the reference protocol's camelCase.
 
 Events of the attachment-reading pass carry ``explore: true`` so a surface can fold them away.
 """
@@ -77,9 +76,9 @@ class UserInputRequired(_Event, AskUserPayload):
 class UserInputResolved(_Event):
     type: Literal["user_input_resolved"] = "user_input_resolved"
     id: str = Field(description="The request id of the question.")
-    toolCallId: str
+    tool_call_id: str
     selections: list[str] = Field(default_factory=list)
-    customInput: str = ""
+    custom_input: str = ""
     cancelled: bool = False
     reason: str = Field("", description="timeout | turn_stopped when not a learner's answer.")
 
@@ -89,10 +88,10 @@ class QuizRequired(_Event):
 
     type: Literal["quiz_required"] = "quiz_required"
     id: str = Field(description="The quiz id.")
-    toolCallId: str
-    sessionId: str
+    tool_call_id: str
+    session_id: str
     kind: Literal["tool", "review"] = "tool"
-    expiresAt: float
+    expires_at: float
     title: str
     objective: str = ""
     questions: list[dict[str, Any]]
@@ -103,7 +102,7 @@ class QuizResolved(_Event):
 
     type: Literal["quiz_resolved"] = "quiz_resolved"
     id: str
-    toolCallId: str
+    tool_call_id: str
     score: float | None = None
     results: list[dict[str, Any]] = Field(default_factory=list)
     cancelled: bool = False

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
+from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator, resolved_fields
 from deeptutor_jupyter.interaction.quiz import MakeQuizTool, model_completer, without_quiz_answers
 from deeptutor_jupyter.interaction.schema import AskUserArgs, AskUserTool
 from deeptutor_jupyter.providers.base import ChatModel, Message, ProviderError, ToolCall
@@ -323,8 +323,8 @@ class Orchestrator:
             turn.log.emit(
                 "user_input_resolved",
                 id=turn.open_states[0],
-                toolCallId=call.get("id", ""),
-                **outcome.data,
+                tool_call_id=call.get("id", ""),
+                **resolved_fields(outcome.data),
             )
 
     def _deferred(self, name: str) -> Tool[Any] | None:

@@ -170,7 +170,7 @@ def record_trace(session: TutorSession, turn: Turn, log: EventLog) -> TraceRecor
     asked = [
         {
             "request_id": e.data.get("id", ""),
-            "tool_call_id": e.data.get("toolCallId", ""),
+            "tool_call_id": e.data.get("tool_call_id", ""),
             "selections": list(e.data.get("selections", [])),
             "cancelled": bool(e.data.get("cancelled")),
         }

@@ -22,7 +22,11 @@ from jupyter_server.utils import url_path_join
 
 from deeptutor_jupyter.config import resolve_settings
 from deeptutor_jupyter.interaction.audit import AuditLog
-from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator, InteractionError
+from deeptutor_jupyter.interaction.coordinator import (
+    InteractionCoordinator,
+    InteractionError,
+    resolved_fields,
+)
 from deeptutor_jupyter.server.reads import (
     kb_list,
     memory_documents,
@@ -122,7 +126,7 @@ class AnswerHandler(TutorHandler):
         # The turn goes on in the kernel that asked: the panel says where ("continues in ...").
         row = who.store.get_pending(request_id)
         where = row.place or {} if row is not None else {}
-        self.reply({"result": result, "continuesIn": where})
+        self.reply({"result": resolved_fields(result), "continues_in": where})
 
 
 def _answer_problem(body: Any) -> str | None:

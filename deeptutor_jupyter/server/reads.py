@@ -9,11 +9,26 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
+from deeptutor_jupyter.interaction.schema import AskUserPayload
 from deeptutor_jupyter.knowledge.base import list_kbs, remove_kb
 from deeptutor_jupyter.memory.store import L3_KEYS, MemoryStore
 from deeptutor_jupyter.memory.trace import SURFACE_RE
 from deeptutor_jupyter.store.db import Store
+
+
+class PendingQuestion(AskUserPayload):
+    """A waiting question as ``GET /deeptutor/api/pending`` lists it."""
+
+    status: str
+    turn_id: str
+    created_at: float
+    notebook: str = Field(description="The notebook it waits in, relative to the server root.")
+    continues_in: dict[str, Any] = Field(
+        default_factory=dict, description="Where its turn goes on: notebook and cell."
+    )
 
 
 def pending_questions(store: Store, coordinator: InteractionCoordinator) -> list[dict[str, Any]]:
@@ -28,19 +43,20 @@ def pending_questions(store: Store, coordinator: InteractionCoordinator) -> list
     for row in rows:
         if row.session_id not in notebooks:
             notebooks[row.session_id] = store.notebook_of(row.session_id) or ""
-        out.append(
+        question = PendingQuestion.model_validate(
             {
                 **row.payload,
                 "status": row.status,
-                "turnId": row.turn_id,
-                "createdAt": row.created_at,
+                "turn_id": row.turn_id,
+                "created_at": row.created_at,
                 "notebook": notebooks[row.session_id],
                 # Whether an answer given here reaches a turn: a live kernel waits on it (it
                 # continues in that kernel's cell), or none can and the panel says so.
                 "resumable": coordinator.answerable(row),
-                "continuesIn": row.place or {},
+                "continues_in": row.place or {},
             }
         )
+        out.append(question.model_dump(mode="json"))
     return out
 
 

@@ -22,7 +22,7 @@ from deeptutor_jupyter.errors import DeepTutorError
 if TYPE_CHECKING:
     from deeptutor_jupyter.messages import Message
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -533,14 +533,59 @@ class Store(SQLiteFile):
         return [json.loads(r[0]) for r in rows]
 
 
+# Version 3 renamed the camelCase fields of the ask_user and quiz events (and of the saved
+# question) to the events' one style.
+_RENAMED_FIELDS = {
+    "toolCallId": "tool_call_id",
+    "sessionId": "session_id",
+    "allowCustom": "allow_custom",
+    "submitLabel": "submit_label",
+    "expiresAt": "expires_at",
+    "customInput": "custom_input",
+}
+_RENAMED_IN = ("user_input_required", "user_input_resolved", "quiz_required", "quiz_resolved")
+
+
+def _renamed(text: str) -> str | None:
+    data = json.loads(text)
+    if not isinstance(data, dict) or not any(k in data for k in _RENAMED_FIELDS):
+        return None
+    return json.dumps({_RENAMED_FIELDS.get(k, k): v for k, v in data.items()}, ensure_ascii=False)
+
+
 def _migrate(conn: sqlite3.Connection) -> None:
-    """Columns added after version 1, for a state.db an older version made."""
+    """What a state.db an older version made needs: added columns, renamed event fields."""
     for table, columns in _ADDED_COLUMNS.items():
         have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
         for column in columns:
             if column not in have:
                 conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
-    conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+    found = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if found is not None and int(found[0]) >= SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        marks = ", ".join("?" for _ in _RENAMED_IN)
+        rows = conn.execute(
+            f"SELECT turn_id, seq, data FROM events WHERE type IN ({marks})", _RENAMED_IN
+        ).fetchall()
+        for turn_id, seq, data in rows:
+            if (new := _renamed(data)) is not None:
+                conn.execute(
+                    "UPDATE events SET data = ? WHERE turn_id = ? AND seq = ?", (new, turn_id, seq)
+                )
+        for request_id, body in conn.execute("SELECT request_id, payload FROM pending").fetchall():
+            if (new := _renamed(body)) is not None:
+                conn.execute(
+                    "UPDATE pending SET payload = ? WHERE request_id = ?", (new, request_id)
+                )
+        conn.execute(
+            "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def _explain(exc: BaseException, path: Path) -> str:

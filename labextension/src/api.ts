@@ -50,9 +50,9 @@ export async function answerPending(
   answer: Submission
 ): Promise<Record<string, unknown>> {
   const body = {
-    session_id: question.sessionId,
+    session_id: question.session_id,
     selections: answer.selections,
-    custom_input: answer.customInput,
+    custom_input: answer.custom_input,
     cancelled: answer.cancelled
   };
   const path = `pending/${encodeURIComponent(question.id)}`;

@@ -22,7 +22,7 @@ function request(mode: AskMode, extra: Record<string, unknown> = {}): InputReque
   const needsOptions = mode === 'single' || mode === 'multiple' || mode === 'toggle';
   const req = toInputRequest({
     id: 'ask_1',
-    toolCallId: 'call_1',
+    tool_call_id: 'call_1',
     title: 'Which way?',
     mode,
     options: needsOptions ? options : [],
@@ -46,10 +46,10 @@ describe('minimal field check', () => {
     expect(req.resumable).toBe(true);
   });
 
-  it.each(['id', 'toolCallId', 'title', 'mode'])('refuses a request without %s', field => {
+  it.each(['id', 'tool_call_id', 'title', 'mode'])('refuses a request without %s', field => {
     const data: Record<string, unknown> = {
       id: 'ask_1',
-      toolCallId: 'call_1',
+      tool_call_id: 'call_1',
       title: 'Which way?',
       mode: 'text'
     };
@@ -59,7 +59,7 @@ describe('minimal field check', () => {
   });
 
   it('refuses an unknown mode and a choice mode without usable options', () => {
-    const base = { id: 'a', toolCallId: 'c', title: 't' };
+    const base = { id: 'a', tool_call_id: 'c', title: 't' };
     expect(toInputRequest({ ...base, mode: 'slider' })).toBeNull();
     expect(toInputRequest({ ...base, mode: 'single', options: [] })).toBeNull();
     expect(toInputRequest({ ...base, mode: 'toggle', options: [{ id: 'x' }] })).toBeNull();
@@ -70,7 +70,7 @@ describe('minimal field check', () => {
   it('drops malformed options but keeps the good ones', () => {
     const req = toInputRequest({
       id: 'a',
-      toolCallId: 'c',
+      tool_call_id: 'c',
       title: 't',
       mode: 'multiple',
       options: [{ id: 'ok', label: 'OK' }, { label: 'no id' }, 'x']
@@ -100,20 +100,20 @@ describe('one control per mode', () => {
   });
 });
 
-describe('allowCustom and submitLabel', () => {
+describe('allow_custom and submit_label', () => {
   it('adds the other field to choice modes only', () => {
     for (const mode of ['single', 'multiple', 'toggle'] as AskMode[]) {
-      expect(showsCustomField(request(mode, { allowCustom: true }))).toBe(true);
+      expect(showsCustomField(request(mode, { allow_custom: true }))).toBe(true);
       expect(showsCustomField(request(mode))).toBe(false);
     }
     for (const mode of ['text', 'number', 'date', 'directory'] as AskMode[]) {
-      expect(showsCustomField(request(mode, { allowCustom: true }))).toBe(false);
+      expect(showsCustomField(request(mode, { allow_custom: true }))).toBe(false);
     }
   });
 
-  it('uses submitLabel when given', () => {
-    expect(submitLabelOf(request('text', { submitLabel: 'Continue' }), 'Submit')).toBe('Continue');
-    expect(submitLabelOf(request('text', { submitLabel: '  ' }), 'Submit')).toBe('Submit');
+  it('uses submit_label when given', () => {
+    expect(submitLabelOf(request('text', { submit_label: 'Continue' }), 'Submit')).toBe('Continue');
+    expect(submitLabelOf(request('text', { submit_label: '  ' }), 'Submit')).toBe('Submit');
     expect(submitLabelOf(request('text'), 'Submit')).toBe('Submit');
   });
 });
@@ -127,9 +127,9 @@ describe('answers', () => {
     expect(answerProblem(request('single'), ['nope'], '')).toBe('Not an option of this question.');
   });
 
-  it('free text on a choice needs allowCustom', () => {
+  it('free text on a choice needs allow_custom', () => {
     expect(answerProblem(request('single'), [], 'mine')).toMatch(/free-text/);
-    expect(answerProblem(request('single', { allowCustom: true }), [], 'mine')).toBeNull();
+    expect(answerProblem(request('single', { allow_custom: true }), [], 'mine')).toBeNull();
   });
 
   it('checks text, number, date and directory like the kernel', () => {
@@ -149,12 +149,12 @@ describe('answers', () => {
   it('builds the submission the kernel expects, or says why not', () => {
     expect(buildSubmission(request('text'), [], '  hello ')).toEqual({
       selections: [],
-      customInput: 'hello',
+      custom_input: 'hello',
       cancelled: false
     });
     expect(buildSubmission(request('multiple'), ['fast'], '')).toEqual({
       selections: ['fast'],
-      customInput: '',
+      custom_input: '',
       cancelled: false
     });
     expect(() => buildSubmission(request('single'), [], '')).toThrow('Choose at least one option.');
@@ -168,8 +168,8 @@ describe('resumable and receipts', () => {
   });
 
   it('writes answered, cancelled and expired receipts', () => {
-    const req = request('multiple', { allowCustom: true });
-    expect(receiptOf(req, { selections: ['safe'], customInput: 'and tests' })).toBe(
+    const req = request('multiple', { allow_custom: true });
+    expect(receiptOf(req, { selections: ['safe'], custom_input: 'and tests' })).toBe(
       'Answered: Analyse first, and tests'
     );
     expect(receiptOf(req, { cancelled: true })).toMatch(/^Cancelled/);

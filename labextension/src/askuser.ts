@@ -1,7 +1,7 @@
 /**
  * The rules of the ask_user form, as pure functions (the React card in form.tsx only renders
  * them). They follow the reference protocol, section 3: check the minimal fields before
- * rendering; one control per mode; `allowCustom` adds an "other" field to the choice modes;
+ * rendering; one control per mode; `allow_custom` adds an "other" field to the choice modes;
  * `resumable: false` shows only a notice and never sends a continue request bound to fail.
  * The answer checks mirror interaction/coordinator.py `check_answer`, so the form refuses in
  * place what the kernel would refuse.
@@ -43,7 +43,7 @@ function toOption(value: unknown): InputOption | null {
 }
 
 /**
- * The reference's minimal check: `id`, `toolCallId`, `title` and `mode` are strings. A mode
+ * The reference's minimal check: `id`, `tool_call_id`, `title` and `mode` are strings. A mode
  * outside the seven, or a choice mode without a usable option, cannot be rendered either.
  * Returns null for anything that is not a question this form can show.
  */
@@ -51,7 +51,7 @@ export function toInputRequest(data: unknown): InputRequest | null {
   if (
     !isRecord(data) ||
     typeof data.id !== 'string' ||
-    typeof data.toolCallId !== 'string' ||
+    typeof data.tool_call_id !== 'string' ||
     typeof data.title !== 'string' ||
     typeof data.mode !== 'string'
   ) {
@@ -68,16 +68,16 @@ export function toInputRequest(data: unknown): InputRequest | null {
   }
   return {
     id: data.id,
-    toolCallId: data.toolCallId,
+    tool_call_id: data.tool_call_id,
     title: data.title,
     mode,
-    sessionId: typeof data.sessionId === 'string' ? data.sessionId : undefined,
+    session_id: typeof data.session_id === 'string' ? data.session_id : undefined,
     description: typeof data.description === 'string' ? data.description : '',
     options,
-    allowCustom: data.allowCustom === true,
-    submitLabel: typeof data.submitLabel === 'string' ? data.submitLabel : '',
+    allow_custom: data.allow_custom === true,
+    submit_label: typeof data.submit_label === 'string' ? data.submit_label : '',
     resumable: data.resumable !== false,
-    expiresAt: typeof data.expiresAt === 'number' ? data.expiresAt : undefined
+    expires_at: typeof data.expires_at === 'number' ? data.expires_at : undefined
   };
 }
 
@@ -85,13 +85,13 @@ export function controlOf(mode: AskMode): Control {
   return CONTROL[mode];
 }
 
-/** The "other" free-text field: only choice modes with `allowCustom` (text modes are free). */
+/** The "other" free-text field: only choice modes with `allow_custom` (text modes are free). */
 export function showsCustomField(req: InputRequest): boolean {
-  return CHOICE_MODES.has(req.mode) && req.allowCustom === true;
+  return CHOICE_MODES.has(req.mode) && req.allow_custom === true;
 }
 
 export function submitLabelOf(req: InputRequest, fallback: string): string {
-  return req.submitLabel && req.submitLabel.trim() ? req.submitLabel : fallback;
+  return req.submit_label && req.submit_label.trim() ? req.submit_label : fallback;
 }
 
 /** What a card shows: the form, or for `resumable: false` only the not-resumable notice. */
@@ -138,7 +138,7 @@ export function answerProblem(
     return 'Not an option of this question.';
   }
   if (CHOICE_MODES.has(req.mode)) {
-    if (customInput && !req.allowCustom) {
+    if (customInput && !req.allow_custom) {
       return 'This question does not take a free-text answer.';
     }
     if (req.mode === 'single' && selections.length > 1) {
@@ -176,15 +176,15 @@ export function buildSubmission(
     throw new Error(problem);
   }
   const text = CHOICE_MODES.has(req.mode) ? customInput : customInput.trim();
-  return { selections: [...selections], customInput: text, cancelled: false };
+  return { selections: [...selections], custom_input: text, cancelled: false };
 }
 
-export const CANCELLED: Submission = { selections: [], customInput: '', cancelled: true };
+export const CANCELLED: Submission = { selections: [], custom_input: '', cancelled: true };
 
 /** The read-only receipt after a question is settled (answered, cancelled or expired). */
 export function receiptOf(
   req: InputRequest,
-  outcome: { selections?: string[]; customInput?: string; cancelled?: boolean; reason?: string }
+  outcome: { selections?: string[]; custom_input?: string; cancelled?: boolean; reason?: string }
 ): string {
   if (outcome.reason === 'timeout') {
     return 'Expired: this question timed out before it was answered.';
@@ -195,6 +195,6 @@ export function receiptOf(
   const labels = (outcome.selections ?? []).map(
     id => req.options?.find(o => o.id === id)?.label ?? id
   );
-  const custom = outcome.customInput ? [outcome.customInput] : [];
+  const custom = outcome.custom_input ? [outcome.custom_input] : [];
   return `Answered: ${[...labels, ...custom].join(', ') || '(empty)'}`;
 }

@@ -92,7 +92,7 @@ export class KernelChat {
       request_id: requestId,
       session_id: sessionId,
       selections: answer.selections,
-      custom_input: answer.customInput,
+      custom_input: answer.custom_input,
       cancelled: answer.cancelled
     });
     return reply;

@@ -9,8 +9,8 @@ function ev(seq: number, type: EventType, data: Record<string, unknown> = {}): T
 
 const ask = {
   id: 'ask_1',
-  toolCallId: 'call_1',
-  sessionId: 'nb-1',
+  tool_call_id: 'call_1',
+  session_id: 'nb-1',
   title: 'Which way?',
   mode: 'single',
   options: [{ id: 'safe', label: 'Analyse first' }]

@@ -5,6 +5,7 @@
  */
 import { toInputRequest } from './askuser';
 import { InputRequest, TurnEvent } from './protocol';
+import { UserInputResolved } from './schema';
 import { Settled } from './form';
 
 export interface ToolCard {
@@ -165,11 +166,11 @@ function findToolIndex(tools: ToolCard[], id: string): number {
   return byId >= 0 ? byId : tools.findIndex(t => !t.done);
 }
 
-function settledOf(event: TurnEvent): Settled {
+function settledOf(event: UserInputResolved): Settled {
   return {
-    selections: Array.isArray(event.selections) ? (event.selections as string[]) : [],
-    customInput: text(event.customInput),
+    selections: event.selections ?? [],
+    custom_input: event.custom_input ?? '',
     cancelled: event.cancelled === true,
-    reason: text(event.reason)
+    reason: event.reason ?? ''
   };
 }

@@ -16,13 +16,13 @@ import {
   toggleSelection
 } from './askuser';
 import { InputRequest, Submission } from './protocol';
+import { UserInputResolved } from './schema';
 
-export interface Settled {
-  selections?: string[];
-  customInput?: string;
-  cancelled?: boolean;
-  reason?: string;
-}
+/** How a question was settled: the fields of its `user_input_resolved` event. */
+export type Settled = Pick<
+  UserInputResolved,
+  'selections' | 'custom_input' | 'cancelled' | 'reason'
+>;
 
 export interface AskUserCardProps {
   request: InputRequest;

@@ -227,7 +227,7 @@ function TurnView(props: {
             request={q.request}
             settled={q.settled}
             onSubmit={answer =>
-              chat.answer(q.request.id, q.request.sessionId ?? chat.sessionId, answer)
+              chat.answer(q.request.id, q.request.session_id ?? chat.sessionId, answer)
             }
           />
         ) : null;

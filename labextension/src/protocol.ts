@@ -4,13 +4,26 @@
  * deeptutor_jupyter/kernel/comm.py.
  */
 
+import { AskOption, AskUserPayload, Submission as SubmissionFields, TurnEvent } from './schema';
+
 /** The comm target the kernel registers (kernel/comm.py `TARGET`). */
 export const COMM_TARGET = 'deeptutor';
 
 /** The MIME type of a saved turn's trace (memory/trace.py `TRACE_MIME`). */
 export const TRACE_MIME = 'application/vnd.deeptutor.trace+json';
 
-export type AskMode = 'single' | 'multiple' | 'text' | 'number' | 'date' | 'directory' | 'toggle';
+// The shapes the runtime defines are generated from its pydantic models (schema.ts); only the
+// comm's own messages are declared here.
+export type {
+  AskOption,
+  AskUserPayload,
+  EventType,
+  PendingQuestion,
+  TraceRecord,
+  TurnEvent
+} from './schema';
+
+export type AskMode = AskUserPayload['mode'];
 
 export const ASK_MODES: readonly AskMode[] = [
   'single',
@@ -22,42 +35,15 @@ export const ASK_MODES: readonly AskMode[] = [
   'toggle'
 ];
 
-export interface InputOption {
-  id: string;
-  label: string;
-  description?: string;
-  recommended?: boolean;
-}
+/** An answer as the form sends it: all three fields, always. */
+export type Submission = Required<SubmissionFields>;
 
-/** `user_input_required` data (interaction/schema.py `payload`). */
-export interface InputRequest {
-  id: string;
-  toolCallId: string;
-  title: string;
-  mode: AskMode;
-  sessionId?: string;
-  description?: string;
-  options?: InputOption[];
-  allowCustom?: boolean;
-  submitLabel?: string;
-  resumable?: boolean;
-  expiresAt?: number;
-}
+export type InputOption = AskOption;
 
-/** A pending question as `GET /deeptutor/api/pending` lists it. */
-export interface PendingQuestion extends InputRequest {
-  sessionId: string;
-  status: string;
-  turnId: string;
-  createdAt: number;
-  notebook: string;
-}
-
-/** What the learner sends back (the reference's `onSubmit(selections, customInput, cancelled)`). */
-export interface Submission {
-  selections: string[];
-  customInput: string;
-  cancelled: boolean;
+/** A question as a form shows it: an event's payload, or a pending question of the server. */
+export interface InputRequest extends Omit<AskUserPayload, 'session_id' | 'expires_at'> {
+  session_id?: string;
+  expires_at?: number;
 }
 
 // ---- panel -> kernel -----------------------------------------------------------------------
@@ -104,30 +90,6 @@ export type PanelAction =
 
 // ---- kernel -> panel -----------------------------------------------------------------------
 
-export type EventType =
-  | 'turn_started'
-  | 'round_started'
-  | 'content'
-  | 'thinking'
-  | 'tool_call'
-  | 'tool_result'
-  | 'user_input_required'
-  | 'user_input_resolved'
-  | 'quiz_required'
-  | 'quiz_resolved'
-  | 'sources'
-  | 'notice'
-  | 'error'
-  | 'done';
-
-/** One runtime event (runtime/events.py `Event`), its data spread beside type, seq, turn_id. */
-export interface TurnEvent {
-  type: EventType;
-  seq: number;
-  turn_id: string;
-  [key: string]: unknown;
-}
-
 export interface EventMessage {
   type: 'event';
   event: TurnEvent;
@@ -159,7 +121,7 @@ export interface TurnsMessage {
 export interface AnsweredMessage {
   type: 'answered';
   request_id: string;
-  result: Submission;
+  result: Submission & { reason?: string };
 }
 
 /** A refused action, in words (bad input, no settings, unknown turn...). */
@@ -171,21 +133,3 @@ export interface ErrorMessage {
 }
 
 export type KernelMessage = EventMessage | TurnsMessage | AnsweredMessage | ErrorMessage;
-
-/** A saved turn (memory/trace.py `TraceRecord`). */
-export interface TraceRecord {
-  trace_id: string;
-  surface?: string;
-  kind?: string;
-  session_id?: string;
-  turn_id?: string;
-  model?: string;
-  started_at?: number;
-  finished_at?: number;
-  question: string;
-  answer_summary: string;
-  tools?: string[];
-  ask_user?: { request_id?: string; selections?: string[]; cancelled?: boolean }[];
-  status?: string;
-  notebook?: string;
-}

@@ -54,7 +54,7 @@ export function PendingTab(props: { chat: KernelChat | null }): React.ReactEleme
   const { chat } = props;
   const answer = async (question: PendingQuestion, submission: Submission) => {
     if (chat && chat.notebook && chat.notebook === question.notebook) {
-      await chat.answer(question.id, question.sessionId, submission);
+      await chat.answer(question.id, question.session_id, submission);
       return;
     }
     try {

@@ -102,7 +102,7 @@ def test_every_event_of_a_recorded_turn_validates_against_the_printed_schema(
 def test_the_ask_user_schema_names_the_payload_and_the_arguments() -> None:
     schema = cli_schema("ask_user")
     payload = schema["$defs"]["AskUserPayload"]
-    assert {"id", "toolCallId", "sessionId", "mode", "expiresAt"} <= set(payload["required"])
+    assert {"id", "tool_call_id", "session_id", "mode", "expires_at"} <= set(payload["required"])
     args = schema["$defs"]["AskUserArgs"]
     assert set(args["properties"]["mode"]["enum"]) == {
         "single",

@@ -116,7 +116,7 @@ def test_single_choice_becomes_the_tool_result_and_the_turn_goes_on(kernel, fake
     kernel.wait_for(lambda: "Good: we analyse first." in answer_text(kernel))
 
     required = events(tmp_path, "user_input_required")
-    assert required[0]["toolCallId"] == "call_ask_1" and required[0]["mode"] == "single"
+    assert required[0]["tool_call_id"] == "call_ask_1" and required[0]["mode"] == "single"
     assert [o["id"] for o in required[0]["options"]] == ["safe", "implement"]
     sent = tool_messages(fake_llm, "call_ask_1")
     assert len(sent) == 1
@@ -193,7 +193,7 @@ def test_duplicate_and_foreign_submissions_are_refused(kernel, fake_llm, tmp_pat
     kernel.execute("%tutor Help me")
     card = card_of(kernel)
     req = events(tmp_path, "user_input_required")[0]
-    rid, sid = req["id"], req["sessionId"]
+    rid, sid = req["id"], req["session_id"]
     out = run_in_kernel(
         kernel,
         "from deeptutor_jupyter import submit_user_input\n"

@@ -116,7 +116,7 @@ def test_an_ask_user_question_is_answered_over_the_comm(
     refusal = panel.wait(lambda: [m for m in panel.messages() if m["type"] == "error"])[0]
     assert refusal["code"] == "foreign_session"
 
-    panel.send({**answer, "session_id": question["sessionId"], "custom_input": ""})
+    panel.send({**answer, "session_id": question["session_id"], "custom_input": ""})
     panel.wait(lambda: panel.events("done"))
 
     answered = next(m for m in panel.messages() if m["type"] == "answered")

@@ -142,20 +142,20 @@ async def test_ask_persists_the_form_and_the_paused_turn_and_emits_the_reference
     body = asked.body
     for key in (
         "id",
-        "toolCallId",
-        "sessionId",
+        "tool_call_id",
+        "session_id",
         "title",
         "mode",
         "options",
-        "allowCustom",
-        "submitLabel",
+        "allow_custom",
+        "submit_label",
         "resumable",
     ):
         assert key in body, key
-    assert body["id"].startswith("ask_") and body["toolCallId"] == "call_ask_1"
-    assert body["sessionId"] == SESSION and body["title"] == "How should we proceed?"
-    assert body["mode"] == "single" and body["allowCustom"] is True
-    assert body["submitLabel"] == "Go" and body["resumable"] is True
+    assert body["id"].startswith("ask_") and body["tool_call_id"] == "call_ask_1"
+    assert body["session_id"] == SESSION and body["title"] == "How should we proceed?"
+    assert body["mode"] == "single" and body["allow_custom"] is True
+    assert body["submit_label"] == "Go" and body["resumable"] is True
     assert body["options"] == [
         {
             "id": "safe",
@@ -166,7 +166,7 @@ async def test_ask_persists_the_form_and_the_paused_turn_and_emits_the_reference
         {"id": "implement", "label": "Just do it", "description": "", "recommended": False},
     ]
     # The minimal fields the reference frontend checks are strings.
-    assert all(isinstance(body[k], str) for k in ("id", "toolCallId", "title", "mode"))
+    assert all(isinstance(body[k], str) for k in ("id", "tool_call_id", "title", "mode"))
 
     row = store.get_pending(asked.request_id)
     assert row is not None and row.status == "pending"
@@ -214,7 +214,16 @@ async def test_submit_resolves_the_waiting_ask_with_the_reference_result(
     assert row is not None and row.status == "answered" and row.result == expected
     assert row.answered_at is not None
     resolved = [d for t, d in asked.emitted if t == "user_input_resolved"]
-    assert resolved == [{"id": asked.request_id, "toolCallId": "call_ask_1", **expected}]
+    # The event's names are snake_case; the tool result keeps the reference's (the model's).
+    assert resolved == [
+        {
+            "id": asked.request_id,
+            "tool_call_id": "call_ask_1",
+            "selections": ["safe", "implement"],
+            "custom_input": "and tests",
+            "cancelled": False,
+        }
+    ]
     assert not coordinator.is_live(asked.request_id)
     lines = audit_lines(audit_path)
     assert [e["event"] for e in lines] == ["asked", "answered"]
@@ -406,7 +415,7 @@ async def test_refusals_are_interaction_errors_with_their_code(
 # check_answer per mode --------------------------------------------------------------------------
 def body(mode: str, allow_custom: bool = False) -> dict[str, Any]:
     options = OPTIONS if mode in ("single", "multiple", "toggle") else []
-    return {"mode": mode, "options": options, "allowCustom": allow_custom}
+    return {"mode": mode, "options": options, "allow_custom": allow_custom}
 
 
 GOOD: list[tuple[str, bool, list[str], str]] = [
@@ -573,7 +582,7 @@ async def test_stopping_the_turn_tells_the_open_card_so_it_does_not_stay_answera
         await asked.task
     resolved = [d for t, d in asked.emitted if t == "user_input_resolved"]
     assert len(resolved) == 1
-    assert resolved[0]["id"] == asked.request_id and resolved[0]["toolCallId"] == "call_ask_1"
+    assert resolved[0]["id"] == asked.request_id and resolved[0]["tool_call_id"] == "call_ask_1"
     assert resolved[0]["cancelled"] is True and resolved[0]["reason"] == "turn_stopped"
 
 

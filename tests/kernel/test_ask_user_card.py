@@ -8,8 +8,9 @@ from typing import Any
 import ipywidgets as widgets
 import pytest
 
+from deeptutor_jupyter.interaction.schema import AskUserPayload
 from deeptutor_jupyter.kernel.widgets import ask_user_strings
-from deeptutor_jupyter.kernel.widgets.ask_user_card import AskUserCard, local_time, parse_options, s
+from deeptutor_jupyter.kernel.widgets.ask_user_card import AskUserCard, local_time, s
 
 OPTIONS = [
     {"id": "safe", "label": "Analyse first", "description": "read only", "recommended": True},
@@ -30,13 +31,14 @@ class Recorder:
 def payload(mode: str, **extra: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "id": "ask_1",
-        "toolCallId": "call_1",
-        "sessionId": "sess-1",
+        "tool_call_id": "call_1",
+        "session_id": "sess-1",
         "title": "How should I proceed?",
         "description": "It changes which tools I use.",
         "mode": mode,
         "options": OPTIONS if mode in ("single", "multiple", "toggle") else [],
-        "allowCustom": False,
+        "allow_custom": False,
+        "expires_at": 0,
     }
     return {**base, **extra}
 
@@ -128,7 +130,7 @@ def test_equal_radio_labels_stay_distinct() -> None:
 
 
 def test_single_with_allow_custom_accepts_other_text_alone() -> None:
-    card, rec = make("single", allowCustom=True)
+    card, rec = make("single", allow_custom=True)
     custom = card.controls["custom"]
     assert isinstance(custom, widgets.Text)
     assert custom.description == "Other"
@@ -142,7 +144,7 @@ def test_single_with_allow_custom_accepts_other_text_alone() -> None:
 
 
 def test_multiple_sends_checked_ids_in_option_order_and_custom_verbatim() -> None:
-    card, rec = make("multiple", allowCustom=True)
+    card, rec = make("multiple", allow_custom=True)
     checks = card.controls["checks"]
     assert list(checks) == ["safe", "implement", "skip"]
     assert all(isinstance(box, widgets.Checkbox) for box in checks.values())
@@ -191,7 +193,7 @@ def enter(field: widgets.Text) -> None:
 
 
 def test_text_is_one_line_and_enter_submits() -> None:
-    card, rec = make("text", allowCustom=True)
+    card, rec = make("text", allow_custom=True)
     assert type(card.controls["text"]) is widgets.Text
     assert "custom" not in card.controls  # the text itself is the custom input
     enter(card.controls["text"])  # nothing typed: the same gate as the button
@@ -274,35 +276,57 @@ def test_directory_hints_at_relative_path_and_workspace() -> None:
 
 @pytest.mark.parametrize("mode", ["single", "multiple", "toggle"])
 def test_allow_custom_adds_other_field_for_option_modes(mode: str) -> None:
-    assert "custom" in make(mode, allowCustom=True)[0].controls
+    assert "custom" in make(mode, allow_custom=True)[0].controls
     assert "custom" not in make(mode)[0].controls
 
 
 @pytest.mark.parametrize("mode", ["text", "number", "date", "directory"])
 def test_allow_custom_adds_nothing_for_value_modes(mode: str) -> None:
-    assert "custom" not in make(mode, allowCustom=True)[0].controls
+    assert "custom" not in make(mode, allow_custom=True)[0].controls
 
 
 def test_submit_label_from_payload() -> None:
-    card, _ = make("single", submitLabel="继续")
+    card, _ = make("single", submit_label="继续")
     assert card.submit_button.description == "继续"
 
 
-def test_unknown_mode_falls_back_to_text() -> None:
-    card, rec = make("slider")
-    card.controls["text"].value = "7"
+def camel_case_era(body: dict[str, Any]) -> dict[str, Any]:
+    body = dict(body)
+    body["toolCallId"] = body.pop("tool_call_id")
+    return body
+
+
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [
+        ({**payload("single"), "mode": "slider"}, "mode"),
+        (payload("single", options=[{"id": "a", "label": "A"}, {"label": "x"}]), "options.1.id"),
+        (camel_case_era(payload("single")), "tool_call_id"),
+    ],
+)
+def test_a_payload_that_is_not_an_ask_user_payload_is_shown_as_such(
+    body: dict[str, Any], where: str
+) -> None:
+    # The card reads the coordinator's one model (AskUserPayload); what does not validate is
+    # never half-drawn as a form that could send an answer.
+    rec = Recorder()
+    card = AskUserCard(body, on_submit=rec)
+    assert card.state == "not_resumable" and card.controls == {}
+    [receipt] = with_class(card, "dt-ask-receipt")
+    assert "cannot be shown" in receipt.value and where in receipt.value
     card.submit_button.click()
-    assert rec.calls == [([], "7", False)]
+    assert rec.calls == []
 
 
-def test_parse_options_skips_entries_without_id_and_repeated_ids() -> None:
-    parsed = parse_options([{"id": "a", "label": "A"}, {"label": "no id"}, "x", {"id": "a"}])
-    assert [(o.id, o.label) for o in parsed] == [("a", "A")]
-    assert parse_options(None) == []
+def test_the_card_takes_the_typed_payload_itself() -> None:
+    question = AskUserPayload.model_validate(payload("multiple", allow_custom=True))
+    card = AskUserCard(question)
+    assert card.question is question and card.options == question.options
+    assert "custom" in card.controls and card.session_id == "sess-1"
 
 
 def test_expires_at_is_shown() -> None:
-    card, _ = make("text", expiresAt=ANSWERED_AT + 600)
+    card, _ = make("text", expires_at=ANSWERED_AT + 600)
     assert local_time(ANSWERED_AT + 600) in text_of(card)
 
 
@@ -325,7 +349,7 @@ def test_model_strings_are_escaped_in_html() -> None:
 
 
 def test_cancel_sends_cancelled_and_locks() -> None:
-    card, rec = make("single", allowCustom=True)
+    card, rec = make("single", allow_custom=True)
     card.controls["choice"].value = "safe"
     card.controls["custom"].value = "ignored"
     card.cancel_button.click()
@@ -337,7 +361,7 @@ def test_cancel_sends_cancelled_and_locks() -> None:
 
 
 def test_no_double_submit_and_controls_locked() -> None:
-    card, rec = make("multiple", allowCustom=True)
+    card, rec = make("multiple", allow_custom=True)
     card.controls["checks"]["safe"].value = True
     card.submit_button.click()
     card.submit_button.click()
@@ -415,7 +439,7 @@ def test_show_error_keep_disabled_is_final() -> None:
 
 
 def test_receipt_shows_labels_custom_text_and_time() -> None:
-    card, _ = make("multiple", allowCustom=True)
+    card, _ = make("multiple", allow_custom=True)
     card.submit_button.click()
     card.show_receipt(["safe", "ghost"], "注意 <i>this</i>\n🙂", ANSWERED_AT)
     assert card.state == "answered"
@@ -509,7 +533,7 @@ def test_show_error_after_a_receipt_only_adds_the_line() -> None:
 
 
 def test_chinese_strings() -> None:
-    card, _ = make("single", language="zh", allowCustom=True)
+    card, _ = make("single", language="zh", allow_custom=True)
     assert card.submit_button.description == "提交"
     assert card.cancel_button.description == "取消"
     assert card.controls["custom"].description == "其他说明"

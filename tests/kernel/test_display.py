@@ -10,9 +10,9 @@ def _ask(log: EventLog, request_id: str, mode: str, title: str, options=()) -> N
     log.emit(
         "user_input_required",
         id=request_id,
-        toolCallId="call_" + request_id,
-        sessionId="s1",
-        expiresAt=2e9,
+        tool_call_id="call_" + request_id,
+        session_id="s1",
+        expires_at=2e9,
         title=title,
         mode=mode,
         options=[{"id": i, "label": label} for i, label in options],
@@ -23,9 +23,9 @@ def _answer(log: EventLog, request_id: str, selections=(), custom="", **extra) -
     log.emit(
         "user_input_resolved",
         id=request_id,
-        toolCallId="call_" + request_id,
+        tool_call_id="call_" + request_id,
         selections=list(selections),
-        customInput=custom,
+        custom_input=custom,
         cancelled=extra.pop("cancelled", False),
         **extra,
     )

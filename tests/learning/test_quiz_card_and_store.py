@@ -25,8 +25,8 @@ from tests.learning.test_quiz import ISSUE_EXAMPLE
 def body() -> dict[str, Any]:
     return {
         "id": "quiz_1",
-        "toolCallId": "c1",
-        "sessionId": "s",
+        "tool_call_id": "c1",
+        "session_id": "s",
         **public_view(MakeQuizArgs.model_validate(ISSUE_EXAMPLE)),
     }
 
@@ -88,7 +88,7 @@ def test_submit_sends_the_answers_once_and_then_shows_the_receipt():
 def test_multiple_answers_use_checkboxes():
     quiz = json.loads(json.dumps(ISSUE_EXAMPLE))
     quiz["questions"][0]["answer"] = ["a", "b"]
-    b = {"id": "q", "sessionId": "s", **public_view(MakeQuizArgs.model_validate(quiz))}
+    b = {"id": "q", "session_id": "s", **public_view(MakeQuizArgs.model_validate(quiz))}
     sent: list[Any] = []
     card = QuizCard(b, on_submit=lambda answers, seconds: sent.append(answers))
     how, boxes, _ids = card.controls["q1"]

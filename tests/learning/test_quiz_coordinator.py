@@ -104,7 +104,7 @@ RIGHT = {"q1": ["b"], "q2": "9", "q3": PRIVATE, "q4": "def sq(x):\n    return x 
 async def test_the_form_event_carries_no_answers(coordinator, learning):
     task, emitted = await start(coordinator)
     kind, body = emitted[0]
-    assert kind == "quiz_required" and body["toolCallId"] == "call_quiz_1"
+    assert kind == "quiz_required" and body["tool_call_id"] == "call_quiz_1"
     text = json.dumps(body)
     for secret in ('"answer"', "x times x", "assert sq", "2 times 2"):
         assert secret not in text
@@ -125,7 +125,7 @@ async def test_submission_is_graded_and_becomes_the_tool_result(coordinator, lea
     assert json.loads(tool_result.content) == result
     assert result["score"] == 1.0 and all(r["correct"] for r in result["results"])
     assert result["results"][2]["graded_by"] == "graded by the tutor"
-    assert emitted[-1][0] == "quiz_resolved" and emitted[-1][1]["toolCallId"] == "call_quiz_1"
+    assert emitted[-1][0] == "quiz_resolved" and emitted[-1][1]["tool_call_id"] == "call_quiz_1"
     # Mastery evidence for the objective, and one FSRS card per question, all reviewed once.
     assert [row[0] for row in learning.evidence()] == ["squares"] * 4
     cards = learning.cards()

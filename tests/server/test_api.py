@@ -85,8 +85,8 @@ def test_pending_lists_the_waiting_questions_of_every_notebook(
         (first.request_id, "week1/a.ipynb", "single"),
         (second.request_id, "week2/b.ipynb", "multiple"),
     ]
-    assert pending[0]["sessionId"] == "nb-aaaaaa-1"
-    assert pending[0]["toolCallId"] == first.tool_call_id
+    assert pending[0]["session_id"] == "nb-aaaaaa-1"
+    assert pending[0]["tool_call_id"] == first.tool_call_id
     assert [o["id"] for o in pending[0]["options"]] == ["safe", "fast"]
 
 
@@ -147,13 +147,13 @@ def test_an_answer_to_a_live_kernels_question_is_taken_and_says_where_it_continu
     place = {"notebook": "a.ipynb", "cell": "[7]"}
     row = ask(store, "a.ipynb", session_id="nb-aaaaaa-1", owner=kernel.id, place=place)
     listed = get(run, jp_fetch, "pending")["pending"]
-    assert listed[0]["resumable"] is True and listed[0]["continuesIn"] == place
+    assert listed[0]["resumable"] is True and listed[0]["continues_in"] == place
 
     code, body = post_answer(
         run, jp_fetch, row.request_id, {"session_id": row.session_id, "selections": ["safe"]}
     )
 
-    assert code == 200 and body["continuesIn"] == place
+    assert code == 200 and body["continues_in"] == place
     kept = store.get_pending(row.request_id)
     assert kept is not None and kept.status == "answered"  # the owner's poll picks it up
     assert kept.result == {"selections": ["safe"], "customInput": "", "cancelled": False}

@@ -22,12 +22,13 @@ import html
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
+from pydantic import ValidationError
 
+from deeptutor_jupyter.interaction.schema import CHOICE_MODES, AskOption, AskUserPayload
 from deeptutor_jupyter.kernel.i18n import text
 
 
@@ -35,48 +36,13 @@ def s(key: str, language: str = "en") -> str:
     return text("ask", key, language)
 
 
-MODES: tuple[str, ...] = ("single", "multiple", "text", "number", "date", "directory", "toggle")
-OPTION_MODES: frozenset[str] = frozenset({"single", "multiple", "toggle"})
+OPTION_MODES = CHOICE_MODES
 STATES: tuple[str, ...] = ("open", "submitted", "answered", "cancelled", "expired", "not_resumable")
 
 OnSubmit = Callable[[list[str], str, bool], None]
 
 _SMALL = "font-size:85%;opacity:0.75"
 _ERROR = "color:var(--jp-error-color1, #c62828)"
-
-
-@dataclass(frozen=True)
-class AskOption:
-    id: str
-    label: str
-    description: str = ""
-    recommended: bool = False
-
-
-def parse_options(raw: Any) -> list[AskOption]:
-    """Read the payload's options, skipping entries without an id and repeated ids.
-
-    Ids are the contract the answer is judged by, so the first option with an id wins; the
-    coordinator rejects a malformed payload before it gets here, this only keeps the card whole.
-    """
-    options: list[AskOption] = []
-    seen: set[str] = set()
-    for item in raw if isinstance(raw, list) else []:
-        if not isinstance(item, Mapping):
-            continue
-        option_id = str(item.get("id") or "")
-        if not option_id or option_id in seen:
-            continue
-        seen.add(option_id)
-        options.append(
-            AskOption(
-                id=option_id,
-                label=str(item.get("label") or option_id),
-                description=str(item.get("description") or ""),
-                recommended=bool(item.get("recommended", False)),
-            )
-        )
-    return options
 
 
 def local_time(epoch: float) -> str:
@@ -161,7 +127,7 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
 
     def __init__(
         self,
-        payload: Mapping[str, Any],
+        payload: AskUserPayload | Mapping[str, Any],
         *,
         on_submit: OnSubmit | None = None,
         language: str = "en",
@@ -169,29 +135,47 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
         workspace: Path | None = None,
         **kwargs: Any,
     ) -> None:
-        self.payload = dict(payload)
+        # The one payload model the coordinator builds (interaction/schema.py); a stored row that
+        # does not read as one (written by another version) is shown as such, never half-drawn.
+        problem = ""
+        if isinstance(payload, AskUserPayload):
+            question = payload
+        else:
+            try:
+                question = AskUserPayload.model_validate(dict(payload))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                problem = f"{'.'.join(map(str, first['loc'])) or 'payload'}: {first['msg']}"
+                question = AskUserPayload(
+                    id=str(payload.get("id") or ""),
+                    tool_call_id="",
+                    session_id="",
+                    title=str(payload.get("title") or ""),
+                    mode="text",
+                    resumable=False,
+                    expires_at=0.0,
+                )
+        self.question = question
         # The hint is the notebook's folder (kernel/interactions.py passes it): list its folders.
         hinted = Path(workspace_hint) if workspace_hint else None
         self.workspace = workspace or (hinted if hinted and hinted.is_dir() else None)
         self.folders: list[str] = []
         self.language = language
         self.on_submit = on_submit
-        self.request_id = str(payload.get("id") or "")
-        self.tool_call_id = str(payload.get("toolCallId") or "")
-        self.session_id = str(payload.get("sessionId") or "")
-        mode = str(payload.get("mode") or "")
-        # An unknown mode still gets a way to answer; the coordinator has the final word.
-        self.mode = mode if mode in MODES else "text"
-        self.options = parse_options(payload.get("options"))
-        self.allow_custom = bool(payload.get("allowCustom")) and self.mode in OPTION_MODES
-        self.resumable = payload.get("resumable", True) is not False
+        self.request_id = question.id
+        self.tool_call_id = question.tool_call_id
+        self.session_id = question.session_id
+        self.mode: str = question.mode
+        self.options: list[AskOption] = list(question.options)
+        self.allow_custom = question.allow_custom and self.mode in OPTION_MODES
+        self.resumable = question.resumable
         self.state = "open"
         self.controls: dict[str, Any] = {}
 
-        self.title = _html(f"<b>{html.escape(str(payload.get('title') or ''))}</b>", "dt-ask-title")
+        self.title = _html(f"<b>{html.escape(question.title)}</b>", "dt-ask-title")
         self.hint = _html("", "dt-ask-hint")
         self.error = _html("", "dt-ask-error")
-        submit_label = str(payload.get("submitLabel") or "") or self._s("submit")
+        submit_label = question.submit_label or self._s("submit")
         self.submit_button = widgets.Button(
             description=submit_label, button_style="primary", disabled=True
         )
@@ -201,6 +185,10 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
         kwargs.setdefault("layout", widgets.Layout(width="auto", max_width="100%"))
         super().__init__(children=[self.title], **kwargs)
         self.add_class("dt-ask-user")
+        if problem:
+            message = self._s("unreadable").format(reason=problem)
+            self._settle("not_resumable", f"<div>⚠ {html.escape(message)}</div>")
+            return
         if not self.resumable:
             self.show_not_resumable()
             return
@@ -219,14 +207,15 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
     # building the form ---------------------------------------------------------------------
     def _form(self, workspace_hint: str) -> list[widgets.Widget]:
         parts: list[widgets.Widget] = [self.title]
-        description = str(self.payload.get("description") or "")
+        description = self.question.description
         if description:
             parts.append(
                 _html(f'<div style="white-space:pre-wrap">{html.escape(description)}</div>')
             )
-        expires = self.payload.get("expiresAt")
-        if isinstance(expires, int | float) and not isinstance(expires, bool):
-            parts.append(_html(_small(self._s("expires").format(time=local_time(expires)))))
+        if self.question.expires_at > 0:
+            parts.append(
+                _html(_small(self._s("expires").format(time=local_time(self.question.expires_at))))
+            )
         parts.extend(self._mode_inputs(workspace_hint))
         if self.allow_custom:
             self.controls["custom"] = widgets.Text(

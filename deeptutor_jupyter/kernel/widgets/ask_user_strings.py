@@ -43,6 +43,7 @@ TEXTS: dict[str, dict[str, str]] = {
             "The kernel restarted; this question can no longer continue. Start the task again."
         ),
         "callback_failed": "Could not send the answer: {reason}",
+        "unreadable": "This question cannot be shown ({reason}). Ask the tutor again.",
     },
     "zh": {
         "submit": "提交",
@@ -82,5 +83,6 @@ TEXTS: dict[str, dict[str, str]] = {
         "expired": "已超时：这个问题没有在规定时间内得到回答。",
         "not_resumable": "内核已重启，这个问题无法继续。请重新发起任务。",
         "callback_failed": "回答发送失败：{reason}",
+        "unreadable": "无法显示这个问题（{reason}）。请再问一次导师。",
     },
 }

@@ -53,8 +53,8 @@ class QuizCard(widgets.VBox):  # type: ignore[misc]
     ) -> None:
         self.body = dict(body)
         self.quiz_id = str(body.get("id") or "")
-        self.tool_call_id = str(body.get("toolCallId") or "")
-        self.session_id = str(body.get("sessionId") or "")
+        self.tool_call_id = str(body.get("tool_call_id") or "")
+        self.session_id = str(body.get("session_id") or "")
         self.questions = [dict(q) for q in body.get("questions") or [] if isinstance(q, Mapping)]
         self.on_submit = on_submit
         self.state = "open"

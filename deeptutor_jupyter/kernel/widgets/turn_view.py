@@ -431,7 +431,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
             form = self.cards.get(request_id)
             if form is not None and form.state == "answered":
                 selections = list(answer.get("selections", []))
-                form.show_receipt(selections, answer.get("customInput", ""), ts, status="done")
+                form.show_receipt(selections, answer.get("custom_input", ""), ts, status="done")
         if self._ticker is not None:
             self._ticker.cancel()
         status = data.get("status", "done")

@@ -1,0 +1,100 @@
+"""A state.db written before the events' one naming style (schema version 2) is upgraded in place
+on open: the ask_user and quiz events and the saved questions read with snake_case fields, so a
+question asked before the upgrade can still be shown and answered; what the model read (the tool
+result) is left as it was."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from deeptutor_jupyter.interaction.schema import AskUserPayload
+from deeptutor_jupyter.runtime.event_types import parse_event
+from deeptutor_jupyter.store.db import SCHEMA_VERSION, Store
+
+LEGACY_PAYLOAD = {
+    "id": "ask_1",
+    "toolCallId": "call_1",
+    "sessionId": "nb-1",
+    "title": "Which topic?",
+    "mode": "single",
+    "options": [{"id": "eig", "label": "Eigenvalues"}],
+    "allowCustom": True,
+    "submitLabel": "Go on",
+    "resumable": True,
+    "expiresAt": 2e9,
+}
+LEGACY_RESULT = {"selections": ["eig"], "customInput": "", "cancelled": False}
+
+
+def legacy_store(path: Path) -> None:
+    Store(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+        conn.execute(
+            "INSERT INTO events VALUES (?, ?, ?, ?, ?)",
+            ("turn-1", 1, "user_input_required", json.dumps(LEGACY_PAYLOAD), 1.0),
+        )
+        resolved = {"id": "ask_1", "toolCallId": "call_1", **LEGACY_RESULT}
+        conn.execute(
+            "INSERT INTO events VALUES (?, ?, ?, ?, ?)",
+            ("turn-1", 2, "user_input_resolved", json.dumps(resolved), 2.0),
+        )
+        conn.execute(
+            "INSERT INTO events VALUES (?, ?, ?, ?, ?)",
+            ("turn-1", 3, "content", json.dumps({"text": "toolCallId stays text"}), 3.0),
+        )
+        conn.execute(
+            "INSERT INTO pending (request_id, session_id, turn_id, tool_call_id, payload, status,"
+            " created_at, expires_at, answered_at, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                "ask_1",
+                "nb-1",
+                "turn-1",
+                "call_1",
+                json.dumps(LEGACY_PAYLOAD),
+                "answered",
+                1.0,
+                2e9,
+                2.0,
+                json.dumps(LEGACY_RESULT),
+            ),
+        )
+
+
+def test_an_older_store_reads_in_the_one_style_after_open(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    legacy_store(path)
+    store = Store(path)
+    try:
+        events = store.events("turn-1")
+        for seq, kind, data in events[:2]:
+            parse_event({"type": kind, "seq": seq, "turn_id": "turn-1", "ts": 1.0, **data})
+        (_, _, required), (_, _, resolved), (_, _, content) = events
+        assert required["tool_call_id"] == "call_1" and required["allow_custom"] is True
+        assert "toolCallId" not in required and "expiresAt" not in required
+        assert resolved["custom_input"] == "" and resolved["tool_call_id"] == "call_1"
+        assert content == {"text": "toolCallId stays text"}
+        row = store.get_pending("ask_1")
+        assert row is not None
+        question = AskUserPayload.model_validate(row.payload)
+        assert question.submit_label == "Go on" and question.session_id == "nb-1"
+        # The tool result is the model's contract: untouched.
+        assert row.result == LEGACY_RESULT
+    finally:
+        store.close()
+    with sqlite3.connect(path) as conn:
+        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    assert version == (str(SCHEMA_VERSION),)
+
+
+def test_opening_again_changes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    legacy_store(path)
+    Store(path).close()
+    with sqlite3.connect(path) as conn:
+        before = conn.execute("SELECT * FROM events ORDER BY seq").fetchall()
+    Store(path).close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT * FROM events ORDER BY seq").fetchall() == before
