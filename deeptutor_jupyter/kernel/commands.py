@@ -6,11 +6,15 @@ reports progress and the outcome, so the cell returns at once like every ``%tuto
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import html
 import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import MagicArgumentParser
 
 from deeptutor_jupyter.kernel.display import plural, show_markdown, widget_bundle
 
@@ -51,15 +55,66 @@ def _split(text: str) -> list[str]:
         raise ValueError(f"Could not read the arguments: {exc}") from None
 
 
+def _verbs(prog: str) -> tuple[MagicArgumentParser, Any]:
+    # IPython's argparse for magics: a bad line raises UsageError instead of exiting the kernel.
+    parser = MagicArgumentParser(prog=prog)
+    verbs = parser.add_subparsers(dest="verb", metavar="command", parser_class=MagicArgumentParser)
+    return parser, verbs
+
+
+def _document(value: str) -> str:
+    if "/" not in value:
+        raise argparse.ArgumentTypeError(f"{value!r} is not LAYER/KEY, e.g. L3/profile")
+    return value
+
+
+def memory_parser() -> MagicArgumentParser:
+    """``%tutor memory [import PATH | export [FILE] | forget --all | consolidate ... | help]``."""
+    parser, verbs = _verbs("%tutor memory")
+    verbs.add_parser("import").add_argument("path")
+    verbs.add_parser("export").add_argument("file", nargs="?")
+    verbs.add_parser("forget").add_argument("--all", action="store_true", required=True)
+    consolidate = verbs.add_parser("consolidate")
+    consolidate.add_argument("--mode", choices=MODES, default="update")
+    consolidate.add_argument("--doc", type=_document, default="L3/profile")
+    verbs.add_parser("help")
+    return parser
+
+
+def kb_parser() -> MagicArgumentParser:
+    """``%tutor kb [list | add NAME PATH... | refresh NAME | remove NAME | help]``."""
+    parser, verbs = _verbs("%tutor kb")
+    verbs.add_parser("list")
+    add = verbs.add_parser("add")
+    add.add_argument("name")
+    add.add_argument("paths", nargs="+")
+    verbs.add_parser("refresh").add_argument("name")
+    verbs.add_parser("remove").add_argument("name")
+    verbs.add_parser("help")
+    return parser
+
+
+def read_args(parser: MagicArgumentParser, rest: str) -> argparse.Namespace:
+    """The line after ``%tutor memory``/``kb``; ValueError says what is wrong with it."""
+    try:
+        return parser.parse_args(_split(rest))
+    except UsageError as exc:
+        raise ValueError(f"{exc}.") from None
+
+
 def memory_command(tutor: KernelTutor, resolved: ResolvedSettings, rest: str) -> None:
     from IPython.display import display
 
+    try:
+        args = read_args(memory_parser(), rest)
+    except ValueError as exc:
+        show_markdown(f"⚠ {exc}\n\n{MEMORY_USAGE}")
+        return
     tutor.session.open(resolved)
     store = tutor.session.memory
     assert store is not None
-    args = _split(rest)
     language = resolved.settings.language
-    if not args:
+    if args.verb is None:
         from deeptutor_jupyter.kernel.widgets.memory_workbench import MemoryWorkbench
 
         display(
@@ -68,44 +123,32 @@ def memory_command(tutor: KernelTutor, resolved: ResolvedSettings, rest: str) ->
             )
         )  # type: ignore[no-untyped-call]
         return
-    verb, params = args[0], args[1:]
-    if verb == "import" and len(params) == 1:
-        result = store.import_notebooks(Path(params[0]).expanduser())
+    if args.verb == "import":
+        result = store.import_notebooks(Path(args.path).expanduser())
         show_markdown(
             f"Imported **{result.added}** trace(s) from {result.notebooks} notebook(s); "
             f"{result.skipped_duplicates} already known."
             + "".join(f"\n- ⚠ {e}" for e in result.errors)
         )
-    elif verb == "export" and len(params) <= 1:
-        dest = Path(params[0]) if params else Path.cwd() / "deeptutor-memory.zip"
+    elif args.verb == "export":
+        dest = Path(args.file) if args.file else Path.cwd() / "deeptutor-memory.zip"
         show_markdown(f"Memory exported to `{store.export_zip(dest)}`.")
-    elif verb == "forget" and params == ["--all"]:
+    elif args.verb == "forget":
         from deeptutor_jupyter.kernel.widgets.forget_card import ForgetCard
 
         card = ForgetCard(store, language=language)
         # With a display id the receipt replaces the saved text once the learner answers.
         card.display_handle = display(card, display_id=True)  # type: ignore[no-untyped-call]
-    elif verb == "consolidate":
-        _consolidate(tutor, resolved, params)
+    elif args.verb == "consolidate":
+        _consolidate(tutor, resolved, args.mode, args.doc)
     else:
         show_markdown(MEMORY_USAGE)
 
 
-def _consolidate(tutor: KernelTutor, resolved: ResolvedSettings, params: list[str]) -> None:
+def _consolidate(tutor: KernelTutor, resolved: ResolvedSettings, mode: str, doc: str) -> None:
     import ipywidgets as widgets
     from IPython.display import display
 
-    mode, doc = "update", "L3/profile"
-    it = iter(params)
-    for flag in it:
-        value = next(it, None)
-        if flag == "--mode" and value in MODES:
-            mode = value
-        elif flag == "--doc" and value and "/" in value:
-            doc = value
-        else:
-            show_markdown(MEMORY_USAGE)
-            return
     layer, key = doc.split("/", 1)
     if mode != "merge" and not resolved.ready:
         show_markdown("Consolidation needs a model: " + "; ".join(resolved.missing()))
@@ -157,10 +200,13 @@ def kb_command(tutor: KernelTutor, resolved: ResolvedSettings, rest: str) -> Non
     from deeptutor_jupyter.knowledge import list_kbs, remove_kb
 
     home = resolved.settings.home
-    args = _split(rest)
-    verb, params = (args[0], args[1:]) if args else ("", [])
     try:
-        if verb == "list" and not params:
+        args = read_args(kb_parser(), rest)
+    except ValueError as exc:
+        show_markdown(f"⚠ {exc}\n\n{KB_USAGE}")
+        return
+    try:
+        if args.verb == "list":
             kbs = list_kbs(home)
             if not kbs:
                 show_markdown(EMPTY_KB_LIST)
@@ -169,11 +215,12 @@ def kb_command(tutor: KernelTutor, resolved: ResolvedSettings, rest: str) -> Non
                 f"| {kb['name']} | {kb.get('files', '?')} | {kb.get('chunks', '?')} |" for kb in kbs
             ]
             show_markdown("| name | files | chunks |\n|---|---|---|\n" + "\n".join(rows))
-        elif verb == "remove" and len(params) == 1:
-            remove_kb(home, params[0])
-            show_markdown(f"Removed the knowledge base **{params[0]}** (your files are untouched).")
-        elif verb in ("add", "refresh") and params and (verb == "add") == (len(params) >= 2):
-            _index(tutor, home, params[0], [Path(p).expanduser() for p in params[1:]])
+        elif args.verb == "remove":
+            remove_kb(home, args.name)
+            show_markdown(f"Removed the knowledge base **{args.name}** (your files are untouched).")
+        elif args.verb in ("add", "refresh"):
+            paths = [Path(p).expanduser() for p in getattr(args, "paths", [])]
+            _index(tutor, home, args.name, paths)
         else:
             show_markdown(KB_USAGE)
     except (ValueError, LookupError) as exc:

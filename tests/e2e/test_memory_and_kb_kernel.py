@@ -173,3 +173,18 @@ def test_memory_commands_open_the_workbench_and_the_forget_form(kernel, fake_llm
             for w in kernel.widgets.values()
         )
     )
+
+
+def test_a_bad_kb_or_memory_line_says_what_is_wrong_and_shows_the_usage(kernel, fake_llm):
+    cases = {
+        "%tutor kb add course": "the following arguments are required: paths",
+        "%tutor kb lsit": "invalid choice: 'lsit'",
+        "%tutor memory consolidate --mode fast": "argument --mode: invalid choice: 'fast'",
+        "%tutor memory forget": "the following arguments are required: --all",
+    }
+    for line, problem in cases.items():
+        msg_id = kernel.execute(line)
+        shown = json.dumps([m["content"] for m in kernel.outputs_of(msg_id)])
+        assert problem in shown, (line, shown)
+        assert "%tutor kb add" in shown or "%tutor memory consolidate" in shown
+    assert not fake_llm.requests  # nothing reached the model, nothing was indexed or forgotten
