@@ -57,7 +57,7 @@ def _split(text: str) -> list[str]:
 
 def _verbs(prog: str) -> tuple[MagicArgumentParser, Any]:
     # IPython's argparse for magics: a bad line raises UsageError instead of exiting the kernel.
-    parser = MagicArgumentParser(prog=prog)
+    parser = MagicArgumentParser(prog=prog)  # type: ignore[no-untyped-call]
     verbs = parser.add_subparsers(dest="verb", metavar="command", parser_class=MagicArgumentParser)
     return parser, verbs
 
