@@ -2,8 +2,8 @@
 
 The learning state lives in ``state.db`` (store/learning.py) and is per learner, not per
 notebook: ``%tutor learn`` with no topic continues the last path in any notebook. The quiz
-coordinator (interaction/quiz.py) is made once per kernel and handed to turns through their
-``extra`` (kernel/turn_plan.py), so the orchestrator needs no new attribute.
+coordinator (interaction/quiz.py) is made once per session and handed to turns through their
+``ToolDeps.quizzes`` (tools/base.py, filled by runtime/plan.py).
 """
 
 from __future__ import annotations
@@ -110,9 +110,9 @@ def teach(
         f"on {path.topic!r}: a short explanation with an example, then check my understanding "
         f'with make_quiz (objective "{objective.id}").'
     )
-    from deeptutor_jupyter.kernel.start import start_turn
+    from deeptutor_jupyter.kernel.start import ask_in_cell
 
-    start_turn(tutor, resolved, question, new=False, kbs=[kb] if kb else [])
+    ask_in_cell(tutor, resolved, question, new=False, kbs=[kb] if kb else [])
 
 
 def review_command(tutor: KernelTutor, resolved: ResolvedSettings, every: bool = False) -> None:

@@ -395,10 +395,10 @@ def _ask(magics: TutorMagics, call: Call) -> None:
 
         run_in_terminal(magics.state, resolved, question, new=parsed.new)
         return
-    from deeptutor_jupyter.kernel.start import start_turn
+    from deeptutor_jupyter.kernel.start import ask_in_cell
 
     tools = flags_list(call.turn_flags.get("tools"))
-    start_turn(
+    ask_in_cell(
         magics.state,
         resolved,
         question,

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.runtime.orchestrator import Turn
 
 
-def start_turn(
+def ask_in_cell(
     tutor: KernelTutor,
     resolved: ResolvedSettings,
     question: str,
@@ -44,7 +44,7 @@ def start_turn(
 
         def retry(now: ResolvedSettings) -> None:
             # The question that waited for a model goes, once the card's settings work.
-            start_turn(tutor, now, question, attachments=attachments, **kwargs)  # type: ignore[arg-type]
+            ask_in_cell(tutor, now, question, attachments=attachments, **kwargs)  # type: ignore[arg-type]
 
         show_setup(resolved, again=lambda: tutor.session.resolve(flags_of(resolved)), retry=retry)
         return None

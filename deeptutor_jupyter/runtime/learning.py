@@ -50,7 +50,9 @@ def learning_of(session: TutorSession, home: Path) -> Learning:
     coordinator = QuizCoordinator(store, AuditLog(home / "audit" / "quizzes.jsonl"))
     learning = Learning(store, coordinator, home)
     coordinator.on_graded = lambda row, result: record_trace(session, row, result)
-    coordinator.on_orphan = lambda row, result: resume_soon(session, learning, row, result)
+    coordinator.on_orphan = lambda row, result: resume_quiz_turn_soon(
+        session, learning, row, result
+    )
     _by_session[id(session)] = (session, learning)
     return learning
 
@@ -120,15 +122,15 @@ def record_trace(session: TutorSession, row: QuizRow, result: dict[str, Any]) ->
     session.memory.emit(record)
 
 
-def resume_soon(
+def resume_quiz_turn_soon(
     session: TutorSession, learning: Learning, row: QuizRow, result: dict[str, Any]
 ) -> None:
     loop = session.event_loop
     if loop is not None:
-        loop.call_soon_threadsafe(resume, session, learning, row, result)
+        loop.call_soon_threadsafe(resume_quiz_turn, session, learning, row, result)
 
 
-def resume(
+def resume_quiz_turn(
     session: TutorSession, learning: Learning, row: QuizRow, result: dict[str, Any]
 ) -> Turn | None:
     """Continue the turn a quiz paused (its kernel restarted), with the grade as the result.
