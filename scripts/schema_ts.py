@@ -34,30 +34,43 @@ HEADER = """\
 """
 
 
-def contracts() -> tuple[list[type[BaseModel]], list[type[BaseModel]]]:
-    """(every event model, in union order; the other models the surfaces read)."""
+def members(union: Any) -> list[type[BaseModel]]:
+    """The models of an ``Annotated[A | B, Field(discriminator=...)]``."""
+    inner, _field = typing.get_args(union)
+    return list(typing.get_args(inner))
+
+
+def contracts() -> tuple[dict[str, tuple[str, list[type[BaseModel]]]], list[type[BaseModel]]]:
+    """({union name: (its doc, its models)}, the other models the surfaces read)."""
     from deeptutor_jupyter.interaction.schema import AskUserPayload, Submission
+    from deeptutor_jupyter.kernel.comm_messages import KernelMessage, PanelAction
     from deeptutor_jupyter.memory.trace import TraceRecord
     from deeptutor_jupyter.runtime.event_types import TurnEvent
     from deeptutor_jupyter.server.reads import PendingQuestion
 
-    union, _field = typing.get_args(TurnEvent)
-    events = list(typing.get_args(union))
-    return events, [AskUserPayload, Submission, PendingQuestion, TraceRecord]
+    unions = {
+        "TurnEvent": ("Every event a turn emits, discriminated by `type`.", members(TurnEvent)),
+        "PanelAction": ("What the panel sends over the comm, by `action`.", members(PanelAction)),
+        "KernelMessage": ("What the kernel sends the panel, by `type`.", members(KernelMessage)),
+    }
+    return unions, [AskUserPayload, Submission, PendingQuestion, TraceRecord]
 
 
 def render() -> str:
-    events, others = contracts()
+    unions, others = contracts()
+    models = [m for _doc, ms in unions.values() for m in ms] + others
     _keys, schema = models_json_schema(
-        [(m, "serialization") for m in [*events, *others]], ref_template="#/$defs/{model}"
+        [(m, "serialization") for m in models], ref_template="#/$defs/{model}"
     )
     defs: dict[str, Any] = schema["$defs"]
+    # A field typed as one of the unions is written as the union's name, not its members.
+    _UNIONS.clear()
+    _UNIONS.update({frozenset(m.__name__ for m in ms): name for name, (_d, ms) in unions.items()})
     parts = [HEADER]
     for name in sorted(defs):
         parts.append(_declaration(name, defs[name]))
-    names = [m.__name__ for m in events]
-    doc = _comment("Every event a turn emits, discriminated by `type`.", "")
-    parts.append(doc + _alias("TurnEvent", names) + "\n")
+    for union, (doc, ms) in unions.items():
+        parts.append(_comment(doc, "") + _alias(union, [m.__name__ for m in ms]) + "\n")
     parts.append("export type EventType = TurnEvent['type'];\n")
     return "\n".join(parts)
 
@@ -85,10 +98,19 @@ def _alias(name: str, members: list[str]) -> str:
     one_line = f"export type {name} = {' | '.join(members)};"
     if len(one_line) <= WIDTH:
         return one_line
+    indented = f"  {' | '.join(members)};"
+    if len(indented) <= WIDTH:
+        return f"export type {name} =\n{indented}"
     return f"export type {name} =\n" + "\n".join(f"  | {m}" for m in members) + ";"
 
 
+_UNIONS: dict[frozenset[str], str] = {}
+
+
 def _type(schema: dict[str, Any]) -> str:
+    if "oneOf" in schema:
+        names = [_type(s) for s in schema["oneOf"]]
+        return _UNIONS.get(frozenset(names)) or " | ".join(names)
     if "$ref" in schema:
         return str(schema["$ref"]).rsplit("/", 1)[-1]
     if "const" in schema:

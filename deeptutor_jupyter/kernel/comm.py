@@ -19,6 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from deeptutor_jupyter.kernel.comm_messages import (
+        AnswerAction,
+        AskAction,
+        NewAction,
+        StopAction,
+        SubscribeAction,
+        SwitchAction,
+    )
     from deeptutor_jupyter.kernel.tutor import KernelTutor
     from deeptutor_jupyter.runtime.events import Event, EventLog
 
@@ -78,11 +86,8 @@ def unregister(ipython: Any) -> None:
 
 
 def wire_event(event: Event) -> Wire:
-    """``{"type": "event", "event": {type, seq, turn_id, **data}}``."""
-    return {
-        "type": "event",
-        "event": {**event.data, "type": event.type, "seq": event.seq, "turn_id": event.turn_id},
-    }
+    """``{"type": "event", "event": {type, seq, turn_id, ts, **data}}``: a ``TurnEvent``."""
+    return {"type": "event", "event": event.envelope()}
 
 
 def coalesce(events: Iterable[Wire]) -> list[Wire]:
@@ -174,40 +179,31 @@ class Channel:
         self.subscriptions.clear()
 
     def on_msg(self, msg: dict[str, Any]) -> None:
-        data = msg.get("content", {}).get("data")
-        action = data.get("action") if isinstance(data, dict) else None
-        handler = {
-            "ask": self.ask,
-            "stop": self.stop,
-            "answer": self.answer,
-            "subscribe": self.subscribe,
-            "new": self.new,
-            "switch": self.switch,
-        }.get(str(action))
-        if handler is None or not isinstance(data, dict):
-            self.refuse(
-                str(action),
-                f"Unknown action {action!r}: ask, stop, answer, subscribe, new or switch.",
-            )
+        from deeptutor_jupyter.kernel.comm_messages import BadAction, parse_action
+
+        try:
+            data = parse_action(msg.get("content", {}).get("data"))
+        except BadAction as exc:
+            self.refuse(exc.action, str(exc), "invalid")
             return
+        handler: Callable[[KernelTutor, Any], None] = getattr(self, data.action)
         tutor = self.tutor_of()
         if tutor is None:
-            self.refuse(str(action), "The tutor extension was unloaded from this kernel.")
+            self.refuse(data.action, "The tutor extension was unloaded from this kernel.")
             return
         try:
             handler(tutor, data)
         except Exception as exc:  # the panel must hear about it; the kernel must not die of it
-            log.exception("sidebar action %s failed", action)
-            self.refuse(str(action), f"{type(exc).__name__}: {exc}")
+            log.exception("sidebar action %s failed", data.action)
+            self.refuse(data.action, f"{type(exc).__name__}: {exc}")
 
-    # actions ---------------------------------------------------------------------------------
-    def ask(self, tutor: KernelTutor, data: dict[str, Any]) -> None:
-        question = data.get("question")
-        if not isinstance(question, str) or not question.strip():
+    # actions (each gets its validated model from kernel/comm_messages.py) ---------------------
+    def ask(self, tutor: KernelTutor, data: AskAction) -> None:
+        question = data.question
+        if not question.strip():
             self.refuse("ask", "Type a question first.")
             return
-        conversation = data.get("conversation")
-        if conversation not in (None, "", tutor.session.session_id):
+        if data.conversation not in (None, "", tutor.session.session_id):
             self.refuse("ask", "Only this notebook's current conversation can be continued here.")
             return
         started = _start(tutor, question.strip())
@@ -217,41 +213,33 @@ class Channel:
         self.send(_turn_summaries(tutor))
         self.follow(tutor, started, 0)
 
-    def stop(self, tutor: KernelTutor, data: dict[str, Any]) -> None:
-        if not _stop(tutor, str(data.get("turn_id", ""))):
+    def stop(self, tutor: KernelTutor, data: StopAction) -> None:
+        if not _stop(tutor, data.turn_id):
             self.refuse("stop", "That turn is not running in this kernel.", "unknown")
 
-    def answer(self, tutor: KernelTutor, data: dict[str, Any]) -> None:
+    def answer(self, tutor: KernelTutor, data: AnswerAction) -> None:
         from deeptutor_jupyter.interaction.coordinator import InteractionError, resolved_fields
+        from deeptutor_jupyter.kernel.comm_messages import AnsweredMessage
 
-        selections = data.get("selections") or []
-        if not isinstance(selections, list) or not all(isinstance(s, str) for s in selections):
-            self.refuse("answer", "selections must be a list of option ids.", "invalid")
-            return
         try:
             result = _answer(
                 tutor,
-                str(data.get("session_id", "")),
-                str(data.get("request_id", "")),
-                selections,
-                str(data.get("custom_input") or ""),
-                bool(data.get("cancelled", False)),
+                data.session_id,
+                data.request_id,
+                list(data.selections),
+                data.custom_input,
+                data.cancelled,
             )
         except InteractionError as exc:
             self.refuse("answer", str(exc), exc.code)
             return
-        self.send(
-            {
-                "type": "answered",
-                "request_id": data.get("request_id"),
-                "result": resolved_fields(result),
-            }
+        answered = AnsweredMessage.model_validate(
+            {"request_id": data.request_id, "result": resolved_fields(result)}
         )
+        self.send(answered.model_dump(mode="json"))
 
-    def subscribe(self, tutor: KernelTutor, data: dict[str, Any]) -> None:
-        turn_id = str(data.get("turn_id", ""))
-        after = data.get("after_seq", 0)
-        after_seq = after if isinstance(after, int) and after >= 0 else 0
+    def subscribe(self, tutor: KernelTutor, data: SubscribeAction) -> None:
+        turn_id, after_seq = data.turn_id, data.after_seq
         if turn_id in self.subscriptions:
             return  # already streaming to this panel; a second stream would repeat coalesced text
         live = _live_log(tutor, turn_id)
@@ -265,12 +253,12 @@ class Channel:
         for message in coalesce(events):
             self.send(message)
 
-    def new(self, tutor: KernelTutor, data: dict[str, Any]) -> None:
+    def new(self, tutor: KernelTutor, data: NewAction) -> None:
         _new_conversation(tutor)
         self.send(_turn_summaries(tutor))
 
-    def switch(self, tutor: KernelTutor, data: dict[str, Any]) -> None:
-        if not _switch_conversation(tutor, str(data.get("conversation", ""))):
+    def switch(self, tutor: KernelTutor, data: SwitchAction) -> None:
+        if not _switch_conversation(tutor, data.conversation):
             self.refuse("switch", "No such conversation in this notebook.", "unknown")
             return
         self.send(_turn_summaries(tutor))
@@ -366,8 +354,8 @@ def _saved_events(tutor: KernelTutor, turn_id: str, after_seq: int) -> list[Wire
     if row is None or row.session_id not in store.sessions_of(notebook):
         return None
     return [
-        {"type": "event", "event": {**data, "type": kind, "seq": seq, "turn_id": turn_id}}
-        for seq, kind, data in store.events(turn_id, after_seq)
+        {"type": "event", "event": {**data, "type": kind, "seq": seq, "turn_id": turn_id, "ts": ts}}
+        for seq, kind, data, ts in store.events_with_time(turn_id, after_seq)
     ]
 
 

@@ -4,7 +4,7 @@
  * deeptutor_jupyter/kernel/comm.py.
  */
 
-import { AskOption, AskUserPayload, Submission as SubmissionFields, TurnEvent } from './schema';
+import { AskOption, AskUserPayload, Submission as SubmissionFields } from './schema';
 
 /** The comm target the kernel registers (kernel/comm.py `TARGET`). */
 export const COMM_TARGET = 'deeptutor';
@@ -12,15 +12,29 @@ export const COMM_TARGET = 'deeptutor';
 /** The MIME type of a saved turn's trace (memory/trace.py `TRACE_MIME`). */
 export const TRACE_MIME = 'application/vnd.deeptutor.trace+json';
 
-// The shapes the runtime defines are generated from its pydantic models (schema.ts); only the
-// comm's own messages are declared here.
+// Every shape on the wire is generated from the runtime's pydantic models (schema.ts: events,
+// the ask_user payload, the comm's messages, the server's reads); this file only names them.
 export type {
+  AnswerAction,
+  AnsweredMessage,
+  AskAction,
   AskOption,
   AskUserPayload,
+  Conversation,
+  ErrorMessage,
+  EventMessage,
   EventType,
+  KernelMessage,
+  NewAction,
+  PanelAction,
   PendingQuestion,
+  StopAction,
+  SubscribeAction,
+  SwitchAction,
   TraceRecord,
-  TurnEvent
+  TurnEvent,
+  TurnsMessage,
+  TurnSummary
 } from './schema';
 
 export type AskMode = AskUserPayload['mode'];
@@ -45,91 +59,3 @@ export interface InputRequest extends Omit<AskUserPayload, 'session_id' | 'expir
   session_id?: string;
   expires_at?: number;
 }
-
-// ---- panel -> kernel -----------------------------------------------------------------------
-
-export interface AskAction {
-  action: 'ask';
-  question: string;
-  conversation: string | null;
-}
-
-export interface StopAction {
-  action: 'stop';
-  turn_id: string;
-}
-
-export interface AnswerAction {
-  action: 'answer';
-  request_id: string;
-  session_id: string;
-  selections: string[];
-  custom_input: string;
-  cancelled: boolean;
-}
-
-export interface SubscribeAction {
-  action: 'subscribe';
-  turn_id: string;
-  after_seq: number;
-}
-
-/** Start a fresh conversation in this notebook (its next `%tutor` cell continues it too). */
-export interface NewAction {
-  action: 'new';
-}
-
-/** Make another of this notebook's conversations the current one. */
-export interface SwitchAction {
-  action: 'switch';
-  conversation: string;
-}
-
-export type PanelAction =
-  AskAction | StopAction | AnswerAction | SubscribeAction | NewAction | SwitchAction;
-
-// ---- kernel -> panel -----------------------------------------------------------------------
-
-export interface EventMessage {
-  type: 'event';
-  event: TurnEvent;
-}
-
-export interface TurnSummary {
-  turn_id: string;
-  question: string;
-  status: string;
-  last_seq: number;
-}
-
-export interface Conversation {
-  id: string;
-  title: string;
-  turns: number;
-  started_at: number;
-}
-
-export interface TurnsMessage {
-  type: 'turns';
-  session_id: string;
-  notebook: string;
-  turns: TurnSummary[];
-  conversations: Conversation[];
-}
-
-/** An answer given over the comm was taken (its turn's `user_input_resolved` follows). */
-export interface AnsweredMessage {
-  type: 'answered';
-  request_id: string;
-  result: Submission & { reason?: string };
-}
-
-/** A refused action, in words (bad input, no settings, unknown turn...). */
-export interface ErrorMessage {
-  type: 'error';
-  action: string;
-  message: string;
-  code?: string;
-}
-
-export type KernelMessage = EventMessage | TurnsMessage | AnsweredMessage | ErrorMessage;

@@ -4,6 +4,33 @@
  * `python scripts/schema_ts.py`; tests/contracts/test_ts_types.py fails while this file is stale.
  */
 
+/** An answer to a question waiting in any notebook; it continues in that notebook's cell. */
+export interface AnswerAction {
+  /** Option ids, in order. */
+  selections?: string[];
+  /** Free text: the answer of a value mode, or Other. */
+  custom_input?: string;
+  cancelled?: boolean;
+  action: 'answer';
+  request_id: string;
+  session_id: string;
+}
+
+/** An answer given over the comm was taken (its turn's `user_input_resolved` follows). */
+export interface AnsweredMessage {
+  type: 'answered';
+  request_id: string;
+  result: ResolvedAnswer;
+}
+
+/** Ask in this notebook's current conversation (the same path as `%tutor`). */
+export interface AskAction {
+  action: 'ask';
+  question: string;
+  /** Must be the current one when given. */
+  conversation?: string | null;
+}
+
 export interface AskOption {
   /** Stable value sent back when chosen. */
   id: string;
@@ -51,6 +78,14 @@ export interface Content {
   text: string;
 }
 
+export interface Conversation {
+  id: string;
+  /** Its first question, cut at 80 characters. */
+  title: string;
+  turns: number;
+  started_at: number;
+}
+
 export interface Done {
   /** Per turn, strictly increasing, continued after a resume. */
   seq: number;
@@ -81,6 +116,25 @@ export interface ErrorEvent {
   hint?: string;
   status?: number | null;
   detail?: string;
+}
+
+/** A refused action, in words; `code` is the coordinator's for answers. */
+export interface ErrorMessage {
+  type: 'error';
+  action: string;
+  message: string;
+  code?: string;
+}
+
+/** One runtime event (runtime/event_types.py `TurnEvent`); content deltas coalesced. */
+export interface EventMessage {
+  type: 'event';
+  event: TurnEvent;
+}
+
+/** Start a fresh conversation in this notebook (its next `%tutor` cell continues it). */
+export interface NewAction {
+  action: 'new';
 }
 
 export interface Notice {
@@ -164,6 +218,15 @@ export interface QuizResolved {
   reason?: string;
 }
 
+export interface ResolvedAnswer {
+  /** Option ids, in order. */
+  selections?: string[];
+  /** Free text: the answer of a value mode, or Other. */
+  custom_input?: string;
+  cancelled?: boolean;
+  reason?: string;
+}
+
 export interface RoundStarted {
   /** Per turn, strictly increasing, continued after a resume. */
   seq: number;
@@ -189,6 +252,11 @@ export interface Sources {
   hits: Record<string, unknown>[];
 }
 
+export interface StopAction {
+  action: 'stop';
+  turn_id: string;
+}
+
 /**
  * A learner's answer as every surface sends it (the reference's `onSubmit(selections, customInput,
  * cancelled)`): option ids, the free text, or a cancel.
@@ -199,6 +267,19 @@ export interface Submission {
   /** Free text: the answer of a value mode, or Other. */
   custom_input?: string;
   cancelled?: boolean;
+}
+
+/** Replay a turn's events with `seq > after_seq`, then follow it live. */
+export interface SubscribeAction {
+  action: 'subscribe';
+  turn_id: string;
+  after_seq?: number;
+}
+
+/** Make another of this notebook's conversations the current one. */
+export interface SwitchAction {
+  action: 'switch';
+  conversation: string;
 }
 
 export interface Thinking {
@@ -289,6 +370,22 @@ export interface TurnStarted {
   resumed?: boolean;
 }
 
+export interface TurnSummary {
+  turn_id: string;
+  question: string;
+  status: string;
+  last_seq: number;
+}
+
+/** The current conversation's turns: on open, after ask/new/switch, when a turn is done. */
+export interface TurnsMessage {
+  type: 'turns';
+  session_id: string;
+  notebook: string;
+  turns: TurnSummary[];
+  conversations: Conversation[];
+}
+
 export interface UserInputRequired {
   /** The request id; a submission names it. */
   id: string;
@@ -351,5 +448,12 @@ export type TurnEvent =
   | Notice
   | ErrorEvent
   | Done;
+
+/** What the panel sends over the comm, by `action`. */
+export type PanelAction =
+  AskAction | StopAction | AnswerAction | SubscribeAction | NewAction | SwitchAction;
+
+/** What the kernel sends the panel, by `type`. */
+export type KernelMessage = EventMessage | TurnsMessage | AnsweredMessage | ErrorMessage;
 
 export type EventType = TurnEvent['type'];

@@ -45,7 +45,13 @@ def test_a_stale_file_makes_the_check_fail(tmp_path: Path) -> None:
 
 def test_the_generated_union_names_every_event_and_mode() -> None:
     text = (SRC / "schema.ts").read_text(encoding="utf-8")
-    declared = set(re.findall(r"^  type: '([a-z_]+)';$", text, re.M))
+    union = re.search(r"export type TurnEvent =(.*?);", text, re.S)
+    assert union
+    declared = set()
+    for name in re.findall(r"\w+", union.group(1)):
+        body = re.search(rf"export interface {name} \{{(.*?)\n\}}", text, re.S)
+        assert body, name
+        declared |= set(re.findall(r"^  type: '([a-z_]+)';$", body.group(1), re.M))
     assert declared == set(typing.get_args(EventType))
     modes = re.search(r"export interface AskUserPayload \{.*?\n  mode: ([^;]+);", text, re.S)
     assert modes and set(re.findall(r"'(\w+)'", modes.group(1))) == set(typing.get_args(Mode))

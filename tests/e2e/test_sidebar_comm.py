@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from deeptutor_jupyter.kernel.comm_messages import kernel_message
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
 from tests.e2e.kernel_driver import KernelDriver, kernel_env
 
@@ -32,11 +33,14 @@ class Panel:
         self.kernel.send_comm(self.comm_id, data)
 
     def messages(self) -> list[dict[str, Any]]:
-        return [
+        found = [
             m["content"]["data"]
             for m in self.kernel.iopub
             if m["header"]["msg_type"] == "comm_msg" and m["content"]["comm_id"] == self.comm_id
         ]
+        for message in found:
+            kernel_message(message)  # every message fits the contract the panel's types come from
+        return found
 
     def events(self, kind: str | None = None) -> list[dict[str, Any]]:
         found = [m["event"] for m in self.messages() if m["type"] == "event"]
@@ -162,6 +166,8 @@ def test_a_new_conversation_and_switching_back(
     assert last_turns()["turns"] == []
     panel.send({"action": "ask", "question": "Second question?", "conversation": None})
     panel.wait(lambda: len(panel.events("done")) == 2)
+    # The turn list follows the done event: wait for the one that counts the finished turn.
+    panel.wait(lambda: len(last_turns()["conversations"]) == 2)
     second = last_turns()
     # The new conversation has no history from the first.
     sent = json.dumps(fake_llm.requests[1].body["messages"])
@@ -210,13 +216,17 @@ def test_asking_with_no_model_configured_says_how_to_set_one_up(
         ({"action": "subscribe", "turn_id": "turn-nothere", "after_seq": 0}, "No turn"),
         (
             {"action": "answer", "request_id": "ask_x", "session_id": "s", "selections": "a"},
-            "list of option ids",
+            "Bad answer message: selections: Input should be a valid list",
         ),
+        (
+            {"action": "subscribe", "turn_id": "t", "after_seq": -1},
+            "after_seq: Input should be greater than or equal to 0",
+        ),
+        ({"action": "stop"}, "Bad stop message: turn_id: Field required"),
+        ("not an object", "Unknown action '?'"),
     ],
 )
-def test_bad_actions_are_refused_in_words(
-    kernel: KernelDriver, data: dict[str, Any], words: str
-) -> None:
+def test_bad_actions_are_refused_in_words(kernel: KernelDriver, data: Any, words: str) -> None:
     panel = Panel(kernel)
     panel.send(data)
     refusal = panel.wait(lambda: [m for m in panel.messages() if m["type"] == "error"])[0]
