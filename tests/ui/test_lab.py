@@ -43,6 +43,7 @@ def lab(tmp_path: Path, fake_llm: FakeLLMServer) -> Iterator[str]:
         DEEPTUTOR_PROVIDER="custom",
         DEEPTUTOR_BASE_URL=fake_llm.url,
         DEEPTUTOR_MODEL="fake-model",
+        DEEPTUTOR_AUTO_CONSOLIDATE="false",
         JUPYTER_CONFIG_DIR=str(tmp_path / "jupyter-config"),
         IPYTHONDIR=str(tmp_path / "ipython"),
     )
