@@ -99,6 +99,10 @@ class Settings(BaseModel):
     trace_in_outputs: bool = True
     # How long an ask_user question waits for an answer before it times out.
     ask_timeout_hours: float = Field(24.0, gt=0)
+    # Keep L2/L3 memory current in the background after turns (docs/memory.md), with the
+    # configured model, once ``consolidate_every`` new traces have accumulated.
+    auto_consolidate: bool = True
+    consolidate_every: int = Field(5, ge=1)
 
     @field_validator("provider", mode="before")
     @classmethod

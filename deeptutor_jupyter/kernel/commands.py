@@ -119,7 +119,10 @@ def memory_command(tutor: KernelTutor, resolved: ResolvedSettings, rest: str) ->
 
         display(
             MemoryWorkbench(
-                store, make_model=lambda: tutor.session.model_for(resolved), language=language
+                store,
+                make_model=lambda: tutor.session.model_for(resolved),
+                language=language,
+                settings=lambda: tutor.session.resolve({}),
             )
         )  # type: ignore[no-untyped-call]
         return

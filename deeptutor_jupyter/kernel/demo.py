@@ -46,7 +46,13 @@ is set up.
 """
 OFF = "Demo mode is off: the tutor uses your own settings again."
 NOT_ON = "Demo mode is not on."
-_ENV = ("DEEPTUTOR_HOME", "DEEPTUTOR_PROVIDER", "DEEPTUTOR_BASE_URL", "DEEPTUTOR_MODEL")
+_ENV = (
+    "DEEPTUTOR_HOME",
+    "DEEPTUTOR_PROVIDER",
+    "DEEPTUTOR_BASE_URL",
+    "DEEPTUTOR_MODEL",
+    "DEEPTUTOR_AUTO_CONSOLIDATE",
+)
 _KEY = "DEEPTUTOR_API_KEY"
 
 
@@ -81,6 +87,8 @@ class Demo:
                 DEEPTUTOR_MODEL=DEMO_MODEL,
                 # A real key set for the learner's own model must not be sent to the stand-in.
                 DEEPTUTOR_API_KEY="demo",
+                # Background consolidation would take the script's replies meant for turns.
+                DEEPTUTOR_AUTO_CONSOLIDATE="false",
             )
         return ANNOUNCE
 

@@ -162,11 +162,16 @@ class IndexReport:
             f"{self.updated} updated",
             f"{self.removed} removed",
             f"{self.unchanged} unchanged",
-            f"{self.chunks} chunks",
+            _counted(self.chunks, "chunk", "chunks"),
         ]
         line = ", ".join(parts)
         if self.rebuilt_from_corruption:
             line += "; the index was damaged and has been rebuilt"
         if self.errors:
-            line += f"; {len(self.errors)} problem(s)"
+            line += f"; {_counted(len(self.errors), 'problem', 'problems')}"
         return line
+
+
+def _counted(n: int, one: str, many: str) -> str:
+    """``1 chunk``, ``2 chunks``: a count the learner reads as words."""
+    return f"{n} {one if n == 1 else many}"

@@ -5,7 +5,8 @@ learner's memory, the models (each with the degradations learned for it), the ke
 the conversation and the tools loaded in it. A surface asks (``ask``), answers (``submit``),
 lists (``pending``), stops (``stop``) and renders the events it subscribes to; it never runs a
 loop of its own. Recording the trace and extending the history happen here, on ``done``, so every
-surface gets the same trace for the same turn.
+surface gets the same trace for the same turn; so does starting the background consolidation of
+the learner's memory (``runtime/upkeep.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deeptutor_jupyter.runtime import plan as turn_plan
+from deeptutor_jupyter.runtime.upkeep import MemoryUpkeep
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.config import ResolvedSettings, Settings
@@ -109,6 +111,8 @@ class TutorSession:
         # Cards of questions whose turn runs elsewhere: request id -> what to tell them.
         self._watched: dict[str, Callable[[QuestionState], bool]] = {}
         self._watched_version = -1
+        # L2/L3 consolidation in a background thread after turns (runtime/upkeep.py).
+        self.upkeep = MemoryUpkeep(self)
 
     # opening -----------------------------------------------------------------------------
     @property
@@ -307,6 +311,7 @@ class TutorSession:
             turn.trace = turn_plan.record_trace(self, turn, log)
             if self.session_id == turn.ctx.session_id and turn.messages:
                 self.history.extend(turn.messages)
+            self.upkeep.after_turn()  # returns at once; the work runs on its own thread
 
         log.subscribe(on_event)
 

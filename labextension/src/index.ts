@@ -11,6 +11,7 @@ import { LabIcon } from '@jupyterlab/ui-components';
 import { CellLike, aboutCellDraft, errorOf, explainErrorQuestion } from './context';
 import { TutorPanel } from './panel';
 import { keepOutputsTrue } from './displays';
+import { keepNotebooksCleanOnVersion } from './language';
 
 export const OPEN_COMMAND = 'deeptutor:open';
 export const ABOUT_CELL_COMMAND = 'deeptutor:ask-about-cell';
@@ -56,6 +57,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     app.shell.add(panel, 'right', { rank: 600 });
 
     keepOutputsTrue(notebooks);
+    keepNotebooksCleanOnVersion(notebooks);
     panel.setNotebook(notebooks.currentWidget);
     notebooks.currentChanged.connect((_, notebook) => panel.setNotebook(notebook));
 

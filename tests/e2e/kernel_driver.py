@@ -36,6 +36,7 @@ def kernel_env(tmp_path: Path, server: FakeLLMServer, **extra: str) -> dict[str,
         JPY_SESSION_NAME=str(tmp_path / "lesson.ipynb"),
         IPYTHONDIR=str(tmp_path / "ipython"),
         LANG="C.UTF-8",
+        DEEPTUTOR_AUTO_CONSOLIDATE="false",  # a test that wants it passes "true" in extra
     )
     env.update(extra)
     return env

@@ -54,12 +54,17 @@ def test_why_keeps_the_learners_frames_only(kernel: KernelDriver, fake_llm: Fake
     assert "Cell In[3], line 1\n    load('{oops')" in sent
     assert "Cell In[2], line 3, in load\n    return json.loads(text)" in sent
     assert "frames inside json" in sent and "JSONDecodeError: Expecting property name" in sent
-    saved = "".join(
-        m["content"]["data"].get("text/markdown", "")
-        for m in kernel.iopub
-        if m["header"]["msg_type"] == "update_display_data"
-        and "That is not JSON." in m["content"]["data"].get("text/markdown", "")
-    )
+
+    def final_markdown() -> str:
+        # The final bundle may follow the status line's "done" by a message or two.
+        return "".join(
+            m["content"]["data"].get("text/markdown", "")
+            for m in kernel.iopub
+            if m["header"]["msg_type"] == "update_display_data"
+            and "That is not JSON." in m["content"]["data"].get("text/markdown", "")
+        )
+
+    saved = kernel.wait_for(final_markdown)
     assert "Cell In[3]" in saved, kernel.outputs_of(msg_id)
     for internal in ("interactiveshell", "site-packages", "ipykernel_", "/lib/python", "File /"):
         assert internal not in sent and internal not in saved

@@ -55,6 +55,7 @@ def in_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, 
         for name in ("DEEPTUTOR_HOME", "DEEPTUTOR_PROVIDER", "DEEPTUTOR_BASE_URL"):
             monkeypatch.setenv(name, env[name])
         monkeypatch.setenv("DEEPTUTOR_MODEL", env["DEEPTUTOR_MODEL"])
+        monkeypatch.setenv("DEEPTUTOR_AUTO_CONSOLIDATE", "false")
         monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
         monkeypatch.chdir(tmp_path)
         shell = InteractiveShell.instance()

@@ -56,6 +56,7 @@ def alice_kernel(alice_env: dict[str, str], tmp_path: Path) -> Iterator[KernelDr
     env = dict(alice_env)
     env.update(
         DEEPTUTOR_HOME=str(tmp_path / "home"),
+        DEEPTUTOR_AUTO_CONSOLIDATE="false",
         JPY_SESSION_NAME=str(tmp_path / "lesson.ipynb"),
         IPYTHONDIR=str(tmp_path / "ipython"),
     )

@@ -510,3 +510,68 @@ async def test_the_diff_hides_entry_ids_and_apply_keeps_the_previewed_id(
     applied = next(e for _, e in store.read("L3", "profile").entries() if "Irrational" in e.text)
     assert f"m_{applied.id}" == previewed
     assert "Applied 1 op to L3/profile.md." in bench.consolidation_status.value
+
+
+# background consolidation: status and switch --------------------------------------------
+
+
+def settings_of(home: Path, **env: str):  # type: ignore[no-untyped-def]
+    from deeptutor_jupyter.config import resolve_settings
+
+    environ = {"DEEPTUTOR_HOME": str(home), "DEEPTUTOR_PROVIDER": "ollama", **env}
+    return lambda: resolve_settings(environ=environ)
+
+
+def test_the_workbench_says_background_consolidation_has_not_run_yet(store: MemoryStore):
+    wb = MemoryWorkbench(store, settings=settings_of(store.home))
+    assert wb.auto_toggle.value is True
+    assert "after every 5 new traces" in wb.auto_toggle.description
+    assert "has not run yet" in wb.auto_status.value and "ollama/" in wb.auto_status.value
+    assert "Background consolidation: on." in wb.fallback_markdown()
+
+
+def test_the_workbench_shows_the_last_run_and_a_failure_in_red(store: MemoryStore):
+    from deeptutor_jupyter.memory.runs import DocumentRun, RunLog, RunRecord
+
+    log = RunLog(store.root)
+    done = DocumentRun("L2/chat.md", consumed=["t_1", "t_2"], ops=[{"op": "add", "id": "m_1"}])
+    log.append(RunRecord(at=DAY, trigger="auto", model="ollama/llama3.1", documents=[done]))
+    wb = MemoryWorkbench(store, settings=settings_of(store.home))
+    text = wb.auto_status.value
+    assert "Last ran 2023-11-1" in text and "ollama/llama3.1" in text
+    assert "L2/chat.md read 2 traces, 1 op applied" in text
+    assert memory_workbench._ERROR not in text
+
+    bad = DocumentRun("L3/profile.md", "failed", error="ProviderError: <b>429</b>", unseen=5)
+    log.append(RunRecord(at=DAY + 60, trigger="auto", model="ollama/llama3.1", documents=[bad]))
+    wb.refresh()
+    text = wb.auto_status.value
+    assert "L3/profile.md failed (ProviderError: &lt;b&gt;429&lt;/b&gt;)" in text
+    assert "retried" in text and memory_workbench._ERROR in text
+
+
+def test_unticking_writes_settings_toml_and_says_when_the_environment_overrides(
+    store: MemoryStore,
+):
+    wb = MemoryWorkbench(store, settings=settings_of(store.home))
+    wb.auto_toggle.value = False
+    toml = (store.home / "settings.toml").read_text()
+    assert "auto_consolidate = false" in toml
+    assert "Saved in settings.toml: background consolidation is off." in wb.auto_message.value
+    assert wb.auto_status.value.count("Off:") == 1
+    assert "Background consolidation: off." in wb.fallback_markdown()
+
+    forced = MemoryWorkbench(
+        store, settings=settings_of(store.home, DEEPTUTOR_AUTO_CONSOLIDATE="true")
+    )
+    assert forced.auto_toggle.value is True  # the environment wins over the file
+    forced.auto_toggle.value = False
+    assert "env DEEPTUTOR_AUTO_CONSOLIDATE overrides it" in forced.auto_message.value
+    assert forced.auto_toggle.value is True  # shows what is in effect
+
+
+def test_without_settings_the_background_section_is_hidden(store: MemoryStore):
+    wb = MemoryWorkbench(store)
+    background = wb.children[-1]
+    assert background.layout.display == "none"
+    assert "Background consolidation" not in wb.fallback_markdown()

@@ -32,6 +32,7 @@ def shell(
         if name.startswith("DEEPTUTOR_") or name.endswith("_API_KEY"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("DEEPTUTOR_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DEEPTUTOR_AUTO_CONSOLIDATE", "false")
     monkeypatch.setenv("DEEPTUTOR_PROVIDER", "custom")
     monkeypatch.setenv("DEEPTUTOR_BASE_URL", server.url)
     monkeypatch.setenv("DEEPTUTOR_MODEL", "fake-model")
@@ -157,6 +158,7 @@ def test_a_home_that_cannot_be_created_is_a_message_not_a_traceback(
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     monkeypatch.setenv("DEEPTUTOR_HOME", str(blocker / "home"))
+    monkeypatch.setenv("DEEPTUTOR_AUTO_CONSOLIDATE", "false")
     shell.run_line_magic("tutor", "hello")
     captured = capsys.readouterr()
     assert "Not started." in captured.out and "a-file" in captured.out

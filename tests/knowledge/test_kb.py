@@ -293,3 +293,12 @@ def test_importing_the_packages_stays_light() -> None:
         "assert all(hasattr(s, n) for n in s.__all__), s.__all__\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_the_report_counts_in_words():
+    from deeptutor_jupyter.knowledge.model import IndexReport
+
+    one = IndexReport(added=1, chunks=1, errors=["a.pdf: unreadable"]).summary()
+    assert one == "1 added, 0 updated, 0 removed, 0 unchanged, 1 chunk; 1 problem"
+    many = IndexReport(added=2, chunks=3, errors=["a", "b"]).summary()
+    assert many.endswith("3 chunks; 2 problems")

@@ -89,6 +89,7 @@ def test_the_learning_notebook_walks_a_path_a_quiz_and_a_review(
         if name.startswith("DEEPTUTOR_") or name.endswith("_API_KEY"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("DEEPTUTOR_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DEEPTUTOR_AUTO_CONSOLIDATE", "false")
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
     work = tmp_path / "learning-path"
     shutil.copytree(NOTEBOOK.parent, work)

@@ -33,6 +33,7 @@ def student_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
         if name.startswith("DEEPTUTOR_") or name.endswith("_API_KEY"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("DEEPTUTOR_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DEEPTUTOR_AUTO_CONSOLIDATE", "false")
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
     yield tmp_path
 

@@ -43,6 +43,7 @@ def lab(tmp_path: Path, fake_llm: FakeLLMServer) -> Iterator[str]:
         DEEPTUTOR_PROVIDER="custom",
         DEEPTUTOR_BASE_URL=fake_llm.url,
         DEEPTUTOR_MODEL="fake-model",
+        DEEPTUTOR_AUTO_CONSOLIDATE="false",
         JUPYTER_CONFIG_DIR=str(tmp_path / "jupyter-config"),
         IPYTHONDIR=str(tmp_path / "ipython"),
     )
@@ -222,6 +223,59 @@ def test_a_turn_and_a_form_in_real_jupyterlab(lab: str, fake_llm: FakeLLMServer,
     )  # nbformat stores multi-line strings as lists of lines
     # The final bundle replaced the "answering…" placeholder after the cell had finished.
     assert "An **eigenvector** keeps its direction." in markdown, first_turn
+    # The ask_user turn's Markdown says what was asked and which option the learner chose.
+    asked = saved_markdown(saved["cells"][2]["outputs"])
+    assert "Good: we analyse first." in asked and "Which way?" in asked, asked
+    assert "Analyse first" in asked, asked
+
+
+def saved_markdown(outputs: list[dict[str, Any]]) -> str:
+    # nbformat stores multi-line strings as lists of lines
+    return "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in outputs)
+
+
+@needs_chromium
+def test_an_answer_given_after_a_kernel_restart_is_in_the_saved_file(
+    lab: str, fake_llm: FakeLLMServer, tmp_path: Path
+):
+    fake_llm.extend([ask_reply("call_after_restart"), Reply(text="Resumed: analysing first.")])
+    write_notebook(
+        tmp_path / "resume.ipynb", "%load_ext deeptutor_jupyter", "%tutor How should we proceed?"
+    )
+    nb = "window.jupyterapp.shell.currentWidget"
+    with lab_page("lab-answer-after-restart") as page:
+        open_notebook(page, lab, "resume.ipynb")
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        page.get_by_text("Which way?").wait_for()
+        page.evaluate("() => { window.jupyterapp.commands.execute('kernelmenu:restart'); }")
+        page.locator(".jp-Dialog button", has_text="Restart").click()
+        page.get_by_text("%tutor pending").first.wait_for()
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+        # A new cell, as the learner would add it, answers the question in the new kernel.
+        page.evaluate(
+            f"""() => {{
+                {nb}.content.activeCellIndex = 1;
+                return window.jupyterapp.commands.execute('notebook:insert-cell-below');
+            }}"""
+        )
+        page.evaluate(
+            f"() => {nb}.content.activeCell.model.sharedModel.setSource("
+            "'%load_ext deeptutor_jupyter\\n%tutor pending')"
+        )
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-cell'); }")
+        card = page.locator(".jp-Cell").nth(2).locator(".dt-ask-user")
+        card.locator("label", has_text="Analyse first").first.click()
+        card.locator(".dt-ask-submit").click()
+        page.get_by_text("Resumed: analysing first.").first.wait_for()
+        page.wait_for_timeout(1500)  # the final bundles follow the last delta
+        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+        page.wait_for_timeout(1000)
+    saved = json.loads((tmp_path / "resume.ipynb").read_text())
+    answered_in = saved_markdown(saved["cells"][2]["outputs"])
+    asked_in = saved_markdown(saved["cells"][1]["outputs"])
+    assert "Resumed: analysing first." in answered_in, answered_in
+    # The cell that asked is replaced by its display id, which the lab extension applies.
+    assert "Resumed: analysing first." in asked_in, asked_in
 
 
 @needs_chromium

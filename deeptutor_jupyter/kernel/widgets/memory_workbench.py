@@ -9,6 +9,10 @@ previewed ops with ``apply_ops`` under the document's run lock, so what is writt
 shown, never a second, different model answer. A preview of a document that changed since is
 refused rather than applied to text nobody looked at.
 
+The background consolidation after turns (``runtime/upkeep.py``) is shown at the bottom: when
+it last ran, with which model, what it read and applied or why it failed, and a checkbox that
+writes ``auto_consolidate`` to settings.toml.
+
 Learner and model text reaches the browser escaped, in ``HTML`` widgets and in the Markdown view.
 """
 
@@ -20,7 +24,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import ipywidgets as widgets
 
@@ -44,8 +48,12 @@ from deeptutor_jupyter.memory.consolidate import (
     consolidate,
 )
 from deeptutor_jupyter.memory.ops import DeleteReason, OpsPreview
+from deeptutor_jupyter.memory.runs import RunLog, RunRecord
 from deeptutor_jupyter.memory.trace import SURFACE_RE
 from deeptutor_jupyter.providers.base import ChatModel
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.config import ResolvedSettings
 
 DocKey = tuple[str, str]
 MODEL_MODES: frozenset[str] = frozenset({"update", "audit", "dedup"})
@@ -175,6 +183,40 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
+def background_summary(
+    resolved: ResolvedSettings, last: RunRecord | None, language: str
+) -> tuple[str, bool]:
+    """What the background consolidation last did, in words; True when that was a failure."""
+    from deeptutor_jupyter.kernel.widgets.ask_user_card import local_time
+
+    s = Texts("memory", language)
+    settings = resolved.settings
+    if not settings.auto_consolidate:
+        return s["auto_off"], False
+    model = f"{settings.provider}/{settings.model}" if settings.model else "?"
+    if last is None:
+        return s["auto_never"].format(every=settings.consolidate_every, model=model), False
+    when = local_time(last.at)
+    if last.error:
+        return s["auto_no_model"].format(when=when, reason=last.error), True
+    parts = []
+    for doc in last.documents:
+        if doc.status == "failed":
+            parts.append(s["auto_doc_failed"].format(doc=doc.document, reason=doc.error))
+        elif doc.status == "busy":
+            parts.append(s["auto_doc_busy"].format(doc=doc.document))
+        else:
+            traces = _counted(len(doc.consumed), s["trace"], s["traces"])
+            ops = _counted(len(doc.ops), s["op"], s["ops"])
+            parts.append(s["auto_doc_done"].format(doc=doc.document, traces=traces, ops=ops))
+    what = "; ".join(parts)
+    return s["auto_last"].format(when=when, model=last.model or model, what=what), last.failed
+
+
+def _counted(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 @dataclass
 class Preview:
     """A finished ``apply=False`` run and what Apply needs to write exactly that."""
@@ -278,8 +320,10 @@ class MemoryWorkbench(TextFallback, widgets.VBox):  # type: ignore[misc]
         *,
         make_model: Callable[[], ChatModel] | None = None,
         language: str = "en",
+        settings: Callable[[], ResolvedSettings] | None = None,
     ) -> None:
         self.store, self.make_model, self.language = store, make_model, language
+        self.settings = settings  # the learner's settings, read again at each refresh
         self.task: asyncio.Task[None] | None = None  # the last preview run, for awaiting
         self._in_flight = False
         self.preview: Preview | None = None
@@ -328,10 +372,25 @@ class MemoryWorkbench(TextFallback, widgets.VBox):  # type: ignore[misc]
                 self.rejected,
             ]
         )
+        self.auto_toggle = widgets.Checkbox(value=False, indent=False)
+        self.auto_toggle.add_class("dt-memory-auto")
+        self.auto_status = widgets.HTML()
+        self.auto_status.add_class("dt-memory-auto-status")
+        self.auto_message = widgets.HTML()
+        self.auto_toggle.observe(self._on_auto, names="value")
+        background = widgets.VBox(
+            [
+                widgets.HTML(f"<b>{html.escape(s['auto_title'])}</b>"),
+                self.auto_toggle,
+                self.auto_status,
+                self.auto_message,
+            ]
+        )
+        _show(background, settings is not None)
         header = widgets.HTML(f"<h4>{html.escape(s['title'])}</h4>")
         top = widgets.HBox([self.picker, self.raw_toggle])
         children = [header, top, self.status, self.raw_box, self.document, self.rows]
-        super().__init__(children=[*children, consolidation])
+        super().__init__(children=[*children, consolidation, background])
         self.add_class("dt-memory")
         self.refresh()
 
@@ -345,6 +404,9 @@ class MemoryWorkbench(TextFallback, widgets.VBox):  # type: ignore[misc]
         lines = [f"**{s['title']}**", "", s["fallback"], ""]
         for key in document_keys(self.store):
             lines.append(f"- {self._choice_label(key)}")
+        if self.settings is not None:
+            state = s["fallback_on"] if self.auto_toggle.value else s["fallback_off"]
+            lines += ["", s["fallback_auto"].format(state=state)]
         return "\n".join(lines) + "\n"
 
     def _choice_label(self, key: DocKey) -> str:
@@ -386,6 +448,44 @@ class MemoryWorkbench(TextFallback, widgets.VBox):  # type: ignore[misc]
         self.rows.children = [*self.entry_rows, *more]
         self.raw_text.value = self.store.read_text(*key)
         self._sync_controls()
+        self.refresh_background()
+
+    def refresh_background(self) -> None:
+        """The checkbox and the last run, from settings.toml and memory/consolidation.jsonl."""
+        if self.settings is None:
+            return
+        resolved = self.settings()
+        every = resolved.settings.consolidate_every
+        # Showing the state is not the learner switching it: no write.
+        self.auto_toggle.unobserve(self._on_auto, names="value")
+        self.auto_toggle.value = resolved.settings.auto_consolidate
+        self.auto_toggle.description = self._s["auto_toggle"].format(every=every)
+        self.auto_toggle.observe(self._on_auto, names="value")
+        text, failed = background_summary(resolved, RunLog(self.store.root).last(), self.language)
+        style = _ERROR if failed else _SMALL
+        self.auto_status.value = f'<div style="{style}">{html.escape(text)}</div>'
+
+    def _on_auto(self, change: Mapping[str, Any]) -> None:
+        from deeptutor_jupyter.config import SettingsFileError, write_settings
+
+        assert self.settings is not None
+        wanted = bool(change["new"])
+        try:
+            write_settings({"auto_consolidate": wanted}, home=self.settings().settings.home)
+        except (SettingsFileError, OSError) as exc:
+            text = self._s["auto_not_saved"].format(reason=str(exc))
+            self.auto_message.value = message_html(text, error=True)
+            self.refresh_background()
+            return
+        resolved = self.settings()
+        if resolved.settings.auto_consolidate != wanted:
+            source = resolved.sources.get("auto_consolidate", "")
+            text = self._s["auto_overridden"].format(source=source)
+            self.auto_message.value = message_html(text, error=True)
+        else:
+            text = self._s["auto_saved_on" if wanted else "auto_saved_off"]
+            self.auto_message.value = message_html(text)
+        self.refresh_background()
 
     def _load_choices(self) -> None:
         keys = document_keys(self.store)

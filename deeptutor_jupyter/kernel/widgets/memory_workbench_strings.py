@@ -63,6 +63,30 @@ TEXTS: dict[str, dict[str, str]] = {
         "stale_preview": "The document changed since the preview; run Preview again.",
         "applied": "Applied {ops} to {name}.",
         "apply_rejected": "Rejected while applying:",
+        "auto_title": "Background consolidation",
+        "auto_toggle": "Update L2 and L3/profile after every {every} new traces",
+        "auto_off": (
+            "Off: L2 and L3/profile change only when you consolidate here. "
+            "Tick the box to keep them current after your turns."
+        ),
+        "auto_never": (
+            "On: after every {every} new traces the tutor updates L2 and L3/profile with "
+            "{model}, in the background. It has not run yet."
+        ),
+        "auto_last": "Last ran {when} with {model}: {what}.",
+        "auto_no_model": (
+            "Last tried {when}: {reason}. Nothing was lost; the traces wait for the next run."
+        ),
+        "auto_doc_done": "{doc} read {traces}, {ops} applied",
+        "auto_doc_failed": "{doc} failed ({reason}); its traces stay unread and are retried",
+        "auto_doc_busy": "{doc} was being consolidated by another kernel",
+        "auto_saved_on": "Saved in settings.toml: background consolidation is on.",
+        "auto_saved_off": "Saved in settings.toml: background consolidation is off.",
+        "auto_overridden": "Saved in settings.toml, but {source} overrides it.",
+        "auto_not_saved": "Not saved: {reason}",
+        "fallback_auto": "Background consolidation: {state}.",
+        "fallback_on": "on",
+        "fallback_off": "off",
     },
     "zh": {
         "title": "导师记忆",
@@ -120,5 +144,28 @@ TEXTS: dict[str, dict[str, str]] = {
         "stale_preview": "预览之后文档已被修改；请重新预览。",
         "applied": "已对 {name} 应用 {ops}。",
         "apply_rejected": "应用时被拒绝：",
+        "auto_title": "后台整理",
+        "auto_toggle": "每积累 {every} 条新记录，自动更新 L2 和 L3/profile",
+        "auto_off": (
+            "已关闭：L2 和 L3/profile 只在你于此处整理时改变。勾选后将在对话之后自动保持更新。"
+        ),
+        "auto_never": (
+            "已开启：每积累 {every} 条新记录，导师会在后台用 {model} 更新 L2 和 L3/profile。"
+            "尚未运行过。"
+        ),
+        "auto_last": "上次运行：{when}，模型 {model}：{what}。",
+        "auto_no_model": (
+            "上次尝试：{when}：{reason}。没有丢失任何内容；这些记录会在下次运行时处理。"
+        ),
+        "auto_doc_done": "{doc} 读取 {traces}，应用 {ops}",
+        "auto_doc_failed": "{doc} 失败（{reason}）；其记录保持未读，稍后重试",
+        "auto_doc_busy": "{doc} 正由另一个内核整理",
+        "auto_saved_on": "已保存到 settings.toml：后台整理已开启。",
+        "auto_saved_off": "已保存到 settings.toml：后台整理已关闭。",
+        "auto_overridden": "已保存到 settings.toml，但 {source} 的设置优先。",
+        "auto_not_saved": "未保存：{reason}",
+        "fallback_auto": "后台整理：{state}。",
+        "fallback_on": "开启",
+        "fallback_off": "关闭",
     },
 }
