@@ -102,7 +102,7 @@ class KnowledgeBase:
                 )
             sources = _merge(old["sources"] if old else [], [str(p.resolve()) for p in new])
             root = Path(old["root"]) if old else (self._new_root or Path.cwd()).resolve()
-            return self._reindex(previous, sources, root, report, progress)
+            return self._reindex_or_rebuild(previous, sources, root, report, progress)
 
     def refresh(self, progress: Progress | None = None) -> IndexReport:
         """Re-scan the remembered sources: new, changed and deleted files are picked up."""
@@ -117,16 +117,40 @@ class KnowledgeBase:
             if old is None:
                 raise self._unusable(previous.damage)
             report = IndexReport(rebuilt_from_corruption=previous.damage is not None)
-            return self._reindex(previous, old["sources"], Path(old["root"]), report, progress)
+            return self._reindex_or_rebuild(
+                previous, old["sources"], Path(old["root"]), report, progress
+            )
 
     def _files_on_disk(self) -> list[Path]:
         return [p for p in self.folder.iterdir() if p.name != ".lock"]
+
+    def _reindex_or_rebuild(
+        self,
+        previous: _Previous,
+        sources: list[str],
+        root: Path,
+        report: IndexReport,
+        progress: Progress | None,
+    ) -> IndexReport:
+        errors = list(report.errors)
+        try:
+            return self._reindex(previous, sources, root, report, progress)
+        except storage.CorruptIndex as exc:
+            if previous.loaded is None:
+                raise
+            damage = str(exc)
+        # An index array read only now (a refresh opens them only when a file changed) did not
+        # agree with the manifest: nothing of it is trusted, every file is read again.
+        previous = _Previous(previous.manifest, None, damage)
+        report = IndexReport(rebuilt_from_corruption=True, errors=errors)
+        return self._reindex(previous, sources, root, report, progress)
 
     def _previous_state(self) -> _Previous:
         if not self.folder.exists() or not self._files_on_disk():
             return _Previous()
         try:
-            loaded = storage.load_verified(self.folder, TOKENIZER_VERSION)
+            # Checked, not opened: a refresh with nothing changed reads no index array.
+            loaded = storage.load_verified(self.folder, TOKENIZER_VERSION, open_index=False)
             storage.check_ranges(self.folder, loaded.manifest)
         except storage.CorruptIndex as exc:
             try:
@@ -166,7 +190,7 @@ class KnowledgeBase:
         loaded = previous.loaded
         old_files: dict[str, Any] = loaded.manifest["files"] if loaded else {}
         writer = StoreWriter(self.folder, loaded.manifest if loaded else None)
-        vocab = Vocabulary(loaded.index.vocab if loaded and loaded.index else None)
+        vocab = _LazyVocabulary(self.folder if loaded and loaded.manifest["chunks"] else None)
         build = Build()
         total = sum(st.st_size for _, st in files)
         prefix = str(root).rstrip("/") + "/"
@@ -206,7 +230,7 @@ class KnowledgeBase:
         old_files: dict[str, Any],
         build: Build,
         writer: StoreWriter,
-        vocab: Vocabulary,
+        vocab: _LazyVocabulary,
         report: IndexReport,
         tick: tuple[Progress | None, int, int],
     ) -> None:
@@ -221,30 +245,23 @@ class KnowledgeBase:
                 build.segments.append(("old", int(previous["row"]), int(previous["chunks"]), rel))
             build.entries[rel] = previous
             return
+        stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
         try:
-            stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
-            same_stamp = (
-                previous is not None
-                and previous.get("size") == st.st_size
-                and previous.get("mtime_ns") == st.st_mtime_ns
-            )
-            digest = (
-                previous["sha256"] if same_stamp and previous else storage.sha256_file(Path(path))
-            )
+            data, digest = storage.read_source(path)
         except OSError as exc:
             report.errors.append(f"{rel}: cannot be read ({exc.strerror or exc})")
             return
         if previous is not None and previous.get("sha256") == digest:
             report.unchanged += 1
             entry = {**previous, **stamp}
-            build.stamps_moved |= not same_stamp
+            build.stamps_moved = True
             entry.update(writer.keep(previous))
             if entry["chunks"]:
                 build.segments.append(("old", int(entry["row"]), int(entry["chunks"]), rel))
             build.entries[rel] = entry
             return
         try:
-            found = ingest_file(Path(path), root, self.name)
+            found = ingest_file(Path(path), root, self.name, data=data, rel=rel)
         except IngestError as exc:
             report.errors.append(str(exc))
             return
@@ -256,10 +273,11 @@ class KnowledgeBase:
         lines: list[bytes] = []
         read, next_tick = 0, _PROGRESS_STEP
         report_progress, done, total = tick
+        ids, terms = build.ids, vocab.get()
         for chunk in found:
-            ids = token_ids(f"{chunk.title}\n{chunk.text}", vocab)
-            build.ids.extend(ids)
-            build.doc_lengths.append(len(ids))
+            before = len(ids)
+            ids.extend(token_ids(f"{chunk.title}\n{chunk.text}", terms))
+            build.doc_lengths.append(len(ids) - before)
             lines.append(storage.chunk_line(chunk))
             read += len(chunk.text)  # characters: never more than the file's bytes
             if read >= next_tick and report_progress:
@@ -287,7 +305,7 @@ class KnowledgeBase:
         root: Path,
         build: Build,
         writer: StoreWriter,
-        vocab: Vocabulary,
+        lazy_vocab: _LazyVocabulary,
     ) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         store = writer.finish(build.entries)
@@ -295,11 +313,9 @@ class KnowledgeBase:
         index_files: dict[str, str] = {}
         rows = 0
         if n_docs:
+            vocab = lazy_vocab.get()
             arrays, keep, rows = index_arrays(build, previous.loaded, vocab)
-            terms = [""] * len(vocab)
-            for term, i in vocab.items():
-                terms[i] = term
-            index_files = storage.save_index(self.folder, arrays, terms, keep)
+            index_files = storage.save_index(self.folder, arrays, vocab.terms(), keep)
         else:
             shutil.rmtree(self.folder / storage.INDEX_DIR, ignore_errors=True)
         manifest = {
@@ -422,6 +438,19 @@ class KnowledgeBase:
 
 
 _INFO_CACHE: dict[Path, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+
+
+class _LazyVocabulary:
+    """The index's vocabulary, read from vocab.json only once a file has to be tokenised."""
+
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder  # None: a new index, the vocabulary starts empty
+        self._vocab: Vocabulary | None = None
+
+    def get(self) -> Vocabulary:
+        if self._vocab is None:
+            self._vocab = Vocabulary(storage.load_vocab(self.folder) if self.folder else None)
+        return self._vocab
 
 
 def _stamp(path: Path) -> tuple[int, int, int]:

@@ -10,6 +10,7 @@ citation still points at one cell, page or section.
 from __future__ import annotations
 
 import ast
+import io
 import json
 import re
 from collections.abc import Callable
@@ -54,18 +55,22 @@ def relative_path(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
-def ingest_file(path: Path, root: Path, kb: str) -> list[Chunk]:
+def ingest_file(
+    path: Path, root: Path, kb: str, *, data: bytes | None = None, rel: str | None = None
+) -> list[Chunk]:
     """The chunks of one file, chosen by suffix; an unknown suffix gives ``[]``.
 
     Raises IngestError for a supported file that cannot be read (bad JSON, a broken PDF).
-    Chunk ids are ``<path>#<n>``: stable while the file is unchanged.
+    Chunk ids are ``<path>#<n>``: stable while the file is unchanged. ``data`` is the file's
+    content when the caller has read it already (to hash it), ``rel`` its path from ``root``.
     """
     reader = _READERS.get(path.suffix.lower())
     if reader is None:
         return []
-    rel = relative_path(path, root)
+    if rel is None:
+        rel = relative_path(path, root)
     try:
-        pieces = reader(path)
+        pieces = reader(path, path.read_bytes() if data is None else data)
     except IngestError:
         raise
     except (OSError, ValueError) as exc:
@@ -94,9 +99,8 @@ _MAX_CONTROL = 0.01
 _CONTROL = bytes(c for c in range(32) if chr(c) not in "\t\n\r\f\v\x1b")
 
 
-def _read_text(path: Path) -> str:
-    """The file as text; IngestError when it is binary (a renamed image, an archive...)."""
-    data = path.read_bytes()
+def _read_text(path: Path, data: bytes) -> str:
+    """The file's bytes as text; IngestError when it is binary (a renamed image, an archive...)."""
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 with a BOM (Windows Notepad)
         try:
             return data.decode("utf-16")
@@ -199,24 +203,24 @@ def _is_heading_only(body: str) -> bool:
     return len(lines) <= 1 and bool(lines) and bool(_HEADING.match(lines[0]))
 
 
-def _read_markdown(path: Path) -> list[_Piece]:
+def _read_markdown(path: Path, data: bytes) -> list[_Piece]:
     pieces: list[_Piece] = []
-    for start, title, body in markdown_sections(_read_text(path), []):
+    for start, title, body in markdown_sections(_read_text(path, data), []):
         if _is_heading_only(body):
             continue  # its words live on in the titles of the sections below it
         pieces += _pieces_with_lines(body, start + 1, title=title or path.name, kind="markdown")
     return pieces
 
 
-def _read_plain(path: Path) -> list[_Piece]:
-    return _pieces_with_lines(_read_text(path), 1, title=path.name, kind="text")
+def _read_plain(path: Path, data: bytes) -> list[_Piece]:
+    return _pieces_with_lines(_read_text(path, data), 1, title=path.name, kind="text")
 
 
 # --- Python -------------------------------------------------------------------------------------
 
 
-def _read_python(path: Path) -> list[_Piece]:
-    source = _read_text(path)
+def _read_python(path: Path, data: bytes) -> list[_Piece]:
+    source = _read_text(path, data)
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -254,9 +258,9 @@ def _cell_source(cell: dict[str, object]) -> str:
     return "".join(str(s) for s in source) if isinstance(source, list) else str(source)
 
 
-def _read_notebook(path: Path) -> list[_Piece]:
+def _read_notebook(path: Path, data: bytes) -> list[_Piece]:
     try:
-        notebook = json.loads(_read_text(path))
+        notebook = json.loads(_read_text(path, data))
     except json.JSONDecodeError as exc:
         raise IngestError(f"{path.name}: not a valid notebook (JSON error: {exc})") from exc
     cells = notebook.get("cells") if isinstance(notebook, dict) else None
@@ -287,12 +291,12 @@ def _read_notebook(path: Path) -> list[_Piece]:
 # --- PDF ----------------------------------------------------------------------------------------
 
 
-def _read_pdf(path: Path) -> list[_Piece]:
+def _read_pdf(path: Path, data: bytes) -> list[_Piece]:
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
     try:
-        reader = PdfReader(path)
+        reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise IngestError(f"{path.name}: the PDF is encrypted")
         texts = [page.extract_text() or "" for page in reader.pages]
@@ -305,7 +309,7 @@ def _read_pdf(path: Path) -> list[_Piece]:
     return pieces
 
 
-_READERS: dict[str, Callable[[Path], list[_Piece]]] = {
+_READERS: dict[str, Callable[[Path, bytes], list[_Piece]]] = {
     ".md": _read_markdown,
     ".markdown": _read_markdown,
     ".txt": _read_plain,

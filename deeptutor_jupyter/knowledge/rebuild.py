@@ -99,14 +99,22 @@ def index_arrays(
     import numpy as np
 
     new = _new_docs(build, vocab)
-    index = loaded.index if loaded else None
-    first_delta = index.delta_first if index is not None else 0
+    has_index = loaded is not None and int(loaded.manifest["chunks"]) > 0
+    first_delta = 0
     empty = (np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))
     base_doc: tuple[Any, ...] = empty
     delta_doc: tuple[Any, ...] = empty
-    if loaded is not None and index is not None:
-        base_doc = tuple(storage.load_arrays(loaded.folder, BASE_DOC))
-        delta_doc = tuple(storage.load_arrays(loaded.folder, bm25.DELTA_FILES))
+    if loaded is not None and has_index:
+        # Only the arrays a refresh reads, memory-mapped, each opened once: the term-major
+        # postings a search uses are never opened here.
+        *doc, base_df, dead_before, dl_before = storage.load_arrays(
+            loaded.folder, (*BASE_DOC, *bm25.DELTA_FILES, "base_df.npy", "dead.npy", "dl.npy")
+        )
+        base_doc, delta_doc = tuple(doc[:3]), tuple(doc[3:])
+        first_delta = len(dead_before)
+        rows_before = first_delta + len(delta_doc[0]) - 1
+        if len(dl_before) != rows_before or rows_before != loaded.manifest.get("rows"):
+            raise storage.CorruptIndex("the index and the manifest hold different numbers of rows")
 
     def source(kind: str, first: int) -> tuple[tuple[Any, ...], int]:
         if kind == "new":
@@ -125,7 +133,7 @@ def index_arrays(
         else:
             moved += rows
     n_vocab = len(vocab)
-    if index is None or int(dead.sum()) + moved > bm25.REBUILD_SHARE * first_delta:
+    if not has_index or int(dead.sum()) + moved > bm25.REBUILD_SHARE * first_delta:
         row = 0
         for _, _, rows, rel in build.segments:
             build.entries[rel]["row"] = row
@@ -161,14 +169,13 @@ def index_arrays(
     dead_terms = [
         np.asarray(base_terms[int(base_ptr[a]) : int(base_ptr[b])]) for a, b in _runs(dead)
     ]
-    assert loaded is not None and index is not None
-    base_df = storage.load_arrays(loaded.folder, ("base_df.npy",))[0]
+    assert loaded is not None
     df = np.zeros(n_vocab, dtype=np.int64)
     df[: len(base_df)] += base_df
     if dead_terms:
         df -= np.bincount(np.concatenate(dead_terms), minlength=n_vocab)
     df += np.bincount(d_terms, minlength=n_vocab)
-    dl = np.concatenate([np.asarray(index.dl[:first_delta]), bm25.lengths(d_ptr, d_tfs)])
+    dl = np.concatenate([np.asarray(dl_before[:first_delta]), bm25.lengths(d_ptr, d_tfs)])
     dl[:first_delta][dead] = 0
     arrays = {
         "delta_doc_ptr.npy": d_ptr,

@@ -104,13 +104,12 @@ def _range_lines(store: Path, entry: dict[str, Any]) -> list[bytes]:
     return lines
 
 
-def sha256_file(path: Path) -> str:
-    """The SHA-256 of a source file: what the manifest compares to see whether it changed."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def read_source(path: str) -> tuple[bytes, str]:
+    """A source file's bytes and their SHA-256, in one read: the hash says whether it changed,
+    and the same bytes are chunked when it did."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    return data, hashlib.sha256(data).hexdigest()
 
 
 def checksum(data: bytes | memoryview) -> str:
@@ -163,13 +162,20 @@ def read_manifest(folder: Path) -> dict[str, Any]:
 
 
 def load_verified(
-    folder: Path, tokenizer_version: int, *, for_search: bool = False, trust: bool = True
+    folder: Path,
+    tokenizer_version: int,
+    *,
+    for_search: bool = False,
+    trust: bool = True,
+    open_index: bool = True,
 ) -> Loaded:
     """The manifest and the memory-mapped index, after checking the index files' checksums.
 
     ``for_search`` leaves out the term arrays (``doc_*.npy``): a search never reads them, and a
     refresh, which does, opens the index without it. With ``trust``, a file whose stamp is the
     one recorded after it was last hashed is not hashed again (``settled_stamps``).
+    ``open_index=False`` checks the files but opens none of them (``index`` stays None): a
+    refresh reads only the arrays it needs, and only when a file changed.
     """
     manifest = read_manifest(folder)
     if manifest.get("tokenizer") != tokenizer_version:
@@ -188,6 +194,8 @@ def load_verified(
     if size < int(manifest.get("store_size", -1)):
         raise CorruptIndex(f"{store} is shorter than the manifest says")
     _check_index_files(folder, manifest, DOC_ARRAYS if for_search else (), trust=trust)
+    if not open_index:
+        return Loaded(manifest, None, folder, files, starts, owners)
     index = _open_index(folder / INDEX_DIR)
     live = index.rows - int(index.dead.sum())
     if index.rows != manifest.get("rows") or live != manifest["chunks"]:
@@ -361,12 +369,23 @@ def verify_all(folder: Path, tokenizer_version: int) -> Loaded:
 
 def load_arrays(folder: Path, names: tuple[str, ...]) -> list[Any]:
     """Arrays of a verified index, memory-mapped (a refresh reads a few slices of them)."""
-    import numpy as np
+    from deeptutor_jupyter.knowledge.bm25 import open_npy
 
     try:
-        return [np.load(folder / INDEX_DIR / name, mmap_mode="r") for name in names]
+        return [open_npy(folder / INDEX_DIR / name) for name in names]
     except (OSError, ValueError) as exc:
         raise CorruptIndex(f"the index arrays cannot be loaded ({exc})") from exc
+
+
+def load_vocab(folder: Path) -> list[str]:
+    """The terms of a verified index, in id order."""
+    try:
+        terms = orjson.loads((folder / INDEX_DIR / "vocab.json").read_bytes())
+    except (OSError, ValueError) as exc:
+        raise CorruptIndex(f"the vocabulary cannot be read ({exc})") from exc
+    if not isinstance(terms, list):
+        raise CorruptIndex("the vocabulary has an unknown format")
+    return terms
 
 
 def _open_index(index: Path) -> Any:

@@ -31,14 +31,18 @@ on or so than that the their then there these this those to was were will with""
 STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 
 
-# For ASCII text the pattern above is "runs of [a-z0-9] after lower()": every other ASCII
-# character becomes a space and str.split does the rest, about twice as fast as the regex.
-_ASCII_SPLIT = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
+# For ASCII text the pattern above is "runs of [a-z0-9] after lower()": one translate turns
+# capitals into small letters and every other non-alphanumeric character into a space, and
+# str.split does the rest; about twice as fast as the regex, and a fifth faster than lower()
+# followed by a translate.
+_ASCII_SPLIT = str.maketrans(
+    {chr(c): chr(c).lower() if chr(c).isalnum() else " " for c in range(128)}
+)
 
 
 def _words(text: str) -> list[str]:
     if text.isascii():  # NFKC leaves ASCII unchanged, and most course material is ASCII
-        return text.lower().translate(_ASCII_SPLIT).split()
+        return text.translate(_ASCII_SPLIT).split()
     return _TOKEN.findall(unicodedata.normalize("NFKC", text).lower())
 
 
@@ -54,8 +58,12 @@ class Vocabulary(dict[str, int]):
     (``map(vocab.__getitem__, words)``) and drop stopwords afterwards as ``id < n_stop``.
     """
 
-    def __init__(self, terms: dict[str, int] | None = None) -> None:
-        super().__init__(terms or {})
+    def __init__(self, terms: dict[str, int] | list[str] | None = None) -> None:
+        # A list is the index's vocab.json: the terms in id order.
+        if isinstance(terms, list):
+            super().__init__(zip(terms, range(len(terms)), strict=True))
+        else:
+            super().__init__(terms or {})
         for word in sorted(STOPWORDS):
             if word not in self:
                 self[word] = len(self)
@@ -66,6 +74,14 @@ class Vocabulary(dict[str, int]):
     def __missing__(self, term: str) -> int:
         self[term] = index = len(self)
         return index
+
+    def terms(self) -> list[str]:
+        """The terms in id order (what vocab.json holds)."""
+        # Ids are handed out in insertion order, so the keys are already in id order.
+        terms = list(self)
+        if terms and self[terms[-1]] != len(terms) - 1:
+            raise ValueError("a vocabulary's ids must follow its insertion order")
+        return terms
 
 
 def token_ids(text: str, vocab: Vocabulary) -> list[int]:

@@ -98,19 +98,21 @@ def test_refresh_reads_and_tokenises_only_what_changed(
     hashed: list[Path] = []
     ingested: list[Path] = []
     tokenised: list[str] = []
-    real_hash, real_ingest, real_ids = (
-        kb_base.storage.sha256_file,
+    real_read, real_ingest, real_ids = (
+        kb_base.storage.read_source,
         kb_base.ingest_file,
         kb_base.token_ids,
     )
 
-    def spy_hash(path: Path) -> str:
-        hashed.append(path)
-        return real_hash(path)
+    def spy_read(path: str) -> tuple[bytes, str]:
+        hashed.append(Path(path))
+        return real_read(path)
 
-    monkeypatch.setattr(kb_base.storage, "sha256_file", spy_hash)
+    monkeypatch.setattr(kb_base.storage, "read_source", spy_read)
     monkeypatch.setattr(
-        kb_base, "ingest_file", lambda p, *a: ingested.append(p) or real_ingest(p, *a)
+        kb_base,
+        "ingest_file",
+        lambda p, *a, **kw: ingested.append(p) or real_ingest(p, *a, **kw),
     )
     monkeypatch.setattr(kb_base, "token_ids", lambda t, v: tokenised.append(t) or real_ids(t, v))
 
@@ -122,7 +124,7 @@ def test_refresh_reads_and_tokenises_only_what_changed(
     assert after["files"] == before["files"] and after["index_files"] == before["index_files"]
 
     same = (course / "n001.md").read_text(encoding="utf-8")
-    _touch(course / "n001.md", same)  # touched, identical: hashed, not re-read
+    _touch(course / "n001.md", same)  # touched, identical: read and hashed, not chunked
     _touch(course / "n002.md", "# New\n\nsorting lists by key\n")
     report = kb.refresh()
     assert (report.updated, report.unchanged) == (1, 29)
