@@ -197,17 +197,26 @@ class KnowledgeBase:
         done = 0
         if progress:
             progress(0, total, "")
+        entries, segments = build.entries, build.segments
+        cut = len(prefix)
         try:
             for name, st in files:
                 # Plain strings until a file has to be opened: 50,000 Path objects cost more
                 # than the stat calls of a refresh with nothing changed.
-                rel = (
-                    name[len(prefix) :]
-                    if name.startswith(prefix)
-                    else relative_path(Path(name), root)
-                )
-                tick = (progress, done, total)  # progress inside a big file: see below
-                self._index_file(name, st, rel, root, old_files, build, writer, vocab, report, tick)
+                rel = name[cut:] if name.startswith(prefix) else relative_path(Path(name), root)
+                known = old_files.get(rel)
+                if (
+                    known is not None
+                    and known.get("mtime_ns") == st.st_mtime_ns
+                    and known.get("size") == st.st_size
+                ):  # the common case of a refresh, inline: same stamp, same entry, same rows
+                    report.unchanged += 1
+                    if known["chunks"]:
+                        segments.append(("old", int(known["row"]), int(known["chunks"]), rel))
+                    entries[rel] = known
+                else:
+                    tick = (progress, done, total)  # progress inside a big file: see below
+                    self._index_file(name, st, rel, root, known, build, writer, vocab, report, tick)
                 done += st.st_size
                 if progress:
                     progress(done, total, rel)
@@ -227,24 +236,14 @@ class KnowledgeBase:
         st: os.stat_result,
         rel: str,
         root: Path,
-        old_files: dict[str, Any],
+        previous: dict[str, Any] | None,
         build: Build,
         writer: StoreWriter,
         vocab: _LazyVocabulary,
         report: IndexReport,
         tick: tuple[Progress | None, int, int],
     ) -> None:
-        previous = old_files.get(rel)
-        if (
-            previous is not None
-            and previous.get("size") == st.st_size
-            and previous.get("mtime_ns") == st.st_mtime_ns
-        ):  # the common case of a refresh, kept short: same stamp, same entry, same rows
-            report.unchanged += 1
-            if previous["chunks"]:
-                build.segments.append(("old", int(previous["row"]), int(previous["chunks"]), rel))
-            build.entries[rel] = previous
-            return
+        """A file whose stamp moved or that is new: hashed, and chunked if its hash changed."""
         stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
         try:
             data, digest = storage.read_source(path)

@@ -41,7 +41,13 @@ from typing import Any
 
 import orjson
 
-from deeptutor_jupyter._files import atomic_write_bytes, locked, private_tree
+from deeptutor_jupyter._files import (
+    DIR_MODE,
+    FILE_MODE,
+    atomic_write_bytes,
+    locked,
+    write_all,
+)
 from deeptutor_jupyter.knowledge.model import Chunk
 
 MANIFEST = "manifest.json"
@@ -408,20 +414,30 @@ def save_index(
     ``keep`` names files of the current index to carry over unchanged (the base segment, with
     their checksums): they are hard-linked, not copied, so their stamps stay those recorded.
     """
+    import io
+
     import numpy as np
 
     staging = folder / f".index-new-{uuid.uuid4().hex}"
     staging.mkdir()
+    os.chmod(staging, DIR_MODE)  # mkdir's mode is filtered by the umask
     index_files: dict[str, str] = {}
     for name, digest in keep.items():
         os.link(folder / INDEX_DIR / name, staging / name)
         index_files[name] = digest
+    # Each file is made in memory and hashed there: one write, no reading back.
+    blobs: dict[str, bytes] = {"vocab.json": orjson.dumps(terms)}
     for name, array in arrays.items():
-        np.save(staging / name, array)
-        index_files[name] = checksum_file(staging / name)
-    (staging / "vocab.json").write_bytes(orjson.dumps(terms))
-    index_files["vocab.json"] = checksum_file(staging / "vocab.json")
-    private_tree(staging)  # numpy writes with the umask's mode; the learner's files are 0600
+        buffer = io.BytesIO()
+        np.save(buffer, array)
+        blobs[name] = buffer.getvalue()
+    for name, blob in blobs.items():
+        fd = os.open(staging / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        try:
+            write_all(fd, blob)
+        finally:
+            os.close(fd)
+        index_files[name] = checksum(blob)
     _swap_in(staging, folder / INDEX_DIR)
     return dict(sorted(index_files.items()))
 
