@@ -39,7 +39,7 @@ from deeptutor_jupyter.knowledge.rebuild import Build, index_arrays
 from deeptutor_jupyter.knowledge.tokenize import (
     TOKENIZER_VERSION,
     Vocabulary,
-    token_ids,
+    append_token_ids,
     tokenize,
 )
 
@@ -274,9 +274,7 @@ class KnowledgeBase:
         report_progress, done, total = tick
         ids, terms = build.ids, vocab.get()
         for chunk in found:
-            before = len(ids)
-            ids.extend(token_ids(f"{chunk.title}\n{chunk.text}", terms))
-            build.doc_lengths.append(len(ids) - before)
+            build.doc_lengths.append(append_token_ids(ids, f"{chunk.title}\n{chunk.text}", terms))
             lines.append(storage.chunk_line(chunk))
             read += len(chunk.text)  # characters: never more than the file's bytes
             if read >= next_tick and report_progress:

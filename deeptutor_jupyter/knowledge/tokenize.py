@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from array import array
 
-__all__ = ["TOKENIZER_VERSION", "Vocabulary", "token_ids", "tokenize"]
+__all__ = ["TOKENIZER_VERSION", "Vocabulary", "append_token_ids", "token_ids", "tokenize"]
 
 # Bumped whenever the terms change: an index built with other terms must be rebuilt.
 TOKENIZER_VERSION = 1
@@ -87,3 +88,16 @@ class Vocabulary(dict[str, int]):
 def token_ids(text: str, vocab: Vocabulary) -> list[int]:
     """The term ids of ``text`` in ``vocab``, stopwords included (ids below ``vocab.n_stop``)."""
     return list(map(vocab.__getitem__, _words(text)))
+
+
+def append_token_ids(ids: array[int], text: str, vocab: Vocabulary) -> int:
+    """``token_ids(text, vocab)`` appended to ``ids`` (int32); the number appended.
+
+    Indexing converts ~10^7 ids: numpy pulls them from the map straight into int32, about a
+    third faster than building a list and extending the array with it.
+    """
+    import numpy as np
+
+    words = _words(text)
+    ids.frombytes(np.fromiter(map(vocab.__getitem__, words), np.int32, len(words)).tobytes())
+    return len(words)
