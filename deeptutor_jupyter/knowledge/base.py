@@ -335,6 +335,7 @@ class KnowledgeBase:
         }
         if previous.loaded is not None:
             manifest["stamps"] = storage.settled_stamps(self.folder, manifest)
+        writer.durable()  # the chunks it names are on disk before the manifest is replaced
         storage.write_manifest(self.folder, manifest)
         previous_store = (previous.loaded.manifest.get("store") if previous.loaded else None) or ""
         storage.remove_old_stores(self.folder, {store, previous_store})
