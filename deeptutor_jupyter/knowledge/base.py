@@ -260,7 +260,7 @@ class KnowledgeBase:
             build.entries[rel] = entry
             return
         try:
-            found = ingest_file(Path(path), root, self.name, data=data, rel=rel)
+            found = ingest_file(path, root, self.name, data=data, rel=rel)
         except IngestError as exc:
             report.errors.append(str(exc))
             return

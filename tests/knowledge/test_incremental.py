@@ -131,7 +131,7 @@ def test_refresh_reads_and_tokenises_only_what_changed(
     report = kb.refresh()
     assert (report.updated, report.unchanged) == (1, 29)
     assert sorted(p.name for p in hashed if course in p.parents) == ["n001.md", "n002.md"]
-    assert [p.name for p in ingested] == ["n002.md"]
+    assert [Path(p).name for p in ingested] == ["n002.md"]
     assert len(tokenised) == 1 and "sorting lists by key" in tokenised[0]
 
 

@@ -113,7 +113,7 @@ def test_unchanged_files_are_not_rechunked(
     real = kb_base.ingest_file
 
     def counting(path: Path, root: Path, name: str, **kw: Any) -> list[object]:
-        seen.append(path.name)
+        seen.append(Path(path).name)
         return real(path, root, name, **kw)  # type: ignore[return-value]
 
     monkeypatch.setattr(kb_base, "ingest_file", counting)
