@@ -272,14 +272,25 @@ class KnowledgeBase:
         lines: list[bytes] = []
         read, next_tick = 0, _PROGRESS_STEP
         report_progress, done, total = tick
-        ids, terms = build.ids, vocab.get()
+        terms = vocab.get()
+        # Tokenised a batch at a time (a file's chunks, or a MiB of a big file's), which bounds
+        # memory and keeps progress moving inside a big file.
+        batch: list[str] = []
+        batched = 0
         for chunk in found:
-            build.doc_lengths.append(append_token_ids(ids, f"{chunk.title}\n{chunk.text}", terms))
+            text = f"{chunk.title}\n{chunk.text}"
+            batch.append(text)
+            batched += len(text)
             lines.append(storage.chunk_line(chunk))
             read += len(chunk.text)  # characters: never more than the file's bytes
+            if batched >= _PROGRESS_STEP:
+                build.doc_lengths.extend(append_token_ids(build.ids, batch, terms))
+                batch, batched = [], 0
             if read >= next_tick and report_progress:
                 report_progress(done + read, total, rel)
                 next_tick = read + _PROGRESS_STEP
+        if batch:
+            build.doc_lengths.extend(append_token_ids(build.ids, batch, terms))
         if found:
             build.segments.append(("new", first_doc, len(found), rel))
         entry = {"sha256": digest, **stamp, "source": path, "chunks": len(found), "row": 0}

@@ -32,6 +32,7 @@ class Build:
     stamps_moved: bool = False
 
 
+_INT32_KEYS = 2**31  # (doc, term) keys below this are sorted as int32
 _BATCH_TOKENS = 1 << 21  # new docs are counted this many tokens at a time, to bound memory
 
 
@@ -54,14 +55,18 @@ def _new_docs(build: Build, vocab: Vocabulary) -> tuple[Any, Any, Any]:
         last = int(np.searchsorted(offsets, offsets[first] + _BATCH_TOKENS, side="right")) - 1
         last = min(max(last, first + 1), n_new)
         chunk = ids[offsets[first] : offsets[last]]
-        docs = np.repeat(np.arange(last - first, dtype=np.int64), per_doc[first:last])
+        # (doc << bits) | term, sorted: int32 keys when they fit (sorting them is about twice
+        # as fast), int64 otherwise.
+        bits = max(len(vocab) - 1, 1).bit_length()
+        kind = np.int32 if (last - first) << bits < _INT32_KEYS else np.int64
+        docs: Any = np.repeat(np.arange(last - first, dtype=kind), per_doc[first:last])
         keep = chunk >= vocab.n_stop
-        keys = (docs[keep] << 32) | chunk[keep].astype(np.int64)
+        keys = (docs[keep] << bits) | chunk[keep].astype(kind)
         del docs, keep
         unique, counts = np.unique(keys, return_counts=True)
         del keys
-        counts_per_doc.append(np.bincount(unique >> 32, minlength=last - first))
-        terms.append((unique & 0xFFFFFFFF).astype(np.int32))
+        counts_per_doc.append(np.bincount(unique >> bits, minlength=last - first))
+        terms.append((unique & ((1 << bits) - 1)).astype(np.int32))
         tfs.append(counts.astype(np.int32))
         first = last
     ptr = np.zeros(n_new + 1, dtype=np.int64)

@@ -90,14 +90,19 @@ def token_ids(text: str, vocab: Vocabulary) -> list[int]:
     return list(map(vocab.__getitem__, _words(text)))
 
 
-def append_token_ids(ids: array[int], text: str, vocab: Vocabulary) -> int:
-    """``token_ids(text, vocab)`` appended to ``ids`` (int32); the number appended.
+def append_token_ids(ids: array[int], texts: list[str], vocab: Vocabulary) -> list[int]:
+    """``token_ids`` of each text appended to ``ids`` (int32); the number of each text's ids.
 
-    Indexing converts ~10^7 ids: numpy pulls them from the map straight into int32, about a
-    third faster than building a list and extending the array with it.
+    Indexing converts ~10^7 ids: numpy pulls them from the map straight into int32, once for
+    all the texts of a file, about a third faster than extending the array with lists.
     """
     import numpy as np
 
-    words = _words(text)
+    words: list[str] = []
+    counts = []
+    for text in texts:
+        these = _words(text)
+        words += these
+        counts.append(len(these))
     ids.frombytes(np.fromiter(map(vocab.__getitem__, words), np.int32, len(words)).tobytes())
-    return len(words)
+    return counts

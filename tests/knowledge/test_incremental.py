@@ -115,7 +115,7 @@ def test_refresh_reads_and_tokenises_only_what_changed(
         lambda p, *a, **kw: ingested.append(p) or real_ingest(p, *a, **kw),
     )
     monkeypatch.setattr(
-        kb_base, "append_token_ids", lambda i, t, v: tokenised.append(t) or real_ids(i, t, v)
+        kb_base, "append_token_ids", lambda i, t, v: tokenised.extend(t) or real_ids(i, t, v)
     )
 
     before = json.loads((kb.folder / "manifest.json").read_bytes())
@@ -368,6 +368,10 @@ def test_new_docs_are_counted_the_same_in_batches(monkeypatch: pytest.MonkeyPatc
         monkeypatch.setattr(rebuild, "_BATCH_TOKENS", rng.randint(1, 60))
         batched = rebuild._new_docs(build, vocab)
         assert all(np.array_equal(a, b) for a, b in zip(whole, batched, strict=True)), trial
+        monkeypatch.setattr(rebuild, "_INT32_KEYS", 0)  # int64 keys, as a big corpus has
+        wide = rebuild._new_docs(build, vocab)
+        monkeypatch.setattr(rebuild, "_INT32_KEYS", 2**31)
+        assert all(np.array_equal(a, b) for a, b in zip(whole, wide, strict=True)), trial
         assert len(whole[0]) == len(build.doc_lengths) + 1
 
 
@@ -379,10 +383,10 @@ def test_appended_token_ids_are_the_token_ids() -> None:
     texts = ["Read_CSV the ＡＢＣ 循环", "", "gradient DESCENT, gradient!", "a an the"]
     expected, got = Vocabulary(), Vocabulary()
     ids = array("i")
-    for text in texts:
-        want = token_ids(text, expected)
-        assert append_token_ids(ids, text, got) == len(want)
-        assert ids[len(ids) - len(want) :].tolist() == want
+    wanted = [token_ids(text, expected) for text in texts]
+    assert append_token_ids(ids, texts[:1], got) == [len(wanted[0])]
+    assert append_token_ids(ids, texts[1:], got) == [len(w) for w in wanted[1:]]
+    assert ids.tolist() == [i for w in wanted for i in w]
     assert got == expected and got.terms() == list(expected)
 
 
