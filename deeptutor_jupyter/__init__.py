@@ -47,8 +47,10 @@ async def wait_for_turns(timeout: float = 120.0) -> list[Any]:
     Returns every turn this kernel started, oldest first; each has ``.status`` and ``.answer``.
     Awaiting keeps the kernel loop running, so the turns progress while the cell waits.
     """
+    from deeptutor_jupyter.kernel import warm
     from deeptutor_jupyter.kernel.magics import current_tutor
 
+    warm.wait()
     tutor = current_tutor()
     if tutor is None:
         raise RuntimeError("Run %load_ext deeptutor_jupyter first.")
@@ -85,8 +87,10 @@ def pending_interactions(session_id: str | None = None) -> list[dict[str, Any]]:
 
 
 def _opened_session() -> TutorSession:
+    from deeptutor_jupyter.kernel import warm
     from deeptutor_jupyter.kernel.magics import current_tutor
 
+    warm.wait()
     tutor = current_tutor()
     if tutor is None:
         raise RuntimeError("Run %load_ext deeptutor_jupyter first.")

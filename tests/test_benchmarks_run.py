@@ -112,5 +112,13 @@ def test_kernel_turns_quick() -> None:
 @pytest.mark.e2e
 def test_first_turn_quick() -> None:
     out = run("first_turn.py", "--quick")
-    for line in ("first %tutor:", "second %tutor:", "heavy packages the first turn imported:"):
+    for line in (
+        "first %tutor:",
+        "first %tutor, sent at once after %load_ext:",
+        "first %tutor, warming off:",
+        "second %tutor:",
+        "RESULT:",
+    ):
         assert line in out
+    # Warming done before the typed question: the turn itself imports nothing heavy.
+    assert "heavy packages the first turn imported (typed): none" in out

@@ -67,6 +67,9 @@ def on_loop(loop: asyncio.AbstractEventLoop | None) -> Callable[[Callable[[], No
     """Run a callable on ``loop``: at once when already there, else posted thread-safely."""
 
     def run(fn: Callable[[], None]) -> None:
+        from deeptutor_jupyter.kernel import warm
+
+        warm.wait()  # a panel opened while the first-turn imports warm up waits for them
         try:
             here = asyncio.get_running_loop()
         except RuntimeError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -199,6 +200,9 @@ class TutorMagics(Magics):
     @line_cell_magic
     def tutor(self, line: str, cell: str | None = None) -> None:
         # The docstring is help_text(), set by _refresh_docstring, so %tutor? shows it all.
+        from deeptutor_jupyter.kernel import warm
+
+        warm.wait()  # a question typed while the first turn's imports warm up waits for them
         from deeptutor_jupyter.kernel.display import show_markdown
         from deeptutor_jupyter.store.db import StoreError
 
@@ -512,6 +516,22 @@ def register(ipython: Any) -> None:
         ipython.input_transformers_cleanup.append(keep_question_marks)
     _registered[id(ipython)] = (magics, hooks)
     sidebar_comm().register(ipython, lambda: current_tutor(ipython))
+    if has_event_loop():  # a kernel: warm the first turn's imports once this cell is done
+        asyncio.get_running_loop().call_soon(start_warming)
+
+
+def start_warming() -> None:
+    """Import in the background what the first turn needs (kernel/warm.py), and then make the
+    SSL context an https model will need."""
+    from deeptutor_jupyter.kernel import warm
+
+    warm.start(after=_ssl_context)
+
+
+def _ssl_context() -> None:
+    from deeptutor_jupyter.providers._http import shared_ssl_context
+
+    shared_ssl_context()
 
 
 def unregister(ipython: Any) -> None:

@@ -39,7 +39,7 @@ from deeptutor_jupyter.knowledge.rebuild import Build, index_arrays
 from deeptutor_jupyter.knowledge.tokenize import (
     TOKENIZER_VERSION,
     Vocabulary,
-    token_ids,
+    append_token_ids,
     tokenize,
 )
 
@@ -102,7 +102,7 @@ class KnowledgeBase:
                 )
             sources = _merge(old["sources"] if old else [], [str(p.resolve()) for p in new])
             root = Path(old["root"]) if old else (self._new_root or Path.cwd()).resolve()
-            return self._reindex(previous, sources, root, report, progress)
+            return self._reindex_or_rebuild(previous, sources, root, report, progress)
 
     def refresh(self, progress: Progress | None = None) -> IndexReport:
         """Re-scan the remembered sources: new, changed and deleted files are picked up."""
@@ -117,16 +117,40 @@ class KnowledgeBase:
             if old is None:
                 raise self._unusable(previous.damage)
             report = IndexReport(rebuilt_from_corruption=previous.damage is not None)
-            return self._reindex(previous, old["sources"], Path(old["root"]), report, progress)
+            return self._reindex_or_rebuild(
+                previous, old["sources"], Path(old["root"]), report, progress
+            )
 
     def _files_on_disk(self) -> list[Path]:
         return [p for p in self.folder.iterdir() if p.name != ".lock"]
+
+    def _reindex_or_rebuild(
+        self,
+        previous: _Previous,
+        sources: list[str],
+        root: Path,
+        report: IndexReport,
+        progress: Progress | None,
+    ) -> IndexReport:
+        errors = list(report.errors)
+        try:
+            return self._reindex(previous, sources, root, report, progress)
+        except storage.CorruptIndex as exc:
+            if previous.loaded is None:
+                raise
+            damage = str(exc)
+        # An index array read only now (a refresh opens them only when a file changed) did not
+        # agree with the manifest: nothing of it is trusted, every file is read again.
+        previous = _Previous(previous.manifest, None, damage)
+        report = IndexReport(rebuilt_from_corruption=True, errors=errors)
+        return self._reindex(previous, sources, root, report, progress)
 
     def _previous_state(self) -> _Previous:
         if not self.folder.exists() or not self._files_on_disk():
             return _Previous()
         try:
-            loaded = storage.load_verified(self.folder, TOKENIZER_VERSION)
+            # Checked, not opened: a refresh with nothing changed reads no index array.
+            loaded = storage.load_verified(self.folder, TOKENIZER_VERSION, open_index=False)
             storage.check_ranges(self.folder, loaded.manifest)
         except storage.CorruptIndex as exc:
             try:
@@ -166,24 +190,33 @@ class KnowledgeBase:
         loaded = previous.loaded
         old_files: dict[str, Any] = loaded.manifest["files"] if loaded else {}
         writer = StoreWriter(self.folder, loaded.manifest if loaded else None)
-        vocab = Vocabulary(loaded.index.vocab if loaded and loaded.index else None)
+        vocab = _LazyVocabulary(self.folder if loaded and loaded.manifest["chunks"] else None)
         build = Build()
         total = sum(st.st_size for _, st in files)
         prefix = str(root).rstrip("/") + "/"
         done = 0
         if progress:
             progress(0, total, "")
+        entries, segments = build.entries, build.segments
+        cut = len(prefix)
         try:
             for name, st in files:
                 # Plain strings until a file has to be opened: 50,000 Path objects cost more
                 # than the stat calls of a refresh with nothing changed.
-                rel = (
-                    name[len(prefix) :]
-                    if name.startswith(prefix)
-                    else relative_path(Path(name), root)
-                )
-                tick = (progress, done, total)  # progress inside a big file: see below
-                self._index_file(name, st, rel, root, old_files, build, writer, vocab, report, tick)
+                rel = name[cut:] if name.startswith(prefix) else relative_path(Path(name), root)
+                known = old_files.get(rel)
+                if (
+                    known is not None
+                    and known.get("mtime_ns") == st.st_mtime_ns
+                    and known.get("size") == st.st_size
+                ):  # the common case of a refresh, inline: same stamp, same entry, same rows
+                    report.unchanged += 1
+                    if known["chunks"]:
+                        segments.append(("old", int(known["row"]), int(known["chunks"]), rel))
+                    entries[rel] = known
+                else:
+                    tick = (progress, done, total)  # progress inside a big file: see below
+                    self._index_file(name, st, rel, root, known, build, writer, vocab, report, tick)
                 done += st.st_size
                 if progress:
                     progress(done, total, rel)
@@ -203,48 +236,31 @@ class KnowledgeBase:
         st: os.stat_result,
         rel: str,
         root: Path,
-        old_files: dict[str, Any],
+        previous: dict[str, Any] | None,
         build: Build,
         writer: StoreWriter,
-        vocab: Vocabulary,
+        vocab: _LazyVocabulary,
         report: IndexReport,
         tick: tuple[Progress | None, int, int],
     ) -> None:
-        previous = old_files.get(rel)
-        if (
-            previous is not None
-            and previous.get("size") == st.st_size
-            and previous.get("mtime_ns") == st.st_mtime_ns
-        ):  # the common case of a refresh, kept short: same stamp, same entry, same rows
-            report.unchanged += 1
-            if previous["chunks"]:
-                build.segments.append(("old", int(previous["row"]), int(previous["chunks"]), rel))
-            build.entries[rel] = previous
-            return
+        """A file whose stamp moved or that is new: hashed, and chunked if its hash changed."""
+        stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
         try:
-            stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
-            same_stamp = (
-                previous is not None
-                and previous.get("size") == st.st_size
-                and previous.get("mtime_ns") == st.st_mtime_ns
-            )
-            digest = (
-                previous["sha256"] if same_stamp and previous else storage.sha256_file(Path(path))
-            )
+            data, digest = storage.read_source(path)
         except OSError as exc:
             report.errors.append(f"{rel}: cannot be read ({exc.strerror or exc})")
             return
         if previous is not None and previous.get("sha256") == digest:
             report.unchanged += 1
             entry = {**previous, **stamp}
-            build.stamps_moved |= not same_stamp
+            build.stamps_moved = True
             entry.update(writer.keep(previous))
             if entry["chunks"]:
                 build.segments.append(("old", int(entry["row"]), int(entry["chunks"]), rel))
             build.entries[rel] = entry
             return
         try:
-            found = ingest_file(Path(path), root, self.name)
+            found = ingest_file(path, root, self.name, data=data, rel=rel)
         except IngestError as exc:
             report.errors.append(str(exc))
             return
@@ -256,15 +272,25 @@ class KnowledgeBase:
         lines: list[bytes] = []
         read, next_tick = 0, _PROGRESS_STEP
         report_progress, done, total = tick
+        terms = vocab.get()
+        # Tokenised a batch at a time (a file's chunks, or a MiB of a big file's), which bounds
+        # memory and keeps progress moving inside a big file.
+        batch: list[str] = []
+        batched = 0
         for chunk in found:
-            ids = token_ids(f"{chunk.title}\n{chunk.text}", vocab)
-            build.ids.extend(ids)
-            build.doc_lengths.append(len(ids))
+            text = f"{chunk.title}\n{chunk.text}"
+            batch.append(text)
+            batched += len(text)
             lines.append(storage.chunk_line(chunk))
             read += len(chunk.text)  # characters: never more than the file's bytes
+            if batched >= _PROGRESS_STEP:
+                build.doc_lengths.extend(append_token_ids(build.ids, batch, terms))
+                batch, batched = [], 0
             if read >= next_tick and report_progress:
                 report_progress(done + read, total, rel)
                 next_tick = read + _PROGRESS_STEP
+        if batch:
+            build.doc_lengths.extend(append_token_ids(build.ids, batch, terms))
         if found:
             build.segments.append(("new", first_doc, len(found), rel))
         entry = {"sha256": digest, **stamp, "source": path, "chunks": len(found), "row": 0}
@@ -287,7 +313,7 @@ class KnowledgeBase:
         root: Path,
         build: Build,
         writer: StoreWriter,
-        vocab: Vocabulary,
+        lazy_vocab: _LazyVocabulary,
     ) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         store = writer.finish(build.entries)
@@ -295,11 +321,9 @@ class KnowledgeBase:
         index_files: dict[str, str] = {}
         rows = 0
         if n_docs:
+            vocab = lazy_vocab.get()
             arrays, keep, rows = index_arrays(build, previous.loaded, vocab)
-            terms = [""] * len(vocab)
-            for term, i in vocab.items():
-                terms[i] = term
-            index_files = storage.save_index(self.folder, arrays, terms, keep)
+            index_files = storage.save_index(self.folder, arrays, vocab.terms(), keep)
         else:
             shutil.rmtree(self.folder / storage.INDEX_DIR, ignore_errors=True)
         manifest = {
@@ -322,6 +346,7 @@ class KnowledgeBase:
         }
         if previous.loaded is not None:
             manifest["stamps"] = storage.settled_stamps(self.folder, manifest)
+        writer.durable()  # the chunks it names are on disk before the manifest is replaced
         storage.write_manifest(self.folder, manifest)
         previous_store = (previous.loaded.manifest.get("store") if previous.loaded else None) or ""
         storage.remove_old_stores(self.folder, {store, previous_store})
@@ -422,6 +447,19 @@ class KnowledgeBase:
 
 
 _INFO_CACHE: dict[Path, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+
+
+class _LazyVocabulary:
+    """The index's vocabulary, read from vocab.json only once a file has to be tokenised."""
+
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder  # None: a new index, the vocabulary starts empty
+        self._vocab: Vocabulary | None = None
+
+    def get(self) -> Vocabulary:
+        if self._vocab is None:
+            self._vocab = Vocabulary(storage.load_vocab(self.folder) if self.folder else None)
+        return self._vocab
 
 
 def _stamp(path: Path) -> tuple[int, int, int]:

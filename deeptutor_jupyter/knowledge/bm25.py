@@ -21,6 +21,7 @@ chunk exactly as a full rebuild does.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,38 @@ DELTA_FILES = tuple(f"delta_{n}.npy" for n in DOC)
 SHARED_FILES = ("dead.npy", "dl.npy", "df.npy")
 VOCAB = "vocab.json"
 REBUILD_SHARE = 0.1  # dead + delta rows above this share of the base: rebuild the base
+
+
+_NPY_HEADER = re.compile(
+    rb"\{'descr': '([<>|][a-z]\d+)', 'fortran_order': False, 'shape': \((\d+),\), \}"
+)
+
+
+def open_npy(path: Path) -> Any:
+    """A read-only, memory-mapped view of a 1-d ``.npy`` file as ``np.save`` writes it.
+
+    ``np.load(mmap_mode="r")`` parses the header with ``ast.literal_eval`` and builds an
+    ``np.memmap``: ~0.3 ms a file, and a refresh opens nine. This reads the version 1 header
+    with one regex and maps the data with ``np.frombuffer``; any other header goes to np.load.
+    """
+    import mmap
+
+    import numpy as np
+
+    with open(path, "rb") as fh:
+        head = fh.read(10)
+        if len(head) == 10 and head[:8] == b"\x93NUMPY\x01\x00":
+            size = int.from_bytes(head[8:10], "little")
+            match = _NPY_HEADER.match(fh.read(size))
+            if match is not None:
+                dtype = np.dtype(match.group(1).decode())
+                count = int(match.group(2))
+                offset = 10 + size
+                if count == 0:
+                    return np.zeros(0, dtype=dtype)
+                mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+                return np.frombuffer(mapped, dtype=dtype, count=count, offset=offset)
+    return np.load(path, mmap_mode="r")
 
 
 def postings(ptr: Any, terms: Any, tfs: Any, n_vocab: int) -> tuple[Any, Any, Any]:
@@ -87,7 +120,7 @@ class Index:
         import orjson
 
         def load(name: str) -> Any:
-            return np.load(folder / name, mmap_mode="r")
+            return open_npy(folder / name)
 
         base = tuple(load(f"base_{n}.npy") for n in ("indptr", "rows", "tfs"))
         delta_doc = [np.asarray(load(f"delta_{n}.npy")) for n in DOC]

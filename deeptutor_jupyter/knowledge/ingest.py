@@ -10,7 +10,9 @@ citation still points at one cell, page or section.
 from __future__ import annotations
 
 import ast
+import io
 import json
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,18 +56,24 @@ def relative_path(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
-def ingest_file(path: Path, root: Path, kb: str) -> list[Chunk]:
+def ingest_file(
+    path: Path | str, root: Path, kb: str, *, data: bytes | None = None, rel: str | None = None
+) -> list[Chunk]:
     """The chunks of one file, chosen by suffix; an unknown suffix gives ``[]``.
 
     Raises IngestError for a supported file that cannot be read (bad JSON, a broken PDF).
-    Chunk ids are ``<path>#<n>``: stable while the file is unchanged.
+    Chunk ids are ``<path>#<n>``: stable while the file is unchanged. ``data`` is the file's
+    content when the caller has read it already (to hash it), ``rel`` its path from ``root``.
     """
-    reader = _READERS.get(path.suffix.lower())
+    # Names as strings: a Path per file was a twentieth of indexing 1,000 small files.
+    filename = os.path.basename(path)
+    reader = _READERS.get(os.path.splitext(filename)[1].lower())
     if reader is None:
         return []
-    rel = relative_path(path, root)
+    if rel is None:
+        rel = relative_path(Path(path), root)
     try:
-        pieces = reader(path)
+        pieces = reader(filename, Path(path).read_bytes() if data is None else data)
     except IngestError:
         raise
     except (OSError, ValueError) as exc:
@@ -94,23 +102,22 @@ _MAX_CONTROL = 0.01
 _CONTROL = bytes(c for c in range(32) if chr(c) not in "\t\n\r\f\v\x1b")
 
 
-def _read_text(path: Path) -> str:
-    """The file as text; IngestError when it is binary (a renamed image, an archive...)."""
-    data = path.read_bytes()
+def _read_text(name: str, data: bytes) -> str:
+    """The file's bytes as text; IngestError when it is binary (a renamed image, an archive...)."""
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 with a BOM (Windows Notepad)
         try:
             return data.decode("utf-16")
         except UnicodeDecodeError:
             pass
     if b"\x00" in data:
-        raise IngestError(f"{path.name}: skipped, it is a binary file (NUL bytes), not text")
+        raise IngestError(f"{name}: skipped, it is a binary file (NUL bytes), not text")
     try:
         return data.decode("utf-8-sig")  # drops a BOM
     except UnicodeDecodeError:
         pass
     controls = len(data) - len(data.translate(None, _CONTROL))
     if controls > _MAX_CONTROL * len(data):
-        raise IngestError(f"{path.name}: skipped, it is not text (neither UTF-8 nor a legacy text)")
+        raise IngestError(f"{name}: skipped, it is not text (neither UTF-8 nor a legacy text)")
     # Not UTF-8 but text: most likely Windows' Western encoding; what it lacks becomes U+FFFD.
     return data.decode("cp1252", errors="replace")
 
@@ -199,28 +206,28 @@ def _is_heading_only(body: str) -> bool:
     return len(lines) <= 1 and bool(lines) and bool(_HEADING.match(lines[0]))
 
 
-def _read_markdown(path: Path) -> list[_Piece]:
+def _read_markdown(name: str, data: bytes) -> list[_Piece]:
     pieces: list[_Piece] = []
-    for start, title, body in markdown_sections(_read_text(path), []):
+    for start, title, body in markdown_sections(_read_text(name, data), []):
         if _is_heading_only(body):
             continue  # its words live on in the titles of the sections below it
-        pieces += _pieces_with_lines(body, start + 1, title=title or path.name, kind="markdown")
+        pieces += _pieces_with_lines(body, start + 1, title=title or name, kind="markdown")
     return pieces
 
 
-def _read_plain(path: Path) -> list[_Piece]:
-    return _pieces_with_lines(_read_text(path), 1, title=path.name, kind="text")
+def _read_plain(name: str, data: bytes) -> list[_Piece]:
+    return _pieces_with_lines(_read_text(name, data), 1, title=name, kind="text")
 
 
 # --- Python -------------------------------------------------------------------------------------
 
 
-def _read_python(path: Path) -> list[_Piece]:
-    source = _read_text(path)
+def _read_python(name: str, data: bytes) -> list[_Piece]:
+    source = _read_text(name, data)
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return _pieces_with_lines(source, 1, title=path.name, kind="python")
+        return _pieces_with_lines(source, 1, title=name, kind="python")
     lines = source.splitlines(keepends=True)
     pieces: list[_Piece] = []
     loose_start: int | None = None  # first line of a run of imports / assignments
@@ -229,7 +236,7 @@ def _read_python(path: Path) -> list[_Piece]:
         nonlocal loose_start
         if loose_start is not None:
             text = "".join(lines[loose_start - 1 : end])
-            pieces.extend(_pieces_with_lines(text, loose_start, title=path.name, kind="python"))
+            pieces.extend(_pieces_with_lines(text, loose_start, title=name, kind="python"))
         loose_start = None
 
     for node in tree.body:
@@ -238,7 +245,7 @@ def _read_python(path: Path) -> list[_Piece]:
             flush(first - 1)
             label = "class" if isinstance(node, ast.ClassDef) else "def"
             text = "".join(lines[first - 1 : node.end_lineno])
-            title = f"{path.name} > {label} {node.name}"
+            title = f"{name} > {label} {node.name}"
             pieces += _pieces_with_lines(text, first, title=title, kind="python")
         elif loose_start is None:
             loose_start = first
@@ -254,14 +261,14 @@ def _cell_source(cell: dict[str, object]) -> str:
     return "".join(str(s) for s in source) if isinstance(source, list) else str(source)
 
 
-def _read_notebook(path: Path) -> list[_Piece]:
+def _read_notebook(name: str, data: bytes) -> list[_Piece]:
     try:
-        notebook = json.loads(_read_text(path))
+        notebook = json.loads(_read_text(name, data))
     except json.JSONDecodeError as exc:
-        raise IngestError(f"{path.name}: not a valid notebook (JSON error: {exc})") from exc
+        raise IngestError(f"{name}: not a valid notebook (JSON error: {exc})") from exc
     cells = notebook.get("cells") if isinstance(notebook, dict) else None
     if not isinstance(cells, list):
-        raise IngestError(f"{path.name}: not an nbformat 4 notebook (no 'cells' list)")
+        raise IngestError(f"{name}: not an nbformat 4 notebook (no 'cells' list)")
     stack: list[str] = []
     pieces: list[_Piece] = []
     for index, cell in enumerate(cells):
@@ -274,11 +281,9 @@ def _read_notebook(path: Path) -> list[_Piece]:
             # A heading-only cell is kept: it is still a cell a learner may look for.
             for _, title, body in markdown_sections(source, stack):
                 for _, part in split_long(body):
-                    pieces.append(
-                        _Piece(part, title or path.name, "markdown", None, index, cell_id)
-                    )
+                    pieces.append(_Piece(part, title or name, "markdown", None, index, cell_id))
         elif cell.get("cell_type") == "code":
-            title = _title(stack) or path.name
+            title = _title(stack) or name
             for _, part in split_long(source):
                 pieces.append(_Piece(part, title, "code", None, index, cell_id))
     return pieces
@@ -287,25 +292,25 @@ def _read_notebook(path: Path) -> list[_Piece]:
 # --- PDF ----------------------------------------------------------------------------------------
 
 
-def _read_pdf(path: Path) -> list[_Piece]:
+def _read_pdf(name: str, data: bytes) -> list[_Piece]:
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
     try:
-        reader = PdfReader(path)
+        reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
-            raise IngestError(f"{path.name}: the PDF is encrypted")
+            raise IngestError(f"{name}: the PDF is encrypted")
         texts = [page.extract_text() or "" for page in reader.pages]
     except PdfReadError as exc:
-        raise IngestError(f"{path.name}: not a readable PDF ({exc})") from exc
+        raise IngestError(f"{name}: not a readable PDF ({exc})") from exc
     pieces: list[_Piece] = []
     for number, text in enumerate(texts, start=1):
         for _, part in split_long(text):
-            pieces.append(_Piece(part, f"{path.name} p. {number}", "pdf", page=number))
+            pieces.append(_Piece(part, f"{name} p. {number}", "pdf", page=number))
     return pieces
 
 
-_READERS: dict[str, Callable[[Path], list[_Piece]]] = {
+_READERS: dict[str, Callable[[str, bytes], list[_Piece]]] = {
     ".md": _read_markdown,
     ".markdown": _read_markdown,
     ".txt": _read_plain,

@@ -41,7 +41,13 @@ from typing import Any
 
 import orjson
 
-from deeptutor_jupyter._files import atomic_write_bytes, locked, private_tree
+from deeptutor_jupyter._files import (
+    DIR_MODE,
+    FILE_MODE,
+    atomic_write_bytes,
+    locked,
+    write_all,
+)
 from deeptutor_jupyter.knowledge.model import Chunk
 
 MANIFEST = "manifest.json"
@@ -104,13 +110,12 @@ def _range_lines(store: Path, entry: dict[str, Any]) -> list[bytes]:
     return lines
 
 
-def sha256_file(path: Path) -> str:
-    """The SHA-256 of a source file: what the manifest compares to see whether it changed."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def read_source(path: str) -> tuple[bytes, str]:
+    """A source file's bytes and their SHA-256, in one read: the hash says whether it changed,
+    and the same bytes are chunked when it did."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    return data, hashlib.sha256(data).hexdigest()
 
 
 def checksum(data: bytes | memoryview) -> str:
@@ -163,13 +168,20 @@ def read_manifest(folder: Path) -> dict[str, Any]:
 
 
 def load_verified(
-    folder: Path, tokenizer_version: int, *, for_search: bool = False, trust: bool = True
+    folder: Path,
+    tokenizer_version: int,
+    *,
+    for_search: bool = False,
+    trust: bool = True,
+    open_index: bool = True,
 ) -> Loaded:
     """The manifest and the memory-mapped index, after checking the index files' checksums.
 
     ``for_search`` leaves out the term arrays (``doc_*.npy``): a search never reads them, and a
     refresh, which does, opens the index without it. With ``trust``, a file whose stamp is the
     one recorded after it was last hashed is not hashed again (``settled_stamps``).
+    ``open_index=False`` checks the files but opens none of them (``index`` stays None): a
+    refresh reads only the arrays it needs, and only when a file changed.
     """
     manifest = read_manifest(folder)
     if manifest.get("tokenizer") != tokenizer_version:
@@ -188,6 +200,8 @@ def load_verified(
     if size < int(manifest.get("store_size", -1)):
         raise CorruptIndex(f"{store} is shorter than the manifest says")
     _check_index_files(folder, manifest, DOC_ARRAYS if for_search else (), trust=trust)
+    if not open_index:
+        return Loaded(manifest, None, folder, files, starts, owners)
     index = _open_index(folder / INDEX_DIR)
     live = index.rows - int(index.dead.sum())
     if index.rows != manifest.get("rows") or live != manifest["chunks"]:
@@ -361,12 +375,23 @@ def verify_all(folder: Path, tokenizer_version: int) -> Loaded:
 
 def load_arrays(folder: Path, names: tuple[str, ...]) -> list[Any]:
     """Arrays of a verified index, memory-mapped (a refresh reads a few slices of them)."""
-    import numpy as np
+    from deeptutor_jupyter.knowledge.bm25 import open_npy
 
     try:
-        return [np.load(folder / INDEX_DIR / name, mmap_mode="r") for name in names]
+        return [open_npy(folder / INDEX_DIR / name) for name in names]
     except (OSError, ValueError) as exc:
         raise CorruptIndex(f"the index arrays cannot be loaded ({exc})") from exc
+
+
+def load_vocab(folder: Path) -> list[str]:
+    """The terms of a verified index, in id order."""
+    try:
+        terms = orjson.loads((folder / INDEX_DIR / "vocab.json").read_bytes())
+    except (OSError, ValueError) as exc:
+        raise CorruptIndex(f"the vocabulary cannot be read ({exc})") from exc
+    if not isinstance(terms, list):
+        raise CorruptIndex("the vocabulary has an unknown format")
+    return terms
 
 
 def _open_index(index: Path) -> Any:
@@ -389,20 +414,30 @@ def save_index(
     ``keep`` names files of the current index to carry over unchanged (the base segment, with
     their checksums): they are hard-linked, not copied, so their stamps stay those recorded.
     """
+    import io
+
     import numpy as np
 
     staging = folder / f".index-new-{uuid.uuid4().hex}"
     staging.mkdir()
+    os.chmod(staging, DIR_MODE)  # mkdir's mode is filtered by the umask
     index_files: dict[str, str] = {}
     for name, digest in keep.items():
         os.link(folder / INDEX_DIR / name, staging / name)
         index_files[name] = digest
+    # Each file is made in memory and hashed there: one write, no reading back.
+    blobs: dict[str, bytes] = {"vocab.json": orjson.dumps(terms)}
     for name, array in arrays.items():
-        np.save(staging / name, array)
-        index_files[name] = checksum_file(staging / name)
-    (staging / "vocab.json").write_bytes(orjson.dumps(terms))
-    index_files["vocab.json"] = checksum_file(staging / "vocab.json")
-    private_tree(staging)  # numpy writes with the umask's mode; the learner's files are 0600
+        buffer = io.BytesIO()
+        np.save(buffer, array)
+        blobs[name] = buffer.getvalue()
+    for name, blob in blobs.items():
+        fd = os.open(staging / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        try:
+            write_all(fd, blob)
+        finally:
+            os.close(fd)
+        index_files[name] = checksum(blob)
     _swap_in(staging, folder / INDEX_DIR)
     return dict(sorted(index_files.items()))
 

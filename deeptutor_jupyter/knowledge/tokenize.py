@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from array import array
 
-__all__ = ["TOKENIZER_VERSION", "Vocabulary", "token_ids", "tokenize"]
+__all__ = ["TOKENIZER_VERSION", "Vocabulary", "append_token_ids", "token_ids", "tokenize"]
 
 # Bumped whenever the terms change: an index built with other terms must be rebuilt.
 TOKENIZER_VERSION = 1
@@ -31,14 +32,18 @@ on or so than that the their then there these this those to was were will with""
 STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 
 
-# For ASCII text the pattern above is "runs of [a-z0-9] after lower()": every other ASCII
-# character becomes a space and str.split does the rest, about twice as fast as the regex.
-_ASCII_SPLIT = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
+# For ASCII text the pattern above is "runs of [a-z0-9] after lower()": one translate turns
+# capitals into small letters and every other non-alphanumeric character into a space, and
+# str.split does the rest; about twice as fast as the regex, and a fifth faster than lower()
+# followed by a translate.
+_ASCII_SPLIT = str.maketrans(
+    {chr(c): chr(c).lower() if chr(c).isalnum() else " " for c in range(128)}
+)
 
 
 def _words(text: str) -> list[str]:
     if text.isascii():  # NFKC leaves ASCII unchanged, and most course material is ASCII
-        return text.lower().translate(_ASCII_SPLIT).split()
+        return text.translate(_ASCII_SPLIT).split()
     return _TOKEN.findall(unicodedata.normalize("NFKC", text).lower())
 
 
@@ -54,8 +59,12 @@ class Vocabulary(dict[str, int]):
     (``map(vocab.__getitem__, words)``) and drop stopwords afterwards as ``id < n_stop``.
     """
 
-    def __init__(self, terms: dict[str, int] | None = None) -> None:
-        super().__init__(terms or {})
+    def __init__(self, terms: dict[str, int] | list[str] | None = None) -> None:
+        # A list is the index's vocab.json: the terms in id order.
+        if isinstance(terms, list):
+            super().__init__(zip(terms, range(len(terms)), strict=True))
+        else:
+            super().__init__(terms or {})
         for word in sorted(STOPWORDS):
             if word not in self:
                 self[word] = len(self)
@@ -67,7 +76,33 @@ class Vocabulary(dict[str, int]):
         self[term] = index = len(self)
         return index
 
+    def terms(self) -> list[str]:
+        """The terms in id order (what vocab.json holds)."""
+        # Ids are handed out in insertion order, so the keys are already in id order.
+        terms = list(self)
+        if terms and self[terms[-1]] != len(terms) - 1:
+            raise ValueError("a vocabulary's ids must follow its insertion order")
+        return terms
+
 
 def token_ids(text: str, vocab: Vocabulary) -> list[int]:
     """The term ids of ``text`` in ``vocab``, stopwords included (ids below ``vocab.n_stop``)."""
     return list(map(vocab.__getitem__, _words(text)))
+
+
+def append_token_ids(ids: array[int], texts: list[str], vocab: Vocabulary) -> list[int]:
+    """``token_ids`` of each text appended to ``ids`` (int32); the number of each text's ids.
+
+    Indexing converts ~10^7 ids: numpy pulls them from the map straight into int32, once for
+    all the texts of a file, about a third faster than extending the array with lists.
+    """
+    import numpy as np
+
+    words: list[str] = []
+    counts = []
+    for text in texts:
+        these = _words(text)
+        words += these
+        counts.append(len(these))
+    ids.frombytes(np.fromiter(map(vocab.__getitem__, words), np.int32, len(words)).tobytes())
+    return counts

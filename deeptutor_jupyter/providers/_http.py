@@ -5,6 +5,9 @@ This module imports httpx at the top; the package ``__init__`` only reaches it o
 
 from __future__ import annotations
 
+import os
+import ssl
+import threading
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -25,6 +28,35 @@ def join_url(base_url: str, path: str, params: Mapping[str, str] | None = None) 
         if name not in url.params:
             url = url.copy_add_param(name, value)
     return str(url)
+
+
+_SSL_LOCK = threading.Lock()
+_SSL: dict[tuple[str, str], ssl.SSLContext] = {}
+_PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy")
+
+
+def shared_ssl_context() -> ssl.SSLContext:
+    """httpx's default verifying context (certifi, or SSL_CERT_FILE / SSL_CERT_DIR), made once.
+
+    Loading the CA bundle costs ~45 ms, which every new client paid again; the kernel makes it
+    in the background after ``%load_ext`` (kernel/warm.py). One context serves every client.
+    """
+    key = (os.environ.get("SSL_CERT_FILE", ""), os.environ.get("SSL_CERT_DIR", ""))
+    with _SSL_LOCK:  # the warming thread may be making it right now: wait for that one
+        context = _SSL.get(key)
+        if context is None:
+            context = _SSL[key] = httpx.create_ssl_context()
+        return context
+
+
+def ssl_context_for(base_url: str) -> ssl.SSLContext:
+    """The context a client for ``base_url`` needs: the shared verifying one, except for plain
+    http without a proxy, which never makes a TLS connection. That one gets a context that
+    trusts no certificate (an https redirect fails verification, it is never unverified)."""
+    proxied = any(k.lower() in _PROXY_VARS and v for k, v in os.environ.items())
+    if base_url.lower().startswith("http://") and not proxied:
+        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # no CA bundle to load: ~0.1 ms
+    return shared_ssl_context()
 
 
 def wire_model(spec: ProviderSpec, model: str) -> str:
@@ -90,7 +122,7 @@ class HTTPModel:
     def _http(self) -> httpx.AsyncClient:
         # Created on first use, inside the loop that streams, rather than in __init__.
         if self._client is None:
-            self._client = httpx.AsyncClient()
+            self._client = httpx.AsyncClient(verify=ssl_context_for(self.base_url))
         return self._client
 
     async def aclose(self) -> None:

@@ -98,21 +98,25 @@ def test_refresh_reads_and_tokenises_only_what_changed(
     hashed: list[Path] = []
     ingested: list[Path] = []
     tokenised: list[str] = []
-    real_hash, real_ingest, real_ids = (
-        kb_base.storage.sha256_file,
+    real_read, real_ingest, real_ids = (
+        kb_base.storage.read_source,
         kb_base.ingest_file,
-        kb_base.token_ids,
+        kb_base.append_token_ids,
     )
 
-    def spy_hash(path: Path) -> str:
-        hashed.append(path)
-        return real_hash(path)
+    def spy_read(path: str) -> tuple[bytes, str]:
+        hashed.append(Path(path))
+        return real_read(path)
 
-    monkeypatch.setattr(kb_base.storage, "sha256_file", spy_hash)
+    monkeypatch.setattr(kb_base.storage, "read_source", spy_read)
     monkeypatch.setattr(
-        kb_base, "ingest_file", lambda p, *a: ingested.append(p) or real_ingest(p, *a)
+        kb_base,
+        "ingest_file",
+        lambda p, *a, **kw: ingested.append(p) or real_ingest(p, *a, **kw),
     )
-    monkeypatch.setattr(kb_base, "token_ids", lambda t, v: tokenised.append(t) or real_ids(t, v))
+    monkeypatch.setattr(
+        kb_base, "append_token_ids", lambda i, t, v: tokenised.extend(t) or real_ids(i, t, v)
+    )
 
     before = json.loads((kb.folder / "manifest.json").read_bytes())
     assert kb.refresh().unchanged == 30
@@ -122,12 +126,12 @@ def test_refresh_reads_and_tokenises_only_what_changed(
     assert after["files"] == before["files"] and after["index_files"] == before["index_files"]
 
     same = (course / "n001.md").read_text(encoding="utf-8")
-    _touch(course / "n001.md", same)  # touched, identical: hashed, not re-read
+    _touch(course / "n001.md", same)  # touched, identical: read and hashed, not chunked
     _touch(course / "n002.md", "# New\n\nsorting lists by key\n")
     report = kb.refresh()
     assert (report.updated, report.unchanged) == (1, 29)
     assert sorted(p.name for p in hashed if course in p.parents) == ["n001.md", "n002.md"]
-    assert [p.name for p in ingested] == ["n002.md"]
+    assert [Path(p).name for p in ingested] == ["n002.md"]
     assert len(tokenised) == 1 and "sorting lists by key" in tokenised[0]
 
 
@@ -364,4 +368,80 @@ def test_new_docs_are_counted_the_same_in_batches(monkeypatch: pytest.MonkeyPatc
         monkeypatch.setattr(rebuild, "_BATCH_TOKENS", rng.randint(1, 60))
         batched = rebuild._new_docs(build, vocab)
         assert all(np.array_equal(a, b) for a, b in zip(whole, batched, strict=True)), trial
+        monkeypatch.setattr(rebuild, "_INT32_KEYS", 0)  # int64 keys, as a big corpus has
+        wide = rebuild._new_docs(build, vocab)
+        monkeypatch.setattr(rebuild, "_INT32_KEYS", 2**31)
+        assert all(np.array_equal(a, b) for a, b in zip(whole, wide, strict=True)), trial
         assert len(whole[0]) == len(build.doc_lengths) + 1
+
+
+def test_appended_token_ids_are_the_token_ids() -> None:
+    from array import array
+
+    from deeptutor_jupyter.knowledge.tokenize import Vocabulary, append_token_ids, token_ids
+
+    texts = ["Read_CSV the ＡＢＣ 循环", "", "gradient DESCENT, gradient!", "a an the"]
+    expected, got = Vocabulary(), Vocabulary()
+    ids = array("i")
+    wanted = [token_ids(text, expected) for text in texts]
+    assert append_token_ids(ids, texts[:1], got) == [len(wanted[0])]
+    assert append_token_ids(ids, texts[1:], got) == [len(w) for w in wanted[1:]]
+    assert ids.tolist() == [i for w in wanted for i in w]
+    assert got == expected and got.terms() == list(expected)
+
+
+def test_a_vocabulary_round_trips_through_its_terms() -> None:
+    from deeptutor_jupyter.knowledge.tokenize import Vocabulary, token_ids
+
+    vocab = Vocabulary()
+    token_ids("eigenvalues of a symmetric matrix, eigenvalues again", vocab)
+    again = Vocabulary(vocab.terms())
+    assert again == vocab and again.n_stop == vocab.n_stop
+
+
+def test_a_refresh_with_nothing_changed_opens_no_index_array(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deeptutor_jupyter.knowledge import bm25, storage
+
+    course = _corpus(tmp_path / "course")
+    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
+    kb.add_sources([course])
+    opened: list[str] = []
+    real_open, real_vocab = bm25.open_npy, storage.load_vocab
+    monkeypatch.setattr(bm25, "open_npy", lambda p: opened.append(p.name) or real_open(p))
+    monkeypatch.setattr(storage, "load_vocab", lambda f: opened.append("vocab") or real_vocab(f))
+    assert kb.refresh().unchanged == 30
+    assert opened == []
+    _touch(course / "n003.md", "# Changed\n\nsorting lists of words\n")
+    assert kb.refresh().updated == 1
+    assert "vocab" in opened and "dl.npy" in opened
+    assert not {"base_indptr.npy", "base_rows.npy", "base_tfs.npy"} & set(opened)  # search's
+
+
+def test_damage_found_when_a_refresh_opens_the_arrays_rebuilds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deeptutor_jupyter.knowledge import storage
+
+    course = _corpus(tmp_path / "course")
+    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
+    kb.add_sources([course])
+    real = storage.load_vocab
+    calls: list[int] = []
+
+    def damaged_once(folder: Path) -> list[str]:
+        calls.append(1)
+        if len(calls) == 1:
+            raise storage.CorruptIndex("vocab.json cannot be parsed (test)")
+        return real(folder)
+
+    monkeypatch.setattr(storage, "load_vocab", damaged_once)
+    _touch(course / "n004.md", "# Changed\n\nmatrix rank, rewritten\n")
+    report = kb.refresh()
+    assert report.rebuilt_from_corruption and report.errors == []
+    assert (report.added, report.chunks) == (30, kb.info()["chunks"])
+    fresh = KnowledgeBase(tmp_path / "home2", "inc", root=tmp_path)
+    fresh.add_sources([course])
+    assert _results(kb) == _results(fresh)
+    assert kb.verify() is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,9 +112,9 @@ def test_unchanged_files_are_not_rechunked(
     seen: list[str] = []
     real = kb_base.ingest_file
 
-    def counting(path: Path, root: Path, name: str) -> list[object]:
-        seen.append(path.name)
-        return real(path, root, name)  # type: ignore[return-value]
+    def counting(path: Path, root: Path, name: str, **kw: Any) -> list[object]:
+        seen.append(Path(path).name)
+        return real(path, root, name, **kw)  # type: ignore[return-value]
 
     monkeypatch.setattr(kb_base, "ingest_file", counting)
     report = kb.refresh()

@@ -1,0 +1,171 @@
+"""Importing what the first turn needs while the learner types it.
+
+``%load_ext`` stays light (it imports none of httpx, pydantic or ipywidgets). Once its cell has
+finished, a daemon thread imports the modules a first ``%tutor`` would otherwise import itself
+(about 250 ms here: ipywidgets, httpx and its SSL context, pydantic and our event and tool
+models), so that a question typed a moment later starts as fast as the second one does.
+
+Why a thread is safe here:
+
+* ``%tutor`` (and the sidebar, and the public functions) call ``wait()`` before importing
+  anything heavy: a question that arrives while warming waits for it to finish instead of
+  importing the same modules at the same time. Waiting holds no import lock, so it cannot
+  deadlock with the thread; it gives up after ``WAIT_LIMIT`` seconds and imports itself.
+* The thread only imports and builds pure values (pydantic schemas, an SSL context). Widgets,
+  comms and anything that touches the kernel loop are created on the main thread, by the turn.
+* A failure is swallowed: the turn then imports on the main thread and reports the real error.
+
+Python's per-module import locks let the learner's own cells import other modules meanwhile;
+only a cell importing one of these very modules waits for the thread to finish that module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import threading
+from collections.abc import Callable
+
+__all__ = ["MODULES", "Warmer", "start", "wait", "warming"]
+
+# What a first turn imports (the kernel test ``test_first_turn_imports_nothing_after_warming``
+# fails when a new import is missing here). Order: the slow third-party packages first.
+MODULES = (
+    "ipywidgets",
+    "httpx",
+    "httpcore",  # what httpx imports on its first request, not at its own import
+    "h11",
+    "anyio._backends._asyncio",
+    "sniffio",
+    "pydantic",
+    "pydantic._internal._dataclasses",
+    "yaml",
+    "deeptutor_jupyter.config",
+    "deeptutor_jupyter.kernel.start",
+    "deeptutor_jupyter.kernel.widgets.turn_view",
+    "deeptutor_jupyter.kernel.interactions",
+    "deeptutor_jupyter.kernel.quiz_cards",
+    "deeptutor_jupyter.kernel.turn_plan",
+    "deeptutor_jupyter.kernel.notebook_context",
+    "deeptutor_jupyter.kernel.widgets.ask_user_strings",
+    "deeptutor_jupyter.kernel.widgets.forget_strings",
+    "deeptutor_jupyter.kernel.widgets.memory_workbench_strings",
+    "deeptutor_jupyter.kernel.widgets.setup_strings",
+    "deeptutor_jupyter.agent.loop",
+    "deeptutor_jupyter.runtime.compaction",
+    "deeptutor_jupyter.runtime.context",
+    "deeptutor_jupyter.runtime.events",
+    "deeptutor_jupyter.runtime.event_types",
+    "deeptutor_jupyter.runtime.learning",
+    "deeptutor_jupyter.runtime.orchestrator",
+    "deeptutor_jupyter.store.db",
+    "deeptutor_jupyter.store.event_rows",
+    "deeptutor_jupyter.learning.path",
+    "deeptutor_jupyter.interaction.coordinator",
+    "deeptutor_jupyter.interaction.owners",
+    "deeptutor_jupyter.interaction.quiz",
+    "deeptutor_jupyter.memory",
+    "deeptutor_jupyter.memory.tools",
+    "deeptutor_jupyter.knowledge",
+    "deeptutor_jupyter.knowledge.mount",
+    "deeptutor_jupyter.knowledge.tools",
+    "deeptutor_jupyter.skills",
+    "deeptutor_jupyter.skills.tool",
+    "deeptutor_jupyter.providers",
+    "deeptutor_jupyter.providers.openai_compat",
+)
+
+WAIT_LIMIT = 10.0  # seconds; far above the ~0.3 s warming takes on a busy machine
+THREAD_NAME = "deeptutor-warm-imports"
+
+
+class Warmer:
+    """One warming: a thread that imports ``modules`` and builds the first turn's values."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._imported = threading.Event()  # set when the imports are done (or failed)
+
+    def start(
+        self, modules: tuple[str, ...] = MODULES, after: Callable[[], None] | None = None
+    ) -> bool:
+        """Start the thread, once; False when it was started before.
+
+        ``after`` runs in the thread once the imports are done (``wait`` does not wait for
+        it): slow values only needed later, such as the SSL context of an https model.
+        """
+        with self._lock:
+            if self._thread is not None:
+                return False
+            self._thread = threading.Thread(
+                target=self._run, args=(modules, after), name=THREAD_NAME, daemon=True
+            )
+            self._thread.start()
+            return True
+
+    def warming(self) -> bool:
+        """True while the thread is still importing."""
+        return self._thread is not None and not self._imported.is_set()
+
+    def wait(self, timeout: float = WAIT_LIMIT) -> bool:
+        """Block until the imports are done; True unless it gave up. Free once they are."""
+        thread = self._thread
+        if thread is None or self._imported.is_set() or threading.current_thread() is thread:
+            return True
+        return self._imported.wait(timeout)
+
+    def _run(self, modules: tuple[str, ...], after: Callable[[], None] | None) -> None:
+        try:
+            for name in modules:
+                try:
+                    importlib.import_module(name)
+                except Exception:  # the turn imports it again and says why
+                    continue
+            if modules:
+                _build_values()
+        finally:
+            self._imported.set()
+        if after is not None:
+            with contextlib.suppress(Exception):  # the client builds it again if it needs it
+                after()
+
+
+_WARMER = Warmer()  # one per process: the kernel's
+
+
+def start(modules: tuple[str, ...] = MODULES, after: Callable[[], None] | None = None) -> bool:
+    """Start this process's warming (see ``Warmer.start``); ``modules=()`` switches it off."""
+    return _WARMER.start(modules, after)
+
+
+def warming() -> bool:
+    return _WARMER.warming()
+
+
+def wait(timeout: float = WAIT_LIMIT) -> bool:
+    """Block until this process's warming has imported everything (free when it has)."""
+    return _WARMER.wait(timeout)
+
+
+def _build_values() -> None:
+    """Values built on first use that cost as much as an import: the event validator and the
+    JSON Schemas of the tools imported above (pydantic, ~2 ms a tool)."""
+    with contextlib.suppress(Exception):  # the first turn builds them itself
+        from deeptutor_jupyter.runtime.event_types import adapter
+        from deeptutor_jupyter.tools.base import Tool
+        from deeptutor_jupyter.tools.registry import prebuild_schemas
+
+        adapter()
+        prebuild_schemas(_concrete(Tool))
+
+
+def _concrete(base: type) -> list[type]:
+    out: list[type] = []
+    todo: list[type] = list(base.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo += cls.__subclasses__()
+        if not getattr(cls, "__abstractmethods__", None):
+            out.append(cls)
+    return out

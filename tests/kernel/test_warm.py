@@ -1,0 +1,108 @@
+"""Warming the first turn's imports in a thread (kernel/warm.py): waiting, failures, locks."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from deeptutor_jupyter.kernel.warm import MODULES, THREAD_NAME, Warmer
+from deeptutor_jupyter.tools.base import Tool
+from deeptutor_jupyter.tools.calculate import CalculateTool
+from deeptutor_jupyter.tools.registry import _SCHEMAS, prebuild_schemas, schema_of
+
+SLOW = """
+import threading, time
+time.sleep({delay})
+IMPORTED_BY = threading.current_thread().name
+COMPLETE = True
+"""
+
+
+@pytest.fixture
+def modules(tmp_path: Path) -> Iterator[Path]:
+    """A folder on sys.path for made-up modules; they are forgotten afterwards."""
+    sys.path.insert(0, str(tmp_path))
+    before = set(sys.modules)
+    try:
+        yield tmp_path
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in set(sys.modules) - before:
+            if name.startswith("warm_probe"):
+                del sys.modules[name]
+
+
+def slow_module(folder: Path, name: str, delay: float) -> str:
+    (folder / f"{name}.py").write_text(SLOW.format(delay=delay), encoding="utf-8")
+    return name
+
+
+def test_wait_returns_once_the_thread_has_imported(modules: Path) -> None:
+    name = slow_module(modules, "warm_probe_a", 0.3)
+    warmer = Warmer()
+    assert warmer.start((name,))
+    assert warmer.warming()
+    assert warmer.wait()
+    assert not warmer.warming()
+    probe = sys.modules[name]
+    assert probe.IMPORTED_BY == THREAD_NAME  # imported by the thread, not by the waiter
+    assert warmer.start((name,)) is False  # once per warmer
+
+
+def test_an_import_racing_the_thread_gets_the_whole_module(modules: Path) -> None:
+    # A cell importing the same module meanwhile blocks on its import lock, never sees it half
+    # initialised, and does not import it a second time.
+    name = slow_module(modules, "warm_probe_b", 0.3)
+    warmer = Warmer()
+    warmer.start((name,))
+    time.sleep(0.05)  # the thread is inside the module's body now
+    __import__(name)
+    probe = sys.modules[name]
+    assert probe.COMPLETE is True
+    assert probe.IMPORTED_BY == THREAD_NAME
+
+
+def test_a_failing_import_does_not_stop_the_rest(modules: Path) -> None:
+    name = slow_module(modules, "warm_probe_c", 0.0)
+    (modules / "warm_probe_broken.py").write_text("raise RuntimeError('boom')\n")
+    ran = threading.Event()
+    warmer = Warmer()
+    warmer.start(("warm_probe_broken", "warm_probe_missing_xyz", name), after=ran.set)
+    assert warmer.wait()
+    assert name in sys.modules
+    assert "warm_probe_broken" not in sys.modules
+    assert ran.wait(5)  # ``after`` still runs
+
+
+def test_wait_gives_up_after_its_timeout(modules: Path) -> None:
+    name = slow_module(modules, "warm_probe_d", 1.0)
+    warmer = Warmer()
+    warmer.start((name,))
+    assert warmer.wait(timeout=0.05) is False
+    assert warmer.wait()  # and a later wait sees it through
+
+
+def test_wait_without_warming_is_free() -> None:
+    assert Warmer().wait(timeout=0) is True
+    assert Warmer().warming() is False
+
+
+def test_the_module_list_imports() -> None:
+    # A module renamed or removed would silently stop being warmed.
+    import importlib
+
+    for name in MODULES:
+        importlib.import_module(name)
+
+
+def test_prebuilt_schemas_are_the_ones_a_turn_uses() -> None:
+    _SCHEMAS.clear()
+    assert prebuild_schemas([CalculateTool, Tool]) == 1  # the abstract base is skipped
+    built = dict(_SCHEMAS)
+    assert schema_of(CalculateTool()) is next(iter(built.values()))  # no second build
+    assert built[next(iter(built))] == CalculateTool.schema()
