@@ -316,8 +316,10 @@ def test_explain_this_error_sends_the_traceback(
         page.locator(".lm-Menu-item", has_text="Explain this error").click()
         turn = page.locator(".jp-DeepTutorChat-turn[data-status='done']")
         turn.wait_for(timeout=60000)
+        # The answer's Markdown is rendered by JupyterLab asynchronously, after the status.
+        turn.get_by_text("You divided by zero").wait_for()
         shown = turn.inner_text()
-    assert "You divided by zero" in shown
+    assert "You divided by zero: check the denominator." in shown
     asked = json.dumps([m for m in fake_llm.requests[0].body["messages"] if m["role"] == "user"])
     assert "ZeroDivisionError" in asked and "numerator / 0" in asked
 
