@@ -220,6 +220,8 @@ def test_a_question_asked_in_the_panel_streams_its_answer(
         page.locator(".jp-DeepTutorChat-input button", has_text="Ask").click()
         turn = page.locator(".jp-DeepTutorChat-turn[data-status='done']")
         turn.wait_for(timeout=60000)
+        # The answer's Markdown is rendered by JupyterLab asynchronously, after the status.
+        turn.get_by_text("its rank counts pivots.").wait_for()
         text = turn.inner_text()
         strong = turn.locator(".jp-DeepTutorChat-markdown strong").inner_text()
     assert "What is a matrix?" in text
@@ -266,6 +268,7 @@ def test_an_ask_user_form_in_the_panel_continues_the_turn(
         card.locator("label", has_text="Just do it").click()
         card.locator("button", has_text="Go on").click()
         page.locator(".jp-DeepTutorChat-turn[data-status='done']").wait_for()
+        page.locator(".jp-DeepTutorChat-turn").get_by_text("Deep it is.").wait_for()
         receipt = card.locator(".jp-DeepTutorAsk-receipt").inner_text()
         answer = page.locator(".jp-DeepTutorChat-turn").inner_text()
     assert receipt == "Answered: Just do it"
@@ -341,6 +344,7 @@ def test_a_page_reload_brings_the_panel_back_as_it_was(
         open_tutor(page)
         turn = page.locator(".jp-DeepTutorChat-turn[data-status='done']")
         turn.wait_for(timeout=60000)
+        turn.get_by_text("Vectors add tip to tail.").wait_for()
         shown = turn.inner_text()
     assert "How do vectors add?" in shown
     assert "Vectors add tip to tail." in shown
