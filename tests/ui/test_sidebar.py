@@ -221,7 +221,7 @@ def test_a_question_asked_in_the_panel_streams_its_answer(
         turn = page.locator(".jp-DeepTutorChat-turn[data-status='done']")
         turn.wait_for(timeout=60000)
         # The answer's Markdown is rendered by JupyterLab asynchronously, after the status.
-        turn.get_by_text("its rank counts pivots.").wait_for()
+        turn.get_by_text("its rank counts pivots.").first.wait_for()
         text = turn.inner_text()
         strong = turn.locator(".jp-DeepTutorChat-markdown strong").inner_text()
     assert "What is a matrix?" in text
@@ -268,7 +268,7 @@ def test_an_ask_user_form_in_the_panel_continues_the_turn(
         card.locator("label", has_text="Just do it").click()
         card.locator("button", has_text="Go on").click()
         page.locator(".jp-DeepTutorChat-turn[data-status='done']").wait_for()
-        page.locator(".jp-DeepTutorChat-turn").get_by_text("Deep it is.").wait_for()
+        page.locator(".jp-DeepTutorChat-turn").get_by_text("Deep it is.").first.wait_for()
         receipt = card.locator(".jp-DeepTutorAsk-receipt").inner_text()
         answer = page.locator(".jp-DeepTutorChat-turn").inner_text()
     assert receipt == "Answered: Just do it"
@@ -289,7 +289,7 @@ def test_a_question_asked_in_a_cell_is_answered_from_the_pending_tab(
     with lab_page("sidebar-pending-cell") as page:
         open_notebook(page, lab, "lesson.ipynb")
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-        page.locator(".jp-Notebook").get_by_text("Which way?").wait_for()
+        page.locator(".jp-Notebook").get_by_text("Which way?").first.wait_for()
         open_tutor(page)
         page.locator(".jp-DeepTutorPanel-tab", has_text="Pending").click()
         card = page.locator("#deeptutor-panel .jp-DeepTutorAsk", has_text="Which way?")
@@ -297,7 +297,7 @@ def test_a_question_asked_in_a_cell_is_answered_from_the_pending_tab(
         card.locator("label", has_text="Analyse first").click()
         card.locator("button", has_text="Go on").click()
         # The turn goes on in its own cell, not in the panel.
-        page.locator(".jp-Notebook").get_by_text("Continued in the cell.").wait_for()
+        page.locator(".jp-Notebook").get_by_text("Continued in the cell.").first.wait_for()
         receipt = card.inner_text()
     assert "Answered: Analyse first" in receipt
     assert "The turn continues in" in receipt and "lesson.ipynb" in receipt
@@ -320,7 +320,7 @@ def test_explain_this_error_sends_the_traceback(
         turn = page.locator(".jp-DeepTutorChat-turn[data-status='done']")
         turn.wait_for(timeout=60000)
         # The answer's Markdown is rendered by JupyterLab asynchronously, after the status.
-        turn.get_by_text("You divided by zero").wait_for()
+        turn.get_by_text("You divided by zero").first.wait_for()
         shown = turn.inner_text()
     assert "You divided by zero: check the denominator." in shown
     asked = json.dumps([m for m in fake_llm.requests[0].body["messages"] if m["role"] == "user"])
@@ -344,7 +344,7 @@ def test_a_page_reload_brings_the_panel_back_as_it_was(
         open_tutor(page)
         turn = page.locator(".jp-DeepTutorChat-turn[data-status='done']")
         turn.wait_for(timeout=60000)
-        turn.get_by_text("Vectors add tip to tail.").wait_for()
+        turn.get_by_text("Vectors add tip to tail.").first.wait_for()
         shown = turn.inner_text()
     assert "How do vectors add?" in shown
     assert "Vectors add tip to tail." in shown
