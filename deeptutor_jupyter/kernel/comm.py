@@ -57,6 +57,10 @@ def register(ipython: Any, tutor_of: Callable[[], KernelTutor | None]) -> bool:
 
     def on_open(comm: Any, msg: dict[str, Any]) -> None:
         channel = Channel(comm, tutor_of, on_loop(loop))
+        # Listen at once: the panel's first action may arrive (on a subshell) while ``start``
+        # still waits for the loop or for the warming imports; a comm without a handler yet
+        # drops it silently. Each message is posted to the loop after ``start``.
+        channel.listen()
         channel.run(channel.start)
 
     manager.register_target(TARGET, on_open)
@@ -160,9 +164,11 @@ class Channel:
         self.subscriptions: dict[str, tuple[EventLog, Callable[[Event], None]]] = {}
         self.closed = False
 
-    def start(self) -> None:
+    def listen(self) -> None:
         self.comm.on_msg(lambda msg: self.run(lambda: self.on_msg(msg)))
         self.comm.on_close(lambda msg: self.run(lambda: self.on_close(msg)))
+
+    def start(self) -> None:
         tutor = self.tutor_of()
         if tutor is not None:
             _open(tutor)
