@@ -53,7 +53,7 @@ def test_memory_keeps_itself_current_and_the_workbench_says_so(tmp_path: Path):
                     # Slow enough that the kernel is asked something while it waits.
                     ops_reply(
                         {"op": "add", "section": "Topics", "text": "Eigenvectors", "refs": [first]},
-                        delay=2.0,
+                        delay=4.0,
                     ),
                     ops_reply(
                         {"op": "add", "section": "Level", "text": "Beginner", "refs": [first]}

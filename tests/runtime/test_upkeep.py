@@ -120,7 +120,7 @@ async def test_running_it_again_on_the_same_traces_asks_nothing_and_changes_noth
 
 
 async def test_a_turn_ends_without_waiting_for_a_slow_consolidation(session, server):
-    slow = Reply(text=json.dumps({"ops": []}), delay=1.5)
+    slow = Reply(text=json.dumps({"ops": []}), delay=4.0)  # ample on a loaded machine
     server.extend([Reply(text="a"), Reply(text="b"), slow, ops_reply()])
     await turn(session, "one")
     t = session.ask("two", session.resolve({}), AskOptions())
