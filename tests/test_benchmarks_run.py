@@ -120,5 +120,6 @@ def test_first_turn_quick() -> None:
         "RESULT:",
     ):
         assert line in out
-    # Warming done before the typed question: the turn itself imports nothing heavy.
-    assert "heavy packages the first turn imported (typed): none" in out
+    # Whether warming was done within the 1 s depends on the machine's load: what the turn
+    # imports after warming is asserted in tests/e2e/test_warm_kernel.py, after warm.wait().
+    assert "heavy packages the first turn imported (typed):" in out

@@ -525,7 +525,7 @@ def start_warming() -> None:
     SSL context an https model will need."""
     from deeptutor_jupyter.kernel import warm
 
-    warm.start(after=_ssl_context)
+    warm.start(warm.MODULES, after=_ssl_context)
 
 
 def _ssl_context() -> None:

@@ -192,7 +192,7 @@ class KnowledgeBase:
         writer = StoreWriter(self.folder, loaded.manifest if loaded else None)
         vocab = _LazyVocabulary(self.folder if loaded and loaded.manifest["chunks"] else None)
         build = Build()
-        total = sum(st.st_size for _, st in files)
+        total = sum(st.st_size for _, st in files) if progress else 0  # for progress only
         prefix = str(root).rstrip("/") + "/"
         done = 0
         if progress:

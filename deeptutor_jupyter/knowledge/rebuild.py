@@ -128,8 +128,6 @@ def index_arrays(
             return base_doc, first
         return delta_doc, first - first_delta
 
-    # Slices never run across the base's end into the delta: they come from other arrays.
-    segments = _coalesce([(k, f, n) for k, f, n, _ in build.segments], first_delta)
     dead = np.ones(first_delta, dtype=bool)
     moved = 0
     for kind, first, rows, _ in build.segments:
@@ -143,6 +141,8 @@ def index_arrays(
         for _, _, rows, rel in build.segments:
             build.entries[rel]["row"] = row
             row += rows
+        # Slices never run across the base's end into the delta: they come from other arrays.
+        segments = _coalesce([(k, f, n) for k, f, n, _ in build.segments], first_delta)
         ptr, terms, tfs = _gather([(*source(k, f), n) for k, f, n in segments])
         indptr, rows_by_term, tfs_by_term = bm25.postings(ptr, terms, tfs, n_vocab)
         df = np.bincount(terms, minlength=n_vocab).astype(np.int32)
