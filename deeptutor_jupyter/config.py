@@ -99,6 +99,9 @@ class Settings(BaseModel):
     trace_in_outputs: bool = True
     # How long an ask_user question waits for an answer before it times out.
     ask_timeout_hours: float = Field(24.0, gt=0)
+    # On a JupyterHub with a course service: send the course your mastery per objective
+    # (numbers only: probability and graded answers, never answers). False keeps it here.
+    share_progress: bool = True
 
     @field_validator("provider", mode="before")
     @classmethod

@@ -32,6 +32,7 @@ from deeptutor_jupyter.hub.auth import (
     required_scope,
 )
 from deeptutor_jupyter.hub.batch import GroupCommit
+from deeptutor_jupyter.hub.packs import PackStore
 from deeptutor_jupyter.hub.quota import QuotaStore, Refusal, Ticket
 from deeptutor_jupyter.hub.settings import GatewayConfig, Limits
 from deeptutor_jupyter.hub.usage_stream import UsageScanner, estimate_prompt_tokens
@@ -56,6 +57,7 @@ class GatewayState:
     check_token: TokenChecker
     has_scope: Callable[[Identity, str], bool]
     service_name: str = "deeptutor"
+    packs: PackStore | None = None  # course packs (hub/packs.py); None leaves their routes out
     # Several small pools instead of one large one: httpcore's pool scans all its connections
     # for every request and every release, which costs more than the relaying itself once a
     # hundred streams are open (measured with benchmarks/hub_gateway.py). No cap on connections:

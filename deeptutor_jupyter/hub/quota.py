@@ -63,6 +63,8 @@ mastery = sa.Table(
     sa.Column("student", sa.String(255), primary_key=True),
     sa.Column("objective", sa.String(255), primary_key=True),
     sa.Column("value", sa.Float, nullable=False),
+    # Graded answers behind the value (the kernel's BKT evidence count), never the answers.
+    sa.Column("answers", sa.Integer, nullable=False, server_default="0"),
     sa.Column("updated", sa.String(32), nullable=False),
 )
 
@@ -315,29 +317,54 @@ class QuotaStore:
         with self.engine.connect() as conn:
             return [UsageRow(**row._asdict()) for row in conn.execute(query)]
 
-    def report_mastery(self, student: str, values: dict[str, float]) -> None:
+    def report_mastery(self, student: str, values: dict[str, tuple[float, int]]) -> None:
+        """The student's latest mastery per objective: (probability, graded answers)."""
         stamp = self.clock().isoformat(timespec="seconds")
         with self.engine.begin() as conn:
-            for objective, value in values.items():
+            for objective, (value, answers) in sorted(values.items()):
                 key = {"student": student, "objective": objective}
-                _insert_missing(conn, mastery, {**key, "value": value, "updated": stamp})
+                fields = {"value": value, "answers": answers, "updated": stamp}
+                _insert_missing(conn, mastery, {**key, **fields})
                 conn.execute(
                     mastery.update()
                     .where(mastery.c.student == student, mastery.c.objective == objective)
-                    .values(value=value, updated=stamp)
+                    .values(**fields)
                 )
 
-    def mastery_by_objective(self, min_students: int) -> list[tuple[str, int, float | None]]:
-        """(objective, students, mean); mean is None when fewer than ``min_students`` reported."""
+    def mastery_by_objective(self, min_students: int) -> list[MasteryRow]:
+        """Per objective: how many students reported, and, when at least ``min_students`` did,
+        the mean probability and how many have mastered it (85%, three answers)."""
+        mastered = sa.func.sum(
+            sa.case((sa.and_(mastery.c.value >= 0.85, mastery.c.answers >= 3), 1), else_=0)
+        )
         query = sa.select(
-            mastery.c.objective, sa.func.count(), sa.func.avg(mastery.c.value)
+            mastery.c.objective, sa.func.count(), sa.func.avg(mastery.c.value), mastered
         ).group_by(mastery.c.objective)
         with self.engine.connect() as conn:
             rows = conn.execute(query.order_by(mastery.c.objective)).all()
-        return [
-            (str(o), int(n), float(mean) if n >= min_students and mean is not None else None)
-            for o, n, mean in rows
-        ]
+        out = []
+        for objective, n, mean, done in rows:
+            shown = n >= min_students and mean is not None
+            out.append(
+                MasteryRow(
+                    str(objective),
+                    int(n),
+                    float(mean) if shown else None,
+                    int(done or 0) if shown else None,
+                )
+            )
+        return out
+
+
+@dataclass(frozen=True)
+class MasteryRow:
+    """One objective on the instructor's page; ``mean`` and ``mastered`` are None when fewer
+    students than the smallest group shown reported it."""
+
+    objective: str
+    students: int
+    mean: float | None
+    mastered: int | None
 
 
 def budget_message() -> str:
