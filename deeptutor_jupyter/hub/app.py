@@ -75,8 +75,6 @@ async def serve(environ: Mapping[str, str]) -> None:
 
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="[deeptutor-hub %(levelname)s] %(message)s")
-    # One line per upstream request would double the access log; failures are logged by us.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         asyncio.run(serve(os.environ))
     except ServiceConfigError as exc:
