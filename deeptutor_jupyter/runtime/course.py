@@ -173,7 +173,7 @@ def _read_listing(folder: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-# (folder, version, stamps of every file) -> verified: hashing is done once per change.
+# (folder, version) -> (stamps of everything under it, verified): hashed again only on a change.
 _verified_cache: dict[tuple[str, int], tuple[tuple[Any, ...], bool]] = {}
 
 
@@ -182,16 +182,21 @@ def _verified(folder: Path, listing: Mapping[str, Any]) -> Pack | None:
     root = folder / f"v{version}"
     files = listing.get("files") or []
     try:
+        # Every file and folder under the pack, listed or not: an added file is an edit too.
         stamps = tuple(
-            (f["path"], (s := (root / f["path"]).stat()).st_size, s.st_mtime_ns, s.st_mode)
-            for f in files
+            (str(p), (st := p.stat()).st_size, st.st_mtime_ns, st.st_mode)
+            for p in sorted([root, *root.rglob("*")])
         )
-    except (OSError, KeyError, TypeError):
+    except OSError:
         return None
     key = (str(folder), version)
     cached = _verified_cache.get(key)
     if cached is None or cached[0] != stamps:
-        ok = all(_file_matches(root / f["path"], f) for f in files) and _only_listed(root, files)
+        try:
+            ok = all(_file_matches(root / f["path"], f) for f in files)
+            ok = ok and _only_listed(root, files)
+        except (KeyError, TypeError):  # a pack.json not written by install()
+            ok = False
         _verified_cache[key] = (stamps, ok)
     if not _verified_cache[key][1]:
         return None
