@@ -9,9 +9,10 @@ service is (``DEEPTUTOR_HUB_SERVICE_URL``) and gives it the student's hub token.
   folders 0555). A pack's ``kb/`` becomes the knowledge base ``course-<name>``. Each turn uses
   the installed packs (runtime/plan.py): the TUTOR.md as the course's instructions, the skills
   as the course layer, the knowledge base selected. An installed file that no longer matches
-  its manifest makes the pack unusable until the next check installs it again. The first turn
-  waits for the first check (at most ``FIRST_WAIT`` s); later checks run in the background
-  every ``REFRESH`` s. With the hub unreachable, the installed packs go on working.
+  its manifest makes the pack unusable until the next check installs it again. A home with no
+  pack yet waits for the first check before its first turn (at most ``FIRST_WAIT`` s);
+  otherwise checks run in the background, at most every ``REFRESH`` s, and the next turn sees
+  what they installed. With the hub unreachable, the installed packs go on working.
 - **Mastery.** After a graded quiz the kernel posts its mastery per objective (probability and
   number of graded answers: numbers only, never answers) to ``mastery``, unless the learner set
   ``share_progress = false``.
@@ -428,11 +429,15 @@ def sync_for(home: Path, environ: Mapping[str, str] | None = None) -> CourseSync
 
 
 def course_packs(home: Path, *, wait: float = FIRST_WAIT) -> list[Pack]:
-    """The packs for this turn: the first call waits for the first check (up to ``wait``)."""
+    """The packs for this turn. Only a home with none installed yet waits for the first check
+    (up to ``wait``); otherwise the check runs in the background and the next turn sees it."""
     sync = sync_for(home)
     if sync is None:
         return []
     sync.start()
+    packs = installed(home)
+    if packs or sync.checked_once.is_set():
+        return packs
     sync.checked_once.wait(wait)
     return installed(home)
 
