@@ -13,8 +13,9 @@ service is (``DEEPTUTOR_HUB_SERVICE_URL``) and gives it the student's hub token.
   pack yet waits for the first check before its first turn (at most ``FIRST_WAIT`` s);
   otherwise checks run in the background, at most every ``REFRESH`` s, and the next turn sees
   what they installed. With the hub unreachable, the installed packs go on working.
-- **Mastery.** After a graded quiz the kernel posts its mastery per objective (probability and
-  number of graded answers: numbers only, never answers) to ``mastery``, unless the learner set
+- **Mastery.** After a graded quiz the kernel posts its mastery of the course's objectives (those
+  its packs list; a learner's own objectives stay private) to ``mastery``: per objective the
+  probability and the number of graded answers, never answers. Not when the learner set
   ``share_progress = false``.
 """
 
@@ -485,6 +486,19 @@ def instruction_blocks(packs: list[Pack]) -> list[str]:
             f"in the learner's folders, if any, comes after and adds to them:\n{text.strip()}"
         )
     return blocks
+
+
+def course_objectives(home: Path) -> set[str]:
+    """The ids of the objectives the course's packs list (their TUTOR.md ``## Objectives``):
+    the same ids ``%tutor learn`` gives a path proposed from them."""
+    from deeptutor_jupyter.learning.path import objectives_from_titles, objectives_in_tutor_md
+
+    ids: set[str] = set()
+    for pack in installed(home):
+        if pack.tutor_md is not None:
+            text = pack.tutor_md.read_bytes().decode("utf-8-sig", errors="replace")
+            ids.update(o.id for o in objectives_from_titles(objectives_in_tutor_md(text)))
+    return ids
 
 
 def course_kbs(home: Path, packs: list[Pack]) -> list[str]:

@@ -92,14 +92,17 @@ def standing_text(store: LearningStore) -> str:
 def graded(session: TutorSession, learning: Learning, row: QuizRow, result: dict[str, Any]) -> None:
     """A quiz was graded: its trace, and the mastery numbers for a course that asks for them."""
     record_trace(session, row, result)
-    from deeptutor_jupyter.runtime.course import send_mastery
+    from deeptutor_jupyter.runtime.course import course_objectives, send_mastery
 
     try:
         shared = session.resolve({}).settings.share_progress
     except Exception:  # settings that do not resolve share nothing
         shared = False
     if shared:
-        send_mastery(mastery_report(learning.store))
+        # Only the course's objectives: the titles of a learner's own paths say what they
+        # study, which is theirs.
+        course = course_objectives(learning.home)
+        send_mastery({o: v for o, v in mastery_report(learning.store).items() if o in course})
 
 
 def mastery_report(store: LearningStore) -> dict[str, dict[str, float | int]]:

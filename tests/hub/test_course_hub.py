@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import tarfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -244,7 +243,7 @@ def test_a_changed_file_is_put_back_and_a_new_version_replaces_the_old(
 
 QUIZ = {
     "title": "Limits check",
-    "objective": "limits-the-idea",
+    "objective": "limits",
     "questions": [
         {
             "id": "q1",
@@ -263,56 +262,54 @@ def summary(hub: Hub) -> dict[str, Any]:
     return {m["objective"]: m for m in r.json()["mastery"]}
 
 
-def test_a_graded_quiz_sends_numbers_only_and_the_instructor_sees_the_class(
-    hub: Hub, alice_kernel: KernelDriver, upstream: FakeLLMServer
-) -> None:
-    k = alice_kernel
-    upstream.clear_requests()
+QUIZ_AND_GRADE = (
+    "from deeptutor_jupyter.kernel.learn_api import wait_for_quiz, submit_quiz\n"
+    "from deeptutor_jupyter import wait_for_turns\n"
+    "import threading\n"
+    "quiz = await wait_for_quiz()\n"
+    "grade = await submit_quiz(quiz['id'], {'q1': ['a']})\n"
+    "_ = await wait_for_turns()  # the turn goes on with the grade: its reply is used up\n"
+    "for t in threading.enumerate():\n"
+    "    if t.name == 'deeptutor-mastery':\n"
+    "        t.join()  # the report, if one is sent, has arrived\n"
+    "print('graded', grade['score'])"
+)
+
+
+def quiz_on(k: KernelDriver, upstream: FakeLLMServer, objective: str) -> None:
+    quiz = dict(QUIZ, objective=objective)
     upstream.extend(
         [
-            Reply(text="A check.", tool_calls=[ToolCallSpec("make_quiz", QUIZ, id="call_q")]),
+            Reply(
+                text="A check.",
+                tool_calls=[ToolCallSpec("make_quiz", quiz, id=f"call_{objective}")],
+            ),
             Reply(text="Well done."),
         ]
     )
-    k.execute("%tutor Quiz me on limits.")
-    k.execute(
-        "from deeptutor_jupyter.kernel.learn_api import wait_for_quiz, submit_quiz\n"
-        "quiz = await wait_for_quiz()\n"
-        "grade = await submit_quiz(quiz['id'], {'q1': ['a']})\n"
-        "print(grade['score'])"
+    k.execute("%tutor Quiz me.")
+    assert "graded 1.0" in shown(k, QUIZ_AND_GRADE)
+
+
+@pytest.fixture(scope="module")
+def republished(hub: Hub, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The course pack again (an earlier test withdrew it): its objectives are the course's."""
+    folder = make_pack(tmp_path_factory.mktemp("again") / "calc")
+    teacher = hub.token_for("ms-lee")
+    done = cli(hub, teacher, "publish", str(folder), "--group", "class-a")
+    assert done.returncode == 0, done.stderr
+    # This module's hub gives 1,000 tokens a day; the quizzes' turns need more.
+    r = httpx.post(
+        f"{hub.service}/instructor/",
+        data={"student": "alice", "daily_tokens": "1000000", "requests_per_minute": ""},
+        headers=auth(teacher),
+        follow_redirects=False,
     )
-    mine = k.wait_for(lambda: summary(hub).get("limits-the-idea"), timeout=30)
-    assert mine["students"] == 1 and mine["hidden"] is True  # one student: hidden
-
-    # Four classmates report (their kernels would do the same); the group is now shown.
-    for i, name in enumerate(("bob", "carol", "dan", "erin")):
-        r = httpx.post(
-            f"{hub.service}/v1/mastery",
-            json={"limits-the-idea": {"p": 0.9, "n": 3 + i}},
-            headers=auth(hub.token_for(name, [SERVICE_SCOPE])),
-        )
-        assert r.status_code == 200, r.text
-    row = summary(hub)["limits-the-idea"]
-    assert row["students"] == 5 and row["hidden"] is False
-    # Alice's estimate after one right answer is BKT's posterior, below 0.9: the mean shows it.
-    assert 0.2 < row["mean"] < 0.9 and row["mastered"] == 4
-    page = httpx.get(f"{hub.service}/instructor/", headers=auth(hub.token_for("ms-lee"))).text
-    assert "limits-the-idea" in page and "4 of 5" in page
-
-    # A report carrying anything but numbers is refused whole, and nothing of it is kept.
-    alice = hub.token_for("alice", [SERVICE_SCOPE])
-    for bad in (
-        {"limits-the-idea": {"p": 0.5, "n": 1, "answer": "zero, because 1/x shrinks"}},
-        {"limits-the-idea": "I think I get it"},
-        {"what I got wrong: dx vs dy": 0.2},
-    ):
-        refused = httpx.post(f"{hub.service}/v1/mastery", json=bad, headers=auth(alice))
-        assert refused.status_code == 400, bad
-    assert "shrinks" not in json.dumps(summary(hub))
+    assert r.status_code == 302, r.text
 
 
 def test_a_student_who_does_not_share_progress_sends_nothing(
-    hub: Hub, alice_env: dict[str, str], upstream: FakeLLMServer, tmp_path: Path
+    hub: Hub, republished: None, alice_env: dict[str, str], upstream: FakeLLMServer, tmp_path: Path
 ) -> None:
     env = dict(alice_env)
     env.update(
@@ -321,28 +318,48 @@ def test_a_student_who_does_not_share_progress_sends_nothing(
         IPYTHONDIR=str(tmp_path / "ipython"),
         DEEPTUTOR_SHARE_PROGRESS="false",
     )
-    quiet = dict(QUIZ, objective="private-objective")
-    upstream.extend(
-        [
-            Reply(text="A check.", tool_calls=[ToolCallSpec("make_quiz", quiet, id="call_p")]),
-            Reply(text="Done."),
-        ]
-    )
     k = KernelDriver(env, cwd=tmp_path)
     try:
         k.execute("%load_ext deeptutor_jupyter")
-        k.execute("%tutor Quiz me.")
-        out = shown(
-            k,
-            "from deeptutor_jupyter.kernel.learn_api import wait_for_quiz, submit_quiz\n"
-            "quiz = await wait_for_quiz()\n"
-            "grade = await submit_quiz(quiz['id'], {'q1': ['a']})\n"
-            "import threading; [t.join() for t in threading.enumerate() "
-            "if t.name == 'deeptutor-mastery']\n"
-            "print('graded', grade['score'])",
-        )
-        assert "graded 1.0" in out
+        quiz_on(k, upstream, "limits")  # a course objective, but not shared
+        assert (tmp_path / "home" / "course" / "calc").is_dir()
     finally:
         k.shutdown()
-    time.sleep(0.5)
-    assert "private-objective" not in summary(hub)
+    assert "limits" not in summary(hub)
+
+
+def test_a_graded_quiz_sends_numbers_only_and_the_instructor_sees_the_class(
+    hub: Hub, republished: None, alice_kernel: KernelDriver, upstream: FakeLLMServer
+) -> None:
+    k = alice_kernel
+    quiz_on(k, upstream, "limits")  # listed by the course's TUTOR.md
+    mine = summary(hub)["limits"]
+    assert mine["students"] == 1 and mine["hidden"] is True  # one student: hidden
+    quiz_on(k, upstream, "my-own-topic")  # the learner's own objective stays private
+    assert "my-own-topic" not in summary(hub)
+
+    # Four classmates report (their kernels would do the same); the group is now shown.
+    for i, name in enumerate(("bob", "carol", "dan", "erin")):
+        r = httpx.post(
+            f"{hub.service}/v1/mastery",
+            json={"limits": {"p": 0.9, "n": 3 + i}},
+            headers=auth(hub.token_for(name, [SERVICE_SCOPE])),
+        )
+        assert r.status_code == 200, r.text
+    row = summary(hub)["limits"]
+    assert row["students"] == 5 and row["hidden"] is False
+    # Alice's estimate after one right answer is BKT's posterior, below 0.9: the mean shows it.
+    assert 0.2 < row["mean"] < 0.9 and row["mastered"] == 4
+    page = httpx.get(f"{hub.service}/instructor/", headers=auth(hub.token_for("ms-lee"))).text
+    assert "limits" in page and "4 of 5" in page
+
+    # A report carrying anything but numbers is refused whole, and nothing of it is kept.
+    alice = hub.token_for("alice", [SERVICE_SCOPE])
+    for bad in (
+        {"limits": {"p": 0.5, "n": 1, "answer": "zero, because 1/x shrinks"}},
+        {"limits": "I think I get it"},
+        {"what I got wrong: dx vs dy": 0.2},
+    ):
+        refused = httpx.post(f"{hub.service}/v1/mastery", json=bad, headers=auth(alice))
+        assert refused.status_code == 400, bad
+    assert "shrinks" not in json.dumps(summary(hub))
