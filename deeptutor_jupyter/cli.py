@@ -117,7 +117,7 @@ def _course(args: argparse.Namespace) -> int:
 
     import httpx
 
-    from deeptutor_jupyter.runtime.course import PackError, publish
+    from deeptutor_jupyter.runtime.course_files import PackError, publish
 
     url = (args.url or os.environ.get("DEEPTUTOR_HUB_SERVICE_URL", "")).strip().rstrip("/")
     token = os.environ.get("JUPYTERHUB_API_TOKEN", "").strip()

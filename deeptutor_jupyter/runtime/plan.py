@@ -17,7 +17,7 @@ from deeptutor_jupyter.errors import DeepTutorError
 if TYPE_CHECKING:
     from deeptutor_jupyter.config import Settings
     from deeptutor_jupyter.memory import TraceRecord
-    from deeptutor_jupyter.runtime.course import Pack
+    from deeptutor_jupyter.runtime.course_files import Pack
     from deeptutor_jupyter.runtime.events import EventLog
     from deeptutor_jupyter.runtime.orchestrator import Turn
     from deeptutor_jupyter.runtime.session import TutorSession
@@ -152,7 +152,7 @@ def session_learning(session: TutorSession, home: Path) -> Any:
 
 
 def resume_deps(session: TutorSession, home: Path, context: dict[str, Any]) -> ToolDeps:
-    from deeptutor_jupyter.runtime.course import installed
+    from deeptutor_jupyter.runtime.course_files import installed
 
     kbs = list((context.get("metadata") or {}).get("kbs", []))
     return tool_deps(session, home, kbs, _skills(home, installed(home)))

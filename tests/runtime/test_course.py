@@ -14,13 +14,8 @@ from typing import Any
 import pytest
 
 from deeptutor_jupyter.hub.packs import PackRefused, manifest_of
-from deeptutor_jupyter.runtime.course import (
-    PackError,
-    build_archive,
-    install,
-    installed,
-    instruction_blocks,
-)
+from deeptutor_jupyter.runtime.course import instruction_blocks
+from deeptutor_jupyter.runtime.course_files import PackError, build_archive, install, installed
 
 
 def pack_folder(root: Path) -> Path:
