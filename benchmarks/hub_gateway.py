@@ -42,6 +42,7 @@ KEY = "sk-bench-upstream"
 PREFIX = "/services/deeptutor/"
 # The gateway's own time per request before forwarding (its Server-Timing header).
 OWN_MS: list[float] = []
+PARTS_MS: dict[str, list[float]] = {}  # within it: the token check and the admission
 
 
 def serve_gateway(port: int, upstream: str, db: str) -> None:
@@ -77,10 +78,25 @@ def serve_gateway(port: int, upstream: str, db: str) -> None:
         make_app(state, PREFIX, oauth=False).listen(port, address="127.0.0.1")
         await asyncio.Event().wait()
 
+    profile = os.environ.get("HUB_BENCH_PROFILE")
+    if profile:
+        # --profile: the gateway's own CPU, written when the benchmark stops it.
+        import cProfile
+        import signal
+
+        profiler = cProfile.Profile()
+
+        def dump(*_args: Any) -> None:
+            profiler.disable()
+            profiler.dump_stats(profile)
+            raise SystemExit(0)
+
+        signal.signal(signal.SIGTERM, dump)
+        profiler.enable()
     asyncio.run(main())
 
 
-def serve_upstream(fast: int, slow: int) -> None:
+def serve_upstream(fast: int, slow: int, after: int) -> None:
     """The child process holding the upstream, so it competes with neither client nor gateway."""
     fake_llm._Handler.disable_nagle_algorithm = True  # see turn_overhead.py
     # socketserver's default backlog of 5 resets connections when 100 clients connect at once.
@@ -88,7 +104,8 @@ def serve_upstream(fast: int, slow: int) -> None:
     usage = {"prompt_tokens": 9, "completion_tokens": 20}
     quick = Reply(chunks=[f"word{i} " for i in range(20)], usage=usage)
     held = Reply(chunks=[f"w{i} " for i in range(40)], chunk_delay=0.5, usage=usage)
-    server = FakeLLMServer([quick] * fast + [held] * slow, api_key=KEY).start()
+    script = [quick] * fast + [held] * slow + [quick] * after
+    server = FakeLLMServer(script, api_key=KEY).start()
     print(server.url, flush=True)
     while True:
         time.sleep(3600)
@@ -122,9 +139,15 @@ async def one_stream(
     async with client.stream("POST", url, json=body, headers=headers) as response:
         if response.status_code != 200:
             raise SystemExit(f"{url} answered {response.status_code}: {await response.aread()!r}")
-        timing = response.headers.get("server-timing", "")
-        if timing.startswith("gateway;dur="):
-            OWN_MS.append(float(timing.split("=", 1)[1]))
+        timing = dict(
+            part.strip().split(";dur=", 1)
+            for part in response.headers.get("server-timing", "").split(",")
+            if ";dur=" in part
+        )
+        if "gateway" in timing:
+            OWN_MS.append(float(timing["gateway"]))
+            PARTS_MS.setdefault("auth", []).append(float(timing.get("auth", 0)))
+            PARTS_MS.setdefault("admit", []).append(float(timing.get("admit", 0)))
         async for chunk in response.aiter_bytes():
             if not first and b'"content": "' in chunk:
                 first = time.perf_counter() - start
@@ -135,6 +158,28 @@ async def one_stream(
 
 async def burst(client: httpx.AsyncClient, url: str, n: int) -> list[tuple[float, float]]:
     return await asyncio.gather(*(one_stream(client, url, i) for i in range(n)))
+
+
+async def one_at_a_time(
+    client: httpx.AsyncClient, direct: str, via: str, count: int, label: str = "alone"
+) -> None:
+    """Requests one after another, alternating direct and through the gateway: the added
+    latency of a single request, with no queue anywhere."""
+    pairs: list[tuple[float, float]] = []
+    for i in range(count):
+        d = (await one_stream(client, direct, i))[0]
+        g = (await one_stream(client, via, i))[0]
+        pairs.append((d, g))
+    own = OWN_MS[-count:] or [0.0]
+    admit = PARTS_MS.get("admit", [])[-count:] or [0.0]
+    added = [(g - d) * 1000 for d, g in pairs]
+    direct_ms = [d * 1000 for d, _ in pairs]
+    print(
+        f"one request at a time, {label} ({count}): direct first byte p50 "
+        f"{percentile(direct_ms, 0.5):.2f} ms; added p50 {percentile(added, 0.5):+.2f} ms"
+        f"  p95 {percentile(added, 0.95):+.2f} ms; gateway's own work p50 "
+        f"{percentile(own, 0.5):.2f} ms (admission {percentile(admit, 0.5):.2f} ms)"
+    )
 
 
 async def until(predicate: Any) -> None:
@@ -159,10 +204,14 @@ async def measure(args: argparse.Namespace, upstream: str, gateway: str, pid: in
         # Warm-up: connections, tables, the students' rows.
         await burst(client, direct, n)
         await burst(client, via, n)
+        await one_at_a_time(client, direct, via, args.single)
+        OWN_MS.clear()
+        PARTS_MS.clear()
         for r in range(args.rounds):
             order = [("direct", direct), ("gateway", via)]
             for name, url in order if r % 2 == 0 else order[::-1]:
                 results[name] += await burst(client, url, n)
+        own_in_rounds = (list(OWN_MS), {k: list(v) for k, v in PARTS_MS.items()})
         # The upstream's last 2n replies are slow (20 s), so the streams stay open. The
         # first n reach the concurrency the rounds already had (memory the allocator keeps);
         # the next n are beyond it, so their RSS growth is what an open stream costs.
@@ -175,12 +224,20 @@ async def measure(args: argparse.Namespace, upstream: str, gateway: str, pid: in
         busy = rss_kib(pid)
         sockets = len(os.listdir(f"/proc/{pid}/fd"))
         print(f"gateway file descriptors with {2 * n} streams open: {sockets}")
+        # A student's question while the class is streaming: one request at a time, with
+        # 2n streams flowing through the same gateway (and the same upstream, for direct).
+        await one_at_a_time(client, direct, via, args.single, f"with {2 * n} streams open")
         await asyncio.gather(*held)
-    report(results, n, args.rounds, idle, busy)
+    report(results, own_in_rounds, n, args.rounds, idle, busy)
 
 
 def report(
-    results: dict[str, list[tuple[float, float]]], n: int, rounds: int, idle: int, busy: int
+    results: dict[str, list[tuple[float, float]]],
+    own_in_rounds: tuple[list[float], dict[str, list[float]]],
+    n: int,
+    rounds: int,
+    idle: int,
+    busy: int,
 ) -> None:
     print(f"hub gateway benchmark: {n} concurrent streams x {rounds} rounds, same upstream")
     rows = {}
@@ -198,11 +255,17 @@ def report(
             f"{name:8} first byte p50 {p[0]:7.2f} ms  p95 {p[1]:7.2f} ms"
             f"   whole answer p50 {p[2]:7.2f} ms  p95 {p[3]:7.2f} ms"
         )
-    own = OWN_MS[-len(results["gateway"]) :]
+    own, parts = own_in_rounds
     print(
         f"gateway's own work before forwarding (Server-Timing): p50 {percentile(own, 0.5):.2f} ms"
         f"  p95 {percentile(own, 0.95):.2f} ms"
     )
+    for part in ("auth", "admit"):
+        values = parts.get(part) or [0.0]
+        print(
+            f"  of which {part}: p50 {percentile(values, 0.5):.2f} ms"
+            f"  p95 {percentile(values, 0.95):.2f} ms"
+        )
     added = [g - d for g, d in zip(rows["gateway"], rows["direct"], strict=True)]
     print(f"added latency, first byte: p50 {added[0]:+.2f} ms  p95 {added[1]:+.2f} ms")
     print(f"added latency, whole answer: p50 {added[2]:+.2f} ms  p95 {added[3]:+.2f} ms")
@@ -223,8 +286,10 @@ def main() -> int:
     parser.add_argument("-n", type=int, default=100, help="concurrent streams")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="10 streams, 1 round")
+    parser.add_argument("--single", type=int, default=50, help="one-at-a-time requests")
+    parser.add_argument("--profile", metavar="FILE", help="cProfile the gateway into FILE")
     parser.add_argument("--serve-gateway", nargs=3, metavar=("PORT", "UPSTREAM", "DB"))
-    parser.add_argument("--serve-upstream", nargs=2, type=int, metavar=("FAST", "SLOW"))
+    parser.add_argument("--serve-upstream", nargs=3, type=int, metavar=("FAST", "SLOW", "AFTER"))
     args = parser.parse_args()
     if args.serve_gateway:
         port, upstream_url, db = args.serve_gateway
@@ -234,10 +299,17 @@ def main() -> int:
         serve_upstream(*args.serve_upstream)
         return 0
     if args.quick:
-        args.n, args.rounds = 10, 1
-    fast = 2 * args.n * (args.rounds + 1)
+        args.n, args.rounds, args.single = 10, 1, 5
+    fast = 2 * args.n * (args.rounds + 1) + 2 * args.single
     upstream_proc = subprocess.Popen(
-        [sys.executable, __file__, "--serve-upstream", str(fast), str(2 * args.n)],
+        [
+            sys.executable,
+            __file__,
+            "--serve-upstream",
+            str(fast),
+            str(2 * args.n),
+            str(2 * args.single),
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -247,7 +319,11 @@ def main() -> int:
         port = free_port()
         child = subprocess.Popen(
             [sys.executable, __file__, "--serve-gateway", str(port), upstream, f"{tmp}/q.sqlite"],
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={
+                **os.environ,
+                "PYTHONUNBUFFERED": "1",
+                **({"HUB_BENCH_PROFILE": args.profile} if args.profile else {}),
+            },
             stderr=subprocess.DEVNULL,
         )
         gateway = f"http://127.0.0.1:{port}"

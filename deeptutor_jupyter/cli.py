@@ -40,6 +40,22 @@ def _parser() -> argparse.ArgumentParser:
         help="print the JSON Schema of a contract (the sidebar's TypeScript types come from it)",
     )
     schema.add_argument("contract", choices=sorted(SCHEMAS), help="which contract")
+    course = commands.add_parser(
+        "course",
+        help="publish a course pack to the class's JupyterHub course service (instructors)",
+        description=(
+            "Course packs (docs/hub.md): a folder with TUTOR.md, skills/ and kb/ that every "
+            "student's kernel receives read-only. Run it in a terminal of your own hub server: "
+            "the service's address and your hub token come from its environment."
+        ),
+    )
+    course.add_argument("action", choices=("publish", "list", "withdraw"))
+    course.add_argument("target", nargs="?", help="publish: the folder; withdraw: the pack name")
+    course.add_argument("--name", help="the pack's name (default: the folder's name)")
+    course.add_argument("--group", help="the hub group it is for (default: every student)")
+    course.add_argument(
+        "--url", help="the service's /v1 address (default: $DEEPTUTOR_HUB_SERVICE_URL)"
+    )
     return parser
 
 
@@ -96,11 +112,70 @@ def _scrub(args: argparse.Namespace) -> int:
     return status
 
 
+def _course(args: argparse.Namespace) -> int:
+    import os
+
+    import httpx
+
+    from deeptutor_jupyter.runtime.course_files import PackError, publish
+
+    url = (args.url or os.environ.get("DEEPTUTOR_HUB_SERVICE_URL", "")).strip().rstrip("/")
+    token = os.environ.get("JUPYTERHUB_API_TOKEN", "").strip()
+    if not url or not token:
+        print(
+            "deeptutor-jupyter course: run it in a terminal of your hub server (it needs "
+            "DEEPTUTOR_HUB_SERVICE_URL and JUPYTERHUB_API_TOKEN), or pass --url.",
+            file=sys.stderr,
+        )
+        return 2
+    headers = {"Authorization": f"Bearer {token}"}
+    try:
+        if args.action == "publish":
+            if not args.target:
+                print("deeptutor-jupyter course publish: name the folder", file=sys.stderr)
+                return 2
+            folder = Path(args.target)
+            name = args.name or folder.resolve().name.lower()
+            done = publish(folder, name, args.group, url, token)
+            pack = done["pack"]
+            what = "published" if done["new_version"] else "unchanged, still"
+            audience = f"group {pack['group']}" if pack["group"] else "every student"
+            print(
+                f"{pack['name']}: {what} version {pack['version']} for {audience} "
+                f"({len(pack['files'])} files, sha256 {pack['sha256'][:12]})"
+            )
+            return 0
+        if args.action == "withdraw":
+            r = httpx.delete(f"{url}/packs/{args.target}", headers=headers, timeout=30)
+        else:
+            r = httpx.get(f"{url}/packs", headers=headers, timeout=30)
+    except (PackError, httpx.HTTPError) as exc:
+        print(f"deeptutor-jupyter course: {exc}", file=sys.stderr)
+        return 1
+    if r.status_code != 200:
+        print(
+            f"deeptutor-jupyter course: {r.json().get('error', {}).get('message', r.status_code)}",
+            file=sys.stderr,
+        )
+        return 1
+    if args.action == "withdraw":
+        print(f"{args.target}: withdrawn")
+    for pack in r.json().get("packs", []):
+        audience = pack["group"] or "everyone"
+        print(
+            f"{pack['name']}  v{pack['version']}  for {audience}  {len(pack['files'])} files  "
+            f"by {pack['published_by']} at {pack['published_at']}"
+        )
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "scrub":
         return _scrub(args)
+    if args.command == "course":
+        return _course(args)
     if args.command == "schema":
         import json
 

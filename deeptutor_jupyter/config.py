@@ -103,6 +103,9 @@ class Settings(BaseModel):
     # configured model, once ``consolidate_every`` new traces have accumulated.
     auto_consolidate: bool = True
     consolidate_every: int = Field(5, ge=1)
+    # On a JupyterHub with a course service: send the course your mastery per objective
+    # (numbers only: probability and graded answers, never answers). False keeps it here.
+    share_progress: bool = True
 
     @field_validator("provider", mode="before")
     @classmethod

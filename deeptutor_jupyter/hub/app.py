@@ -21,6 +21,8 @@ from tornado.web import Application
 from deeptutor_jupyter.hub.auth import hub_token_checker
 from deeptutor_jupyter.hub.gateway import ChatCompletionsHandler, GatewayState, ModelsHandler
 from deeptutor_jupyter.hub.instructor import instructor_routes, student_routes
+from deeptutor_jupyter.hub.pack_routes import pack_routes
+from deeptutor_jupyter.hub.packs import PackStore
 from deeptutor_jupyter.hub.quota import QuotaStore, make_engine
 from deeptutor_jupyter.hub.settings import ServiceConfigError, load_config, upstream_key
 
@@ -36,6 +38,8 @@ def make_app(state: GatewayState, prefix: str, *, oauth: bool = True) -> Applica
         (prefix + "v1/models", ModelsHandler, args),
         *student_routes(prefix, state),
     ]
+    if state.packs is not None:
+        routes += pack_routes(prefix, state)
     settings: dict[str, Any] = {}
     if oauth:
         routes += instructor_routes(prefix, state)
@@ -47,10 +51,12 @@ def state_from_env(environ: Mapping[str, str]) -> tuple[GatewayState, str]:
     config = load_config(environ)
     key = upstream_key(environ)
     check, has_scope = hub_token_checker(config.auth_cache_seconds)
+    engine = make_engine(config.db_url)
     state = GatewayState(
         config=config,
         key=key,
-        quota=QuotaStore(make_engine(config.db_url)),
+        quota=QuotaStore(engine),
+        packs=PackStore(engine),
         check_token=check,
         has_scope=has_scope,
         service_name=environ.get("JUPYTERHUB_SERVICE_NAME", "deeptutor"),
@@ -69,8 +75,6 @@ async def serve(environ: Mapping[str, str]) -> None:
 
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="[deeptutor-hub %(levelname)s] %(message)s")
-    # One line per upstream request would double the access log; failures are logged by us.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         asyncio.run(serve(os.environ))
     except ServiceConfigError as exc:

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import httpx
+import aiohttp
 from pydantic import SecretStr
 from tornado.iostream import StreamClosedError
 from tornado.web import RequestHandler
@@ -32,6 +32,7 @@ from deeptutor_jupyter.hub.auth import (
     required_scope,
 )
 from deeptutor_jupyter.hub.batch import GroupCommit
+from deeptutor_jupyter.hub.packs import PackStore
 from deeptutor_jupyter.hub.quota import QuotaStore, Refusal, Ticket
 from deeptutor_jupyter.hub.settings import GatewayConfig, Limits
 from deeptutor_jupyter.hub.usage_stream import UsageScanner, estimate_prompt_tokens
@@ -41,7 +42,6 @@ T = TypeVar("T")
 
 ERROR_TYPE = "course_service"
 OVERRIDE_CACHE_SECONDS = 5.0
-UPSTREAM_POOLS = 8
 # Response headers of the upstream worth passing on; hop-by-hop ones are tornado's business.
 _PASSED_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-request-id")
 
@@ -56,20 +56,11 @@ class GatewayState:
     check_token: TokenChecker
     has_scope: Callable[[Identity, str], bool]
     service_name: str = "deeptutor"
-    # Several small pools instead of one large one: httpcore's pool scans all its connections
-    # for every request and every release, which costs more than the relaying itself once a
-    # hundred streams are open (measured with benchmarks/hub_gateway.py). No cap on connections:
-    # httpx's default of 100 would queue the 101st student's stream.
-    clients: list[httpx.AsyncClient] = field(
-        default_factory=lambda: [
-            httpx.AsyncClient(
-                timeout=None,
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
-            )
-            for _ in range(UPSTREAM_POOLS)
-        ]
-    )
-    _next_client: int = 0
+    packs: PackStore | None = None  # course packs (hub/packs.py); None leaves their routes out
+    # The upstream client is aiohttp (JupyterHub's own dependency): its C parser relays a chunk
+    # for a fraction of httpx's cost, which was most of the gateway's CPU per stream
+    # (benchmarks/hub_gateway.py). Made on first use, inside the service's event loop.
+    _session: aiohttp.ClientSession | None = None
     executor: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(4, thread_name_prefix="deeptutor-hub-db")
     )
@@ -85,17 +76,23 @@ class GatewayState:
             self._commits = GroupCommit(self.quota, self.executor)
         return self._commits
 
-    def client(self) -> httpx.AsyncClient:
-        """The next upstream pool, round robin."""
-        self._next_client = (self._next_client + 1) % len(self.clients)
-        return self.clients[self._next_client]
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            # No cap on connections: a cap would queue the 101st student's stream.
+            connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=30)
+            self._session = aiohttp.ClientSession(
+                connector=connector, timeout=aiohttp.ClientTimeout(total=None)
+            )
+        return self._session
 
     async def db(self, fn: Any, *args: Any) -> Any:
         """Run a database call off the event loop, so open streams keep flowing meanwhile."""
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
 
     def upstream_headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json"}
+        # identity: a compressed stream would be held back by the decompressor, and relayed
+        # bytes must be what the header says.
+        headers = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
         if self.key is not None:
             headers["Authorization"] = f"Bearer {self.key.get_secret_value()}"
         return headers
@@ -178,6 +175,7 @@ class ModelsHandler(ApiHandler):
 class ChatCompletionsHandler(ApiHandler):
     _relay: asyncio.Task[None] | None = None
     _gone = False
+    _marks: list[tuple[str, float]]
 
     def on_connection_close(self) -> None:
         # The student's cell stopped (or the kernel died): drop the upstream request at once.
@@ -186,9 +184,11 @@ class ChatCompletionsHandler(ApiHandler):
             self._relay.cancel()
 
     async def post(self) -> None:
+        started = time.perf_counter()
         identity = await self.identify()
         if identity is None:
             return
+        self._marks = [("auth", time.perf_counter() - started)]
         body = self._json_body()
         if body is None:
             return
@@ -202,9 +202,11 @@ class ChatCompletionsHandler(ApiHandler):
                 f"Your course does not offer the model '{model}'. Available: {offered}.",
             )
             return
+        admitting = time.perf_counter()
         ticket = await self._admit(identity, body)
         if ticket is None:
             return
+        self._marks.append(("admit", time.perf_counter() - admitting))
         self._relay = asyncio.ensure_future(self._forward(body, model, ticket))
         try:
             await self._relay
@@ -243,9 +245,11 @@ class ChatCompletionsHandler(ApiHandler):
         scanner = UsageScanner()
         settled = False
         try:
-            # The gateway's own share of the latency: token check, admission, until sending.
+            # The gateway's own share of the latency: from the request's arrival until sending,
+            # and within it the token check and the admission.
+            own = [("gateway", self.request.request_time()), *self._marks]
             self.set_header(
-                "Server-Timing", f"gateway;dur={self.request.request_time() * 1000:.2f}"
+                "Server-Timing", ", ".join(f"{name};dur={s * 1000:.2f}" for name, s in own)
             )
             response = await self._send(body)
             if streaming and await _rejects_stream_options(response):
@@ -253,7 +257,7 @@ class ChatCompletionsHandler(ApiHandler):
                 # usage is then estimated (hub/usage_stream.py).
                 body.pop("stream_options", None)
                 response = await self._send(body)
-        except httpx.HTTPError as exc:
+        except (aiohttp.ClientError, TimeoutError) as exc:
             await self.state.commits.release(ticket)
             self._upstream_unreachable(exc)
             return
@@ -262,14 +266,14 @@ class ChatCompletionsHandler(ApiHandler):
             await asyncio.shield(self.state.commits.release(ticket))
             raise
         try:
-            self.set_status(response.status_code)
+            self.set_status(response.status)
             for name in _PASSED_HEADERS:
                 if name in response.headers:
                     self.set_header(name, response.headers[name])
-            if response.status_code in (401, 403):
+            if response.status in (401, 403):
                 # The upstream refused the course's key, not the student's token: passed on
                 # as is, the student's cell would tell them to fix a key they do not have.
-                said = _upstream_message(await response.aread())
+                said = _upstream_message(await response.read())
                 self.clear_header("Retry-After")
                 self.fail(
                     502,
@@ -279,8 +283,8 @@ class ChatCompletionsHandler(ApiHandler):
                 await self.state.commits.release(ticket)
                 settled = True
                 return
-            if response.status_code != 200:
-                self.finish(await response.aread())
+            if response.status != 200:
+                self.finish(await response.read())
                 await self.state.commits.release(ticket)
                 settled = True
                 return
@@ -292,7 +296,7 @@ class ChatCompletionsHandler(ApiHandler):
                     stream.set_nodelay(True)
                 self.set_header("Cache-Control", "no-cache")
                 self.set_header("X-Accel-Buffering", "no")
-                async for chunk in response.aiter_raw():
+                async for chunk in response.content.iter_any():
                     scanner.feed(chunk)
                     self.write(chunk)
                     try:
@@ -301,12 +305,12 @@ class ChatCompletionsHandler(ApiHandler):
                         self._gone = True
                         break
             else:
-                data = await response.aread()
+                data = await response.read()
                 scanner.feed_json(data)
                 self.write(data)
             if not self._gone:
                 self.finish()
-        except httpx.HTTPError as exc:
+        except (aiohttp.ClientError, TimeoutError) as exc:
             # The upstream dropped mid-answer. Cutting the student's connection would not get
             # through configurable-http-proxy (it keeps the client waiting), so the stream ends
             # with an error event, which OpenAI clients and the kernel raise as a broken answer.
@@ -318,25 +322,29 @@ class ChatCompletionsHandler(ApiHandler):
                 error["error"]["code"] = 502
                 self.finish(b"data: " + json.dumps(error).encode() + b"\n\n")
         finally:
-            await response.aclose()
+            # Read to its end, the connection goes back to the pool; else (a Stop) it closes.
+            if response.content.at_eof():
+                response.release()
+            else:
+                response.close()
             if not settled:
                 prompt, completion = scanner.usage(estimate_prompt_tokens(body))
                 await asyncio.shield(self.state.commits.settle(ticket, model, prompt, completion))
 
-    async def _send(self, body: dict[str, Any]) -> httpx.Response:
-        client = self.state.client()
-        request = client.build_request(
-            "POST",
-            self.state.config.upstream_url + "/chat/completions",
-            content=json.dumps(body).encode(),
-            headers=self.state.upstream_headers(),
-            timeout=httpx.Timeout(self.state.config.upstream_timeout, connect=10.0),
+    async def _send(self, body: dict[str, Any]) -> aiohttp.ClientResponse:
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=10.0, sock_read=self.state.config.upstream_timeout
         )
-        return await client.send(request, stream=True)
+        return await self.state.session().post(
+            self.state.config.upstream_url + "/chat/completions",
+            data=json.dumps(body).encode(),
+            headers=self.state.upstream_headers(),
+            timeout=timeout,
+        )
 
-    def _upstream_unreachable(self, exc: httpx.HTTPError) -> None:
+    def _upstream_unreachable(self, exc: Exception) -> None:
         log.warning("upstream unreachable: %s", type(exc).__name__)
-        if isinstance(exc, httpx.TimeoutException):
+        if isinstance(exc, TimeoutError):
             self.fail(504, "upstream_timeout", "The course's model server did not answer in time.")
         else:
             self.fail(
@@ -346,13 +354,13 @@ class ChatCompletionsHandler(ApiHandler):
             )
 
 
-async def _rejects_stream_options(response: httpx.Response) -> bool:
+async def _rejects_stream_options(response: aiohttp.ClientResponse) -> bool:
     """Whether the upstream refused ``stream_options``; the refused response is then closed."""
-    if response.status_code not in (400, 422):
+    if response.status not in (400, 422):
         return False
-    text = (await response.aread()).decode("utf-8", "replace")
+    text = (await response.read()).decode("utf-8", "replace")
     if "stream_options" in text or "include_usage" in text:
-        await response.aclose()
+        response.release()
         return True
     return False
 

@@ -23,7 +23,8 @@ from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
 from tornado.web import HTTPError, RequestHandler, authenticated
 
 from deeptutor_jupyter.hub.gateway import ApiHandler, GatewayState
-from deeptutor_jupyter.hub.quota import UsageRow
+from deeptutor_jupyter.hub.packs import PackInfo
+from deeptutor_jupyter.hub.quota import MasteryRow, UsageRow
 from deeptutor_jupyter.hub.settings import Limits
 
 _OBJECTIVE_RE = re.compile(r"^[\w.:/-]{1,120}$")
@@ -69,8 +70,12 @@ class MasteryReportHandler(ApiHandler):
         self.finish({"stored": len(values)})
 
 
-def _mastery_values(raw: bytes) -> dict[str, float] | str:
-    """``{"objective-id": 0.7, ...}``, or the reason it was refused."""
+def _mastery_values(raw: bytes) -> dict[str, tuple[float, int]] | str:
+    """``{"objective-id": {"p": 0.7, "n": 3}, ...}`` (or a bare probability), else the reason.
+
+    Numbers only: an objective's id, its mastery probability and how many graded answers it
+    rests on. A report with anything else (an answer, a note) is refused whole.
+    """
     import json
 
     try:
@@ -79,13 +84,18 @@ def _mastery_values(raw: bytes) -> dict[str, float] | str:
         return "The body is not JSON."
     if not isinstance(data, dict) or not data or len(data) > 500:
         return "Send an object of up to 500 objective ids mapped to numbers between 0 and 1."
-    out: dict[str, float] = {}
+    out: dict[str, tuple[float, int]] = {}
     for key, value in data.items():
         if not isinstance(key, str) or not _OBJECTIVE_RE.match(key):
             return "Objective ids are short names (letters, digits, . : / - _), not text."
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        p, n = (value.get("p"), value.get("n", 0)) if isinstance(value, dict) else (value, 0)
+        if isinstance(value, dict) and not set(value) <= {"p", "n"}:
+            return f"The report of {key} may hold only p (mastery) and n (graded answers)."
+        if not isinstance(p, int | float) or isinstance(p, bool) or not 0 <= p <= 1:
             return f"The mastery of {key} must be a number between 0 and 1."
-        out[key] = float(value)
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 1_000_000:
+            return f"The count of graded answers of {key} must be a whole number."
+        out[key] = (float(p), n)
     return out
 
 
@@ -128,7 +138,8 @@ class InstructorPage(InstructorHandler):
         mastery = await self.state.db(
             self.state.quota.mastery_by_objective, self.state.config.min_group_size
         )
-        self.finish(_page(self.state, totals, overrides, mastery, self.xsrf_form_html()))
+        packs = await self.state.db(self.state.packs.latest) if self.state.packs else []
+        self.finish(_page(self.state, totals, overrides, mastery, packs, self.xsrf_form_html()))
 
     @authenticated
     async def post(self) -> None:
@@ -190,8 +201,7 @@ class InstructorJsonHandler(InstructorHandler):
                 "limits": self.state.config.limits.model_dump(),
                 "overrides": {k: v.model_dump() for k, v in overrides.items()},
                 "mastery": [
-                    {"objective": o, "students": n, "mean": mean, "hidden": mean is None}
-                    for o, n, mean in mastery
+                    {**dataclasses.asdict(row), "hidden": row.mean is None} for row in mastery
                 ],
             }
         )
@@ -201,7 +211,8 @@ def _page(
     state: GatewayState,
     totals: dict[str, dict[str, int]],
     overrides: dict[str, Limits],
-    mastery: list[tuple[str, int, float | None]],
+    mastery: list[MasteryRow],
+    packs: list[PackInfo],
     xsrf: str,
 ) -> str:
     e = html.escape
@@ -213,8 +224,20 @@ def _page(
     )
     hidden = f"fewer than {state.config.min_group_size} students"
     mastery_rows = "".join(
-        f"<tr><td>{e(o)}</td><td>{n}</td><td>{hidden if m is None else f'{m:.2f}'}</td></tr>"
-        for o, n, m in mastery
+        f"<tr><td>{e(r.objective)}</td><td>{r.students}</td>"
+        + (
+            f"<td>{hidden}</td><td></td>"
+            if r.mean is None
+            else f"<td>{r.mean:.2f}</td><td>{r.mastered} of {r.students}</td>"
+        )
+        + "</tr>"
+        for r in mastery
+    )
+    pack_rows = "".join(
+        f"<tr><td>{e(p.name)}</td><td>{e(p.audience if p.audience != '*' else 'everyone')}</td>"
+        f"<td>{p.version}</td><td>{len(p.files)}</td><td>{e(p.published_by)}</td>"
+        f"<td>{e(p.published_at)}</td></tr>"
+        for p in packs
     )
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>Tutor: your course</title>
 <style>body{{font-family:sans-serif;margin:2em}}td,th{{padding:.2em .8em;text-align:left}}</style>
@@ -227,8 +250,13 @@ def _page(
 <input name="daily_tokens" placeholder="tokens a day"><input name="requests_per_minute"
 placeholder="requests a minute"><button>Save</button>
 <button name="reset" value="1">Back to the default</button></form>
-<h2>Mastery per objective</h2><table><tr><th>Objective</th><th>Students</th><th>Mean</th></tr>
-{mastery_rows}</table></body></html>"""
+<h2>Mastery per objective</h2><table><tr><th>Objective</th><th>Students</th><th>Mean</th>
+<th>Mastered</th></tr>
+{mastery_rows}</table>
+<h2>Course packs</h2><p>Publish a folder from a terminal of your hub server:
+<code>deeptutor-jupyter course publish FOLDER --group GROUP</code> (docs/hub.md).</p>
+<table><tr><th>Pack</th><th>For</th><th>Version</th><th>Files</th><th>By</th><th>When</th></tr>
+{pack_rows}</table></body></html>"""
 
 
 def _limits_text(limits: Limits | None) -> str:

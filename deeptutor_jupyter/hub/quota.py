@@ -12,7 +12,9 @@ replaces the hold. Only counts are stored: student, model, day, tokens, requests
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -63,6 +65,8 @@ mastery = sa.Table(
     sa.Column("student", sa.String(255), primary_key=True),
     sa.Column("objective", sa.String(255), primary_key=True),
     sa.Column("value", sa.Float, nullable=False),
+    # Graded answers behind the value (the kernel's BKT evidence count), never the answers.
+    sa.Column("answers", sa.Integer, nullable=False, server_default="0"),
     sa.Column("updated", sa.String(32), nullable=False),
 )
 
@@ -121,6 +125,51 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+# The hot path (every request's admission and settlement) in the driver's own SQL: one statement
+# each, no SQLAlchemy compilation. Both SQLite (3.24+) and PostgreSQL speak ON CONFLICT ... DO
+# UPDATE ... WHERE; a row the WHERE leaves alone counts 0 in rowcount on both.
+_UNLIMITED = 2**62
+_HOLD = """INSERT INTO deeptutor_budget_day (student, day, used, held)
+VALUES (:student, :day, 0, :hold)
+ON CONFLICT (student, day) DO UPDATE SET held = deeptutor_budget_day.held + excluded.held
+WHERE deeptutor_budget_day.used + deeptutor_budget_day.held < :limit"""
+_TAKE_SLOT = """INSERT INTO deeptutor_rate_minute (student, minute, count)
+VALUES (:student, :minute, 1)
+ON CONFLICT (student, minute) DO UPDATE SET count = deeptutor_rate_minute.count + 1
+WHERE deeptutor_rate_minute.count < :limit"""
+_GIVE_SLOT_BACK = """UPDATE deeptutor_rate_minute SET count = count - 1
+WHERE student = :student AND minute = :minute"""
+_SWEEP_SLOTS = "DELETE FROM deeptutor_rate_minute WHERE student = :student AND minute < :before"
+_SETTLE_BUDGET = """UPDATE deeptutor_budget_day SET used = used + :used, held = held - :held
+WHERE student = :student AND day = :day"""
+_COUNT_USAGE = """INSERT INTO deeptutor_usage_day
+(student, day, model, requests, prompt_tokens, completion_tokens)
+VALUES (:student, :day, :model, 1, :prompt, :completion)
+ON CONFLICT (student, day, model) DO UPDATE SET
+requests = deeptutor_usage_day.requests + 1,
+prompt_tokens = deeptutor_usage_day.prompt_tokens + excluded.prompt_tokens,
+completion_tokens = deeptutor_usage_day.completion_tokens + excluded.completion_tokens"""
+_NAMED = re.compile(r":(\w+)")
+_by_style: dict[tuple[str, str], str] = {}
+
+
+def _run(conn: sa.Connection, sql: str, params: dict[str, Any]) -> int:
+    """Run one of the statements above in the driver's parameter style; its rowcount."""
+    # sqlite3 takes :name whatever SQLAlchemy's own style is; psycopg takes %(name)s.
+    style = "named" if conn.dialect.name == "sqlite" else conn.dialect.paramstyle
+    key = (style, sql)
+    text = _by_style.get(key)
+    if text is None:
+        if style == "named":
+            text = sql
+        elif style in ("pyformat", "format"):
+            text = _NAMED.sub(r"%(\1)s", sql.replace("%", "%%"))
+        else:  # pragma: no cover - only SQLite and PostgreSQL are documented
+            raise RuntimeError(f"unsupported parameter style {style}")
+        _by_style[key] = text
+    return int(conn.exec_driver_sql(text, params).rowcount)
+
+
 def _insert_missing(conn: sa.Connection, table: sa.Table, values: dict[str, Any]) -> None:
     """INSERT the row unless it exists, in the dialect's own words (both speak ON CONFLICT)."""
     dialect = conn.dialect.name
@@ -146,6 +195,8 @@ class QuotaStore:
     def __init__(self, engine: sa.Engine, clock: Clock = utc_now) -> None:
         self.engine = engine
         self.clock = clock
+        self._swept: dict[str, int] = {}  # student -> the minute their old rows were removed
+        self._batch_conn: sa.Connection | None = None
         metadata.create_all(engine)
 
     # --- limits -----------------------------------------------------------------------------
@@ -196,9 +247,11 @@ class QuotaStore:
         """Several operations in one transaction (hub/batch.py orders them so that replicas
         lock rows in the same order); a failed batch is retried one operation at a time."""
         try:
-            with self.engine.begin() as conn:
+            conn = self._batch_connection()
+            with conn.begin():
                 return [op(conn) for op in ops]
         except sa.exc.DBAPIError:
+            self._drop_batch_connection()
             results: list[Any] = []
             for op in ops:
                 try:
@@ -208,6 +261,19 @@ class QuotaStore:
                     results.append(exc)
             return results
 
+    def _batch_connection(self) -> sa.Connection:
+        """One connection kept for the batches (they run one at a time, hub/batch.py): a
+        checkout from the pool per batch cost more than the batch's statements."""
+        if self._batch_conn is None or self._batch_conn.closed:
+            self._batch_conn = self.engine.connect()
+        return self._batch_conn
+
+    def _drop_batch_connection(self) -> None:
+        if self._batch_conn is not None:
+            with contextlib.suppress(sa.exc.SQLAlchemyError):
+                self._batch_conn.close()
+            self._batch_conn = None
+
     def admit_in(
         self, conn: sa.Connection, student: str, limits: Limits, hold: int
     ) -> Ticket | Refusal:
@@ -215,80 +281,57 @@ class QuotaStore:
         day = now.strftime("%Y-%m-%d")
         minute = int(now.timestamp() // 60)
         per_minute = limits.requests_per_minute
-        if per_minute is not None and self._take_minute_slot(conn, student, minute, per_minute):
+        if per_minute is not None and not self._take_minute_slot(conn, student, minute, per_minute):
             return Refusal(
                 "rate_limited",
                 f"You are sending questions faster than your course allows "
                 f"({per_minute} a minute). Wait a minute and try again.",
                 retry_after=60 - now.second,
             )
-        _insert_missing(conn, budget_day, {"student": student, "day": day, "used": 0, "held": 0})
-        where = [budget_day.c.student == student, budget_day.c.day == day]
-        if limits.daily_tokens is not None:
-            where.append(budget_day.c.used + budget_day.c.held < limits.daily_tokens)
-        result = conn.execute(
-            budget_day.update().where(*where).values(held=budget_day.c.held + hold)
-        )
-        if result.rowcount == 1:
+        daily = limits.daily_tokens
+        # One statement: create the day's row holding ``hold``, or add ``hold`` to it while
+        # used + held stays below the limit. On PostgreSQL the conflicting row is locked and
+        # the condition re-checked against the other replica's committed result.
+        params = {"student": student, "day": day, "hold": hold, "limit": _UNLIMITED}
+        if daily is not None:
+            params["limit"] = daily
+        admitted = daily is None or daily > 0
+        if admitted:
+            admitted = _run(conn, _HOLD, params) == 1
+        if admitted:
             return Ticket(student, day, hold)
-        if limits.requests_per_minute is not None:
+        if per_minute is not None:
             # A refused request should not also cost a slot of the minute.
-            conn.execute(
-                rate_minute.update()
-                .where(rate_minute.c.student == student, rate_minute.c.minute == minute)
-                .values(count=rate_minute.c.count - 1)
-            )
+            _run(conn, _GIVE_SLOT_BACK, {"student": student, "minute": minute})
         return Refusal("budget_exhausted", budget_message())
 
     def _take_minute_slot(
         self, conn: sa.Connection, student: str, minute: int, per_minute: int
     ) -> bool:
-        _insert_missing(conn, rate_minute, {"student": student, "minute": minute, "count": 0})
-        result = conn.execute(
-            rate_minute.update()
-            .where(
-                rate_minute.c.student == student,
-                rate_minute.c.minute == minute,
-                rate_minute.c.count < per_minute,
-            )
-            .values(count=rate_minute.c.count + 1)
-        )
-        # Only the student's own old rows: touching others' rows would break the lock order.
-        conn.execute(
-            rate_minute.delete().where(
-                rate_minute.c.student == student, rate_minute.c.minute < minute - 1
-            )
-        )
-        return result.rowcount != 1
+        """Whether the student may send one more request this minute (it is then counted)."""
+        if per_minute <= 0:
+            return False
+        params = {"student": student, "minute": minute, "limit": per_minute}
+        taken = _run(conn, _TAKE_SLOT, params) == 1
+        if self._swept.get(student) != minute:
+            # Only the student's own old rows, once a minute: touching others' rows would
+            # break the lock order of hub/batch.py.
+            _run(conn, _SWEEP_SLOTS, {"student": student, "before": minute - 1})
+            self._swept[student] = minute
+        return taken
 
     def release_in(self, conn: sa.Connection, ticket: Ticket) -> None:
-        conn.execute(
-            budget_day.update()
-            .where(budget_day.c.student == ticket.student, budget_day.c.day == ticket.day)
-            .values(held=budget_day.c.held - ticket.held)
-        )
+        params = {"student": ticket.student, "day": ticket.day, "used": 0, "held": ticket.held}
+        _run(conn, _SETTLE_BUDGET, params)
 
     def settle_in(
         self, conn: sa.Connection, ticket: Ticket, model: str, prompt: int, completion: int
     ) -> None:
-        total = max(0, prompt) + max(0, completion)
-        conn.execute(
-            budget_day.update()
-            .where(budget_day.c.student == ticket.student, budget_day.c.day == ticket.day)
-            .values(used=budget_day.c.used + total, held=budget_day.c.held - ticket.held)
-        )
-        key = {"student": ticket.student, "day": ticket.day, "model": model}
-        zeros = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
-        _insert_missing(conn, usage_day, {**key, **zeros})
-        conn.execute(
-            usage_day.update()
-            .where(*(usage_day.c[k] == v for k, v in key.items()))
-            .values(
-                requests=usage_day.c.requests + 1,
-                prompt_tokens=usage_day.c.prompt_tokens + max(0, prompt),
-                completion_tokens=usage_day.c.completion_tokens + max(0, completion),
-            )
-        )
+        prompt, completion = max(0, prompt), max(0, completion)
+        budget = {"student": ticket.student, "day": ticket.day, "held": ticket.held}
+        _run(conn, _SETTLE_BUDGET, {**budget, "used": prompt + completion})
+        usage = {"student": ticket.student, "day": ticket.day, "model": model}
+        _run(conn, _COUNT_USAGE, {**usage, "prompt": prompt, "completion": completion})
 
     # --- reports ------------------------------------------------------------------------------
 
@@ -315,29 +358,54 @@ class QuotaStore:
         with self.engine.connect() as conn:
             return [UsageRow(**row._asdict()) for row in conn.execute(query)]
 
-    def report_mastery(self, student: str, values: dict[str, float]) -> None:
+    def report_mastery(self, student: str, values: dict[str, tuple[float, int]]) -> None:
+        """The student's latest mastery per objective: (probability, graded answers)."""
         stamp = self.clock().isoformat(timespec="seconds")
         with self.engine.begin() as conn:
-            for objective, value in values.items():
+            for objective, (value, answers) in sorted(values.items()):
                 key = {"student": student, "objective": objective}
-                _insert_missing(conn, mastery, {**key, "value": value, "updated": stamp})
+                fields = {"value": value, "answers": answers, "updated": stamp}
+                _insert_missing(conn, mastery, {**key, **fields})
                 conn.execute(
                     mastery.update()
                     .where(mastery.c.student == student, mastery.c.objective == objective)
-                    .values(value=value, updated=stamp)
+                    .values(**fields)
                 )
 
-    def mastery_by_objective(self, min_students: int) -> list[tuple[str, int, float | None]]:
-        """(objective, students, mean); mean is None when fewer than ``min_students`` reported."""
+    def mastery_by_objective(self, min_students: int) -> list[MasteryRow]:
+        """Per objective: how many students reported, and, when at least ``min_students`` did,
+        the mean probability and how many have mastered it (85%, three answers)."""
+        mastered = sa.func.sum(
+            sa.case((sa.and_(mastery.c.value >= 0.85, mastery.c.answers >= 3), 1), else_=0)
+        )
         query = sa.select(
-            mastery.c.objective, sa.func.count(), sa.func.avg(mastery.c.value)
+            mastery.c.objective, sa.func.count(), sa.func.avg(mastery.c.value), mastered
         ).group_by(mastery.c.objective)
         with self.engine.connect() as conn:
             rows = conn.execute(query.order_by(mastery.c.objective)).all()
-        return [
-            (str(o), int(n), float(mean) if n >= min_students and mean is not None else None)
-            for o, n, mean in rows
-        ]
+        out = []
+        for objective, n, mean, done in rows:
+            shown = n >= min_students and mean is not None
+            out.append(
+                MasteryRow(
+                    str(objective),
+                    int(n),
+                    float(mean) if shown else None,
+                    int(done or 0) if shown else None,
+                )
+            )
+        return out
+
+
+@dataclass(frozen=True)
+class MasteryRow:
+    """One objective on the instructor's page; ``mean`` and ``mastered`` are None when fewer
+    students than the smallest group shown reported it."""
+
+    objective: str
+    students: int
+    mean: float | None
+    mastered: int | None
 
 
 def budget_message() -> str:

@@ -272,6 +272,15 @@ def _config(_magics: TutorMagics, call: Call) -> None:
     show_markdown(render_settings_markdown(call.resolved))
 
 
+@command("course", "course", "your course's packs (on a JupyterHub with a course service)")
+def _course(_magics: TutorMagics, call: Call) -> None:
+    from deeptutor_jupyter.kernel.display import show_markdown
+    from deeptutor_jupyter.runtime.course import course_status
+
+    assert call.resolved is not None
+    show_markdown(course_status(call.resolved.settings.home))
+
+
 @command("why", "why", "explain the last error of this kernel")
 def _why(magics: TutorMagics, call: Call) -> None:
     _ask(magics, call)

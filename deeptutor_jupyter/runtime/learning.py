@@ -49,7 +49,7 @@ def learning_of(session: TutorSession, home: Path) -> Learning:
     store = LearningStore(home / "state.db")
     coordinator = QuizCoordinator(store, AuditLog(home / "audit" / "quizzes.jsonl"))
     learning = Learning(store, coordinator, home)
-    coordinator.on_graded = lambda row, result: record_trace(session, row, result)
+    coordinator.on_graded = lambda row, result: graded(session, learning, row, result)
     coordinator.on_orphan = lambda row, result: resume_quiz_turn_soon(
         session, learning, row, result
     )
@@ -89,6 +89,27 @@ def standing_text(store: LearningStore) -> str:
         return ""
     due = len(store.cards(due_before=time.time()))
     return standing_block(found[1], masteries(store), due)
+
+
+def graded(session: TutorSession, learning: Learning, row: QuizRow, result: dict[str, Any]) -> None:
+    """A quiz was graded: its trace, and the mastery numbers for a course that asks for them."""
+    record_trace(session, row, result)
+    from deeptutor_jupyter.runtime.course import course_objectives, send_mastery
+
+    try:
+        shared = session.resolve({}).settings.share_progress
+    except Exception:  # settings that do not resolve share nothing
+        shared = False
+    if shared:
+        # Only the course's objectives: the titles of a learner's own paths say what they
+        # study, which is theirs.
+        course = course_objectives(learning.home)
+        send_mastery({o: v for o, v in mastery_report(learning.store).items() if o in course})
+
+
+def mastery_report(store: LearningStore) -> dict[str, dict[str, float | int]]:
+    """``{objective: {"p": probability, "n": graded answers}}``: all a course may see."""
+    return {o: {"p": m.p, "n": m.n} for o, m in sorted(masteries(store).items())}
 
 
 def record_trace(session: TutorSession, row: QuizRow, result: dict[str, Any]) -> None:

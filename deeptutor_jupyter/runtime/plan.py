@@ -17,6 +17,7 @@ from deeptutor_jupyter.errors import DeepTutorError
 if TYPE_CHECKING:
     from deeptutor_jupyter.config import Settings
     from deeptutor_jupyter.memory import TraceRecord
+    from deeptutor_jupyter.runtime.course_files import Pack
     from deeptutor_jupyter.runtime.events import EventLog
     from deeptutor_jupyter.runtime.orchestrator import Turn
     from deeptutor_jupyter.runtime.session import TutorSession
@@ -78,8 +79,13 @@ def plan_turn(
             f"No knowledge base named {', '.join(unknown)}. Known: {listed}. "
             "Create one with `%tutor kb add <name> <folder>`."
         )
-    skills = _skills(home)
-    blocks = list(instructions or [])
+    from deeptutor_jupyter.runtime.course import course_kbs, course_packs, instruction_blocks
+
+    # The course's packs (a JupyterHub course service): instructions, skills, knowledge base.
+    packs = course_packs(home)
+    kbs = [*kbs, *(kb for kb in course_kbs(home, packs) if kb not in kbs)]
+    skills = _skills(home, packs)
+    blocks = [*instruction_blocks(packs), *(instructions or [])]
     if session.memory is not None and (remembered := session.memory.system_prompt_block()):
         blocks.append(remembered)
     if skills:
@@ -146,18 +152,20 @@ def session_learning(session: TutorSession, home: Path) -> Any:
 
 
 def resume_deps(session: TutorSession, home: Path, context: dict[str, Any]) -> ToolDeps:
+    from deeptutor_jupyter.runtime.course_files import installed
+
     kbs = list((context.get("metadata") or {}).get("kbs", []))
-    return tool_deps(session, home, kbs, _skills(home))
+    return tool_deps(session, home, kbs, _skills(home, installed(home)))
 
 
-def _skills(home: Path) -> dict[str, Any]:
-    """Built-in < course (DEEPTUTOR_COURSE_DIR) < the learner's own skills."""
+def _skills(home: Path, packs: list[Pack]) -> dict[str, Any]:
+    """Built-in < course (DEEPTUTOR_COURSE_DIR, then the course's packs) < the learner's own."""
     from deeptutor_jupyter.skills import discover_skills, user_skills_dir
 
     course = os.environ.get("DEEPTUTOR_COURSE_DIR")
-    return dict(
-        discover_skills(course_dir=Path(course) if course else None, user_dir=user_skills_dir(home))
-    )
+    dirs = [Path(course)] if course else []
+    dirs += [p.skills_dir for p in packs if p.skills_dir is not None]
+    return dict(discover_skills(course_dir=dirs, user_dir=user_skills_dir(home)))
 
 
 def record_trace(session: TutorSession, turn: Turn, log: EventLog) -> TraceRecord | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
@@ -75,11 +75,19 @@ def user_skills_dir(home: Path) -> Path:
 
 
 def scan_skills(
-    *, course_dir: Path | None, user_dir: Path | None, builtin_dir: Path | None = BUILTIN_DIR
+    *,
+    course_dir: Path | Sequence[Path] | None,
+    user_dir: Path | None,
+    builtin_dir: Path | None = BUILTIN_DIR,
 ) -> SkillScan:
-    """Discover all layers; a skill that cannot be read becomes a warning, never an error."""
+    """Discover all layers; a skill that cannot be read becomes a warning, never an error.
+
+    ``course_dir`` may be several folders (a course's packs), later ones shadowing earlier.
+    """
     scan = SkillScan()
-    for layer, folder in zip(LAYERS, (builtin_dir, course_dir, user_dir), strict=True):
+    courses = [course_dir] if isinstance(course_dir, Path | str) else list(course_dir or [])
+    layered = [("builtin", builtin_dir), *(("course", c) for c in courses), ("user", user_dir)]
+    for layer, folder in layered:
         if folder is None or not Path(folder).is_dir():
             continue
         for skill_dir in sorted(Path(folder).iterdir()):
@@ -96,7 +104,9 @@ def scan_skills(
     return scan
 
 
-def discover_skills(*, course_dir: Path | None, user_dir: Path | None) -> dict[str, Skill]:
+def discover_skills(
+    *, course_dir: Path | Sequence[Path] | None, user_dir: Path | None
+) -> dict[str, Skill]:
     """The effective skills by name; see ``scan_skills`` for the warnings."""
     return scan_skills(course_dir=course_dir, user_dir=user_dir).skills
 

@@ -128,6 +128,7 @@ def test_mastery_is_numbers_only_and_small_groups_are_hidden(hub: Hub) -> None:
         "objective": "integrals",
         "students": 2,
         "mean": None,
+        "mastered": None,
         "hidden": True,
     }
     assert "I confused" not in str(summary)

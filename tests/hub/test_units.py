@@ -10,7 +10,7 @@ import pytest
 from traitlets.config import Config
 
 from deeptutor_jupyter.hub import configure
-from deeptutor_jupyter.hub.quota import QuotaStore, Refusal, Ticket, make_engine
+from deeptutor_jupyter.hub.quota import MasteryRow, QuotaStore, Refusal, Ticket, make_engine
 from deeptutor_jupyter.hub.settings import (
     GatewayConfig,
     Limits,
@@ -147,10 +147,12 @@ def test_student_overrides_and_mastery(tmp_path: Path) -> None:
     quota.set_student_override("alice", None)
     assert quota.student_override("alice") is None
     for i, name in enumerate(["a", "b", "c"]):
-        quota.report_mastery(name, {"limits": i / 2})
-    quota.report_mastery("a", {"limits": 1.0})  # a later report replaces the earlier
-    assert quota.mastery_by_objective(3) == [("limits", 3, pytest.approx((1.0 + 0.5 + 1.0) / 3))]
-    assert quota.mastery_by_objective(4) == [("limits", 3, None)]
+        quota.report_mastery(name, {"limits": (i / 2, 3)})
+    quota.report_mastery("a", {"limits": (1.0, 4)})  # a later report replaces the earlier
+    assert quota.mastery_by_objective(3) == [
+        MasteryRow("limits", 3, pytest.approx((1.0 + 0.5 + 1.0) / 3), 2)
+    ]
+    assert quota.mastery_by_objective(4) == [MasteryRow("limits", 3, None, None)]
 
 
 def test_the_scanner_finds_usage_split_across_chunks() -> None:

@@ -84,12 +84,15 @@ class PathCard(widgets.VBox):  # type: ignore[misc]
         self.children = (receipt,)
 
 
-def _tutor_md_path(topic: str, start: Path) -> LearningPath | None:
+def _tutor_md_path(topic: str, start: Path, home: Path | None = None) -> LearningPath | None:
+    """The objectives of the nearest TUTOR.md that lists some, else of the course's packs."""
     from deeptutor_jupyter.learning.path import LearningPath, objectives_from_titles
     from deeptutor_jupyter.learning.path import objectives_in_tutor_md as listed
+    from deeptutor_jupyter.runtime.course import course_packs
 
-    for folder in (start, *start.parents):
-        md = folder / "TUTOR.md"
+    packs = course_packs(home) if home is not None else []
+    course = [p.tutor_md for p in packs if p.tutor_md is not None]
+    for md in [folder / "TUTOR.md" for folder in (start, *start.parents)] + course:
         if md.is_file():
             titles = listed(md.read_text(encoding="utf-8", errors="replace"))
             if titles:
@@ -107,7 +110,7 @@ def propose_path(
 
     card = PathCard(topic, learning, kb)
     display(widget_bundle(card, f"**🧭 Learning path:** {topic}"), raw=True)  # type: ignore[no-untyped-call]
-    from_md = _tutor_md_path(topic, tutor.workspace.resolve())
+    from_md = _tutor_md_path(topic, tutor.workspace.resolve(), resolved.settings.home)
     if from_md is not None:
         card.propose(from_md, "From the course's TUTOR.md. Edit it if you like, then start.")
     elif resolved.ready:
