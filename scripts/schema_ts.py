@@ -43,7 +43,7 @@ def members(union: Any) -> list[type[BaseModel]]:
 def contracts() -> tuple[dict[str, tuple[str, list[type[BaseModel]]]], list[type[BaseModel]]]:
     """({union name: (its doc, its models)}, the other models the surfaces read)."""
     from deeptutor_jupyter.interaction.schema import AskUserPayload, Submission
-    from deeptutor_jupyter.kernel.comm_messages import KernelMessage, PanelAction
+    from deeptutor_jupyter.kernel.comm_messages import Attachment, KernelMessage, PanelAction
     from deeptutor_jupyter.memory.trace import TraceRecord
     from deeptutor_jupyter.runtime.event_types import TurnEvent
     from deeptutor_jupyter.server.reads import PendingQuestion
@@ -52,6 +52,7 @@ def contracts() -> tuple[dict[str, tuple[str, list[type[BaseModel]]]], list[type
         "TurnEvent": ("Every event a turn emits, discriminated by `type`.", members(TurnEvent)),
         "PanelAction": ("What the panel sends over the comm, by `action`.", members(PanelAction)),
         "KernelMessage": ("What the kernel sends the panel, by `type`.", members(KernelMessage)),
+        "Attachment": ("Context sent with a question, by `kind`.", members(Attachment)),
     }
     return unions, [AskUserPayload, Submission, PendingQuestion, TraceRecord]
 

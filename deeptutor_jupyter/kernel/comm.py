@@ -23,11 +23,13 @@ if TYPE_CHECKING:
         AnswerAction,
         AskAction,
         NewAction,
+        QuizAnswerAction,
         StopAction,
         SubscribeAction,
         SwitchAction,
     )
     from deeptutor_jupyter.kernel.tutor import KernelTutor
+    from deeptutor_jupyter.runtime.context import AttachedContext
     from deeptutor_jupyter.runtime.events import Event, EventLog
 
 log = logging.getLogger(__name__)
@@ -178,8 +180,8 @@ class Channel:
         if not self.closed:
             self.comm.send(message)
 
-    def refuse(self, action: str, message: str, code: str = "error") -> None:
-        self.send({"type": "error", "action": action, "message": message, "code": code})
+    def refuse(self, action: str, message: str, code: str = "error", **about: Any) -> None:
+        self.send({"type": "error", "action": action, "message": message, "code": code, **about})
 
     def on_close(self, msg: Any = None) -> None:
         self.closed = True
@@ -215,12 +217,55 @@ class Channel:
         if data.conversation not in (None, "", tutor.session.session_id):
             self.refuse("ask", "Only this notebook's current conversation can be continued here.")
             return
-        started = _start(tutor, question.strip())
+        from deeptutor_jupyter.kernel.attachments import AttachmentError
+
+        try:
+            context = _context(tutor, data)
+        except AttachmentError as exc:
+            self.refuse("ask", str(exc), "attachment", attachment=exc.index)
+            return
+        started = _start(tutor, question.strip(), context)
         if isinstance(started, str):
             self.refuse("ask", started, "not_started")
             return
+        self.send({"type": "asked", "turn_id": started.turn_id})
         self.send(_turn_summaries(tutor))
         self.follow(tutor, started, 0)
+
+    def quiz_answer(self, tutor: KernelTutor, data: QuizAnswerAction) -> None:
+        """Grade a quiz through the same door as the cell's form: consumed once, the graded
+        result becomes the tool result of the make_quiz call."""
+        from deeptutor_jupyter.runtime.learning import learning_if_open
+
+        learning = learning_if_open(tutor.session)
+        if learning is None:
+            self.refuse("quiz_answer", "No quiz is open in this kernel.", "unknown",
+                        quiz_id=data.quiz_id)  # fmt: skip
+            return
+        tutor.background(self._grade(learning, data))
+
+    async def _grade(self, learning: Any, data: QuizAnswerAction) -> None:
+        from deeptutor_jupyter.interaction.quiz import QuizError
+
+        try:
+            result = await learning.quizzes.submit(
+                data.session_id, data.quiz_id, data.answers, data.seconds
+            )
+        except QuizError as exc:
+            self.refuse("quiz_answer", str(exc), exc.code, quiz_id=data.quiz_id)
+            return
+        except Exception as exc:  # grading failed: the quiz stays open, nothing is lost
+            log.exception("grading a quiz from the panel failed")
+            self.refuse("quiz_answer", f"Grading failed ({type(exc).__name__}: {exc}). Submit "
+                        "again.", quiz_id=data.quiz_id)  # fmt: skip
+            return
+        from deeptutor_jupyter.kernel.quiz_cards import show_graded
+
+        show_graded(data.quiz_id, result)
+        self.send(
+            {"type": "quiz_graded", "quiz_id": data.quiz_id, "score": result.get("score"),
+             "results": result.get("results", [])}
+        )  # fmt: skip
 
     def stop(self, tutor: KernelTutor, data: StopAction) -> None:
         if not _stop(tutor, data.turn_id):
@@ -295,7 +340,24 @@ class Channel:
 PANEL = "the Tutor panel"
 
 
-def _start(tutor: KernelTutor, question: str) -> EventLog | str:
+def _context(tutor: KernelTutor, data: AskAction) -> list[AttachedContext]:
+    """The attachments of an ask, read by the notebook-context tools (kernel/attachments.py)."""
+    if not data.attachments:
+        return []
+    from deeptutor_jupyter.kernel.attachments import resolve
+    from deeptutor_jupyter.kernel.magics import cell_errors_of
+
+    return resolve(
+        data.attachments,
+        shell=tutor.shell,
+        cell_errors=cell_errors_of(tutor.shell),
+        notebook_path=data.notebook_path,
+    )
+
+
+def _start(
+    tutor: KernelTutor, question: str, context: list[AttachedContext] | None = None
+) -> EventLog | str:
     """Ask the notebook's session, as a cell would; the log to follow, or why it did not start.
 
     The turn belongs to no cell: it neither replaces a cell's running turn nor shows a widget.
@@ -312,7 +374,7 @@ def _start(tutor: KernelTutor, question: str) -> EventLog | str:
         )
     place = {"notebook": Path(session.notebook).name, "cell": PANEL}
     try:
-        turn = session.ask(question, resolved, AskOptions(place=place))
+        turn = session.ask(question, resolved, AskOptions(place=place, context=context or []))
     except PlanError as exc:
         return str(exc)
     return turn.log

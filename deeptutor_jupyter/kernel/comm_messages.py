@@ -20,12 +20,54 @@ class _Action(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class CellAttachment(_Action):
+    """A notebook cell as context: the cell the learner sees as ``[number]`` (``--cell N``).
+
+    ``source`` and ``error`` are what the browser shows; they stand in only for a cell this
+    kernel has not run (a Markdown cell, a cell not run since a restart).
+    """
+
+    kind: Literal["cell"]
+    number: int | None = Field(None, ge=1, description="The execution count shown as [N].")
+    cell_type: str = "code"
+    source: str = Field("", max_length=200_000)
+    error: str = Field("", max_length=200_000, description="Its error output, as plain text.")
+
+
+class FileAttachment(_Action):
+    """A file from the file browser, relative to the server's root (``notebook_path``'s root)."""
+
+    kind: Literal["file"]
+    path: str = Field(min_length=1, max_length=4096)
+
+
+class QuoteAttachment(_Action):
+    """Text the learner selected in a cell."""
+
+    kind: Literal["quote"]
+    text: str = Field(min_length=1, max_length=200_000)
+    number: int | None = Field(None, ge=1, description="The [N] of the cell it was selected in.")
+
+
+Attachment = Annotated[
+    CellAttachment | FileAttachment | QuoteAttachment, Field(discriminator="kind")
+]
+
+
 class AskAction(_Action):
-    """Ask in this notebook's current conversation (the same path as ``%tutor``)."""
+    """Ask in this notebook's current conversation (the same path as ``%tutor``).
+
+    ``attachments`` are resolved in the kernel by the notebook-context tools
+    (kernel/attachments.py); each shows as a tool card of the turn, as the model saw it.
+    """
 
     action: Literal["ask"]
     question: str
     conversation: str | None = Field(None, description="Must be the current one when given.")
+    attachments: list[Attachment] = Field(default_factory=list, max_length=10)
+    notebook_path: str = Field(
+        "", description="The notebook's path from the server's root; files are read under it."
+    )
 
 
 class StopAction(_Action):
@@ -63,11 +105,27 @@ class SwitchAction(_Action):
     conversation: str
 
 
+class QuizAnswerAction(_Action):
+    """Answers to a quiz of this notebook's turns; graded once, like the cell's quiz form."""
+
+    action: Literal["quiz_answer"]
+    quiz_id: str
+    session_id: str
+    answers: dict[str, Any]
+    seconds: float | None = Field(None, ge=0)
+
+
 PanelAction = Annotated[
-    AskAction | StopAction | AnswerAction | SubscribeAction | NewAction | SwitchAction,
+    AskAction
+    | StopAction
+    | AnswerAction
+    | SubscribeAction
+    | NewAction
+    | SwitchAction
+    | QuizAnswerAction,
     Field(discriminator="action"),
 ]
-ACTIONS = ("ask", "stop", "answer", "subscribe", "new", "switch")
+ACTIONS = ("ask", "stop", "answer", "subscribe", "new", "switch", "quiz_answer")
 
 
 class TurnSummary(BaseModel):
@@ -113,6 +171,22 @@ class AnsweredMessage(BaseModel):
     result: ResolvedAnswer
 
 
+class AskedMessage(BaseModel):
+    """An ask was taken: its turn started (its events follow)."""
+
+    type: Literal["asked"] = "asked"
+    turn_id: str
+
+
+class QuizGradedMessage(BaseModel):
+    """A quiz answered over the comm was graded (its turn's ``quiz_resolved`` follows)."""
+
+    type: Literal["quiz_graded"] = "quiz_graded"
+    quiz_id: str
+    score: float | None = None
+    results: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class ErrorMessage(BaseModel):
     """A refused action, in words; ``code`` is the coordinator's for answers."""
 
@@ -120,10 +194,13 @@ class ErrorMessage(BaseModel):
     action: str
     message: str
     code: str = "error"
+    attachment: int | None = Field(None, description="For ask: the attachment that was refused.")
+    quiz_id: str | None = Field(None, description="For quiz_answer: the quiz refused.")
 
 
 KernelMessage = Annotated[
-    EventMessage | TurnsMessage | AnsweredMessage | ErrorMessage, Field(discriminator="type")
+    EventMessage | TurnsMessage | AnsweredMessage | AskedMessage | QuizGradedMessage | ErrorMessage,
+    Field(discriminator="type"),
 ]
 
 _ACTION: TypeAdapter[PanelAction] | None = None

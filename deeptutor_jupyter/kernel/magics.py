@@ -564,6 +564,12 @@ def sidebar_comm() -> Any:
     return comm
 
 
+def cell_errors_of(ipython: Any) -> dict[int, str]:
+    """The errors this kernel's cells raised, by execution count (for ``--cell N``)."""
+    entry = _registered.get(id(ipython))
+    return entry[0].cell_errors if entry else {}
+
+
 def current_tutor(ipython: Any = None) -> KernelTutor | None:
     if ipython is None:
         from IPython import get_ipython

@@ -26,6 +26,17 @@ class ModelProfile(BaseModel):
         return f"{self.provider}/{self.model}"
 
 
+class AttachedContext(BaseModel):
+    """Context the learner attached to the question (a cell, a file, a quote), read by a surface
+    before the turn: shown as a tool card and sent to the model with the question."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+    content: str
+    summary: str = ""
+
+
 class TurnContext(BaseModel):
     session_id: str
     turn_id: str
@@ -38,5 +49,6 @@ class TurnContext(BaseModel):
     system_blocks: list[str] = Field(default_factory=list)
     cell_id: str | None = None
     attachments: list[str] = Field(default_factory=list)  # read by the explore pass first
+    context: list[AttachedContext] = Field(default_factory=list)
     language: str = "en"
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -182,7 +182,7 @@ class Orchestrator:
             resumed=resume is not None,
         )
         self._record_start(turn)
-        question: Message = {"role": "user", "content": ctx.question}
+        question: Message = {"role": "user", "content": self._with_context(turn, resume)}
         added: list[Message] = []
         rounds = 0
         usage: dict[str, int] = {}
@@ -252,6 +252,21 @@ class Orchestrator:
         # A finished turn needs no copy of the conversation (the session keeps it): without
         # this, every turn of a long session held the whole history (issue 14).
         turn.ctx.history = []
+
+    def _with_context(self, turn: Turn, resume: Resume | None) -> str:
+        """The question with the context the learner attached, each shown first as the card of
+        the notebook-context tool that read it: the card is what the model reads."""
+        ctx, log = turn.ctx, turn.log
+        if not ctx.context or resume is not None:
+            return ctx.question
+        secrets = usable(turn.deps.secrets)
+        blocks = []
+        for item in ctx.context:
+            content, summary = scrub_text(item.content, secrets), scrub_text(item.summary, secrets)
+            log.emit("tool_call", id=item.id, name=item.name, arguments=item.arguments)
+            log.emit("tool_result", id=item.id, name=item.name, content=content, summary=summary)
+            blocks.append(content)
+        return "\n\n".join([*blocks, ctx.question])
 
     async def _chat(
         self, turn: Turn, model: ChatModel, question: Message, resume: Resume | None

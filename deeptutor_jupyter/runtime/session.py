@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.memory import MemoryStore
     from deeptutor_jupyter.messages import Message
     from deeptutor_jupyter.providers.base import ChatModel
-    from deeptutor_jupyter.runtime.context import ModelProfile
+    from deeptutor_jupyter.runtime.context import AttachedContext, ModelProfile
     from deeptutor_jupyter.runtime.events import Event, EventLog, Subscriber
     from deeptutor_jupyter.runtime.orchestrator import Orchestrator, Turn
     from deeptutor_jupyter.store.db import PendingRow, QuestionState, Store
@@ -47,6 +47,8 @@ class AskOptions:
     user_tools: tuple[str, ...] | None = None
     no_tools: bool = False
     attachments: list[Path] = field(default_factory=list)
+    # Notebook context resolved by the surface (kernel/attachments.py): shown as tool cards.
+    context: list[AttachedContext] = field(default_factory=list)
     cell_id: str | None = None
     # Where the turn shows, for a learner answering from elsewhere: {"notebook", "cell"}.
     place: dict[str, Any] | None = None
@@ -258,6 +260,7 @@ class TutorSession:
             system_blocks=plan.system_blocks,
             enabled_tools=plan.enabled_tools,
             attachments=[str(p.resolve()) for p in opts.attachments],
+            context=opts.context,
             # a resumed turn selects the same knowledge bases and shows in the same place
             metadata={"kbs": opts.kbs, "place": opts.place or self.place()},
         )

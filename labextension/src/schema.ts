@@ -23,12 +23,19 @@ export interface AnsweredMessage {
   result: ResolvedAnswer;
 }
 
-/** Ask in this notebook's current conversation (the same path as `%tutor`). */
+/**
+ * Ask in this notebook's current conversation (the same path as `%tutor`). `attachments` are
+ * resolved in the kernel by the notebook-context tools (kernel/attachments.py); each shows as a
+ * tool card of the turn, as the model saw it.
+ */
 export interface AskAction {
   action: 'ask';
   question: string;
   /** Must be the current one when given. */
   conversation?: string | null;
+  attachments?: Attachment[];
+  /** The notebook's path from the server's root; files are read under it. */
+  notebook_path?: string;
 }
 
 export interface AskOption {
@@ -64,6 +71,27 @@ export interface AskUserPayload {
   resumable?: boolean;
   /** Unix time after which it times out. */
   expires_at: number;
+}
+
+/** An ask was taken: its turn started (its events follow). */
+export interface AskedMessage {
+  type: 'asked';
+  turn_id: string;
+}
+
+/**
+ * A notebook cell as context: the cell the learner sees as `[number]` (`--cell N`). `source` and
+ * `error` are what the browser shows; they stand in only for a cell this kernel has not run (a
+ * Markdown cell, a cell not run since a restart).
+ */
+export interface CellAttachment {
+  kind: 'cell';
+  /** The execution count shown as [N]. */
+  number?: number | null;
+  cell_type?: string;
+  source?: string;
+  /** Its error output, as plain text. */
+  error?: string;
 }
 
 export interface Content {
@@ -124,12 +152,22 @@ export interface ErrorMessage {
   action: string;
   message: string;
   code?: string;
+  /** For ask: the attachment that was refused. */
+  attachment?: number | null;
+  /** For quiz_answer: the quiz refused. */
+  quiz_id?: string | null;
 }
 
 /** One runtime event (runtime/event_types.py `TurnEvent`); content deltas coalesced. */
 export interface EventMessage {
   type: 'event';
   event: TurnEvent;
+}
+
+/** A file from the file browser, relative to the server's root (`notebook_path`'s root). */
+export interface FileAttachment {
+  kind: 'file';
+  path: string;
 }
 
 /** Start a fresh conversation in this notebook (its next `%tutor` cell continues it). */
@@ -178,6 +216,23 @@ export interface PendingQuestion {
   continues_in?: Record<string, unknown>;
 }
 
+/** Answers to a quiz of this notebook's turns; graded once, like the cell's quiz form. */
+export interface QuizAnswerAction {
+  action: 'quiz_answer';
+  quiz_id: string;
+  session_id: string;
+  answers: Record<string, unknown>;
+  seconds?: number | null;
+}
+
+/** A quiz answered over the comm was graded (its turn's `quiz_resolved` follows). */
+export interface QuizGradedMessage {
+  type: 'quiz_graded';
+  quiz_id: string;
+  score?: number | null;
+  results?: Record<string, unknown>[];
+}
+
 /** make_quiz's form (interaction/quiz.py): the public view only, never the answers. */
 export interface QuizRequired {
   /** Per turn, strictly increasing, continued after a resume. */
@@ -216,6 +271,14 @@ export interface QuizResolved {
   cancelled?: boolean;
   /** timeout | turn_stopped | learner_cancelled. */
   reason?: string;
+}
+
+/** Text the learner selected in a cell. */
+export interface QuoteAttachment {
+  kind: 'quote';
+  text: string;
+  /** The [N] of the cell it was selected in. */
+  number?: number | null;
 }
 
 export interface ResolvedAnswer {
@@ -451,9 +514,19 @@ export type TurnEvent =
 
 /** What the panel sends over the comm, by `action`. */
 export type PanelAction =
-  AskAction | StopAction | AnswerAction | SubscribeAction | NewAction | SwitchAction;
+  | AskAction
+  | StopAction
+  | AnswerAction
+  | SubscribeAction
+  | NewAction
+  | SwitchAction
+  | QuizAnswerAction;
 
 /** What the kernel sends the panel, by `type`. */
-export type KernelMessage = EventMessage | TurnsMessage | AnsweredMessage | ErrorMessage;
+export type KernelMessage =
+  EventMessage | TurnsMessage | AnsweredMessage | AskedMessage | QuizGradedMessage | ErrorMessage;
+
+/** Context sent with a question, by `kind`. */
+export type Attachment = CellAttachment | FileAttachment | QuoteAttachment;
 
 export type EventType = TurnEvent['type'];

@@ -46,6 +46,9 @@ class Panel:
         found = [m["event"] for m in self.messages() if m["type"] == "event"]
         return [e for e in found if kind is None or e["type"] == kind]
 
+    def errors(self) -> list[dict[str, Any]]:
+        return [m for m in self.messages() if m["type"] == "error"]
+
     def wait(self, predicate: Any, timeout: float = 30.0) -> Any:
         return self.kernel.wait_for(predicate, timeout)
 

@@ -1,0 +1,170 @@
+"""What the panel attaches to a question (a cell, a file, a quote), read as the notebook-context
+tools read the learner's work (kernel/notebook_context.py), bounded, before the turn starts.
+
+Each attachment becomes a ``runtime.context.AttachedContext``: the turn shows it as a tool card
+and its content goes to the model with the question, so the card is exactly what the model saw.
+A file is read only under the server's root, only when it is text; a bad attachment is refused
+in words (``AttachmentError``) and the question is not asked, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from deeptutor_jupyter.kernel import notebook_context as nbc
+from deeptutor_jupyter.runtime.context import AttachedContext
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.kernel.comm_messages import (
+        Attachment,
+        CellAttachment,
+        FileAttachment,
+        QuoteAttachment,
+    )
+
+FILE_CHARS = 12000  # what the model reads of one file
+FILE_READ_BYTES = 256 * 1024  # read at most this much to find FILE_CHARS of text
+QUOTE_CHARS = 4000
+ERROR_CHARS = 3000
+
+
+class AttachmentError(ValueError):
+    def __init__(self, index: int, message: str) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+def resolve(
+    attachments: list[Attachment],
+    *,
+    shell: Any,
+    cell_errors: dict[int, str] | None,
+    notebook_path: str,
+) -> list[AttachedContext]:
+    """Every attachment as the context card the turn shows; AttachmentError on the first bad."""
+    out = []
+    for index, item in enumerate(attachments):
+        try:
+            if item.kind == "cell":
+                name, args, content, summary = _cell(item, shell, cell_errors)
+            elif item.kind == "file":
+                name, args, content, summary = _file(item, server_root(notebook_path))
+            else:
+                name, args, content, summary = _quote(item)
+        except (LookupError, OSError, ValueError) as exc:
+            raise AttachmentError(index, str(exc)) from None
+        out.append(
+            AttachedContext(
+                id=f"attached-{index + 1}",
+                name=name,
+                arguments=json.dumps(args, ensure_ascii=False),
+                content=content,
+                summary=summary,
+            )
+        )
+    return out
+
+
+def _cell(
+    item: CellAttachment, shell: Any, cell_errors: dict[int, str] | None
+) -> tuple[str, dict[str, Any], str, str]:
+    if item.number is not None:
+        try:
+            # --cell N: what ran as [N] in this kernel, with its result and error
+            content = nbc.cell_from_history(shell, item.number, cell_errors)
+            if item.error and not (cell_errors or {}).get(item.number):
+                content += f"\n\nIt raised an error:\n\n```\n{_tail(item.error)}\n```"
+            return "read_cell", {"cell": item.number}, content, f"cell [{item.number}]"
+        except LookupError:
+            if not item.source.strip():
+                raise
+    if not item.source.strip():
+        raise ValueError("That cell is empty: there is nothing to show the tutor.")
+    # A cell this kernel has not run: what the learner sees in it.
+    source = item.source
+    if len(source) > nbc.CELL_CHARS:
+        source = source[: nbc.CELL_CHARS] + f"\n… ({len(item.source) - nbc.CELL_CHARS} more chars)"
+    lang = "python" if item.cell_type == "code" else ""
+    kind = "Markdown cell" if item.cell_type == "markdown" else "A cell not run in this kernel"
+    content = f"{kind} of my notebook:\n\n```{lang}\n{source.rstrip()}\n```"
+    if item.error:
+        content += f"\n\nIt raised an error:\n\n```\n{_tail(item.error)}\n```"
+    label = f"cell [{item.number}]" if item.number is not None else f"{item.cell_type} cell"
+    return "read_cell", {"cell": item.number, "cell_type": item.cell_type}, content, label
+
+
+def _tail(error: str) -> str:
+    text = nbc._ANSI.sub("", error).rstrip()
+    return text if len(text) <= ERROR_CHARS else "…\n" + text[-ERROR_CHARS:]
+
+
+def server_root(notebook_path: str, here: Path | None = None) -> Path:
+    """The server's root: the notebook's folder, up as many levels as its path from the root
+    has folders (the kernel runs in the notebook's folder)."""
+    notebook = nbc.notebook_path()
+    base = (notebook.parent if notebook is not None else (here or Path.cwd())).resolve()
+    depth = len(PurePosixPath(notebook_path).parent.parts) if notebook_path else 0
+    for _ in range(depth):
+        base = base.parent
+    return base
+
+
+def _file(item: FileAttachment, root: Path) -> tuple[str, dict[str, Any], str, str]:
+    relative = PurePosixPath(item.path.lstrip("/"))
+    path = (root / relative).resolve()
+    if not path.is_relative_to(root):
+        raise ValueError(f"{item.path} is outside the folder Jupyter serves; it was not read.")
+    if path.is_dir():
+        raise ValueError(f"{item.path} is a folder; attach the files in it one by one.")
+    if not path.is_file():
+        raise ValueError(f"There is no file {item.path}.")
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        data = fh.read(FILE_READ_BYTES)
+    if b"\x00" in data[:8192]:
+        raise ValueError(f"{item.path} is not a text file; the tutor reads text files only.")
+    text = nbc.decode_text(data)
+    args = {"path": str(relative)}
+    if path.suffix == ".ipynb" and size <= FILE_READ_BYTES:
+        cells = _notebook_cells(text)
+        if cells is not None:
+            body = nbc.render_cells(cells, 0, None)
+            content = f"The notebook {relative} ({len(cells)} cells):\n\n{body}"
+            return "read_file", args, content, f"{relative}: {len(cells)} cells"
+    shown = text[:FILE_CHARS]
+    cut = len(shown) < len(text) or size > len(data)
+    note = f"\n… (only the first {len(shown)} characters of {size} bytes are shown)" if cut else ""
+    content = f"The file {relative}:\n\n```\n{shown.rstrip()}\n```{note}"
+    summary = f"{relative}, first {len(shown)} chars of {size} bytes" if cut else str(relative)
+    return "read_file", args, content, summary
+
+
+def _notebook_cells(text: str) -> list[dict[str, Any]] | None:
+    try:
+        nb = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        return None
+    return [
+        {
+            "type": c.get("cell_type", "code"),
+            "source": "".join(c.get("source", "")),
+            "tags": list((c.get("metadata") or {}).get("tags", [])),
+        }
+        for c in nb["cells"]
+        if isinstance(c, dict)
+    ]
+
+
+def _quote(item: QuoteAttachment) -> tuple[str, dict[str, Any], str, str]:
+    text = item.text
+    if len(text) > QUOTE_CHARS:
+        text = text[:QUOTE_CHARS] + f"\n… ({len(item.text) - QUOTE_CHARS} more chars)"
+    where = f" in cell [{item.number}]" if item.number is not None else ""
+    quoted = "\n".join(f"> {line}" for line in text.rstrip().splitlines())
+    content = f"I selected this{where}:\n\n{quoted}"
+    first = text.strip().splitlines()[0][:60] if text.strip() else ""
+    return "selected_text", {"cell": item.number}, content, first
