@@ -8,6 +8,8 @@ import { Kernel, KernelMessage as KM } from '@jupyterlab/services';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { ChatTurn, applyEvent, newTurn } from './chatmodel';
+import { Attachment } from './context';
+import { __ } from './i18n';
 import {
   COMM_TARGET,
   Conversation,
@@ -16,6 +18,23 @@ import {
   Submission,
   TurnsMessage
 } from './protocol';
+import { QuizResolved } from './schema';
+
+/** A question the kernel did not ask; `attachment` is the index of the attachment it refused. */
+export class AskRefused extends Error {
+  constructor(
+    message: string,
+    readonly attachment: number | null
+  ) {
+    super(message);
+  }
+}
+
+interface Waiter<T> {
+  key: string;
+  resolve: (value: T) => void;
+  reject: (error: Error) => void;
+}
 
 const LOAD_CODE = '%load_ext deeptutor_jupyter';
 
@@ -59,9 +78,35 @@ export class KernelChat {
     return this._connecting;
   }
 
-  async ask(question: string): Promise<void> {
+  /** Ask with the context attached; resolves once the turn started, rejects (AskRefused) when
+   * the kernel refused it, e.g. an attachment it cannot read: nothing was asked then. */
+  async ask(question: string, attachments: Attachment[] = []): Promise<void> {
     await this.connect();
-    this.send({ action: 'ask', question, conversation: null });
+    this.send({
+      action: 'ask',
+      question,
+      conversation: null,
+      attachments,
+      notebook_path: this.session.path
+    });
+    // Replies come on a later tick (the comm is asynchronous), so waiting from here is in time.
+    await new Promise<string>((resolve, reject) =>
+      this._askWaiters.push({ key: '', resolve, reject })
+    );
+  }
+
+  /** Send a quiz's answers; resolves with the grade, rejects with the refusal in words. */
+  async answerQuiz(
+    quizId: string,
+    sessionId: string,
+    answers: Record<string, string[] | string>,
+    seconds: number
+  ): Promise<QuizResolved> {
+    await this.connect();
+    this.send({ action: 'quiz_answer', quiz_id: quizId, session_id: sessionId, answers, seconds });
+    return new Promise<QuizResolved>((resolve, reject) =>
+      this._quizWaiters.push({ key: quizId, resolve, reject })
+    );
   }
 
   /** The notebook's conversations (those with turns), oldest first. */
@@ -136,6 +181,7 @@ export class KernelChat {
     comm.onClose = () => {
       if (this._comm === comm) {
         this._comm = null;
+        this._failWaiters();
         this._setStatus('Disconnected from the kernel.');
       }
     };
@@ -160,8 +206,30 @@ export class KernelChat {
       this._onTurns(message);
     } else if (message.type === 'answered') {
       this._settleAnswer(message.request_id, null);
+    } else if (message.type === 'asked') {
+      settle(this._askWaiters, null, waiter => waiter.resolve(message.turn_id));
+    } else if (message.type === 'quiz_graded') {
+      settle(this._quizWaiters, message.quiz_id, waiter =>
+        waiter.resolve({
+          type: 'quiz_resolved',
+          seq: 0,
+          turn_id: '',
+          ts: Date.now() / 1000,
+          id: message.quiz_id,
+          tool_call_id: '',
+          score: message.score,
+          results: message.results ?? []
+        })
+      );
     } else if (message.type === 'error') {
-      if (message.action === 'answer' && this._answerWaiters.length) {
+      const { action } = message;
+      if (action === 'ask' && this._askWaiters.length) {
+        const refused = new AskRefused(message.message, message.attachment ?? null);
+        settle(this._askWaiters, null, waiter => waiter.reject(refused));
+      } else if (action === 'quiz_answer' && message.quiz_id) {
+        const error = new Error(message.message);
+        settle(this._quizWaiters, message.quiz_id, waiter => waiter.reject(error));
+      } else if (message.action === 'answer' && this._answerWaiters.length) {
         // The kernel handles actions in order: a refusal answers the oldest open answer.
         this._settleAnswer(this._answerWaiters[0].requestId, new Error(message.message));
       } else {
@@ -213,10 +281,19 @@ export class KernelChat {
   /** A restarted or changed kernel: reconnect only a chat that was connected (shown) before. */
   private _onKernelChanged(): void {
     this._comm = null;
+    this._failWaiters();
     this._turns = [];
     this._changed.emit();
     if (this._wanted) {
       void this.connect();
+    }
+  }
+
+  /** Nothing will answer the actions in flight any more: say so instead of waiting forever. */
+  private _failWaiters(): void {
+    const gone = new Error(__('The kernel went away before it answered; try again.'));
+    for (const waiter of [...this._askWaiters.splice(0), ...this._quizWaiters.splice(0)]) {
+      waiter.reject(gone);
     }
   }
 
@@ -238,5 +315,19 @@ export class KernelChat {
     resolve: () => void;
     reject: (error: Error) => void;
   }[] = [];
+  private _askWaiters: Waiter<string>[] = [];
+  private _quizWaiters: Waiter<QuizResolved>[] = [];
   private _changed = new Signal<this, void>(this);
+}
+
+/** The waiter for `key` (the oldest when null: the kernel answers actions in order), removed. */
+function settle<T>(
+  waiters: Waiter<T>[],
+  key: string | null,
+  then: (waiter: Waiter<T>) => void
+): void {
+  const at = key === null ? 0 : waiters.findIndex(w => w.key === key);
+  if (at >= 0 && at < waiters.length) {
+    then(waiters.splice(at, 1)[0]);
+  }
 }

@@ -56,7 +56,7 @@ describe('folding events into a turn', () => {
     let turn = newTurn('turn-1', 'q');
     turn = applyEvent(turn, ev(1, 'tool_call', { id: 'c1', name: 'read_notebook' }));
     expect(turn.tools).toEqual([
-      { id: 'c1', name: 'read_notebook', summary: '', isError: false, done: false }
+      { id: 'c1', name: 'read_notebook', summary: '', isError: false, done: false, content: '' }
     ]);
     turn = applyEvent(
       turn,
@@ -90,5 +90,54 @@ describe('folding events into a turn', () => {
     turn = applyEvent(turn, ev(2, 'done', { status: 'cancelled', answer: '' }));
     expect(turn.errors).toEqual(['The API key was rejected.']);
     expect(turn.status).toBe('cancelled');
+  });
+});
+
+describe('context cards and quizzes', () => {
+  it('keeps what the model read for attached context, not for other tools', () => {
+    let turn = newTurn('turn-1', 'q');
+    turn = applyEvent(turn, ev(1, 'tool_call', { id: 'attached-1', name: 'read_cell' }));
+    turn = applyEvent(
+      turn,
+      ev(2, 'tool_result', {
+        id: 'attached-1',
+        name: 'read_cell',
+        content: 'Cell [3] of my notebook: 1 / 0',
+        summary: 'cell [3]'
+      })
+    );
+    turn = applyEvent(turn, ev(3, 'tool_call', { id: 'c2', name: 'read_notebook' }));
+    turn = applyEvent(
+      turn,
+      ev(4, 'tool_result', { id: 'c2', name: 'read_notebook', content: 'all cells', summary: '2' })
+    );
+    expect(turn.tools.map(t => [t.name, t.content, t.summary])).toEqual([
+      ['read_cell', 'Cell [3] of my notebook: 1 / 0', 'cell [3]'],
+      ['read_notebook', '', '2']
+    ]);
+  });
+
+  it('shows a quiz as its own card, settled by quiz_resolved', () => {
+    const quiz = {
+      id: 'quiz_1',
+      tool_call_id: 'call_q',
+      session_id: 'nb-1',
+      expires_at: 0,
+      title: 'Squares',
+      questions: [{ id: 'q1', kind: 'short', prompt: 'Why?' }]
+    };
+    let turn = newTurn('turn-1', 'q');
+    turn = applyEvent(turn, ev(1, 'tool_call', { id: 'call_q', name: 'make_quiz' }));
+    turn = applyEvent(turn, ev(2, 'quiz_required', quiz));
+    expect(turn.tools).toEqual([]);
+    expect(turn.blocks).toEqual([{ kind: 'quiz', id: 'quiz_1' }]);
+    expect(turn.status).toBe('waiting');
+    expect(turn.notices).toEqual([]);
+    turn = applyEvent(
+      turn,
+      ev(3, 'quiz_resolved', { id: 'quiz_1', tool_call_id: 'call_q', score: 1 })
+    );
+    expect(turn.quizzes[0].resolved?.score).toBe(1);
+    expect(turn.status).toBe('running');
   });
 });

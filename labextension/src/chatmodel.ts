@@ -5,7 +5,7 @@
  */
 import { toInputRequest } from './askuser';
 import { InputRequest, TurnEvent } from './protocol';
-import { UserInputResolved } from './schema';
+import { QuizRequired, QuizResolved, UserInputResolved } from './schema';
 import { Settled } from './form';
 
 export interface ToolCard {
@@ -14,7 +14,18 @@ export interface ToolCard {
   summary: string;
   isError: boolean;
   done: boolean;
+  /** What the tool gave the model: shown for the context the learner attached. */
+  content: string;
 }
+
+/** A make_quiz form of the turn, and its graded (or closed) result once there is one. */
+export interface QuizState {
+  quiz: QuizRequired;
+  resolved: QuizResolved | null;
+}
+
+/** Tools that read context the learner attached (kernel/attachments.py): their cards open. */
+export const CONTEXT_TOOLS = ['read_cell', 'read_file', 'selected_text'];
 
 export interface Question {
   request: InputRequest;
@@ -23,7 +34,10 @@ export interface Question {
 
 /** What the turn shows, in the order it happened: answer text between tool and question cards. */
 export type Block =
-  { kind: 'text'; text: string } | { kind: 'tool'; id: string } | { kind: 'question'; id: string };
+  | { kind: 'text'; text: string }
+  | { kind: 'tool'; id: string }
+  | { kind: 'question'; id: string }
+  | { kind: 'quiz'; id: string };
 
 export interface ChatTurn {
   turnId: string;
@@ -33,6 +47,7 @@ export interface ChatTurn {
   status: 'running' | 'waiting' | 'done' | 'cancelled' | 'error';
   tools: ToolCard[];
   questions: Question[];
+  quizzes: QuizState[];
   errors: string[];
   notices: string[];
   lastSeq: number;
@@ -47,6 +62,7 @@ export function newTurn(turnId: string, question: string): ChatTurn {
     status: 'running',
     tools: [],
     questions: [],
+    quizzes: [],
     errors: [],
     notices: [],
     lastSeq: 0
@@ -75,12 +91,12 @@ export function applyEvent(turn: ChatTurn, event: TurnEvent): ChatTurn {
     }
     case 'tool_call': {
       const id = text(event.id) || `tool-${event.seq}`;
-      if (text(event.name) === 'ask_user') {
-        break; // shown as its question card, not as a tool card
+      if (text(event.name) === 'ask_user' || text(event.name) === 'make_quiz') {
+        break; // shown as its question or quiz card, not as a tool card
       }
       next.tools = [
         ...turn.tools,
-        { id, name: text(event.name), summary: '', isError: false, done: false }
+        { id, name: text(event.name), summary: '', isError: false, done: false, content: '' }
       ];
       next.blocks = [...turn.blocks, { kind: 'tool', id }];
       break;
@@ -95,7 +111,8 @@ export function applyEvent(turn: ChatTurn, event: TurnEvent): ChatTurn {
                 ...tool,
                 summary: text(event.summary),
                 isError: event.is_error === true,
-                done: true
+                done: true,
+                content: CONTEXT_TOOLS.includes(tool.name) ? text(event.content) : ''
               }
             : tool
         );
@@ -124,14 +141,14 @@ export function applyEvent(turn: ChatTurn, event: TurnEvent): ChatTurn {
       next.notices = [...turn.notices, text(event.text)];
       break;
     case 'quiz_required':
-      // Quizzes are graded forms of the cell (kernel/widgets/quiz_card.py); the panel says where.
-      next.notices = [
-        ...turn.notices,
-        'A quiz is waiting: run %tutor pending in a notebook cell to answer it.'
-      ];
+      next.quizzes = [...turn.quizzes, { quiz: event, resolved: null }];
+      next.blocks = [...turn.blocks, { kind: 'quiz', id: event.id }];
       next.status = 'waiting';
       break;
     case 'quiz_resolved':
+      next.quizzes = turn.quizzes.map(q =>
+        q.quiz.id === event.id ? { ...q, resolved: event } : q
+      );
       next.status = 'running';
       break;
     case 'done': {

@@ -8,7 +8,14 @@ import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { LabIcon } from '@jupyterlab/ui-components';
 
-import { CellLike, aboutCellDraft, errorOf, explainErrorQuestion } from './context';
+import {
+  Attachment,
+  CellLike,
+  cellAttachment,
+  errorOf,
+  explainErrorQuestion,
+  quoteAttachment
+} from './context';
 import { TutorPanel } from './panel';
 import { keepOutputsTrue } from './displays';
 import { keepNotebooksCleanOnVersion } from './language';
@@ -76,13 +83,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
       palette.addItem({ command: OPEN_COMMAND, category: 'DeepTutor' });
     }
 
-    const activeCell = (): { cell: CellLike; index: number } | null => {
+    const activeCell = (): { cell: CellLike; selected: string } | null => {
       const notebook = notebooks.currentWidget?.content;
       const cell = notebook?.activeCell;
       if (!notebook || !cell) {
         return null;
       }
-      return { cell: cell.model.toJSON() as CellLike, index: notebook.activeCellIndex };
+      return { cell: cell.model.toJSON() as CellLike, selected: selectedText(cell.editor) };
     };
     const open = () => app.commands.execute(OPEN_COMMAND);
 
@@ -93,7 +100,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
       execute: async () => {
         const active = activeCell();
         if (active) {
-          panel.setDraft(aboutCellDraft(active.cell, active.index));
+          // The cell goes as context the kernel reads; the selected text, if any, as a quote.
+          const cell = cellAttachment(active.cell);
+          const number = cell.kind === 'cell' ? (cell.number ?? null) : null;
+          const quote = quoteAttachment(active.selected, number);
+          panel.attach(quote ? [cell, quote] : [cell]);
           await open();
         }
       }
@@ -107,10 +118,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
       },
       execute: async () => {
         const active = activeCell();
-        const question = active ? explainErrorQuestion(active.cell, active.index) : null;
-        if (question) {
+        if (active && errorOf(active.cell) !== null) {
           await open();
-          await panel.ask(question);
+          const cell: Attachment = cellAttachment(active.cell);
+          await panel.ask(explainErrorQuestion(), [cell]);
         }
       }
     });
@@ -126,5 +137,24 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
   }
 };
+
+/** The text selected in a cell's editor, if any. */
+function selectedText(
+  editor: {
+    getSelection(): {
+      start: { line: number; column: number };
+      end: { line: number; column: number };
+    };
+    getOffsetAt(position: { line: number; column: number }): number;
+    model: { sharedModel: { getSource(): string } };
+  } | null
+): string {
+  if (!editor) {
+    return '';
+  }
+  const { start, end } = editor.getSelection();
+  const [from, to] = [editor.getOffsetAt(start), editor.getOffsetAt(end)].sort((a, b) => a - b);
+  return editor.model.sharedModel.getSource().slice(from, to);
+}
 
 export default plugin;

@@ -8,10 +8,32 @@ import { NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import * as React from 'react';
 
-import { KernelChat } from './chat';
-import { ChatTurn } from './chatmodel';
+import { AskRefused, KernelChat } from './chat';
+import { CONTEXT_TOOLS, ChatTurn, ToolCard } from './chatmodel';
+import {
+  Attachment,
+  Chip,
+  DropData,
+  addChips,
+  attachmentsFromDrop,
+  canDrop,
+  chipLabel,
+  markChip,
+  removeChip
+} from './context';
 import { AskUserCard } from './form';
+import { __ } from './i18n';
+import { QuizCard } from './quiz';
 import { KnowledgeTab, MemoryTab, PendingTab } from './tabs';
+
+/** A Lumino drag event (cells from a notebook, files from the file browser). */
+interface DragEventLike extends Event {
+  mimeData: DropData;
+  dropAction: string;
+  proposedAction: string;
+}
+
+const DRAG_EVENTS = ['lm-dragenter', 'lm-dragleave', 'lm-dragover', 'lm-drop'];
 
 export type Tab = 'chat' | 'pending' | 'memory' | 'knowledge';
 const TABS: [Tab, string][] = [
@@ -41,21 +63,75 @@ export class TutorPanel extends ReactWidget {
     this.update();
   }
 
-  /** Put text in the chat box (a quoted cell) for the learner to finish. */
+  /** Put text in the chat box for the learner to finish. */
   setDraft(text: string): void {
     this._draft = text;
     this._tab = 'chat';
     this.update();
   }
 
+  /** The chips that go with the next question. */
+  get chips(): readonly Chip[] {
+    return this._chips;
+  }
+
+  /** Attach context to the next question ("Ask the tutor about this cell", a drop). */
+  attach(attachments: Attachment[]): void {
+    this._chips = addChips(this._chips, attachments);
+    this._tab = 'chat';
+    this.update();
+  }
+
   /** Ask at once in the focused notebook's chat ("Explain this error"). */
-  async ask(question: string): Promise<void> {
+  async ask(question: string, attachments: Attachment[] = []): Promise<void> {
     this._tab = 'chat';
     this.update();
     if (!this._chat) {
-      throw new Error('Open a notebook to talk to the tutor beside it.');
+      throw new Error(__('Open a notebook to talk to the tutor beside it.'));
     }
-    await this._chat.ask(question);
+    await this._chat.ask(question, attachments);
+  }
+
+  /** Cells and files dropped on the chat become chips (Lumino's drag events, not HTML5's). */
+  handleEvent(event: Event): void {
+    const drag = event as DragEventLike;
+    if (!DRAG_EVENTS.includes(event.type) || !drag.mimeData || !canDrop(drag.mimeData)) {
+      return;
+    }
+    const target = event.target as HTMLElement | null;
+    const chat = target?.closest?.('.jp-DeepTutorChat') ?? null;
+    if (event.type === 'lm-dragleave') {
+      this.node.classList.remove('jp-mod-dropTarget');
+      return;
+    }
+    if (!chat) {
+      this.node.classList.remove('jp-mod-dropTarget');
+      return;
+    }
+    event.preventDefault();
+    event.stopPropagation();
+    if (event.type === 'lm-dragenter' || event.type === 'lm-dragover') {
+      drag.dropAction = drag.proposedAction;
+      this.node.classList.add('jp-mod-dropTarget');
+      return;
+    }
+    this.node.classList.remove('jp-mod-dropTarget');
+    drag.dropAction = drag.proposedAction;
+    this.attach(attachmentsFromDrop(drag.mimeData));
+  }
+
+  protected onAfterAttach(msg: Message): void {
+    super.onAfterAttach(msg);
+    for (const type of DRAG_EVENTS) {
+      this.node.addEventListener(type, this);
+    }
+  }
+
+  protected onBeforeDetach(msg: Message): void {
+    for (const type of DRAG_EVENTS) {
+      this.node.removeEventListener(type, this);
+    }
+    super.onBeforeDetach(msg);
   }
 
   /** Follow the notebook in focus (null: none open, the scratch conversation if started). */
@@ -148,6 +224,11 @@ export class TutorPanel extends ReactWidget {
               this._draft = text;
               this.update();
             }}
+            chips={this._chips}
+            onChips={chips => {
+              this._chips = chips;
+              this.update();
+            }}
           />
         );
       case 'pending':
@@ -165,6 +246,7 @@ export class TutorPanel extends ReactWidget {
 
   private _tab: Tab = 'chat';
   private _draft = '';
+  private _chips: Chip[] = [];
   private _notebook: NotebookPanel | null = null;
   private _chat: KernelChat | null = null;
   private _chats = new Map<NotebookPanel, KernelChat>();
@@ -211,13 +293,19 @@ function TurnView(props: {
         }
         if (block.kind === 'tool') {
           const tool = turn.tools.find(t => t.id === block.id);
-          return tool ? (
-            <div key={i} className={`jp-DeepTutorChat-tool${tool.isError ? ' jp-mod-error' : ''}`}>
-              <span className="jp-DeepTutorChat-toolName">{tool.name}</span>
-              <span className="jp-DeepTutorChat-toolSummary">
-                {tool.done ? tool.summary : '\u2026'}
-              </span>
-            </div>
+          return tool ? <ToolCardView key={i} tool={tool} /> : null;
+        }
+        if (block.kind === 'quiz') {
+          const q = turn.quizzes.find(x => x.quiz.id === block.id);
+          return q ? (
+            <QuizCard
+              key={i}
+              quiz={q.quiz}
+              resolved={q.resolved}
+              onSubmit={(answers, seconds) =>
+                chat.answerQuiz(q.quiz.id, q.quiz.session_id, answers, seconds)
+              }
+            />
           ) : null;
         }
         const q = turn.questions.find(x => x.request.id === block.id);
@@ -257,12 +345,77 @@ function TurnView(props: {
   );
 }
 
+const CONTEXT_LABEL: Record<string, string> = {
+  read_cell: 'Cell',
+  read_file: 'File',
+  selected_text: 'Selection'
+};
+
+/** A tool's card; context the learner attached opens to what the model read. */
+function ToolCardView(props: { tool: ToolCard }): React.ReactElement {
+  const { tool } = props;
+  const head = (
+    <>
+      <span className="jp-DeepTutorChat-toolName">{tool.name}</span>
+      <span className="jp-DeepTutorChat-toolSummary">{tool.done ? tool.summary : '\u2026'}</span>
+    </>
+  );
+  const error = tool.isError ? ' jp-mod-error' : '';
+  if (!CONTEXT_TOOLS.includes(tool.name) || !tool.content) {
+    return <div className={`jp-DeepTutorChat-tool${error}`}>{head}</div>;
+  }
+  return (
+    <details className={`jp-DeepTutorChat-tool jp-DeepTutorChat-context${error}`}>
+      <summary title={__('What the tutor read')}>
+        <span className="jp-DeepTutorChat-toolName">
+          {__(CONTEXT_LABEL[tool.name] ?? tool.name)}
+        </span>
+        <span className="jp-DeepTutorChat-toolSummary">{tool.summary}</span>
+      </summary>
+      <pre className="jp-DeepTutorChat-contextBody">{tool.content}</pre>
+    </details>
+  );
+}
+
+function ChipList(props: {
+  chips: readonly Chip[];
+  onRemove: (index: number) => void;
+}): React.ReactElement | null {
+  if (!props.chips.length) {
+    return null;
+  }
+  return (
+    <div className="jp-DeepTutorChat-chips" aria-label={__('Attached to the next question')}>
+      {props.chips.map((chip, i) => (
+        <span
+          key={i}
+          className={`jp-DeepTutorChat-chip jp-mod-${chip.attachment.kind}${chip.error ? ' jp-mod-error' : ''}`}
+          title={chip.error ?? ''}
+        >
+          <span className="jp-DeepTutorChat-chipLabel">{chipLabel(chip.attachment)}</span>
+          {chip.error ? <span className="jp-DeepTutorChat-chipError">{chip.error}</span> : null}
+          <button
+            className="jp-DeepTutorChat-chipRemove"
+            aria-label={__('Remove %1', chipLabel(chip.attachment))}
+            title={__('Remove')}
+            onClick={() => props.onRemove(i)}
+          >
+            \u00d7
+          </button>
+        </span>
+      ))}
+    </div>
+  );
+}
+
 function ChatTab(props: {
   chat: KernelChat | null;
   notebook: string;
   rendermime: IRenderMimeRegistry;
   draft: string;
   onDraft: (text: string) => void;
+  chips: readonly Chip[];
+  onChips: (chips: Chip[]) => void;
   onScratch: (() => void) | null;
 }): React.ReactElement {
   const question = props.draft;
@@ -287,10 +440,26 @@ function ChatTab(props: {
       return;
     }
     setProblem('');
-    chat.ask(text).then(
-      () => setQuestion(''),
-      reason => setProblem(reason instanceof Error ? reason.message : String(reason))
-    );
+    const chips = props.chips;
+    chat
+      .ask(
+        text,
+        chips.map(c => c.attachment)
+      )
+      .then(
+        () => {
+          setQuestion('');
+          props.onChips([]);
+        },
+        reason => {
+          // Nothing was asked: the question and the chips stay, the refused chip says why.
+          if (reason instanceof AskRefused && reason.attachment !== null) {
+            props.onChips(markChip(chips, reason.attachment, reason.message));
+          } else {
+            setProblem(reason instanceof Error ? reason.message : String(reason));
+          }
+        }
+      );
   };
   return (
     <div className="jp-DeepTutorChat">
@@ -327,6 +496,7 @@ function ChatTab(props: {
       {chat.status || problem ? (
         <div className="jp-DeepTutorChat-connection">{problem || chat.status}</div>
       ) : null}
+      <ChipList chips={props.chips} onRemove={i => props.onChips(removeChip(props.chips, i))} />
       <div className="jp-DeepTutorChat-input">
         <textarea
           className="jp-mod-styled"
