@@ -10,6 +10,7 @@ in words (``AttachmentError``) and the question is not asked, so nothing is lost
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -95,8 +96,11 @@ def _cell(
     return "read_cell", {"cell": item.number, "cell_type": item.cell_type}, content, label
 
 
+_RULE = re.compile(r"^-{20,}\s*$", re.M)  # IPython's banner line: nothing to read
+
+
 def _tail(error: str) -> str:
-    text = nbc._ANSI.sub("", error).rstrip()
+    text = _RULE.sub("", nbc._ANSI.sub("", error)).strip()
     return text if len(text) <= ERROR_CHARS else "…\n" + text[-ERROR_CHARS:]
 
 

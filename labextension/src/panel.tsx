@@ -345,12 +345,6 @@ function TurnView(props: {
   );
 }
 
-const CONTEXT_LABEL: Record<string, string> = {
-  read_cell: 'Cell',
-  read_file: 'File',
-  selected_text: 'Selection'
-};
-
 /** A tool's card; context the learner attached opens to what the model read. */
 function ToolCardView(props: { tool: ToolCard }): React.ReactElement {
   const { tool } = props;
@@ -367,9 +361,7 @@ function ToolCardView(props: { tool: ToolCard }): React.ReactElement {
   return (
     <details className={`jp-DeepTutorChat-tool jp-DeepTutorChat-context${error}`}>
       <summary title={__('What the tutor read')}>
-        <span className="jp-DeepTutorChat-toolName">
-          {__(CONTEXT_LABEL[tool.name] ?? tool.name)}
-        </span>
+        <span className="jp-DeepTutorChat-toolName">{__('Context')}</span>
         <span className="jp-DeepTutorChat-toolSummary">{tool.summary}</span>
       </summary>
       <pre className="jp-DeepTutorChat-contextBody">{tool.content}</pre>
@@ -400,7 +392,7 @@ function ChipList(props: {
             title={__('Remove')}
             onClick={() => props.onRemove(i)}
           >
-            \u00d7
+            {'\u00d7'}
           </button>
         </span>
       ))}

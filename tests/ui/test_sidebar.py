@@ -322,9 +322,17 @@ def test_explain_this_error_sends_the_traceback(
         # The answer's Markdown is rendered by JupyterLab asynchronously, after the status.
         turn.get_by_text("You divided by zero").first.wait_for()
         shown = turn.inner_text()
+        # The traceback went as the cell's context, through the kernel: its card shows it.
+        card = turn.locator("details.jp-DeepTutorChat-context")
+        card.locator("summary").click()
+        what_it_read = card.inner_text()
     assert "You divided by zero: check the denominator." in shown
+    assert "Explain this error" in shown
+    assert "cell [1]" in what_it_read
+    assert "numerator / 0" in what_it_read and "ZeroDivisionError" in what_it_read
     asked = json.dumps([m for m in fake_llm.requests[0].body["messages"] if m["role"] == "user"])
     assert "ZeroDivisionError" in asked and "numerator / 0" in asked
+    assert json.dumps(what_it_read.split("\n", 1)[1].strip())[1:-1] in asked
 
 
 @needs_chromium
