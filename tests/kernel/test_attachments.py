@@ -63,7 +63,8 @@ def test_a_cell_is_the_one_the_learner_sees_as_n(root: Path) -> None:
 
 
 def test_a_cell_not_run_here_shows_what_the_browser_shows(root: Path) -> None:
-    error = "\x1b[31m" + "-" * 75 + "\x1b[39m\nIndexError Traceback\n\x1b[31mIndexError\x1b[39m: out"
+    rule = "\x1b[31m" + "-" * 75 + "\x1b[39m"
+    error = rule + "\nIndexError Traceback\n\x1b[31mIndexError\x1b[39m: out"
     (card,) = read({"kind": "cell", "number": 7, "source": "x = [1, 2]\nx[5]", "error": error})
     content = card.content  # type: ignore[attr-defined]
     assert "not run in this kernel" in content and "x[5]" in content
