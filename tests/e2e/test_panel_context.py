@@ -70,6 +70,15 @@ def test_attached_cell_file_and_quote_are_cards_of_what_the_model_saw(
     again.send({"action": "subscribe", "turn_id": turn_id, "after_seq": 0})
     again.wait(lambda: again.events("done"))
     assert [r["content"] for r in again.events("tool_result")] == [cell, first, notes, quote]
+    # The turn's L1 trace names the context tools it read with.
+    records = [
+        json.loads(line)
+        for path in (tmp_path / "home" / "memory" / "trace").rglob("*.jsonl")
+        for line in path.read_text().splitlines()
+    ]
+    (record,) = [r for r in records if r["turn_id"] == turn_id]
+    assert record["tools"] == ["read_cell", "read_cell", "read_file", "selected_text"]
+    assert record["question"] == "Why does this fail?"
 
 
 def test_a_bad_attachment_is_refused_and_nothing_is_asked(
