@@ -107,9 +107,12 @@ def _tail(error: str) -> str:
 def server_root(notebook_path: str, here: Path | None = None) -> Path:
     """The server's root: the notebook's folder, up as many levels as its path from the root
     has folders (the kernel runs in the notebook's folder)."""
+    folders = PurePosixPath(notebook_path).parent.parts if notebook_path else ()
+    if notebook_path.startswith("/") or ".." in folders:
+        raise ValueError(f"{notebook_path!r} is not a notebook path from the server's root.")
     notebook = nbc.notebook_path()
     base = (notebook.parent if notebook is not None else (here or Path.cwd())).resolve()
-    depth = len(PurePosixPath(notebook_path).parent.parts) if notebook_path else 0
+    depth = len(folders)
     for _ in range(depth):
         base = base.parent
     return base

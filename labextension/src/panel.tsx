@@ -72,12 +72,12 @@ export class TutorPanel extends ReactWidget {
 
   /** The chips that go with the next question. */
   get chips(): readonly Chip[] {
-    return this._chips;
+    return (this._chat && this._chips.get(this._chat)) || [];
   }
 
   /** Attach context to the next question ("Ask the tutor about this cell", a drop). */
   attach(attachments: Attachment[]): void {
-    this._chips = addChips(this._chips, attachments);
+    this._setChips(addChips(this.chips, attachments));
     this._tab = 'chat';
     this.update();
   }
@@ -224,11 +224,8 @@ export class TutorPanel extends ReactWidget {
               this._draft = text;
               this.update();
             }}
-            chips={this._chips}
-            onChips={chips => {
-              this._chips = chips;
-              this.update();
-            }}
+            chips={this.chips}
+            onChips={chips => this._setChips(chips)}
           />
         );
       case 'pending':
@@ -240,13 +237,21 @@ export class TutorPanel extends ReactWidget {
     }
   }
 
+  private _setChips(chips: Chip[]): void {
+    if (this._chat) {
+      this._chips.set(this._chat, chips);
+    }
+    this.update();
+  }
+
   private _onChat(): void {
     this.update();
   }
 
   private _tab: Tab = 'chat';
   private _draft = '';
-  private _chips: Chip[] = [];
+  // Per notebook: a cell [N] means that notebook's kernel's [N], never another's.
+  private _chips = new WeakMap<KernelChat, Chip[]>();
   private _notebook: NotebookPanel | null = null;
   private _chat: KernelChat | null = null;
   private _chats = new Map<NotebookPanel, KernelChat>();

@@ -94,6 +94,13 @@ def test_a_file_outside_the_root_is_refused(root: Path, path: str) -> None:
         read({"kind": "file", "path": path}, notebook_path="week1/lesson.ipynb")
 
 
+@pytest.mark.parametrize("notebook_path", ["../lesson.ipynb", "week1/../../x.ipynb", "/abs.ipynb"])
+def test_a_notebook_path_cannot_move_the_root_up(root: Path, notebook_path: str) -> None:
+    (root.parent / "outside.txt").write_text("secret plans")
+    with pytest.raises(AttachmentError, match="not a notebook path"):
+        read({"kind": "file", "path": "outside.txt"}, notebook_path=notebook_path)
+
+
 def test_a_symlink_out_of_the_root_is_refused(root: Path) -> None:
     (root.parent / "outside.txt").write_text("secret plans")
     (root / "link.txt").symlink_to(root.parent / "outside.txt")

@@ -182,3 +182,37 @@ def test_a_quiz_in_the_panel_is_answered_and_graded(
     tool = [m for r in fake_llm.requests for m in r.body["messages"] if m.get("tool_call_id")]
     assert len(tool) == 1 and tool[0]["tool_call_id"] == "call_q"
     assert json.loads(tool[0]["content"])["score"] == 1.0
+
+
+@needs_chromium
+def test_ask_about_this_cell_attaches_the_cell_and_the_selected_text(
+    lab: str, fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    fake_llm.extend([Reply(text="That line stores the rank.")])
+    write_notebook(tmp_path / "select.ipynb", "A = [[1, 2], [2, 4]]\nrank_of_A = 2")
+    with lab_page("sidebar-selection") as page:
+        open_notebook(page, lab, "select.ipynb")
+        run_all(page)
+        editor = page.locator(".jp-Cell .jp-InputArea-editor").first
+        editor.get_by_text("rank_of_A").click()
+        page.keyboard.press("End")
+        page.keyboard.press("Shift+Home")
+        editor.get_by_text("rank_of_A").click(button="right")
+        page.locator(".lm-Menu-item", has_text="Ask the tutor about this cell").click()
+        page.locator(".jp-DeepTutorChat-chip", has_text="Cell [1]").wait_for()
+        quote = page.locator(".jp-DeepTutorChat-chip.jp-mod-quote")
+        quote.wait_for()
+        quoted = quote.inner_text()
+        no_news(page)
+        page.locator(".jp-DeepTutorChat-input textarea").fill("What does this line do?")
+        page.locator(".jp-DeepTutorChat-input button", has_text="Ask").click()
+        turn = page.locator(".jp-DeepTutorChat-turn[data-status='done']")
+        turn.wait_for(timeout=60000)
+        cards = turn.locator("details.jp-DeepTutorChat-context")
+        cards.nth(1).locator("summary").click()
+        selection_card = cards.nth(1).inner_text()
+    assert "rank_of_A = 2" in quoted and "A = [[" not in quoted
+    assert "I selected this in cell [1]" in selection_card
+    assert "> rank_of_A = 2" in selection_card
+    sent = json.dumps([m for m in fake_llm.requests[0].body["messages"] if m["role"] == "user"])
+    assert "> rank_of_A = 2" in sent
