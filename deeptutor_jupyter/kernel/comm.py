@@ -259,9 +259,6 @@ class Channel:
             self.refuse("quiz_answer", f"Grading failed ({type(exc).__name__}: {exc}). Submit "
                         "again.", quiz_id=data.quiz_id)  # fmt: skip
             return
-        from deeptutor_jupyter.kernel.quiz_cards import show_graded
-
-        show_graded(data.quiz_id, result)
         self.send(
             {"type": "quiz_graded", "quiz_id": data.quiz_id, "score": result.get("score"),
              "results": result.get("results", [])}

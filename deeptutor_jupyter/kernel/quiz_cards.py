@@ -92,10 +92,3 @@ def time_until(ts: float) -> str:
     if delta < 86400:
         return f"in {round(delta / 3600)} h"
     return f"in {round(delta / 86400)} day(s)"
-
-
-def show_graded(quiz_id: str, result: dict[str, Any]) -> None:
-    """A quiz graded from the Tutor panel: its card in a cell, if any, becomes the receipt too."""
-    card = _cards.get(quiz_id)
-    if card is not None:
-        card.show_receipt(result)

@@ -148,3 +148,36 @@ def test_a_quiz_answered_over_the_comm_is_graded_once_for_its_call(
     tool = [m for r in fake_llm.requests for m in r.body["messages"] if m.get("tool_call_id")]
     assert len(tool) == 1 and json.loads(tool[0]["content"])["score"] == 1.0
     assert "Well done." in "".join(e["text"] for e in panel.events("content"))
+
+
+def test_a_cell_quiz_answered_in_the_panel_shows_its_receipt_in_the_cell(
+    kernel: KernelDriver, fake_llm: FakeLLMServer
+) -> None:
+    from tests.learning.test_quiz_kernel import card_of, receipt
+
+    fake_llm.extend(
+        [
+            Reply(text="A check.", tool_calls=[ToolCallSpec("make_quiz", QUIZ, id="call_c")]),
+            Reply(text="Good."),
+        ]
+    )
+    kernel.execute("%tutor Quiz me in the cell.")
+    card = card_of(kernel)
+    panel = Panel(kernel)
+    turns = panel.wait(lambda: [m for m in panel.messages() if m["type"] == "turns"])[0]
+    (turn,) = turns["turns"]
+    panel.send({"action": "subscribe", "turn_id": turn["turn_id"], "after_seq": 0})
+    quiz = panel.wait(lambda: panel.events("quiz_required"))[0]
+    panel.send(
+        {"action": "quiz_answer", "quiz_id": quiz["id"], "session_id": quiz["session_id"],
+         "answers": {"q1": ["a"], "q2": "9"}}
+    )  # fmt: skip
+    panel.wait(lambda: [m for m in panel.messages() if m["type"] == "quiz_graded"])
+    # The cell's card follows the turn's quiz_resolved: the receipt shows there too.
+    shown = kernel.wait_for(lambda: "EXPLAINED" in receipt(kernel) and receipt(kernel))
+    assert "50%" in shown
+    kernel.wait_for(lambda: len(fake_llm.requests) == 2)
+    tool = [m for r in fake_llm.requests for m in r.body["messages"] if m.get("tool_call_id")]
+    assert len(tool) == 1 and json.loads(tool[0]["content"])["score"] == 0.5
+    submits = [c for c in kernel.with_class("dt-quiz-submit") if c in kernel.descendants(card)]
+    assert submits == []  # nothing left to submit twice in the cell
