@@ -268,7 +268,11 @@ function Markdown(props: { text: string; rendermime: IRenderMimeRegistry }): Rea
     const renderer = props.rendermime.createRenderer('text/markdown');
     void renderer
       .renderModel(new MimeModel({ data: { 'text/markdown': props.text }, trusted: false }))
-      .then(() => host.replaceChildren(renderer.node));
+      .then(() => {
+        host.replaceChildren(renderer.node);
+        // The renderer typesets math when attached as a widget; a node placed by hand is not.
+        void props.rendermime.latexTypesetter?.typeset(renderer.node);
+      });
     return () => renderer.dispose();
   }, [props.text]);
   return <div className="jp-DeepTutorChat-markdown" ref={ref} />;
@@ -307,6 +311,7 @@ function TurnView(props: {
               key={i}
               quiz={q.quiz}
               resolved={q.resolved}
+              renderText={text => <Markdown text={text} rendermime={props.rendermime} />}
               onSubmit={(answers, seconds) =>
                 chat.answerQuiz(q.quiz.id, q.quiz.session_id, answers, seconds)
               }

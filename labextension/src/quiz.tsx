@@ -24,6 +24,8 @@ export interface QuizCardProps {
   resolved: QuizResolved | null;
   /** Resolves with the grade; rejects with the refusal in words (the answers stay). */
   onSubmit: (answers: QuizAnswers, seconds: number) => Promise<QuizResolved>;
+  /** How a prompt is shown (the panel renders Markdown and LaTeX); plain text by default. */
+  renderText?: (text: string) => React.ReactNode;
 }
 
 export function QuizCard(props: QuizCardProps): React.ReactElement {
@@ -35,6 +37,7 @@ export function QuizCard(props: QuizCardProps): React.ReactElement {
   const [graded, setGraded] = React.useState<QuizResolved | null>(null);
   const opened = React.useRef(Date.now());
   const resolved = props.resolved ?? graded;
+  const render = props.renderText ?? ((text: string) => <span>{text}</span>);
 
   const head = (
     <div className="jp-DeepTutorQuiz-head">
@@ -101,6 +104,7 @@ export function QuizCard(props: QuizCardProps): React.ReactElement {
           number={i + 1}
           question={q}
           quizId={quiz.id}
+          render={render}
           value={answers[q.id]}
           disabled={busy}
           onChange={value => setAnswers({ ...answers, [q.id]: value })}
@@ -126,6 +130,7 @@ function QuestionField(props: {
   number: number;
   question: QuizQuestion;
   quizId: string;
+  render: (text: string) => React.ReactNode;
   value: string[] | string | undefined;
   disabled: boolean;
   onChange: (value: string) => void;
@@ -184,7 +189,8 @@ function QuestionField(props: {
   return (
     <div className={`jp-DeepTutorQuiz-question jp-mod-${q.kind}`} data-question-id={q.id}>
       <div className="jp-DeepTutorQuiz-prompt">
-        {props.number}. {q.prompt}
+        <span>{props.number}.</span>
+        {props.render(q.prompt)}
       </div>
       {field}
     </div>

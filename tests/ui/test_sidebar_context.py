@@ -131,7 +131,7 @@ QUIZ = {
             "answer": ["b"],
             "explanation": "Two times two is four.",
         },
-        {"id": "q2", "kind": "numeric", "prompt": "What is 3 squared?", "answer": 9.0},
+        {"id": "q2", "kind": "numeric", "prompt": "What is $3^2$?", "answer": 9.0},
         {
             "id": "q3",
             "kind": "code",
@@ -166,6 +166,8 @@ def test_a_quiz_in_the_panel_is_answered_and_graded(
         submit = card.locator("button", has_text="Submit answers")
         assert submit.is_disabled()  # nothing answered yet
         card.locator("label", has_text="four").click()
+        # Prompts are Markdown with LaTeX, typeset by JupyterLab's renderer.
+        card.locator(".jp-DeepTutorQuiz-question[data-question-id='q2'] mjx-container").wait_for()
         card.locator(".jp-DeepTutorQuiz-input").fill("9")
         card.locator(".jp-DeepTutorQuiz-code").fill("def sq(x):\n    return x * x\n")
         page.screenshot(path=str(Path(__file__).parent / "artifacts" / "sidebar-quiz-form.png"))
