@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 FILE_CHARS = 12000  # what the model reads of one file
 FILE_READ_BYTES = 256 * 1024  # read at most this much to find FILE_CHARS of text
+NOTEBOOK_READ_BYTES = 20 * 1024 * 1024
 QUOTE_CHARS = 4000
 ERROR_CHARS = 3000
 
@@ -128,18 +129,21 @@ def _file(item: FileAttachment, root: Path) -> tuple[str, dict[str, Any], str, s
     if not path.is_file():
         raise ValueError(f"There is no file {item.path}.")
     size = path.stat().st_size
+    # A notebook is read whole (its outputs make it big) to show its cells, bounded as cells.
+    notebook = path.suffix == ".ipynb" and size <= NOTEBOOK_READ_BYTES
     with path.open("rb") as fh:
-        data = fh.read(FILE_READ_BYTES)
+        data = fh.read(NOTEBOOK_READ_BYTES if notebook else FILE_READ_BYTES)
     if b"\x00" in data[:8192]:
         raise ValueError(f"{item.path} is not a text file; the tutor reads text files only.")
     text = nbc.decode_text(data)
     args = {"path": str(relative)}
-    if path.suffix == ".ipynb" and size <= FILE_READ_BYTES:
+    if notebook:
         cells = _notebook_cells(text)
         if cells is not None:
             body = nbc.render_cells(cells, 0, None)
             content = f"The notebook {relative} ({len(cells)} cells):\n\n{body}"
             return "read_file", args, content, f"{relative}: {len(cells)} cells"
+    text = text[: FILE_CHARS * 2]  # a notebook that did not parse is shown as text, cut alike
     shown = text[:FILE_CHARS]
     cut = len(shown) < len(text) or size > len(data)
     note = f"\n… (only the first {len(shown)} characters of {size} bytes are shown)" if cut else ""

@@ -138,10 +138,14 @@ def test_a_long_file_is_cut_and_says_so(root: Path) -> None:
 
 
 def test_a_notebook_file_is_read_as_cells(root: Path) -> None:
-    nb = {"cells": [{"cell_type": "code", "source": ["y = 2\n"], "metadata": {}}]}
-    (root / "other.ipynb").write_text(json.dumps(nb))
+    image = {"output_type": "display_data", "data": {"image/png": "A" * 600_000}, "metadata": {}}
+    nb = {
+        "cells": [{"cell_type": "code", "source": ["y = 2\n"], "metadata": {}, "outputs": [image]}]
+    }
+    (root / "other.ipynb").write_text(json.dumps(nb))  # big with its plot, small as cells
     (card,) = read({"kind": "file", "path": "other.ipynb"})
-    assert "[cell 0] (code)" in card.content and "y = 2" in card.content  # type: ignore[attr-defined]
+    content = card.content  # type: ignore[attr-defined]
+    assert "[cell 0] (code)" in content and "y = 2" in content and "AAAA" not in content
 
 
 def test_a_quote_is_bounded_and_names_its_cell(root: Path) -> None:
