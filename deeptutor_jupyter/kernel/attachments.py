@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from deeptutor_jupyter.kernel import notebook_context as nbc
+from deeptutor_jupyter.kernel.i18n import t
 from deeptutor_jupyter.runtime.context import AttachedContext
 
 if TYPE_CHECKING:
@@ -44,15 +45,18 @@ def resolve(
     shell: Any,
     cell_errors: dict[int, str] | None,
     notebook_path: str,
+    language: str = "en",
 ) -> list[AttachedContext]:
-    """Every attachment as the context card the turn shows; AttachmentError on the first bad."""
+    """Every attachment as the context card the turn shows; AttachmentError on the first bad,
+    in the learner's language (what is sent to the model stays English, like the tools')."""
     out = []
     for index, item in enumerate(attachments):
         try:
             if item.kind == "cell":
-                name, args, content, summary = _cell(item, shell, cell_errors)
+                name, args, content, summary = _cell(item, shell, cell_errors, language)
             elif item.kind == "file":
-                name, args, content, summary = _file(item, server_root(notebook_path))
+                root = server_root(notebook_path, language=language)
+                name, args, content, summary = _file(item, root, language)
             else:
                 name, args, content, summary = _quote(item)
         except (LookupError, OSError, ValueError) as exc:
@@ -70,7 +74,7 @@ def resolve(
 
 
 def _cell(
-    item: CellAttachment, shell: Any, cell_errors: dict[int, str] | None
+    item: CellAttachment, shell: Any, cell_errors: dict[int, str] | None, language: str
 ) -> tuple[str, dict[str, Any], str, str]:
     if item.number is not None:
         try:
@@ -83,7 +87,7 @@ def _cell(
             if not item.source.strip():
                 raise
     if not item.source.strip():
-        raise ValueError("That cell is empty: there is nothing to show the tutor.")
+        raise ValueError(t("attach_empty_cell", language))
     # A cell this kernel has not run: what the learner sees in it.
     source = item.source
     if len(source) > nbc.CELL_CHARS:
@@ -105,12 +109,12 @@ def _tail(error: str) -> str:
     return text if len(text) <= ERROR_CHARS else "…\n" + text[-ERROR_CHARS:]
 
 
-def server_root(notebook_path: str, here: Path | None = None) -> Path:
+def server_root(notebook_path: str, here: Path | None = None, language: str = "en") -> Path:
     """The server's root: the notebook's folder, up as many levels as its path from the root
     has folders (the kernel runs in the notebook's folder)."""
     folders = PurePosixPath(notebook_path).parent.parts if notebook_path else ()
     if notebook_path.startswith("/") or ".." in folders:
-        raise ValueError(f"{notebook_path!r} is not a notebook path from the server's root.")
+        raise ValueError(t("attach_bad_root", language).format(path=notebook_path))
     notebook = nbc.notebook_path()
     base = (notebook.parent if notebook is not None else (here or Path.cwd())).resolve()
     depth = len(folders)
@@ -119,22 +123,22 @@ def server_root(notebook_path: str, here: Path | None = None) -> Path:
     return base
 
 
-def _file(item: FileAttachment, root: Path) -> tuple[str, dict[str, Any], str, str]:
+def _file(item: FileAttachment, root: Path, language: str) -> tuple[str, dict[str, Any], str, str]:
     relative = PurePosixPath(item.path.lstrip("/"))
     path = (root / relative).resolve()
     if not path.is_relative_to(root):
-        raise ValueError(f"{item.path} is outside the folder Jupyter serves; it was not read.")
+        raise ValueError(t("attach_outside", language).format(path=item.path))
     if path.is_dir():
-        raise ValueError(f"{item.path} is a folder; attach the files in it one by one.")
+        raise ValueError(t("attach_folder", language).format(path=item.path))
     if not path.is_file():
-        raise ValueError(f"There is no file {item.path}.")
+        raise ValueError(t("attach_missing", language).format(path=item.path))
     size = path.stat().st_size
     # A notebook is read whole (its outputs make it big) to show its cells, bounded as cells.
     notebook = path.suffix == ".ipynb" and size <= NOTEBOOK_READ_BYTES
     with path.open("rb") as fh:
         data = fh.read(NOTEBOOK_READ_BYTES if notebook else FILE_READ_BYTES)
     if b"\x00" in data[:8192]:
-        raise ValueError(f"{item.path} is not a text file; the tutor reads text files only.")
+        raise ValueError(t("attach_binary", language).format(path=item.path))
     text = nbc.decode_text(data)
     args = {"path": str(relative)}
     if notebook:

@@ -349,6 +349,7 @@ def _context(tutor: KernelTutor, data: AskAction) -> list[AttachedContext]:
         shell=tutor.shell,
         cell_errors=cell_errors_of(tutor.shell),
         notebook_path=data.notebook_path,
+        language=tutor.session.language,
     )
 
 

@@ -41,6 +41,12 @@ _STRINGS: dict[str, dict[str, str]] = {
             "restarted), run `%tutor pending` again to answer it._"
         ),
         "retrying_in": "{reason}, retrying in {seconds} s",
+        "attach_outside": "{path} is outside the folder Jupyter serves; it was not read.",
+        "attach_folder": "{path} is a folder; attach the files in it one by one.",
+        "attach_missing": "There is no file {path}.",
+        "attach_binary": "{path} is not a text file; the tutor reads text files only.",
+        "attach_empty_cell": "That cell is empty: there is nothing to show the tutor.",
+        "attach_bad_root": "{path} is not a notebook path from the server's root.",
     },
     "zh": {
         "starting": "正在开始…",
@@ -74,6 +80,12 @@ _STRINGS: dict[str, dict[str, str]] = {
             "_如果表单没有显示（内核已重启），请再次运行 `%tutor pending` 回答。_"
         ),
         "retrying_in": "{reason}，{seconds} 秒后重试",
+        "attach_outside": "{path} 不在 Jupyter 提供的文件夹内，未读取。",
+        "attach_folder": "{path} 是文件夹；请逐个附加其中的文件。",
+        "attach_missing": "没有文件 {path}。",
+        "attach_binary": "{path} 不是文本文件；导师只读取文本文件。",
+        "attach_empty_cell": "这个单元格是空的，没有可以给导师看的内容。",
+        "attach_bad_root": "{path} 不是从服务器根目录开始的笔记本路径。",
     },
 }
 

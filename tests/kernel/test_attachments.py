@@ -119,6 +119,20 @@ def test_a_binary_file_is_refused_in_words(root: Path) -> None:
     assert caught.value.index == 1  # the chip that is wrong, not the whole question
 
 
+def test_a_refusal_is_in_the_learners_language(root: Path) -> None:
+    (root / "plot.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    action = attachments({"kind": "file", "path": "plot.png"})
+    shell = SimpleNamespace(user_ns={"In": [""]})
+    with pytest.raises(AttachmentError, match=r"plot\.png 不是文本文件"):
+        resolve(
+            action.attachments,
+            shell=shell,
+            cell_errors=None,
+            notebook_path="week1/lesson.ipynb",
+            language="zh",
+        )
+
+
 def test_a_missing_file_and_a_folder_are_refused(root: Path) -> None:
     with pytest.raises(AttachmentError, match="There is no file"):
         read({"kind": "file", "path": "nope.txt"})
