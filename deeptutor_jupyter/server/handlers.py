@@ -27,6 +27,7 @@ from deeptutor_jupyter.interaction.coordinator import (
     InteractionError,
     resolved_fields,
 )
+from deeptutor_jupyter.memory.store import MemoryStore
 from deeptutor_jupyter.server.reads import (
     kb_list,
     memory_documents,
@@ -152,7 +153,8 @@ class MemoryHandler(TutorHandler):
 
 
 class MemoryDocumentHandler(TutorHandler):
-    """``PUT memory/<layer>/<key>``: a human's edit of one document, checked before it is saved."""
+    """``PUT memory/<layer>/<key>``: a human's edit of one document, checked before it is saved;
+    ``DELETE``: the learner removes it."""
 
     @tornado.web.authenticated
     @authorized
@@ -169,12 +171,16 @@ class MemoryDocumentHandler(TutorHandler):
             return self.refuse(400, "invalid", str(exc))
         self.reply({"documents": memory_documents(learner().home)})
 
-
-class KnowledgeHandler(TutorHandler):
     @tornado.web.authenticated
     @authorized
-    def get(self) -> None:
-        self.reply({"kbs": kb_list(learner().home)})
+    def delete(self, layer: str, key: str) -> None:
+        """The whole document goes (an L3 one becomes empty); its entries are logged."""
+        home = learner().home
+        try:
+            removed = MemoryStore(home).delete_document(layer, key)
+        except ValueError as exc:
+            return self.refuse(400, "invalid", str(exc))
+        self.reply({"removed": removed, "documents": memory_documents(home)})
 
 
 class KnowledgeBaseHandler(TutorHandler):
@@ -203,15 +209,19 @@ class TracesHandler(TutorHandler):
 
 
 def setup_handlers(web_app: Any) -> None:
+    # Imported here: they build on this module's TutorHandler and learner().
+    from deeptutor_jupyter.server import kb_api, memory_api
+
     base = url_path_join(web_app.settings["base_url"], API)
     web_app.add_handlers(
         ".*$",
         [
+            *memory_api.handlers(base),
+            *kb_api.handlers(base),
             (url_path_join(base, "pending"), PendingHandler),
             (url_path_join(base, r"pending/([A-Za-z0-9_\-]+)"), AnswerHandler),
             (url_path_join(base, "memory"), MemoryHandler),
             (url_path_join(base, r"memory/(L2|L3)/([a-z][a-z0-9_-]{0,31})"), MemoryDocumentHandler),
-            (url_path_join(base, "kbs"), KnowledgeHandler),
             (url_path_join(base, r"kbs/([^/]+)"), KnowledgeBaseHandler),
             (url_path_join(base, "traces"), TracesHandler),
         ],
