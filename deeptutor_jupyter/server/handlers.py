@@ -208,21 +208,12 @@ class TracesHandler(TutorHandler):
         self.reply({"traces": traces(learner().home, int(raw))})
 
 
-def setup_handlers(web_app: Any) -> None:
-    # Imported here: they build on this module's TutorHandler and learner().
-    from deeptutor_jupyter.server import kb_api, memory_api
-
-    base = url_path_join(web_app.settings["base_url"], API)
-    web_app.add_handlers(
-        ".*$",
-        [
-            *memory_api.handlers(base),
-            *kb_api.handlers(base),
-            (url_path_join(base, "pending"), PendingHandler),
-            (url_path_join(base, r"pending/([A-Za-z0-9_\-]+)"), AnswerHandler),
-            (url_path_join(base, "memory"), MemoryHandler),
-            (url_path_join(base, r"memory/(L2|L3)/([a-z][a-z0-9_-]{0,31})"), MemoryDocumentHandler),
-            (url_path_join(base, r"kbs/([^/]+)"), KnowledgeBaseHandler),
-            (url_path_join(base, "traces"), TracesHandler),
-        ],
-    )
+def handlers(base: str) -> list[tuple[str, type[TutorHandler]]]:
+    return [
+        (url_path_join(base, "pending"), PendingHandler),
+        (url_path_join(base, r"pending/([A-Za-z0-9_\-]+)"), AnswerHandler),
+        (url_path_join(base, "memory"), MemoryHandler),
+        (url_path_join(base, r"memory/(L2|L3)/([a-z][a-z0-9_-]{0,31})"), MemoryDocumentHandler),
+        (url_path_join(base, r"kbs/([^/]+)"), KnowledgeBaseHandler),
+        (url_path_join(base, "traces"), TracesHandler),
+    ]

@@ -19,6 +19,7 @@ from typing import Any
 
 import tornado.web
 from jupyter_server.auth.decorator import authorized
+from jupyter_server.utils import url_path_join
 
 from deeptutor_jupyter.knowledge import KnowledgeBase, validate_kb_name
 from deeptutor_jupyter.server.handlers import TutorHandler, learner
@@ -156,6 +157,4 @@ class KnowledgeHandler(TutorHandler):
 
 
 def handlers(base: str) -> list[tuple[str, type[TutorHandler]]]:
-    from jupyter_server.utils import url_path_join
-
     return [(url_path_join(base, "kbs"), KnowledgeHandler)]

@@ -19,6 +19,7 @@ from typing import Any, cast
 
 import tornado.web
 from jupyter_server.auth.decorator import authorized
+from jupyter_server.utils import url_path_join
 
 from deeptutor_jupyter.config import resolve_settings
 from deeptutor_jupyter.memory.consolidate import (
@@ -227,8 +228,6 @@ class PreviewApplyHandler(TutorHandler):
 
 
 def handlers(base: str) -> list[tuple[str, type[TutorHandler]]]:
-    from jupyter_server.utils import url_path_join
-
     return [
         (url_path_join(base, r"memory/previews/(pv_[0-9a-f]{16})"), PreviewApplyHandler),
         (url_path_join(base, rf"memory/{DOC}/preview"), PreviewHandler),
