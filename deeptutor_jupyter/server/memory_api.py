@@ -30,7 +30,7 @@ from deeptutor_jupyter.memory.consolidate import (
     apply_preview,
     preview,
 )
-from deeptutor_jupyter.memory.ops import DELETE_REASONS, DeleteReason
+from deeptutor_jupyter.memory.ops import DELETE_REASONS, DeleteReason, unified_diff
 from deeptutor_jupyter.memory.store import MemoryStore, StaleDocumentError
 from deeptutor_jupyter.memory.trace import TraceRecord
 from deeptutor_jupyter.providers.base import ChatModel
@@ -89,6 +89,7 @@ def preview_json(preview_id: str, shown: Preview, store: MemoryStore) -> dict[st
         "before": shown.before,
         "after": shown.after,
         "changed": shown.after != shown.before,
+        "diff": unified_diff(shown.before, shown.after, f"{shown.layer}/{shown.key}.md"),
         "has_work": shown.has_work(),
         "ops": result.ops_applied,
         "rejected": [{"op": op, "reason": reason} for op, reason in result.rejected],

@@ -4,6 +4,7 @@
  */
 import { ILabShell, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette, ISessionContext, SessionContext } from '@jupyterlab/apputils';
+import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { LabIcon } from '@jupyterlab/ui-components';
@@ -12,6 +13,7 @@ import { CellLike, aboutCellDraft, errorOf, explainErrorQuestion } from './conte
 import { TutorPanel } from './panel';
 import { keepOutputsTrue } from './displays';
 import { keepNotebooksCleanOnVersion } from './language';
+import { addKnowledgeCommand } from './kbcommand';
 
 export const OPEN_COMMAND = 'deeptutor:open';
 export const ABOUT_CELL_COMMAND = 'deeptutor:ask-about-cell';
@@ -30,13 +32,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description: 'The DeepTutor panel beside the notebook.',
   autoStart: true,
   requires: [INotebookTracker, IRenderMimeRegistry],
-  optional: [ICommandPalette, ILabShell],
+  optional: [ICommandPalette, ILabShell, IFileBrowserFactory],
   activate: (
     app: JupyterFrontEnd,
     notebooks: INotebookTracker,
     rendermime: IRenderMimeRegistry,
     palette: ICommandPalette | null,
-    labShell: ILabShell | null
+    labShell: ILabShell | null,
+    files: IFileBrowserFactory | null
   ) => {
     // With no notebook open, the panel offers a conversation in a kernel of its own.
     const scratch = async (): Promise<ISessionContext> => {
@@ -124,6 +127,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
       selector: '.jp-Notebook .jp-Cell',
       rank: 31
     });
+
+    if (files) {
+      addKnowledgeCommand(app, files, tutorIcon, async () => {
+        await open();
+        panel.tab = 'knowledge';
+      });
+    }
   }
 };
 
