@@ -30,6 +30,7 @@ from deeptutor_jupyter.memory.consolidate import (
     apply_preview,
     preview,
 )
+from deeptutor_jupyter.memory.document import bare_id, parse
 from deeptutor_jupyter.memory.ops import DELETE_REASONS, DeleteReason, unified_diff
 from deeptutor_jupyter.memory.store import MemoryStore, StaleDocumentError
 from deeptutor_jupyter.memory.trace import TraceRecord
@@ -92,9 +93,32 @@ def preview_json(preview_id: str, shown: Preview, store: MemoryStore) -> dict[st
         "diff": unified_diff(shown.before, shown.after, f"{shown.layer}/{shown.key}.md"),
         "has_work": shown.has_work(),
         "ops": result.ops_applied,
+        "changes": changes(shown),
         "rejected": [{"op": op, "reason": reason} for op, reason in result.rejected],
         "traces": [_trace_json(trace_id, by_id.get(trace_id)) for trace_id in shown.trace_ids()],
     }
+
+
+def changes(shown: Preview) -> list[dict[str, Any]]:
+    """The valid ops in a learner's words: what is added, edited (from what) or deleted."""
+    entries = {entry.id: (section.name, entry) for section, entry in parse(shown.before).entries()}
+    out = []
+    for op in shown.result.ops_applied:
+        kind = str(op.get("op"))
+        found = entries.get(bare_id(str(op.get("id", ""))))
+        old = found[1].text if found else ""
+        section = str(op.get("section") or (found[0] if found else ""))
+        out.append(
+            {
+                "kind": kind,
+                "section": section,
+                "text": str(op.get("text", old)),
+                "old_text": old if kind == "edit" else "",
+                "refs": list(op.get("refs", [])),
+                "reason": str(op.get("reason", "")),
+            }
+        )
+    return out
 
 
 def _trace_json(trace_id: str, record: TraceRecord | None) -> dict[str, Any]:

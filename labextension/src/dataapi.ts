@@ -48,6 +48,16 @@ export interface PreviewTrace {
   started_at: number | null;
 }
 
+/** One valid op in a learner's words (the server reads the old text from the document). */
+export interface PreviewChange {
+  kind: 'add' | 'edit' | 'delete';
+  section: string;
+  text: string;
+  old_text: string;
+  refs: string[];
+  reason: string;
+}
+
 export interface ConsolidationPreview {
   id: string;
   layer: string;
@@ -59,6 +69,7 @@ export interface ConsolidationPreview {
   changed: boolean;
   has_work: boolean;
   ops: Record<string, unknown>[];
+  changes: PreviewChange[];
   rejected: { op: Record<string, unknown>; reason: string }[];
   traces: PreviewTrace[];
 }

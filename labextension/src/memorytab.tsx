@@ -12,6 +12,7 @@ import {
   MemoryDoc,
   MemoryEntry,
   Mode,
+  PreviewChange,
   applyPreview,
   deleteDocument,
   deleteEntry,
@@ -77,6 +78,35 @@ function EntryRow(props: {
   );
 }
 
+function ChangeRow(props: { change: PreviewChange }): React.ReactElement {
+  const { change } = props;
+  const from = change.refs.length ? __('from %1', change.refs.join(', ')) : '';
+  switch (change.kind) {
+    case 'add':
+      return (
+        <li className="jp-DeepTutorPreview-change jp-mod-add">
+          <span className="jp-DeepTutorPreview-kind">{__('New in %1:', change.section)}</span>{' '}
+          {change.text} <span className="jp-DeepTutorMemory-refs">{from}</span>
+        </li>
+      );
+    case 'edit':
+      return (
+        <li className="jp-DeepTutorPreview-change jp-mod-edit">
+          <span className="jp-DeepTutorPreview-kind">{__('Changed:')}</span>{' '}
+          <del>{change.old_text}</del> → {change.text}{' '}
+          <span className="jp-DeepTutorMemory-refs">{from}</span>
+        </li>
+      );
+    case 'delete':
+      return (
+        <li className="jp-DeepTutorPreview-change jp-mod-delete">
+          <span className="jp-DeepTutorPreview-kind">{__('Forgotten (%1):', change.reason)}</span>{' '}
+          <del>{change.text}</del>
+        </li>
+      );
+  }
+}
+
 function PreviewView(props: {
   preview: ConsolidationPreview;
   problem: string;
@@ -89,25 +119,34 @@ function PreviewView(props: {
     <div className="jp-DeepTutorPreview">
       <div className="jp-DeepTutorPreview-head">
         {__(
-          'Preview (%1): %2 change(s) to %3/%4.md. Nothing is written until you apply it.',
+          'Preview (%1) of %2/%3.md. Nothing is written until you apply it.',
           modeLabel(preview.mode),
-          preview.ops.length,
           preview.layer,
           preview.key
         )}
       </div>
-      {preview.changed ? (
-        <pre className="jp-DeepTutorPreview-diff">
-          {rows.map((row, i) => (
-            <div key={i} className={`jp-DeepTutorPreview-${row.kind}`}>
-              {row.kind === 'add' ? '+ ' : row.kind === 'remove' ? '- ' : '  '}
-              {row.text}
-            </div>
+      {preview.changes.length ? (
+        <ul className="jp-DeepTutorPreview-changes">
+          {preview.changes.map((change, i) => (
+            <ChangeRow key={i} change={change} />
           ))}
-        </pre>
+        </ul>
       ) : (
         <div className="jp-DeepTutorPanel-empty">{__('Nothing in the document would change.')}</div>
       )}
+      {preview.changed ? (
+        <details className="jp-DeepTutorPreview-raw">
+          <summary>{__('The Markdown, before and after')}</summary>
+          <pre className="jp-DeepTutorPreview-diff">
+            {rows.map((row, i) => (
+              <div key={i} className={`jp-DeepTutorPreview-${row.kind}`}>
+                {row.kind === 'add' ? '+ ' : row.kind === 'remove' ? '- ' : '  '}
+                {row.text}
+              </div>
+            ))}
+          </pre>
+        </details>
+      ) : null}
       {preview.traces.length ? (
         <div className="jp-DeepTutorPreview-traces">
           <div>{__('Drawn from these traces:')}</div>
@@ -196,7 +235,11 @@ function MemoryDocView(props: {
       const docs = await applyPreview(preview.id);
       setPreview(null);
       setProblem('');
-      setNotice(__('Applied %1 change(s) to %2.', preview.ops.length, name));
+      setNotice(
+        preview.ops.length === 1
+          ? __('Applied 1 change to %1.', name)
+          : __('Applied %1 changes to %2.', preview.ops.length, name)
+      );
       props.onSaved(docs);
     } catch (reason) {
       // A stale preview stays on screen: the learner sees what was not written.
@@ -213,10 +256,12 @@ function MemoryDocView(props: {
   const removeDocument = async () => {
     const sure = await confirmDanger(
       __('Delete %1?', name),
-      __(
-        'Its %1 entries are forgotten (they stay in the deletion log). The traces they came from stay.',
-        entries.length
-      ),
+      entries.length === 1
+        ? __('Its entry is forgotten (it stays in the deletion log). Its traces stay.')
+        : __(
+            'Its %1 entries are forgotten (they stay in the deletion log). Their traces stay.',
+            entries.length
+          ),
       __('Delete')
     );
     if (!sure) {
@@ -237,7 +282,11 @@ function MemoryDocView(props: {
     >
       <summary>
         {name}
-        {doc.empty ? __(' (empty)') : __(' (%1 entries)', entries.length)}
+        {doc.empty
+          ? __(' (empty)')
+          : entries.length === 1
+            ? __(' (1 entry)')
+            : __(' (%1 entries)', entries.length)}
       </summary>
       {editing === null ? (
         <>

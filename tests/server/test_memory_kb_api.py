@@ -138,6 +138,12 @@ def test_a_preview_is_applied_exactly_without_a_second_model_call(
                     "text": "Cites a trace nobody has.",
                     "refs": ["t_9"],
                 },
+                {
+                    "op": "edit",
+                    "id": "m_aaaa1",
+                    "text": "Likes examples with numbers.",
+                    "refs": ["t_1"],
+                },
             )
         ]
     )
@@ -154,6 +160,20 @@ def test_a_preview_is_applied_exactly_without_a_second_model_call(
     assert [r["reason"] for r in shown["rejected"]] == [
         "unknown reference 't_9': cite trace ids from the evidence"
     ]
+    assert shown["changes"] == [
+        {
+            "kind": "add", "section": "Pace", "text": "Wants proofs step by step.",
+            "old_text": "", "refs": ["t_2"], "reason": "",
+        },
+        {
+            "kind": "delete", "section": "Style", "text": "Prefers short answers.",
+            "old_text": "", "refs": [], "reason": "stale",
+        },
+        {
+            "kind": "edit", "section": "Style", "text": "Likes examples with numbers.",
+            "old_text": "Likes worked examples.", "refs": ["t_1"], "reason": "",
+        },
+    ]  # fmt: skip
     drawn = {t["trace_id"]: t["question"] for t in shown["traces"]}
     assert drawn == {
         "t_1": "Show me an example of a matrix product.",
@@ -164,7 +184,7 @@ def test_a_preview_is_applied_exactly_without_a_second_model_call(
 
     code, body = call(run, jp_fetch, "POST", "memory", "previews", shown["id"], body={})
 
-    assert (code, body["applied"]) == (200, 2)
+    assert (code, body["applied"]) == (200, 3)
     assert memory.read_text("L3", "profile") == shown["after"]
     assert len(fake_llm.requests) == calls  # Apply never asks the model again
     assert memory.seen_traces("L3", "profile") == {"t_1", "t_2"}

@@ -192,8 +192,8 @@ def test_the_panel_opens_and_lists_a_pending_question(lab: str, tmp_path: Path) 
         page.locator(".jp-DeepTutorPanel-tab", has_text="Knowledge").click()
         kb = page.locator(".jp-DeepTutorKnowledge-kb", has_text="linalg")
         kb_text = kb.inner_text()
-        page.on("dialog", lambda dialog: dialog.accept())
         kb.locator("button", has_text="Remove").click()
+        page.locator(".jp-Dialog button", has_text="Remove").click()  # JupyterLab's confirm
         knowledge = page.locator(".jp-DeepTutorKnowledge .jp-DeepTutorPanel-empty").inner_text()
     assert "Short answers, then an example." in memory_text
     saved = MemoryStore(tmp_path / "home").read_text("L3", "preferences")
