@@ -29,10 +29,8 @@ from deeptutor_jupyter.interaction.coordinator import (
 )
 from deeptutor_jupyter.memory.store import MemoryStore
 from deeptutor_jupyter.server.reads import (
-    kb_list,
     memory_documents,
     pending_questions,
-    remove_knowledge_base,
     save_memory_document,
     traces,
 )
@@ -183,21 +181,6 @@ class MemoryDocumentHandler(TutorHandler):
         self.reply({"removed": removed, "documents": memory_documents(home)})
 
 
-class KnowledgeBaseHandler(TutorHandler):
-    """``DELETE kbs/<name>``: remove a knowledge base (its index; never the source files)."""
-
-    @tornado.web.authenticated
-    @authorized
-    def delete(self, name: str) -> None:
-        try:
-            remove_knowledge_base(learner().home, name)
-        except LookupError as exc:  # KnowledgeBaseNotFound
-            return self.refuse(404, "unknown", str(exc))
-        except ValueError as exc:
-            return self.refuse(400, "invalid", str(exc))
-        self.reply({"kbs": kb_list(learner().home)})
-
-
 class TracesHandler(TutorHandler):
     @tornado.web.authenticated
     @authorized
@@ -214,6 +197,5 @@ def handlers(base: str) -> list[tuple[str, type[TutorHandler]]]:
         (url_path_join(base, r"pending/([A-Za-z0-9_\-]+)"), AnswerHandler),
         (url_path_join(base, "memory"), MemoryHandler),
         (url_path_join(base, r"memory/(L2|L3)/([a-z][a-z0-9_-]{0,31})"), MemoryDocumentHandler),
-        (url_path_join(base, r"kbs/([^/]+)"), KnowledgeBaseHandler),
         (url_path_join(base, "traces"), TracesHandler),
     ]

@@ -23,7 +23,7 @@ from jupyter_server.utils import url_path_join
 
 from deeptutor_jupyter.knowledge import KnowledgeBase, validate_kb_name
 from deeptutor_jupyter.server.handlers import TutorHandler, learner
-from deeptutor_jupyter.server.reads import kb_list
+from deeptutor_jupyter.server.reads import kb_list, remove_knowledge_base
 
 MAX_JOBS = 20  # finished jobs kept for the tab to show; the oldest go first
 _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="deeptutor-kb")
@@ -73,6 +73,13 @@ def resolve_under(root: Path, relative: str) -> Path:
     if not target.exists():
         raise FileNotFoundError(f"{relative!r} does not exist under the server's root.")
     return target
+
+
+def _running(home: Path, name: str) -> bool:
+    with _lock:
+        return any(
+            j.name == name and j.home == str(home) and j.state == "running" for j in _jobs.values()
+        )
 
 
 def _start(home: Path, root: Path, name: str, shown: str, target: Path) -> Job:
@@ -156,5 +163,28 @@ class KnowledgeHandler(TutorHandler):
         self.reply({"job": job.public()}, 202)
 
 
+class KnowledgeBaseHandler(TutorHandler):
+    """``DELETE kbs/<name>``: remove a knowledge base (its index; never the source files)."""
+
+    @tornado.web.authenticated
+    @authorized
+    def delete(self, name: str) -> None:
+        home = learner().home
+        if _running(home, name):
+            return self.refuse(
+                409, "busy", f"{name!r} is being indexed; remove it when the indexing ends."
+            )
+        try:
+            remove_knowledge_base(home, name)
+        except LookupError as exc:  # KnowledgeBaseNotFound
+            return self.refuse(404, "unknown", str(exc))
+        except ValueError as exc:
+            return self.refuse(400, "invalid", str(exc))
+        self.reply({"kbs": kb_list(home), "jobs": jobs_of(home)})
+
+
 def handlers(base: str) -> list[tuple[str, type[TutorHandler]]]:
-    return [(url_path_join(base, "kbs"), KnowledgeHandler)]
+    return [
+        (url_path_join(base, "kbs"), KnowledgeHandler),
+        (url_path_join(base, r"kbs/([^/]+)"), KnowledgeBaseHandler),
+    ]

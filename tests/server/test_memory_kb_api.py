@@ -5,6 +5,7 @@ bases added from a path under the server root, indexed in a thread with progress
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -378,3 +379,34 @@ def test_a_cookie_request_without_the_xsrf_token_is_refused(
     token = "2|abcdef01|0123456789abcdef0123456789abcdef|1700000000"
     accepted = send({"Cookie": f"{cookie}; _xsrf={token}", "X-XSRFToken": token})
     assert accepted.code in (200, 202), accepted.body
+
+
+def test_indexing_runs_off_the_servers_loop_and_a_busy_base_is_not_removed(
+    run: Any, jp_fetch: Any, jp_root_dir: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (jp_root_dir / "notes").mkdir()
+    (jp_root_dir / "notes" / "rank.md").write_text("# Rank\n\nThe rank counts pivots.\n")
+    real = KnowledgeBase.add_sources
+    release, threads = threading.Event(), []
+
+    def held(self: KnowledgeBase, paths: list[Path], progress: Any = None) -> Any:
+        # The real indexer, started only once the test has seen the server answer meanwhile.
+        threads.append(threading.current_thread().name)
+        assert release.wait(30)
+        return real(self, paths, progress)
+
+    monkeypatch.setattr(KnowledgeBase, "add_sources", held)
+    code, _ = call(run, jp_fetch, "POST", "kbs", body={"name": "notes", "path": "notes"})
+    assert code == 202
+    try:
+        # The loop answers while the indexer is held: it runs on a worker thread.
+        _, body = call(run, jp_fetch, "GET", "kbs")
+        assert [j["state"] for j in body["jobs"]] == ["running"]
+        code, body = call(run, jp_fetch, "POST", "kbs", body={"name": "notes", "path": "notes"})
+        assert (code, body["code"]) == (409, "busy")
+        code, body = call(run, jp_fetch, "DELETE", "kbs", "notes")
+        assert (code, body["code"]) == (409, "busy")
+    finally:
+        release.set()
+    assert wait_for_job(run, jp_fetch, "notes")["job"]["state"] == "done"
+    assert threads and threads[0].startswith("deeptutor-kb")
