@@ -410,3 +410,25 @@ def test_indexing_runs_off_the_servers_loop_and_a_busy_base_is_not_removed(
         release.set()
     assert wait_for_job(run, jp_fetch, "notes")["job"]["state"] == "done"
     assert threads and threads[0].startswith("deeptutor-kb")
+
+
+def test_a_model_failure_is_told_in_words_without_the_key(
+    run: Any, jp_fetch: Any, memory: MemoryStore, fake_llm: FakeLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    secret = "sk-test-" + "k3y" * 8
+    monkeypatch.setenv("DEEPTUTOR_API_KEY", secret)
+    memory.emit(trace("t_2", "Can you go slower with proofs?"))
+    fake_llm.add(Reply(status=400, error=f"Invalid request; your key {secret} is fine"))
+    before = memory.read_text("L3", "profile")
+
+    code, body = call(
+        run, jp_fetch, "POST", "memory", "L3", "profile", "preview", body={"mode": "update"}
+    )
+
+    assert (code, body["code"]) == (502, "model_failed")
+    assert body["message"].startswith("The consolidation failed:")
+    assert "Invalid request" in body["message"]
+    assert secret not in json.dumps(body)
+    assert fake_llm.requests[0].headers.get("authorization") == f"Bearer {secret}"
+    assert memory.read_text("L3", "profile") == before

@@ -192,3 +192,34 @@ def test_a_consolidation_is_previewed_then_applied_exactly(
     text = memory.read_text("L3", "profile")
     assert "Wants proofs step by step." in text and "Prefers short answers." not in text
     assert entries == ["Likes worked examples.", "Wants proofs step by step."]
+
+
+@needs_chromium
+def test_a_stale_preview_is_refused_and_stays_until_discarded(lab: str, tmp_path: Path) -> None:
+    memory = seed_memory(tmp_path / "home")
+    memory.overwrite(
+        "L3", "profile", PROFILE.replace("Prefers short answers.", "likes worked examples!")
+    )
+    with lab_page("sidebar-memory-stale") as page:
+        open_lab(page, lab)
+        open_tutor(page)
+        page.locator(".jp-DeepTutorPanel-tab", has_text="Memory").click()
+        profile = memory_doc(page, "L3/profile.md")
+        profile.locator(".jp-DeepTutorMemory-mode").select_option("merge")  # needs no model
+        profile.locator("button", has_text="Consolidate").click()
+        preview = profile.locator(".jp-DeepTutorPreview")
+        preview.wait_for()
+        # Someone edits the document (a cell, another tab) before Apply.
+        memory.overwrite("L3", "profile", "# Profile\n\n## Style\n\n- Edited meanwhile.\n")
+        edited = memory.read_text("L3", "profile")
+        preview.locator("button", has_text="Apply").click()
+        error = preview.locator(".jp-DeepTutorChat-error")
+        error.wait_for()
+        refusal = error.inner_text()
+        page.screenshot(path=str(ARTIFACTS / "sidebar-memory-stale.png"))
+        still_shown = preview.locator(".jp-DeepTutorPreview-change").all_inner_texts()
+        preview.locator("button", has_text="Discard").click()
+        preview.wait_for(state="detached")
+    assert "changed since the preview was made; nothing was written" in refusal
+    assert still_shown == ["Forgotten (superseded): likes worked examples!"]
+    assert memory.read_text("L3", "profile") == edited
