@@ -5,7 +5,7 @@
  */
 import * as React from 'react';
 
-import { fetchMemory, saveMemory } from './api';
+import { ApiError, fetchMemory, saveMemory } from './api';
 import {
   ConsolidationPreview,
   MODES,
@@ -110,6 +110,7 @@ function ChangeRow(props: { change: PreviewChange }): React.ReactElement {
 function PreviewView(props: {
   preview: ConsolidationPreview;
   problem: string;
+  stale: boolean;
   onApply: () => void;
   onDiscard: () => void;
 }): React.ReactElement {
@@ -174,7 +175,7 @@ function PreviewView(props: {
       <div className="jp-DeepTutorAsk-buttons">
         <button
           className="jp-Button jp-mod-styled jp-mod-accept"
-          disabled={!preview.has_work}
+          disabled={!preview.has_work || props.stale}
           onClick={props.onApply}
         >
           {__('Apply')}
@@ -190,6 +191,7 @@ function PreviewView(props: {
 function MemoryDocView(props: {
   doc: MemoryDoc;
   onSaved: (docs: MemoryDoc[]) => void;
+  onReload: () => void;
 }): React.ReactElement {
   const { doc } = props;
   const [editing, setEditing] = React.useState<string | null>(null);
@@ -197,6 +199,7 @@ function MemoryDocView(props: {
   const [mode, setMode] = React.useState<Mode>('update');
   const [busy, setBusy] = React.useState(false);
   const [preview, setPreview] = React.useState<ConsolidationPreview | null>(null);
+  const [stale, setStale] = React.useState(false);
   const [notice, setNotice] = React.useState('');
   const name = `${doc.layer}/${doc.key}.md`;
   const entries = doc.entries ?? [];
@@ -221,6 +224,7 @@ function MemoryDocView(props: {
     setNotice('');
     try {
       setPreview(await previewConsolidation(doc.layer, doc.key, mode));
+      setStale(false);
     } catch (reason) {
       setProblem(message(reason));
     } finally {
@@ -242,8 +246,13 @@ function MemoryDocView(props: {
       );
       props.onSaved(docs);
     } catch (reason) {
-      // A stale preview stays on screen: the learner sees what was not written.
+      // A stale preview stays on screen (the learner sees what was not written) above the
+      // document as it now is.
       setProblem(message(reason));
+      if (reason instanceof ApiError && reason.code === 'stale') {
+        setStale(true);
+        props.onReload();
+      }
     }
   };
   const discard = () => {
@@ -251,6 +260,7 @@ function MemoryDocView(props: {
       void discardPreview(preview.id).catch(() => undefined);
     }
     setPreview(null);
+    setStale(false);
     setProblem('');
   };
   const removeDocument = async () => {
@@ -344,6 +354,7 @@ function MemoryDocView(props: {
             <PreviewView
               preview={preview}
               problem={problem}
+              stale={stale}
               onApply={() => void apply()}
               onDiscard={discard}
             />
@@ -398,7 +409,12 @@ export function MemoryTab(): React.ReactElement {
       </div>
       {error ? <div className="jp-DeepTutorChat-error">{error}</div> : null}
       {(docs ?? []).map(doc => (
-        <MemoryDocView key={`${doc.layer}/${doc.key}`} doc={doc} onSaved={setDocs} />
+        <MemoryDocView
+          key={`${doc.layer}/${doc.key}`}
+          doc={doc}
+          onSaved={setDocs}
+          onReload={reload}
+        />
       ))}
     </div>
   );

@@ -216,10 +216,14 @@ def test_a_stale_preview_is_refused_and_stays_until_discarded(lab: str, tmp_path
         error = preview.locator(".jp-DeepTutorChat-error")
         error.wait_for()
         refusal = error.inner_text()
-        page.screenshot(path=str(ARTIFACTS / "sidebar-memory-stale.png"))
+        # The document as it now is, under the preview that was not written.
+        profile.locator(".jp-DeepTutorMemory-entry", has_text="Edited meanwhile.").wait_for()
+        page.screenshot(path=str(ARTIFACTS / "sidebar-memory-stale-refused.png"))
+        apply_disabled = preview.locator("button", has_text="Apply").is_disabled()
         still_shown = preview.locator(".jp-DeepTutorPreview-change").all_inner_texts()
         preview.locator("button", has_text="Discard").click()
         preview.wait_for(state="detached")
     assert "changed since the preview was made; nothing was written" in refusal
+    assert apply_disabled  # Apply would be refused again: only Discard is offered
     assert still_shown == ["Forgotten (superseded): likes worked examples!"]
     assert memory.read_text("L3", "profile") == edited
