@@ -10,7 +10,8 @@ import {
   jobLine,
   jobStarted,
   latestJobs,
-  onJobStarted
+  onJobStarted,
+  sourcesLine
 } from './knowledge';
 
 function job(over: Partial<KbJob>): KbJob {
@@ -107,5 +108,20 @@ describe('diffRows', () => {
       { kind: 'add', text: '- Wants proofs step by step. [^2] <!--m_c-->' },
       { kind: 'remove', text: '---' }
     ]);
+  });
+});
+
+describe('sourcesLine', () => {
+  it('shows the sources relative to the root when they are under it', () => {
+    const root = '/home/me/course';
+    expect(sourcesLine(root, ['/home/me/course/week1', '/srv/shared/notes.md'])).toBe(
+      'from week1, /srv/shared/notes.md'
+    );
+    expect(sourcesLine(`${root}/`, [root])).toBe('from .');
+    expect(sourcesLine('/home/me/course', ['/home/me/course2/a.md'])).toBe(
+      'from /home/me/course2/a.md'
+    );
+    expect(sourcesLine(null, [])).toBe('');
+    expect(sourcesLine(root, undefined)).toBe('');
   });
 });

@@ -106,6 +106,25 @@ export function diffRows(diff: string): DiffRow[] {
   return rows;
 }
 
+/**
+ * The folders and files a knowledge base indexes, relative to its root when under it: "from
+ * course/week1, notes.md". Paths are the server's (absolute, "/"-separated).
+ */
+export function sourcesLine(root: unknown, sources: unknown): string {
+  if (!Array.isArray(sources) || sources.length === 0) {
+    return '';
+  }
+  const base = typeof root === 'string' ? root.replace(/\/+$/, '') : '';
+  const shown = sources.map(source => {
+    const path = String(source);
+    if (base && path === base) {
+      return '.';
+    }
+    return base && path.startsWith(`${base}/`) ? path.slice(base.length + 1) : path;
+  });
+  return __('from %1', shown.join(', '));
+}
+
 /** Who listens for jobs started outside the tab (the file browser's context menu). */
 const jobListeners = new Set<() => void>();
 

@@ -15,7 +15,8 @@ import {
   jobFraction,
   jobLine,
   latestJobs,
-  onJobStarted
+  onJobStarted,
+  sourcesLine
 } from './knowledge';
 
 function message(reason: unknown): string {
@@ -119,6 +120,11 @@ export function KnowledgeTab(): React.ReactElement {
             <div className="jp-DeepTutorKnowledge-name">{name}</div>
             {kb && !indexing ? (
               <div className="jp-DeepTutorKnowledge-meta">{kbMeta(kb)}</div>
+            ) : null}
+            {kb && !indexing ? (
+              <div className="jp-DeepTutorKnowledge-sources">
+                {sourcesLine(kb.root, kb.sources)}
+              </div>
             ) : null}
             {job ? <JobView job={job} /> : null}
             {kb && !indexing ? (
