@@ -75,19 +75,22 @@ def resolve_under(root: Path, relative: str) -> Path:
     return target
 
 
+def _busy(home: Path, name: str) -> bool:
+    """Whether ``name`` is being indexed; the caller holds ``_lock``."""
+    return any(
+        j.name == name and j.home == str(home) and j.state == "running" for j in _jobs.values()
+    )
+
+
 def _running(home: Path, name: str) -> bool:
     with _lock:
-        return any(
-            j.name == name and j.home == str(home) and j.state == "running" for j in _jobs.values()
-        )
+        return _busy(home, name)
 
 
 def _start(home: Path, root: Path, name: str, shown: str, target: Path) -> Job:
     job = Job(uuid.uuid4().hex[:12], name, shown, str(home))
     with _lock:
-        if any(
-            j.name == name and j.home == str(home) and j.state == "running" for j in _jobs.values()
-        ):
+        if _busy(home, name):
             raise RuntimeError(f"The knowledge base {name!r} is being indexed already.")
         finished = [j for j in _jobs.values() if j.state != "running"]
         for old in sorted(finished, key=lambda j: j.started_at)[
@@ -101,8 +104,9 @@ def _start(home: Path, root: Path, name: str, shown: str, target: Path) -> Job:
 
 def _run(job: Job, home: Path, root: Path, target: Path) -> None:
     def progress(done: int, total: int, current: str) -> None:
-        # Only numbers are stored: the poll reads them at its own pace.
-        job.done, job.total, job.current = done, total, _relative(current, root)
+        # Only stored (``current`` is relative to the knowledge base's root already): the
+        # poll reads them at its own pace.
+        job.done, job.total, job.current = done, total, current
 
     try:
         report = KnowledgeBase(home, job.name, root=root).add_sources([target], progress)
@@ -115,13 +119,6 @@ def _run(job: Job, home: Path, root: Path, target: Path) -> None:
         job.state = "done"
     job.current = ""
     job.finished_at = time.time()
-
-
-def _relative(current: str, root: Path) -> str:
-    try:
-        return str(Path(current).resolve().relative_to(root.resolve()))
-    except (ValueError, OSError):
-        return Path(current).name
 
 
 class KnowledgeHandler(TutorHandler):
