@@ -387,21 +387,30 @@ def test_indexing_runs_off_the_servers_loop_and_a_busy_base_is_not_removed(
     (jp_root_dir / "notes").mkdir()
     (jp_root_dir / "notes" / "rank.md").write_text("# Rank\n\nThe rank counts pivots.\n")
     real = KnowledgeBase.add_sources
-    release, threads = threading.Event(), []
+    reached, release, threads = threading.Event(), threading.Event(), []
 
     def held(self: KnowledgeBase, paths: list[Path], progress: Any = None) -> Any:
-        # The real indexer, started only once the test has seen the server answer meanwhile.
+        # The real indexer, held after its first file until the test has read the progress.
         threads.append(threading.current_thread().name)
-        assert release.wait(30)
-        return real(self, paths, progress)
+
+        def report(done: int, total: int, current: str) -> None:
+            progress(done, total, current)
+            if done and not release.is_set():
+                reached.set()
+                assert release.wait(30)
+
+        return real(self, paths, report)
 
     monkeypatch.setattr(KnowledgeBase, "add_sources", held)
     code, _ = call(run, jp_fetch, "POST", "kbs", body={"name": "notes", "path": "notes"})
     assert code == 202
     try:
+        assert reached.wait(30)
         # The loop answers while the indexer is held: it runs on a worker thread.
         _, body = call(run, jp_fetch, "GET", "kbs")
-        assert [j["state"] for j in body["jobs"]] == ["running"]
+        [job] = body["jobs"]
+        assert job["state"] == "running"
+        assert 0 < job["done"] <= job["total"] and job["current"] == "notes/rank.md"
         code, body = call(run, jp_fetch, "POST", "kbs", body={"name": "notes", "path": "notes"})
         assert (code, body["code"]) == (409, "busy")
         code, body = call(run, jp_fetch, "DELETE", "kbs", "notes")
