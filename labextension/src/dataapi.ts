@@ -115,3 +115,11 @@ export async function addKnowledgeBase(name: string, path: string): Promise<KbJo
   });
   return reply.job;
 }
+
+/** The questions of the newest turns, by trace id: what the Memory tab quotes as provenance. */
+export async function fetchTraceQuestions(limit = 1000): Promise<Map<string, string>> {
+  const reply = await request<{ traces: { trace_id: string; question: string }[] }>(
+    `traces?limit=${limit}`
+  );
+  return new Map(reply.traces.map(t => [t.trace_id, t.question]));
+}

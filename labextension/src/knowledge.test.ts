@@ -11,6 +11,7 @@ import {
   jobStarted,
   latestJobs,
   onJobStarted,
+  provenance,
   sourcesLine
 } from './knowledge';
 
@@ -123,5 +124,25 @@ describe('sourcesLine', () => {
     );
     expect(sourcesLine(null, [])).toBe('');
     expect(sourcesLine(root, undefined)).toBe('');
+  });
+});
+
+describe('provenance', () => {
+  const questions = new Map([
+    ['t_1', 'What is   rank?'],
+    ['t_2', 'x'.repeat(100)]
+  ]);
+
+  it('quotes the questions of the cited turns, ids where they are unknown', () => {
+    expect(provenance(['t_1', 't_9'], questions)).toBe('from “What is rank?”, t_9');
+  });
+
+  it('cuts a long question', () => {
+    const line = provenance(['t_2'], questions);
+    expect(line).toBe(`from “${'x'.repeat(59)}…”`);
+  });
+
+  it('says when an entry was written by hand', () => {
+    expect(provenance([], questions)).toBe('written by hand (no trace)');
   });
 });

@@ -125,6 +125,30 @@ export function sourcesLine(root: unknown, sources: unknown): string {
   return __('from %1', shown.join(', '));
 }
 
+/** How much of a question a provenance line quotes. */
+export const QUOTE_CHARS = 60;
+
+/**
+ * Where an entry comes from, in the learner's words: the questions of the turns it cites
+ * ("from “What is rank?”"), an id where the turn is not known (any more), or that it was
+ * written by hand.
+ */
+export function provenance(refs: string[], questions: ReadonlyMap<string, string>): string {
+  if (refs.length === 0) {
+    return __('written by hand (no trace)');
+  }
+  const shown = refs.map(ref => {
+    const question = (questions.get(ref) ?? '').replace(/\s+/g, ' ').trim();
+    if (!question) {
+      return ref;
+    }
+    const cut =
+      question.length > QUOTE_CHARS ? `${question.slice(0, QUOTE_CHARS - 1).trimEnd()}…` : question;
+    return `“${cut}”`;
+  });
+  return __('from %1', shown.join(', '));
+}
+
 /** Who listens for jobs started outside the tab (the file browser's context menu). */
 const jobListeners = new Set<() => void>();
 

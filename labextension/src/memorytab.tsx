@@ -17,11 +17,12 @@ import {
   deleteDocument,
   deleteEntry,
   discardPreview,
+  fetchTraceQuestions,
   previewConsolidation
 } from './dataapi';
 import { askDeleteReason, confirmDanger } from './dialogs';
 import { __ } from './i18n';
-import { diffRows } from './knowledge';
+import { diffRows, provenance } from './knowledge';
 
 function message(reason: unknown): string {
   return reason instanceof Error ? reason.message : String(reason);
@@ -43,6 +44,7 @@ function modeLabel(mode: Mode): string {
 function EntryRow(props: {
   doc: MemoryDoc;
   entry: MemoryEntry;
+  questions: ReadonlyMap<string, string>;
   onChanged: (docs: MemoryDoc[]) => void;
   onProblem: (text: string) => void;
 }): React.ReactElement {
@@ -61,10 +63,8 @@ function EntryRow(props: {
   return (
     <li className="jp-DeepTutorMemory-entry" data-entry-id={entry.id}>
       <span className="jp-DeepTutorMemory-entryText">{entry.text}</span>
-      <span className="jp-DeepTutorMemory-refs">
-        {entry.refs.length
-          ? __('from %1', entry.refs.join(', '))
-          : __('written by hand (no trace)')}
+      <span className="jp-DeepTutorMemory-refs" title={entry.refs.join(', ')}>
+        {provenance(entry.refs, props.questions)}
       </span>
       <button
         className="jp-Button jp-mod-styled jp-mod-minimal jp-DeepTutorMemory-deleteEntry"
@@ -78,9 +78,12 @@ function EntryRow(props: {
   );
 }
 
-function ChangeRow(props: { change: PreviewChange }): React.ReactElement {
+function ChangeRow(props: {
+  change: PreviewChange;
+  questions: ReadonlyMap<string, string>;
+}): React.ReactElement {
   const { change } = props;
-  const from = change.refs.length ? __('from %1', change.refs.join(', ')) : '';
+  const from = change.refs.length ? provenance(change.refs, props.questions) : '';
   switch (change.kind) {
     case 'add':
       return (
@@ -116,6 +119,7 @@ function PreviewView(props: {
 }): React.ReactElement {
   const { preview } = props;
   const rows = diffRows(preview.diff);
+  const questions = new Map(preview.traces.map(t => [t.trace_id, t.question]));
   return (
     <div className="jp-DeepTutorPreview">
       <div className="jp-DeepTutorPreview-head">
@@ -129,7 +133,7 @@ function PreviewView(props: {
       {preview.changes.length ? (
         <ul className="jp-DeepTutorPreview-changes">
           {preview.changes.map((change, i) => (
-            <ChangeRow key={i} change={change} />
+            <ChangeRow key={i} change={change} questions={questions} />
           ))}
         </ul>
       ) : (
@@ -190,6 +194,7 @@ function PreviewView(props: {
 
 function MemoryDocView(props: {
   doc: MemoryDoc;
+  questions: ReadonlyMap<string, string>;
   onSaved: (docs: MemoryDoc[]) => void;
   onReload: () => void;
 }): React.ReactElement {
@@ -307,6 +312,7 @@ function MemoryDocView(props: {
                   key={entry.id}
                   doc={doc}
                   entry={entry}
+                  questions={props.questions}
                   onChanged={props.onSaved}
                   onProblem={setProblem}
                 />
@@ -390,7 +396,10 @@ function MemoryDocView(props: {
 export function MemoryTab(): React.ReactElement {
   const [docs, setDocs] = React.useState<MemoryDoc[] | null>(null);
   const [error, setError] = React.useState('');
+  const [questions, setQuestions] = React.useState<ReadonlyMap<string, string>>(new Map());
   const reload = React.useCallback(() => {
+    // Provenance is quoted when the turns are known; ids are shown if this read fails.
+    fetchTraceQuestions().then(setQuestions, () => undefined);
     fetchMemory().then(
       found => {
         setDocs(found);
@@ -412,6 +421,7 @@ export function MemoryTab(): React.ReactElement {
         <MemoryDocView
           key={`${doc.layer}/${doc.key}`}
           doc={doc}
+          questions={questions}
           onSaved={setDocs}
           onReload={reload}
         />

@@ -143,7 +143,7 @@ def test_memory_entries_and_documents_are_deleted_after_a_confirmation(
         ).click()
         quiz.wait_for(state="detached")
         remaining = profile.locator(".jp-DeepTutorMemory-entry").all_inner_texts()
-    assert provenance == "from t_1"
+    assert provenance == "from “Show me an example of a matrix product.”"
     assert "Likes worked examples." in after_cancel
     profile_text = memory.read_text("L3", "profile")
     assert "Likes worked examples." not in profile_text
@@ -185,7 +185,9 @@ def test_a_consolidation_is_previewed_then_applied_exactly(
         notice = profile.locator(".jp-DeepTutorMemory-notice").inner_text()
         entries = profile.locator(".jp-DeepTutorMemory-entryText").all_inner_texts()
     assert "Wants proofs step by step." not in unchanged_while_shown  # a preview writes nothing
-    assert added == ["New in Pace: Wants proofs step by step. from t_2"]
+    assert added == [
+        "New in Pace: Wants proofs step by step. from “Can you go slower with proofs?”"
+    ]
     assert forgotten == ["Forgotten (stale): Prefers short answers."]
     assert "t_2 Can you go slower with proofs?" in shown
     assert calls == 1 and len(fake_llm.requests) == 1  # Apply did not ask the model again
