@@ -12,6 +12,7 @@ import { CellLike, aboutCellDraft, errorOf, explainErrorQuestion } from './conte
 import { TutorPanel } from './panel';
 import { keepOutputsTrue } from './displays';
 import { keepNotebooksCleanOnVersion } from './language';
+import { __ } from './i18n';
 
 export const OPEN_COMMAND = 'deeptutor:open';
 export const ABOUT_CELL_COMMAND = 'deeptutor:ask-about-cell';
@@ -44,7 +45,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         sessionManager: app.serviceManager.sessions,
         specsManager: app.serviceManager.kernelspecs,
         path: 'deeptutor-scratch',
-        name: 'Tutor scratch',
+        name: __('Tutor scratch'),
         type: 'deeptutor',
         kernelPreference: { name: 'python3', shouldStart: true, canStart: true }
       });
@@ -53,7 +54,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     };
     const panel = new TutorPanel(rendermime, scratch);
     panel.title.icon = tutorIcon;
-    panel.title.caption = 'Tutor';
+    panel.title.caption = __('Tutor');
     app.shell.add(panel, 'right', { rank: 600 });
 
     keepOutputsTrue(notebooks);
@@ -62,8 +63,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     notebooks.currentChanged.connect((_, notebook) => panel.setNotebook(notebook));
 
     app.commands.addCommand(OPEN_COMMAND, {
-      label: 'Tutor: open',
-      caption: 'Open the tutor beside the notebook',
+      label: __('Tutor: open'),
+      caption: __('Open the tutor beside the notebook'),
       icon: tutorIcon,
       execute: () => {
         if (labShell) {
@@ -73,7 +74,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
     if (palette) {
-      palette.addItem({ command: OPEN_COMMAND, category: 'DeepTutor' });
+      palette.addItem({ command: OPEN_COMMAND, category: __('DeepTutor') });
     }
 
     const activeCell = (): { cell: CellLike; index: number } | null => {
@@ -87,7 +88,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const open = () => app.commands.execute(OPEN_COMMAND);
 
     app.commands.addCommand(ABOUT_CELL_COMMAND, {
-      label: 'Ask the tutor about this cell',
+      label: __('Ask the tutor about this cell'),
       icon: tutorIcon,
       isEnabled: () => activeCell() !== null,
       execute: async () => {
@@ -99,7 +100,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
     app.commands.addCommand(EXPLAIN_ERROR_COMMAND, {
-      label: 'Explain this error',
+      label: __('Explain this error'),
       icon: tutorIcon,
       isVisible: () => {
         const active = activeCell();

@@ -16,6 +16,7 @@ import {
 } from './api';
 import { KernelChat } from './chat';
 import { AskUserCard } from './form';
+import { __ } from './i18n';
 import { PendingQuestion, Submission } from './protocol';
 
 function useLoad<T>(load: () => Promise<T>): [T | null, string, () => void] {
@@ -62,7 +63,11 @@ export function PendingTab(props: { chat: KernelChat | null }): React.ReactEleme
     } catch (reason) {
       if (reason instanceof ApiError && reason.code === 'not_resumable') {
         throw new Error(
-          `${reason.message} (Open ${question.notebook || 'its notebook'} with its kernel running to answer it there.)`
+          __(
+            '%1 (Open %2 with its kernel running to answer it there.)',
+            reason.message,
+            question.notebook || __('its notebook')
+          )
         );
       }
       throw reason;
@@ -72,18 +77,18 @@ export function PendingTab(props: { chat: KernelChat | null }): React.ReactEleme
     <div className="jp-DeepTutorPending">
       <div className="jp-DeepTutorPanel-toolbar">
         <button className="jp-Button jp-mod-styled" onClick={reload}>
-          Refresh
+          {__('Refresh')}
         </button>
       </div>
       {error ? <div className="jp-DeepTutorChat-error">{error}</div> : null}
       {pending && pending.length === 0 ? (
-        <div className="jp-DeepTutorPanel-empty">No question is waiting for you.</div>
+        <div className="jp-DeepTutorPanel-empty">{__('No question is waiting for you.')}</div>
       ) : null}
       {(pending ?? []).map(q => (
         <AskUserCard
           key={q.id}
           request={q}
-          where={q.notebook ? `in ${shortPath(q.notebook)}` : ''}
+          where={q.notebook ? __('in %1', shortPath(q.notebook)) : ''}
           continuesIn={shortPath(q.notebook)}
           onSubmit={submission => answer(q, submission)}
         />
@@ -115,13 +120,13 @@ function MemoryDoc(props: {
   return (
     <details className="jp-DeepTutorMemory-doc" open={!doc.empty || editing !== null}>
       <summary>
-        {doc.layer}/{doc.key}.md{doc.empty ? ' (empty)' : ''}
+        {doc.layer}/{doc.key}.md{doc.empty ? __(' (empty)') : ''}
       </summary>
       {editing === null ? (
         <>
           {doc.empty ? null : <pre>{doc.text}</pre>}
           <button className="jp-Button jp-mod-styled" onClick={() => setEditing(doc.text)}>
-            Edit
+            {__('Edit')}
           </button>
         </>
       ) : (
@@ -134,13 +139,13 @@ function MemoryDoc(props: {
           {problem ? <div className="jp-DeepTutorChat-error">{problem}</div> : null}
           <div className="jp-DeepTutorAsk-buttons">
             <button className="jp-Button jp-mod-styled jp-mod-accept" onClick={save}>
-              Save
+              {__('Save')}
             </button>
             <button
               className="jp-Button jp-mod-styled jp-mod-reject"
               onClick={() => setEditing(null)}
             >
-              Cancel
+              {__('Cancel')}
             </button>
           </div>
         </>
@@ -162,7 +167,7 @@ export function MemoryTab(): React.ReactElement {
             reload();
           }}
         >
-          Refresh
+          {__('Refresh')}
         </button>
       </div>
       {error ? <div className="jp-DeepTutorChat-error">{error}</div> : null}
@@ -179,7 +184,7 @@ export function KnowledgeTab(): React.ReactElement {
   const [problem, setProblem] = React.useState('');
   const shown = after ?? kbs;
   const remove = (name: string) => {
-    if (!window.confirm(`Remove the knowledge base "${name}"? Its source files stay.`)) {
+    if (!window.confirm(__('Remove the knowledge base "%1"? Its source files stay.', name))) {
       return;
     }
     removeKnowledgeBase(name).then(
@@ -200,13 +205,13 @@ export function KnowledgeTab(): React.ReactElement {
             reload();
           }}
         >
-          Refresh
+          {__('Refresh')}
         </button>
       </div>
       {error || problem ? <div className="jp-DeepTutorChat-error">{error || problem}</div> : null}
       {shown && shown.length === 0 ? (
         <div className="jp-DeepTutorPanel-empty">
-          No knowledge base yet. In a notebook: %tutor kb add NAME FOLDER
+          {__('No knowledge base yet. In a notebook: %tutor kb add NAME FOLDER')}
         </div>
       ) : null}
       {(shown ?? []).map(kb => (
@@ -215,10 +220,10 @@ export function KnowledgeTab(): React.ReactElement {
           <div className="jp-DeepTutorKnowledge-meta">
             {typeof kb.problem === 'string'
               ? kb.problem
-              : `${String(kb.files)} files, ${String(kb.chunks)} chunks`}
+              : __('%1 files, %2 chunks', String(kb.files), String(kb.chunks))}
           </div>
           <button className="jp-Button jp-mod-styled jp-mod-warn" onClick={() => remove(kb.name)}>
-            Remove
+            {__('Remove')}
           </button>
         </div>
       ))}
