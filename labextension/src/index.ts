@@ -6,17 +6,21 @@ import { ILabShell, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/a
 import { ICommandPalette, ISessionContext, SessionContext } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { ITranslator } from '@jupyterlab/translation';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { CellLike, aboutCellDraft, errorOf, explainErrorQuestion } from './context';
 import { TutorPanel } from './panel';
 import { keepOutputsTrue } from './displays';
 import { keepNotebooksCleanOnVersion } from './language';
-import { __ } from './i18n';
+import { DOMAIN, __, useBundle } from './i18n';
+import { DEFAULTS, PanelSettings, readSettings, translateSchema } from './settings';
 
 export const OPEN_COMMAND = 'deeptutor:open';
 export const ABOUT_CELL_COMMAND = 'deeptutor:ask-about-cell';
 export const EXPLAIN_ERROR_COMMAND = 'deeptutor:explain-error';
+export const PLUGIN_ID = 'deeptutor-jupyter:plugin';
 
 const tutorIcon = new LabIcon({
   name: 'deeptutor-jupyter:tutor',
@@ -27,18 +31,22 @@ const tutorIcon = new LabIcon({
 });
 
 const plugin: JupyterFrontEndPlugin<void> = {
-  id: 'deeptutor-jupyter:plugin',
+  id: PLUGIN_ID,
   description: 'The DeepTutor panel beside the notebook.',
   autoStart: true,
   requires: [INotebookTracker, IRenderMimeRegistry],
-  optional: [ICommandPalette, ILabShell],
+  optional: [ICommandPalette, ILabShell, ITranslator, ISettingRegistry],
   activate: (
     app: JupyterFrontEnd,
     notebooks: INotebookTracker,
     rendermime: IRenderMimeRegistry,
     palette: ICommandPalette | null,
-    labShell: ILabShell | null
+    labShell: ILabShell | null,
+    translator: ITranslator | null,
+    registry: ISettingRegistry | null
   ) => {
+    // Before any label is made: commands and tabs read the bundle when they are built.
+    useBundle(translator ? translator.load(DOMAIN) : null);
     // With no notebook open, the panel offers a conversation in a kernel of its own.
     const scratch = async (): Promise<ISessionContext> => {
       const context = new SessionContext({
@@ -59,8 +67,45 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     keepOutputsTrue(notebooks);
     keepNotebooksCleanOnVersion(notebooks);
+    let settings: PanelSettings = DEFAULTS;
     panel.setNotebook(notebooks.currentWidget);
-    notebooks.currentChanged.connect((_, notebook) => panel.setNotebook(notebook));
+    notebooks.currentChanged.connect((_, notebook) => {
+      // Not following, the panel stays with its notebook while that one is open.
+      if (settings.followNotebook || !panel.notebook || panel.notebook.isDisposed) {
+        panel.setNotebook(notebook);
+      }
+    });
+    notebooks.widgetAdded.connect((_, added) => {
+      added.disposed.connect(() => {
+        if (panel.notebook === added) {
+          const current = notebooks.currentWidget;
+          panel.setNotebook(current && !current.isDisposed ? current : null);
+        }
+      });
+    });
+    if (registry) {
+      registry.transform(PLUGIN_ID, {
+        fetch: plugin => ({ ...plugin, schema: translateSchema(plugin.schema) })
+      });
+      const apply = (loaded: ISettingRegistry.ISettings, first: boolean) => {
+        const before = settings;
+        settings = readSettings(loaded.composite as Record<string, unknown>);
+        panel.sendKey = settings.sendKey;
+        if (first || settings.openTab !== before.openTab) {
+          panel.tab = settings.openTab;
+        }
+        if (settings.followNotebook && !before.followNotebook) {
+          panel.setNotebook(notebooks.currentWidget);
+        }
+      };
+      registry.load(PLUGIN_ID).then(
+        loaded => {
+          apply(loaded, true);
+          loaded.changed.connect(() => apply(loaded, false));
+        },
+        reason => console.error('DeepTutor: the panel settings did not load.', reason)
+      );
+    }
 
     app.commands.addCommand(OPEN_COMMAND, {
       label: __('Tutor: open'),
@@ -94,6 +139,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       execute: async () => {
         const active = activeCell();
         if (active) {
+          panel.setNotebook(notebooks.currentWidget); // the cell's own notebook
           panel.setDraft(aboutCellDraft(active.cell, active.index));
           await open();
         }
@@ -110,6 +156,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         const active = activeCell();
         const question = active ? explainErrorQuestion(active.cell, active.index) : null;
         if (question) {
+          panel.setNotebook(notebooks.currentWidget);
           await open();
           await panel.ask(question);
         }

@@ -12,9 +12,10 @@ import { KernelChat } from './chat';
 import { ChatTurn } from './chatmodel';
 import { AskUserCard } from './form';
 import { __ } from './i18n';
+import { DEFAULTS, SendKey, Tab, sendHint, sendsQuestion } from './settings';
 import { KnowledgeTab, MemoryTab, PendingTab } from './tabs';
 
-export type Tab = 'chat' | 'pending' | 'memory' | 'knowledge';
+export type { Tab };
 const TABS = (): [Tab, string][] => [
   ['chat', __('Chat')],
   ['pending', __('Pending')],
@@ -39,6 +40,17 @@ export class TutorPanel extends ReactWidget {
 
   set tab(tab: Tab) {
     this._tab = tab;
+    this.update();
+  }
+
+  /** The notebook the panel talks to (null: none, or the scratch conversation). */
+  get notebook(): NotebookPanel | null {
+    return this._notebook;
+  }
+
+  /** The key that sends the chat box's question (the `sendKey` setting). */
+  set sendKey(key: SendKey) {
+    this._sendKey = key;
     this.update();
   }
 
@@ -144,6 +156,7 @@ export class TutorPanel extends ReactWidget {
             }
             onScratch={this.scratch ? () => void this.startScratch() : null}
             rendermime={this.rendermime}
+            sendKey={this._sendKey}
             draft={this._draft}
             onDraft={text => {
               this._draft = text;
@@ -166,6 +179,7 @@ export class TutorPanel extends ReactWidget {
 
   private _tab: Tab = 'chat';
   private _draft = '';
+  private _sendKey: SendKey = DEFAULTS.sendKey;
   private _notebook: NotebookPanel | null = null;
   private _chat: KernelChat | null = null;
   private _chats = new Map<NotebookPanel, KernelChat>();
@@ -262,6 +276,7 @@ function ChatTab(props: {
   chat: KernelChat | null;
   notebook: string;
   rendermime: IRenderMimeRegistry;
+  sendKey: SendKey;
   draft: string;
   onDraft: (text: string) => void;
   onScratch: (() => void) | null;
@@ -331,11 +346,11 @@ function ChatTab(props: {
       <div className="jp-DeepTutorChat-input">
         <textarea
           className="jp-mod-styled"
-          placeholder={__('Ask the tutor (Shift+Enter to send)')}
+          placeholder={sendHint(props.sendKey)}
           value={question}
           onChange={e => setQuestion(e.target.value)}
           onKeyDown={e => {
-            if (e.key === 'Enter' && e.shiftKey) {
+            if (sendsQuestion(props.sendKey, e.nativeEvent)) {
               e.preventDefault();
               ask();
             }

@@ -8,7 +8,7 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
 import { TRACE_MIME, TraceRecord } from './protocol';
-import { __ } from './i18n';
+import { DOMAIN, __, useBundle } from './i18n';
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -98,5 +98,11 @@ export class TraceRenderer extends Widget implements IRenderMime.IRenderer {
 export const rendererFactory: IRenderMime.IRendererFactory = {
   safe: true,
   mimeTypes: [TRACE_MIME],
-  createRenderer: () => new TraceRenderer()
+  createRenderer: options => {
+    // A notebook opened before the panel's plugin ran still shows the card in the learner's words.
+    if (options.translator) {
+      useBundle(options.translator.load(DOMAIN));
+    }
+    return new TraceRenderer();
+  }
 };
