@@ -52,11 +52,27 @@ export function choicesOf(trace: TraceRecord): string[] {
   );
 }
 
+/** A turn's status in the learner's words (the record keeps the runtime's word). */
+function statusOf(status: string | undefined): string {
+  switch (status) {
+    case 'done':
+      return __('Done');
+    case 'cancelled':
+      return __('Stopped');
+    case 'error':
+      return __('Failed');
+    default:
+      return status ?? '';
+  }
+}
+
 export function renderTrace(node: HTMLElement, trace: TraceRecord): void {
   node.replaceChildren();
   const head = el('div', 'jp-DeepTutorTrace-head');
   head.append(el('span', 'jp-DeepTutorTrace-badge', 'DeepTutor'));
-  const meta = [trace.model, trace.status, when(trace.started_at)].filter(Boolean).join(' · ');
+  const meta = [trace.model, statusOf(trace.status), when(trace.started_at)]
+    .filter(Boolean)
+    .join(' · ');
   head.append(el('span', 'jp-DeepTutorTrace-meta', meta));
   node.append(head);
   const rows: [string, string][] = [

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
@@ -16,7 +17,27 @@ from tests.ui.test_lab import ARTIFACTS, TOKEN, lab_page, needs_chromium, write_
 
 pytestmark = pytest.mark.ui
 
+TRACE_MIME = "application/vnd.deeptutor.trace+json"
 LANGUAGE_PLUGIN = "@jupyterlab/translation-extension:plugin"
+NOTIFICATIONS_PLUGIN = "@jupyterlab/apputils-extension:notification"
+
+
+def with_saved_turn(path: Path) -> None:
+    """A second cell holding a saved turn's trace, as a finished turn leaves it."""
+    nb = nbformat.read(path, as_version=4)
+    cell = nbformat.v4.new_code_cell("%tutor 什么是特征向量？")
+    record = {
+        "question": "什么是特征向量？",
+        "answer_summary": "矩阵只缩放、不改变方向的向量。",
+        "tools": ["read_notebook"],
+        "status": "done",
+        "model": "custom/fake-model",
+    }
+    cell.outputs = [
+        nbformat.v4.new_output("display_data", data={TRACE_MIME: record, "text/plain": "trace"})
+    ]
+    nb.cells.append(cell)
+    nbformat.write(nb, path)
 
 
 def wait_for_notebook(page: Any) -> None:
@@ -27,22 +48,12 @@ def wait_for_notebook(page: Any) -> None:
     page.evaluate("() => window.jupyterapp.restored.then(() => true)")
 
 
-def dismiss_news(page: Any) -> None:
-    """JupyterLab's "notified about news?" toast covers the panel's corner (in any language)."""
-    close = page.locator(".jp-toast-buttonBar button").last
-    try:
-        close.wait_for(timeout=10000)
-        close.click()
-    except Exception:
-        pass  # not shown this time
-
-
 def switch_to_chinese(page: Any) -> None:
     """What the learner's Settings > Language > 中文 does: the language setting, then a reload."""
-    page.evaluate(
-        "([id, raw]) => window.jupyterapp.serviceManager.settings.save(id, raw)",
-        [LANGUAGE_PLUGIN, json.dumps({"locale": "zh_CN"})],
-    )
+    save = "([id, raw]) => window.jupyterapp.serviceManager.settings.save(id, raw)"
+    page.evaluate(save, [LANGUAGE_PLUGIN, json.dumps({"locale": "zh_CN"})])
+    # Not asked about Jupyter news: that toast would cover the panel in the screenshots.
+    page.evaluate(save, [NOTIFICATIONS_PLUGIN, json.dumps({"fetchNews": "false"})])
     page.reload()
     wait_for_notebook(page)
 
@@ -57,12 +68,15 @@ def test_the_panel_speaks_chinese_and_follows_its_settings(
 ) -> None:
     fake_llm.extend([Reply(text="矩阵的秩等于主元的个数。")])
     write_notebook(tmp_path / "week1.ipynb", "1 + 1")
+    with_saved_turn(tmp_path / "week1.ipynb")
     with lab_page("i18n-settings-editor") as page:
         page.goto(f"{lab}/lab/tree/week1.ipynb?token={TOKEN}")
         wait_for_notebook(page)
         switch_to_chinese(page)
-        dismiss_news(page)
         lang = page.evaluate("() => document.documentElement.lang")
+        page.locator(".jp-DeepTutorTrace").wait_for()
+        trace_labels = page.locator(".jp-DeepTutorTrace-label").all_inner_texts()
+        trace_meta = page.locator(".jp-DeepTutorTrace-meta").inner_text()
 
         # The panel's icon in the right sidebar, captioned in Chinese, as a learner finds it.
         page.locator(".jp-SideBar.jp-mod-right .lm-TabBar-tab[title='导师']").click()
@@ -118,6 +132,8 @@ def test_the_panel_speaks_chinese_and_follows_its_settings(
         active = page.locator(".jp-DeepTutorPanel-tab.jp-mod-active").inner_text()
     assert lang.startswith("zh")
     assert labels == ["导师：打开", "向导师询问这个单元格", "解释这个错误"]  # palette, context menu
+    assert trace_labels == ["问题", "回答", "工具"]  # the saved-turn card (the MIME renderer)
+    assert trace_meta == "custom/fake-model · 完成"
     assert tabs == ["对话", "待回答", "记忆", "知识库"]
     assert "新建" in buttons and "提问" in buttons
     assert shortcut == ["Ctrl Shift U"]
