@@ -13,7 +13,15 @@ import nbformat
 import pytest
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
-from tests.ui.test_lab import ARTIFACTS, TOKEN, lab_page, needs_chromium, write_notebook
+from tests.ui.test_lab import (
+    ARTIFACTS,
+    TOKEN,
+    lab_page,
+    needs_chromium,
+    open_notebook,
+    write_notebook,
+)
+from tests.ui.test_sidebar import open_tutor
 
 pytestmark = pytest.mark.ui
 
@@ -145,3 +153,52 @@ def test_the_panel_speaks_chinese_and_follows_its_settings(
     assert active == "记忆"
     asked = [m for r in fake_llm.requests for m in r.body["messages"] if m["role"] == "user"]
     assert any("什么是矩阵的秩？" in json.dumps(m, ensure_ascii=False) for m in asked)
+
+
+def active_tab(page: Any) -> str:
+    return str(page.locator(".jp-DeepTutorPanel-tab.jp-mod-active").inner_text())
+
+
+def where(page: Any) -> str:
+    return str(page.locator(".jp-DeepTutorChat-where span").first.inner_text())
+
+
+@needs_chromium
+def test_saved_settings_apply_at_start_and_a_panel_that_does_not_follow_stays(
+    lab: str, tmp_path: Path
+) -> None:
+    write_notebook(tmp_path / "a.ipynb", "1 + 1")
+    write_notebook(tmp_path / "b.ipynb", "2 + 2")
+    # The learner's settings as the settings editor saved them in an earlier session.
+    saved = tmp_path / "jupyter-config" / "lab" / "user-settings" / "deeptutor-jupyter"
+    saved.mkdir(parents=True)
+    (saved / "plugin.jupyterlab-settings").write_text(
+        json.dumps({"followNotebook": False, "openTab": "pending"})
+    )
+    with lab_page("settings-follow") as page:
+        open_notebook(page, lab, "a.ipynb")
+        open_tutor(page)
+        page.locator(".jp-DeepTutorPanel-tab.jp-mod-active", has_text="Pending").wait_for()
+        first = active_tab(page)
+        page.locator(".jp-DeepTutorPanel-tab", has_text="Chat").click()
+        with_a = where(page)
+        page.evaluate(
+            "() => window.jupyterapp.commands.execute('docmanager:open', {path: 'b.ipynb'})"
+        )
+        page.wait_for_function(
+            "() => window.jupyterapp.shell.currentWidget?.title.label === 'b.ipynb'"
+        )
+        page.wait_for_selector(
+            ".jp-NotebookPanel:not(.lm-mod-hidden) "
+            ".jp-Notebook-ExecutionIndicator[data-status='idle']",
+            timeout=60000,
+        )
+        after_switch = where(page)
+        # Asking about a cell of b is asking in b: the panel goes with the question.
+        page.evaluate("() => window.jupyterapp.commands.execute('deeptutor:ask-about-cell')")
+        page.locator(".jp-DeepTutorChat-where span", has_text="Notebook: b.ipynb").wait_for()
+        draft = page.locator(".jp-DeepTutorChat-input textarea").input_value()
+    assert first == "Pending"
+    assert with_a == "Notebook: a.ipynb"
+    assert after_switch == "Notebook: a.ipynb"  # b has the focus; the panel stayed with a
+    assert draft.startswith("About cell [1]:") and "2 + 2" in draft
