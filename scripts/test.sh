@@ -19,7 +19,7 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 # The Chinese UI test (tests/ui/test_i18n_lab.py) screenshots the panel in zh_CN: without a CJK
 # font Chromium draws boxes.
-if ! fc-list :lang=zh 2>/dev/null | grep -q .; then
+if [ -z "$(fc-list :lang=zh 2>/dev/null || true)" ]; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
     echo "==> installing a CJK font from Debian's packages (Chinese UI screenshots)"
     apt-get update -qq
