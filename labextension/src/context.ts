@@ -2,6 +2,7 @@
  * Questions built from the notebook: a cell quoted as context, and an error output with its
  * cell's source. Pure functions of the cell's JSON, so they are tested without JupyterLab.
  */
+import { __ } from './i18n';
 
 export interface CellLike {
   cell_type: string;
@@ -37,7 +38,7 @@ export function errorOf(cell: CellLike): string | null {
 /** The draft a learner completes: the cell quoted, the question still to type. */
 export function aboutCellDraft(cell: CellLike, index: number): string {
   const lang = cell.cell_type === 'code' ? 'python' : '';
-  return `About cell [${index + 1}]:\n${fence(text(cell.source), lang)}\n\n`;
+  return `${__('About cell [%1]:', index + 1)}\n${fence(text(cell.source), lang)}\n\n`;
 }
 
 /** The question "Explain this error" sends: the error and the source that raised it. */
@@ -47,7 +48,7 @@ export function explainErrorQuestion(cell: CellLike, index: number): string | nu
     return null;
   }
   return (
-    `Explain this error from cell [${index + 1}] and how I can fix it.\n\n` +
+    `${__('Explain this error from cell [%1] and how I can fix it.', index + 1)}\n\n` +
     `${fence(text(cell.source), 'python')}\n\n${fence(error)}`
   );
 }

@@ -11,14 +11,16 @@ import * as React from 'react';
 import { KernelChat } from './chat';
 import { ChatTurn } from './chatmodel';
 import { AskUserCard } from './form';
+import { __ } from './i18n';
+import { DEFAULTS, SendKey, Tab, sendHint, sendsQuestion } from './settings';
 import { KnowledgeTab, MemoryTab, PendingTab } from './tabs';
 
-export type Tab = 'chat' | 'pending' | 'memory' | 'knowledge';
-const TABS: [Tab, string][] = [
-  ['chat', 'Chat'],
-  ['pending', 'Pending'],
-  ['memory', 'Memory'],
-  ['knowledge', 'Knowledge']
+export type { Tab };
+const TABS = (): [Tab, string][] => [
+  ['chat', __('Chat')],
+  ['pending', __('Pending')],
+  ['memory', __('Memory')],
+  ['knowledge', __('Knowledge')]
 ];
 
 export class TutorPanel extends ReactWidget {
@@ -41,6 +43,17 @@ export class TutorPanel extends ReactWidget {
     this.update();
   }
 
+  /** The notebook the panel talks to (null: none, or the scratch conversation). */
+  get notebook(): NotebookPanel | null {
+    return this._notebook;
+  }
+
+  /** The key that sends the chat box's question (the `sendKey` setting). */
+  set sendKey(key: SendKey) {
+    this._sendKey = key;
+    this.update();
+  }
+
   /** Put text in the chat box (a quoted cell) for the learner to finish. */
   setDraft(text: string): void {
     this._draft = text;
@@ -53,7 +66,7 @@ export class TutorPanel extends ReactWidget {
     this._tab = 'chat';
     this.update();
     if (!this._chat) {
-      throw new Error('Open a notebook to talk to the tutor beside it.');
+      throw new Error(__('Open a notebook to talk to the tutor beside it.'));
     }
     await this._chat.ask(question);
   }
@@ -113,7 +126,7 @@ export class TutorPanel extends ReactWidget {
     return (
       <div className="jp-DeepTutorPanel-body">
         <div className="jp-DeepTutorPanel-tabs" role="tablist">
-          {TABS.map(([tab, label]) => (
+          {TABS().map(([tab, label]) => (
             <button
               key={tab}
               role="tab"
@@ -138,11 +151,12 @@ export class TutorPanel extends ReactWidget {
             chat={this._chat}
             notebook={
               this._notebook
-                ? `Notebook: ${this._notebook.title.label}`
-                : 'Scratch conversation, in a kernel of its own'
+                ? __('Notebook: %1', this._notebook.title.label)
+                : __('Scratch conversation, in a kernel of its own')
             }
             onScratch={this.scratch ? () => void this.startScratch() : null}
             rendermime={this.rendermime}
+            sendKey={this._sendKey}
             draft={this._draft}
             onDraft={text => {
               this._draft = text;
@@ -165,6 +179,7 @@ export class TutorPanel extends ReactWidget {
 
   private _tab: Tab = 'chat';
   private _draft = '';
+  private _sendKey: SendKey = DEFAULTS.sendKey;
   private _notebook: NotebookPanel | null = null;
   private _chat: KernelChat | null = null;
   private _chats = new Map<NotebookPanel, KernelChat>();
@@ -187,13 +202,13 @@ function Markdown(props: { text: string; rendermime: IRenderMimeRegistry }): Rea
   return <div className="jp-DeepTutorChat-markdown" ref={ref} />;
 }
 
-const STATUS: Record<ChatTurn['status'], string> = {
-  running: 'Answering\u2026',
-  waiting: 'Waiting for your answer',
-  done: 'Done',
-  cancelled: 'Stopped',
-  error: 'Failed'
-};
+const STATUS = (): Record<ChatTurn['status'], string> => ({
+  running: __('Answering\u2026'),
+  waiting: __('Waiting for your answer'),
+  done: __('Done'),
+  cancelled: __('Stopped'),
+  error: __('Failed')
+});
 
 function TurnView(props: {
   turn: ChatTurn;
@@ -243,13 +258,13 @@ function TurnView(props: {
         </div>
       ))}
       <div className="jp-DeepTutorChat-status">
-        <span>{STATUS[turn.status]}</span>
+        <span>{STATUS()[turn.status]}</span>
         {live ? (
           <button
             className="jp-Button jp-mod-styled jp-mod-warn"
             onClick={() => chat.stop(turn.turnId)}
           >
-            Stop
+            {__('Stop')}
           </button>
         ) : null}
       </div>
@@ -261,6 +276,7 @@ function ChatTab(props: {
   chat: KernelChat | null;
   notebook: string;
   rendermime: IRenderMimeRegistry;
+  sendKey: SendKey;
   draft: string;
   onDraft: (text: string) => void;
   onScratch: (() => void) | null;
@@ -272,10 +288,10 @@ function ChatTab(props: {
   if (!chat) {
     return (
       <div className="jp-DeepTutorPanel-empty">
-        <p>Open a notebook to talk to the tutor beside it.</p>
+        <p>{__('Open a notebook to talk to the tutor beside it.')}</p>
         {props.onScratch ? (
           <button className="jp-Button jp-mod-styled jp-mod-accept" onClick={props.onScratch}>
-            Start a scratch conversation
+            {__('Start a scratch conversation')}
           </button>
         ) : null}
       </div>
@@ -298,25 +314,25 @@ function ChatTab(props: {
         <span>{props.notebook}</span>
         <select
           className="jp-DeepTutorChat-conversations"
-          aria-label="Conversation"
+          aria-label={__('Conversation')}
           value={chat.sessionId}
           onChange={e => void chat.switchTo(e.target.value)}
         >
           {chat.conversations.some(c => c.id === chat.sessionId) ? null : (
-            <option value={chat.sessionId}>New conversation</option>
+            <option value={chat.sessionId}>{__('New conversation')}</option>
           )}
           {chat.conversations.map(c => (
             <option key={c.id} value={c.id}>
-              {c.title} ({c.turns})
+              {__('%1 (%2)', c.title, c.turns)}
             </option>
           ))}
         </select>
         <button
           className="jp-Button jp-mod-styled jp-DeepTutorChat-new"
-          title="Start a new conversation in this notebook"
+          title={__('Start a new conversation in this notebook')}
           onClick={() => void chat.newConversation()}
         >
-          New
+          {__('New')}
         </button>
       </div>
       <div className="jp-DeepTutorChat-turns">
@@ -330,18 +346,18 @@ function ChatTab(props: {
       <div className="jp-DeepTutorChat-input">
         <textarea
           className="jp-mod-styled"
-          placeholder="Ask the tutor (Shift+Enter to send)"
+          placeholder={sendHint(props.sendKey)}
           value={question}
           onChange={e => setQuestion(e.target.value)}
           onKeyDown={e => {
-            if (e.key === 'Enter' && e.shiftKey) {
+            if (sendsQuestion(props.sendKey, e.nativeEvent)) {
               e.preventDefault();
               ask();
             }
           }}
         />
         <button className="jp-Button jp-mod-styled jp-mod-accept" onClick={ask}>
-          Ask
+          {__('Ask')}
         </button>
       </div>
     </div>

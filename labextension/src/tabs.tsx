@@ -6,6 +6,7 @@ import * as React from 'react';
 import { ApiError, answerPending, fetchPending } from './api';
 import { KernelChat } from './chat';
 import { AskUserCard } from './form';
+import { __ } from './i18n';
 import { PendingQuestion, Submission } from './protocol';
 
 function useLoad<T>(load: () => Promise<T>): [T | null, string, () => void] {
@@ -52,7 +53,11 @@ export function PendingTab(props: { chat: KernelChat | null }): React.ReactEleme
     } catch (reason) {
       if (reason instanceof ApiError && reason.code === 'not_resumable') {
         throw new Error(
-          `${reason.message} (Open ${question.notebook || 'its notebook'} with its kernel running to answer it there.)`
+          __(
+            '%1 (Open %2 with its kernel running to answer it there.)',
+            reason.message,
+            question.notebook || __('its notebook')
+          )
         );
       }
       throw reason;
@@ -62,18 +67,18 @@ export function PendingTab(props: { chat: KernelChat | null }): React.ReactEleme
     <div className="jp-DeepTutorPending">
       <div className="jp-DeepTutorPanel-toolbar">
         <button className="jp-Button jp-mod-styled" onClick={reload}>
-          Refresh
+          {__('Refresh')}
         </button>
       </div>
       {error ? <div className="jp-DeepTutorChat-error">{error}</div> : null}
       {pending && pending.length === 0 ? (
-        <div className="jp-DeepTutorPanel-empty">No question is waiting for you.</div>
+        <div className="jp-DeepTutorPanel-empty">{__('No question is waiting for you.')}</div>
       ) : null}
       {(pending ?? []).map(q => (
         <AskUserCard
           key={q.id}
           request={q}
-          where={q.notebook ? `in ${shortPath(q.notebook)}` : ''}
+          where={q.notebook ? __('in %1', shortPath(q.notebook)) : ''}
           continuesIn={shortPath(q.notebook)}
           onSubmit={submission => answer(q, submission)}
         />
