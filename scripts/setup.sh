@@ -24,6 +24,12 @@ stamp=.venv/.deeptutor-installed
 want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "==> installing Python packages into .venv"
+  # pip writes the wheel's shared data through the development link made below, which would put
+  # a second install.json into the build folder (and hatchling then refuses to build): unlink first.
+  if [ -L .venv/share/jupyter/labextensions/deeptutor-jupyter ]; then
+    rm .venv/share/jupyter/labextensions/deeptutor-jupyter
+  fi
+  rm -f deeptutor_jupyter/labextension/install.json
   .venv/bin/python -m pip install --quiet --upgrade pip
   .venv/bin/python -m pip install --quiet -e '.[test,lab]'
   echo "$want" > "$stamp"

@@ -17,6 +17,17 @@ if ! command -v chromium >/dev/null 2>&1; then
     exit 1
   fi
 fi
+# The Chinese UI test (tests/ui/test_i18n_lab.py) screenshots the panel in zh_CN: without a CJK
+# font Chromium draws boxes.
+if [ -z "$(fc-list :lang=zh 2>/dev/null || true)" ]; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "==> installing a CJK font from Debian's packages (Chinese UI screenshots)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-wqy-microhei >/dev/null
+  else
+    echo "No CJK font: Chinese screenshots show boxes (Debian package 'fonts-wqy-microhei')." >&2
+  fi
+fi
 # Hub tests (tests/hub): configurable-http-proxy from npm into .venv/node (never global), and
 # Debian's PostgreSQL for the two-replica test.
 if [ ! -x .venv/node/node_modules/.bin/configurable-http-proxy ]; then

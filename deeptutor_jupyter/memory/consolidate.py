@@ -30,7 +30,7 @@ from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.memory.document import Document, line_view, normalise, parse
 from deeptutor_jupyter.memory.ops import OpsPreview, plan, unified_diff
 from deeptutor_jupyter.memory.prompts import mode_prompt, trace_lines
-from deeptutor_jupyter.memory.store import MemoryStore
+from deeptutor_jupyter.memory.store import MemoryStore, StaleDocumentError
 from deeptutor_jupyter.memory.trace import TraceRecord
 from deeptutor_jupyter.providers.base import ChatModel, ChatRequest, TextDelta
 
@@ -223,3 +223,98 @@ def parse_ops_reply(reply: str) -> list[Any] | None:
         return None
     ops = value.get("ops") if isinstance(value, dict) else None
     return ops if isinstance(ops, list) else None
+
+
+_UNREADABLE_REPLY = frozenset({"reply"})  # the shape ``_ask`` records for an unparseable reply
+
+
+@dataclass
+class Preview:
+    """A finished ``apply=False`` run: the text it proposes, and what Apply needs to write it.
+
+    ``unseen`` are the traces an ``update`` drew from (offered to the model); they are marked
+    seen on Apply only when every chunk was answered, as a real run would have done.
+    """
+
+    layer: str
+    key: str
+    mode: str
+    before: str
+    result: ConsolidationResult
+    after: str
+    unseen: list[str] = field(default_factory=list)
+
+    def marks_seen(self) -> bool:
+        answered = not any(set(op) == _UNREADABLE_REPLY for op, _ in self.result.rejected)
+        return (
+            self.mode == "update"
+            and bool(self.unseen)
+            and answered
+            and self.result.traces_seen == len(self.unseen)
+        )
+
+    def has_work(self) -> bool:
+        return self.after != self.before or self.marks_seen()
+
+    def trace_ids(self) -> list[str]:
+        """The traces the proposal draws from: those offered to the model, then those cited."""
+        cited = [
+            ref
+            for op in self.result.ops_applied
+            if op.get("op") in ("add", "edit")
+            for ref in op.get("refs", [])
+        ]
+        offered = self.unseen if self.mode == "update" else []
+        return list(dict.fromkeys([*offered, *cited]))
+
+
+async def preview(
+    store: MemoryStore, model: ChatModel | None, *, layer: str, key: str, mode: Mode
+) -> Preview:
+    """What ``consolidate`` would change, computed without writing anything."""
+    before = store.read_text(layer, key)
+    unseen: list[str] = []
+    if mode == "update":
+        seen = store.seen_traces(layer, key)
+        surface = key if layer == "L2" else None
+        unseen = [r.trace_id for r in store.traces(surface) if r.trace_id not in seen]
+    result = await consolidate(store, model, layer=layer, key=key, mode=mode, apply=False)
+    after = before if not result.ops_applied else _after(store, layer, key, before, result)
+    return Preview(layer, key, mode, before, result, after, unseen)
+
+
+def _after(
+    store: MemoryStore, layer: str, key: str, before: str, result: ConsolidationResult
+) -> str:
+    # The valid ops replayed on the base: the text Apply will write, byte for byte.
+    ops: list[dict[str, Any]] = result.ops_applied
+    name = f"{layer}/{key}.md"
+    return plan(parse(before), ops, store.known_trace_ids(), before=before, name=name)[1].after
+
+
+def apply_preview(store: MemoryStore, shown: Preview) -> OpsPreview:
+    """Write exactly what ``shown`` proposed: no model call, the same ops on the same base.
+
+    ``StaleDocumentError`` when the document changed since the preview (nothing is written),
+    ``RunBusyError`` while a consolidation of it runs.
+    """
+    layer, key = shown.layer, shown.key
+    applied = OpsPreview(before=shown.before, after=shown.before)
+    try:
+        with store.run_lock(layer, key):
+            if shown.result.ops_applied:
+                applied = store.apply_ops(
+                    layer, key, shown.result.ops_applied, base=shown.before, expect=shown.after
+                )
+            elif store.read_text(layer, key) != shown.before:
+                raise StaleDocumentError(
+                    f"{layer}/{key}.md changed since the preview was made; nothing was written. "
+                    "Make a new preview."
+                )
+            if shown.marks_seen():
+                store.mark_seen(layer, key, shown.unseen)
+    except BlockingIOError:
+        raise RunBusyError(
+            f"A consolidation of {layer}/{key}.md is running; try again when it ends."
+        ) from None
+    return applied

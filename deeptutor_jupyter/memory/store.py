@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from deeptutor_jupyter._files import private_file
+from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.memory._files import append_line, atomic_write_text, locked, read_text
 from deeptutor_jupyter.memory.document import (
     Document,
@@ -42,6 +43,12 @@ from deeptutor_jupyter.memory.trace import SURFACE_RE, TraceLog, TraceRecord
 
 L3_KEYS = ("recent", "profile", "scope", "preferences")
 EMPTY_MEMORY = "Nothing is remembered about this learner yet."
+
+
+class StaleDocumentError(DeepTutorError, ValueError):
+    """The document is not the text a change was prepared against (edited meanwhile)."""
+
+    code = "stale"
 
 
 @dataclass(frozen=True)
@@ -184,6 +191,22 @@ class MemoryStore:
         with self._doc_lock(layer, key):
             atomic_write_text(self.path(layer, key), render(doc))
 
+    def delete_document(self, layer: str, key: str) -> int:
+        """Remove a whole document (a learner's choice); its entries go to the deletion log.
+
+        The number of entries removed. Traces stay, and so does what consolidation has seen,
+        so the next run does not write the same lines back from old traces.
+        """
+        with self._doc_lock(layer, key):
+            doc = self.read(layer, key)
+            path = self.path(layer, key)
+            path.unlink(missing_ok=True)
+            entries = [entry for _, entry in doc.entries()]
+            self._log_deletions(
+                layer, key, [(entry, "removed by the learner") for entry in entries]
+            )
+        return len(entries)
+
     def delete_entry(self, layer: str, key: str, entry_id: str, reason: DeleteReason) -> None:
         preview = self.apply_ops(layer, key, [{"op": "delete", "id": entry_id, "reason": reason}])
         if preview.rejected:
@@ -193,11 +216,34 @@ class MemoryStore:
         text = self.read_text(layer, key)
         return self._plan(layer, key, text, ops)[1]
 
-    def apply_ops(self, layer: str, key: str, ops: list[dict[str, Any]]) -> OpsPreview:
-        """Apply the valid ops in one atomic write; the rejected ones come back with reasons."""
+    def apply_ops(
+        self,
+        layer: str,
+        key: str,
+        ops: list[dict[str, Any]],
+        *,
+        base: str | None = None,
+        expect: str | None = None,
+    ) -> OpsPreview:
+        """Apply the valid ops in one atomic write; the rejected ones come back with reasons.
+
+        With ``base``, ``StaleDocumentError`` when the document is no longer that text; with
+        ``expect``, also when the result would not be exactly that text (a preview's). Both
+        are checked under the document's lock, so nothing is written on a refusal.
+        """
         with self._doc_lock(layer, key):
             text = self.read_text(layer, key)
+            if base is not None and text != base:
+                raise StaleDocumentError(
+                    f"{_doc_name(layer, key)} changed since the preview was made; nothing was "
+                    "written. Make a new preview."
+                )
             preview = self._plan(layer, key, text, ops)[1]
+            if expect is not None and preview.after != expect:
+                raise StaleDocumentError(
+                    f"Applying the preview to {_doc_name(layer, key)} would not give the "
+                    "previewed text; nothing was written. Make a new preview."
+                )
             if preview.valid or preview.changed:
                 atomic_write_text(self.path(layer, key), preview.after)
             self._log_deletions(layer, key, preview.deleted)
@@ -357,4 +403,11 @@ def _load_json(path: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-__all__ = ["EMPTY_MEMORY", "L3_KEYS", "DocumentError", "MemoryStore", "WriteResult"]
+__all__ = [
+    "EMPTY_MEMORY",
+    "L3_KEYS",
+    "DocumentError",
+    "MemoryStore",
+    "StaleDocumentError",
+    "WriteResult",
+]

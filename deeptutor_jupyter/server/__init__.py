@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deeptutor_jupyter.server.handlers import setup_handlers
+from deeptutor_jupyter.server.routes import setup_handlers
 
 __all__ = ["_load_jupyter_server_extension", "setup_handlers"]
 

@@ -27,11 +27,10 @@ from deeptutor_jupyter.interaction.coordinator import (
     InteractionError,
     resolved_fields,
 )
+from deeptutor_jupyter.memory.store import MemoryStore
 from deeptutor_jupyter.server.reads import (
-    kb_list,
     memory_documents,
     pending_questions,
-    remove_knowledge_base,
     save_memory_document,
     traces,
 )
@@ -152,7 +151,8 @@ class MemoryHandler(TutorHandler):
 
 
 class MemoryDocumentHandler(TutorHandler):
-    """``PUT memory/<layer>/<key>``: a human's edit of one document, checked before it is saved."""
+    """``PUT memory/<layer>/<key>``: a human's edit of one document, checked before it is saved;
+    ``DELETE``: the learner removes it."""
 
     @tornado.web.authenticated
     @authorized
@@ -169,27 +169,16 @@ class MemoryDocumentHandler(TutorHandler):
             return self.refuse(400, "invalid", str(exc))
         self.reply({"documents": memory_documents(learner().home)})
 
-
-class KnowledgeHandler(TutorHandler):
     @tornado.web.authenticated
     @authorized
-    def get(self) -> None:
-        self.reply({"kbs": kb_list(learner().home)})
-
-
-class KnowledgeBaseHandler(TutorHandler):
-    """``DELETE kbs/<name>``: remove a knowledge base (its index; never the source files)."""
-
-    @tornado.web.authenticated
-    @authorized
-    def delete(self, name: str) -> None:
+    def delete(self, layer: str, key: str) -> None:
+        """The whole document goes (an L3 one becomes empty); its entries are logged."""
+        home = learner().home
         try:
-            remove_knowledge_base(learner().home, name)
-        except LookupError as exc:  # KnowledgeBaseNotFound
-            return self.refuse(404, "unknown", str(exc))
+            removed = MemoryStore(home).delete_document(layer, key)
         except ValueError as exc:
             return self.refuse(400, "invalid", str(exc))
-        self.reply({"kbs": kb_list(learner().home)})
+        self.reply({"removed": removed, "documents": memory_documents(home)})
 
 
 class TracesHandler(TutorHandler):
@@ -202,17 +191,11 @@ class TracesHandler(TutorHandler):
         self.reply({"traces": traces(learner().home, int(raw))})
 
 
-def setup_handlers(web_app: Any) -> None:
-    base = url_path_join(web_app.settings["base_url"], API)
-    web_app.add_handlers(
-        ".*$",
-        [
-            (url_path_join(base, "pending"), PendingHandler),
-            (url_path_join(base, r"pending/([A-Za-z0-9_\-]+)"), AnswerHandler),
-            (url_path_join(base, "memory"), MemoryHandler),
-            (url_path_join(base, r"memory/(L2|L3)/([a-z][a-z0-9_-]{0,31})"), MemoryDocumentHandler),
-            (url_path_join(base, "kbs"), KnowledgeHandler),
-            (url_path_join(base, r"kbs/([^/]+)"), KnowledgeBaseHandler),
-            (url_path_join(base, "traces"), TracesHandler),
-        ],
-    )
+def handlers(base: str) -> list[tuple[str, type[TutorHandler]]]:
+    return [
+        (url_path_join(base, "pending"), PendingHandler),
+        (url_path_join(base, r"pending/([A-Za-z0-9_\-]+)"), AnswerHandler),
+        (url_path_join(base, "memory"), MemoryHandler),
+        (url_path_join(base, r"memory/(L2|L3)/([a-z][a-z0-9_-]{0,31})"), MemoryDocumentHandler),
+        (url_path_join(base, "traces"), TracesHandler),
+    ]

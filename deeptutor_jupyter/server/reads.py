@@ -14,6 +14,7 @@ from pydantic import Field
 from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
 from deeptutor_jupyter.interaction.schema import AskUserPayload
 from deeptutor_jupyter.knowledge.base import list_kbs, remove_kb
+from deeptutor_jupyter.memory.document import parse
 from deeptutor_jupyter.memory.store import L3_KEYS, MemoryStore
 from deeptutor_jupyter.memory.trace import SURFACE_RE
 from deeptutor_jupyter.store.db import Store
@@ -70,8 +71,18 @@ def memory_documents(home: Path) -> list[dict[str, Any]]:
     out = []
     for layer, key in docs:
         text = memory.read_text(layer, key)
-        out.append({"layer": layer, "key": key, "text": text, "empty": not text.strip()})
+        entries = memory_entries(text)
+        empty = not text.strip()
+        out.append({"layer": layer, "key": key, "text": text, "empty": empty, "entries": entries})
     return out
+
+
+def memory_entries(text: str) -> list[dict[str, Any]]:
+    """A document's entries with their provenance (the trace ids each one cites)."""
+    return [
+        {"id": f"m_{entry.id}", "section": section.name, "text": entry.text, "refs": entry.refs}
+        for section, entry in parse(text).entries()
+    ]
 
 
 def save_memory_document(home: Path, layer: str, key: str, text: str) -> None:

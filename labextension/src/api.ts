@@ -6,6 +6,7 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import { PendingQuestion, Submission } from './protocol';
+import { __ } from './i18n';
 
 export class ApiError extends Error {
   constructor(
@@ -17,14 +18,14 @@ export class ApiError extends Error {
   }
 }
 
-async function request<T>(path: string, init: RequestInit = {}): Promise<T> {
+export async function request<T>(path: string, init: RequestInit = {}): Promise<T> {
   const settings = ServerConnection.makeSettings();
   const url = URLExt.join(settings.baseUrl, 'deeptutor', 'api', path);
   let response: Response;
   try {
     response = await ServerConnection.makeRequest(url, init, settings);
   } catch (error) {
-    throw new ApiError(`The Jupyter server did not answer: ${String(error)}`, 0, 'network');
+    throw new ApiError(__('The Jupyter server did not answer: %1', String(error)), 0, 'network');
   }
   let body: Record<string, unknown> = {};
   try {
@@ -34,7 +35,9 @@ async function request<T>(path: string, init: RequestInit = {}): Promise<T> {
   }
   if (!response.ok) {
     const message =
-      typeof body.message === 'string' ? body.message : `The server refused (${response.status}).`;
+      typeof body.message === 'string'
+        ? body.message
+        : __('The server refused (%1).', response.status);
     const code = typeof body.code === 'string' ? body.code : 'http';
     throw new ApiError(message, response.status, code);
   }

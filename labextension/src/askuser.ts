@@ -7,6 +7,7 @@
  * place what the kernel would refuse.
  */
 import { ASK_MODES, AskMode, InputOption, InputRequest, Submission } from './protocol';
+import { __ } from './i18n';
 
 export type Control = 'radio' | 'checkbox' | 'toggle' | 'text' | 'number' | 'date' | 'directory';
 
@@ -135,32 +136,32 @@ export function answerProblem(
 ): string | null {
   const ids = new Set((req.options ?? []).map(o => o.id));
   if (selections.some(s => !ids.has(s))) {
-    return 'Not an option of this question.';
+    return __('Not an option of this question.');
   }
   if (CHOICE_MODES.has(req.mode)) {
     if (customInput && !req.allow_custom) {
-      return 'This question does not take a free-text answer.';
+      return __('This question does not take a free-text answer.');
     }
     if (req.mode === 'single' && selections.length > 1) {
-      return 'Choose one option.';
+      return __('Choose one option.');
     }
     if ((req.mode === 'single' || req.mode === 'toggle') && !selections.length && !customInput) {
-      return 'Choose at least one option.';
+      return __('Choose at least one option.');
     }
     return null;
   }
   const text = customInput.trim();
   if (!text) {
-    return 'Please type an answer.';
+    return __('Please type an answer.');
   }
   if (req.mode === 'number' && !Number.isFinite(Number(text))) {
-    return `${text} is not a number.`;
+    return __('%1 is not a number.', text);
   }
   if (req.mode === 'date' && !isIsoDate(text)) {
-    return `${text} is not a date in ISO form (YYYY-MM-DD).`;
+    return __('%1 is not a date in ISO form (YYYY-MM-DD).', text);
   }
   if (req.mode === 'directory' && (text.startsWith('/') || text.split('/').includes('..'))) {
-    return 'Give a folder inside the notebook\u2019s folder, as a relative path.';
+    return __('Give a folder inside the notebook\u2019s folder, as a relative path.');
   }
   return null;
 }
@@ -187,14 +188,14 @@ export function receiptOf(
   outcome: { selections?: string[]; custom_input?: string; cancelled?: boolean; reason?: string }
 ): string {
   if (outcome.reason === 'timeout') {
-    return 'Expired: this question timed out before it was answered.';
+    return __('Expired: this question timed out before it was answered.');
   }
   if (outcome.cancelled) {
-    return 'Cancelled: the question was not answered and the turn stopped.';
+    return __('Cancelled: the question was not answered and the turn stopped.');
   }
   const labels = (outcome.selections ?? []).map(
     id => req.options?.find(o => o.id === id)?.label ?? id
   );
   const custom = outcome.custom_input ? [outcome.custom_input] : [];
-  return `Answered: ${[...labels, ...custom].join(', ') || '(empty)'}`;
+  return __('Answered: %1', [...labels, ...custom].join(', ') || __('(empty)'));
 }

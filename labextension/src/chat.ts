@@ -152,7 +152,7 @@ export class KernelChat {
 
   private send(action: PanelAction): void {
     if (!this._comm || this._comm.isDisposed) {
-      throw new Error('The tutor is not connected to this notebook\u2019s kernel.');
+      throw new Error(__('The tutor is not connected to this notebook\u2019s kernel.'));
     }
     // The comm's data is a JSON object; the protocol types are plain JSON.
     this._comm.send(action as unknown as KM.ICommMsgMsg['content']['data']);
@@ -162,14 +162,14 @@ export class KernelChat {
     await this.session.ready;
     const kernel = this.session.session?.kernel;
     if (!kernel) {
-      this._setStatus('No kernel: start one to talk to the tutor.');
+      this._setStatus(__('No kernel: start one to talk to the tutor.'));
       return;
     }
-    this._setStatus('Connecting to the kernel\u2026');
+    this._setStatus(__('Connecting to the kernel\u2026'));
     const load = kernel.requestExecute({ code: LOAD_CODE, silent: true, store_history: false });
     const reply = await load.done;
     if (reply.content.status !== 'ok') {
-      this._setStatus('The kernel could not load deeptutor_jupyter (is it installed there?).');
+      this._setStatus(__('The kernel could not load deeptutor_jupyter (is it installed there?).'));
       return;
     }
     this._open(kernel);
@@ -182,7 +182,7 @@ export class KernelChat {
       if (this._comm === comm) {
         this._comm = null;
         this._failWaiters();
-        this._setStatus('Disconnected from the kernel.');
+        this._setStatus(__('Disconnected from the kernel.'));
       }
     };
     this._comm = comm;

@@ -16,6 +16,7 @@ import {
   toggleSelection
 } from './askuser';
 import { InputRequest, Submission } from './protocol';
+import { __ } from './i18n';
 import { UserInputResolved } from './schema';
 
 /** How a question was settled: the fields of its `user_input_resolved` event. */
@@ -36,16 +37,17 @@ export interface AskUserCardProps {
   continuesIn?: string;
 }
 
-const NOT_RESUMABLE =
-  'The kernel that asked this has restarted and the question can no longer continue. ' +
-  'Start the task again.';
+const NOT_RESUMABLE = (): string =>
+  __(
+    'The kernel that asked this has restarted and the question can no longer continue. Start the task again.'
+  );
 
-const TEXT_HINT: Record<string, string> = {
-  text: 'Your answer',
-  number: 'A number',
-  date: 'YYYY-MM-DD',
-  directory: 'A folder, relative to the notebook (e.g. data/raw)'
-};
+const TEXT_HINT = (): Record<string, string> => ({
+  text: __('Your answer'),
+  number: __('A number'),
+  date: __('YYYY-MM-DD'),
+  directory: __('A folder, relative to the notebook (e.g. data/raw)')
+});
 
 export function AskUserCard(props: AskUserCardProps): React.ReactElement {
   const { request } = props;
@@ -83,7 +85,7 @@ export function AskUserCard(props: AskUserCardProps): React.ReactElement {
     return (
       <div className="jp-DeepTutorAsk jp-mod-notResumable">
         {header}
-        <div className="jp-DeepTutorAsk-notice">{NOT_RESUMABLE}</div>
+        <div className="jp-DeepTutorAsk-notice">{NOT_RESUMABLE()}</div>
       </div>
     );
   }
@@ -93,7 +95,9 @@ export function AskUserCard(props: AskUserCardProps): React.ReactElement {
         {header}
         <div className="jp-DeepTutorAsk-receipt">{receiptOf(request, settled)}</div>
         {props.continuesIn && !settled.cancelled ? (
-          <div className="jp-DeepTutorAsk-where">The turn continues in {props.continuesIn}.</div>
+          <div className="jp-DeepTutorAsk-where">
+            {__('The turn continues in %1.', props.continuesIn)}
+          </div>
         ) : null}
       </div>
     );
@@ -137,7 +141,7 @@ export function AskUserCard(props: AskUserCardProps): React.ReactElement {
                 />
                 <span className="jp-DeepTutorAsk-label">{option.label}</span>
                 {option.recommended ? (
-                  <span className="jp-DeepTutorAsk-recommended">recommended</span>
+                  <span className="jp-DeepTutorAsk-recommended">{__('recommended')}</span>
                 ) : null}
                 {option.description ? (
                   <span className="jp-DeepTutorAsk-optionDescription">{option.description}</span>
@@ -150,7 +154,7 @@ export function AskUserCard(props: AskUserCardProps): React.ReactElement {
         <input
           className="jp-DeepTutorAsk-input jp-mod-styled"
           type={control === 'number' ? 'number' : control === 'date' ? 'date' : 'text'}
-          placeholder={TEXT_HINT[control] ?? ''}
+          placeholder={TEXT_HINT()[control] ?? ''}
           value={customInput}
           disabled={busy}
           onChange={e => setCustomInput(e.target.value)}
@@ -160,7 +164,7 @@ export function AskUserCard(props: AskUserCardProps): React.ReactElement {
         <input
           className="jp-DeepTutorAsk-input jp-DeepTutorAsk-other jp-mod-styled"
           type="text"
-          placeholder="Other (your own answer)"
+          placeholder={__('Other (your own answer)')}
           value={customInput}
           disabled={busy}
           onChange={e => setCustomInput(e.target.value)}
@@ -174,14 +178,14 @@ export function AskUserCard(props: AskUserCardProps): React.ReactElement {
           title={problem ?? ''}
           onClick={submit}
         >
-          {submitLabelOf(request, 'Submit')}
+          {submitLabelOf(request, __('Submit'))}
         </button>
         <button
           className="jp-Button jp-mod-styled jp-mod-reject"
           disabled={busy}
           onClick={() => void send(CANCELLED)}
         >
-          Cancel
+          {__('Cancel')}
         </button>
       </div>
     </div>

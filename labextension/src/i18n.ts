@@ -4,6 +4,9 @@
  * same `%1`, `%2` placeholders as a JupyterLab `TranslationBundle`.
  */
 
+/** The gettext domain of the panel's catalog (deeptutor_jupyter/locale/<lang>/LC_MESSAGES/). */
+export const DOMAIN = 'deeptutor_jupyter';
+
 export interface Bundle {
   __(msgid: string, ...args: unknown[]): string;
 }

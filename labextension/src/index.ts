@@ -4,8 +4,11 @@
  */
 import { ILabShell, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette, ISessionContext, SessionContext } from '@jupyterlab/apputils';
+import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { ITranslator } from '@jupyterlab/translation';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import {
@@ -19,10 +22,14 @@ import {
 import { TutorPanel } from './panel';
 import { keepOutputsTrue } from './displays';
 import { keepNotebooksCleanOnVersion } from './language';
+import { addKnowledgeCommand } from './kbcommand';
+import { DOMAIN, __, useBundle } from './i18n';
+import { DEFAULTS, PanelSettings, readSettings, translateSchema } from './settings';
 
 export const OPEN_COMMAND = 'deeptutor:open';
 export const ABOUT_CELL_COMMAND = 'deeptutor:ask-about-cell';
 export const EXPLAIN_ERROR_COMMAND = 'deeptutor:explain-error';
+export const PLUGIN_ID = 'deeptutor-jupyter:plugin';
 
 const tutorIcon = new LabIcon({
   name: 'deeptutor-jupyter:tutor',
@@ -33,25 +40,30 @@ const tutorIcon = new LabIcon({
 });
 
 const plugin: JupyterFrontEndPlugin<void> = {
-  id: 'deeptutor-jupyter:plugin',
+  id: PLUGIN_ID,
   description: 'The DeepTutor panel beside the notebook.',
   autoStart: true,
   requires: [INotebookTracker, IRenderMimeRegistry],
-  optional: [ICommandPalette, ILabShell],
+  optional: [ICommandPalette, ILabShell, ITranslator, ISettingRegistry, IFileBrowserFactory],
   activate: (
     app: JupyterFrontEnd,
     notebooks: INotebookTracker,
     rendermime: IRenderMimeRegistry,
     palette: ICommandPalette | null,
-    labShell: ILabShell | null
+    labShell: ILabShell | null,
+    translator: ITranslator | null,
+    registry: ISettingRegistry | null,
+    files: IFileBrowserFactory | null
   ) => {
+    // Before any label is made: commands and tabs read the bundle when they are built.
+    useBundle(translator ? translator.load(DOMAIN) : null);
     // With no notebook open, the panel offers a conversation in a kernel of its own.
     const scratch = async (): Promise<ISessionContext> => {
       const context = new SessionContext({
         sessionManager: app.serviceManager.sessions,
         specsManager: app.serviceManager.kernelspecs,
         path: 'deeptutor-scratch',
-        name: 'Tutor scratch',
+        name: __('Tutor scratch'),
         type: 'deeptutor',
         kernelPreference: { name: 'python3', shouldStart: true, canStart: true }
       });
@@ -60,17 +72,54 @@ const plugin: JupyterFrontEndPlugin<void> = {
     };
     const panel = new TutorPanel(rendermime, scratch);
     panel.title.icon = tutorIcon;
-    panel.title.caption = 'Tutor';
+    panel.title.caption = __('Tutor');
     app.shell.add(panel, 'right', { rank: 600 });
 
     keepOutputsTrue(notebooks);
     keepNotebooksCleanOnVersion(notebooks);
+    let settings: PanelSettings = DEFAULTS;
     panel.setNotebook(notebooks.currentWidget);
-    notebooks.currentChanged.connect((_, notebook) => panel.setNotebook(notebook));
+    notebooks.currentChanged.connect((_, notebook) => {
+      // Not following, the panel stays with its notebook while that one is open.
+      if (settings.followNotebook || !panel.notebook || panel.notebook.isDisposed) {
+        panel.setNotebook(notebook);
+      }
+    });
+    notebooks.widgetAdded.connect((_, added) => {
+      added.disposed.connect(() => {
+        if (panel.notebook === added) {
+          const current = notebooks.currentWidget;
+          panel.setNotebook(current && !current.isDisposed ? current : null);
+        }
+      });
+    });
+    if (registry) {
+      registry.transform(PLUGIN_ID, {
+        fetch: plugin => ({ ...plugin, schema: translateSchema(plugin.schema) })
+      });
+      const apply = (loaded: ISettingRegistry.ISettings, first: boolean) => {
+        const before = settings;
+        settings = readSettings(loaded.composite as Record<string, unknown>);
+        panel.sendKey = settings.sendKey;
+        if (first || settings.openTab !== before.openTab) {
+          panel.tab = settings.openTab;
+        }
+        if (settings.followNotebook && !before.followNotebook) {
+          panel.setNotebook(notebooks.currentWidget);
+        }
+      };
+      registry.load(PLUGIN_ID).then(
+        loaded => {
+          apply(loaded, true);
+          loaded.changed.connect(() => apply(loaded, false));
+        },
+        reason => console.error('DeepTutor: the panel settings did not load.', reason)
+      );
+    }
 
     app.commands.addCommand(OPEN_COMMAND, {
-      label: 'Tutor: open',
-      caption: 'Open the tutor beside the notebook',
+      label: __('Tutor: open'),
+      caption: __('Open the tutor beside the notebook'),
       icon: tutorIcon,
       execute: () => {
         if (labShell) {
@@ -80,7 +129,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
     if (palette) {
-      palette.addItem({ command: OPEN_COMMAND, category: 'DeepTutor' });
+      palette.addItem({ command: OPEN_COMMAND, category: __('DeepTutor') });
     }
 
     const activeCell = (): { cell: CellLike; selected: string } | null => {
@@ -94,12 +143,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const open = () => app.commands.execute(OPEN_COMMAND);
 
     app.commands.addCommand(ABOUT_CELL_COMMAND, {
-      label: 'Ask the tutor about this cell',
+      label: __('Ask the tutor about this cell'),
       icon: tutorIcon,
       isEnabled: () => activeCell() !== null,
       execute: async () => {
         const active = activeCell();
         if (active) {
+          panel.setNotebook(notebooks.currentWidget); // the cell's own notebook
           // The cell goes as context the kernel reads; the selected text, if any, as a quote.
           const cell = cellAttachment(active.cell);
           const number = cell.kind === 'cell' ? (cell.number ?? null) : null;
@@ -110,7 +160,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
     app.commands.addCommand(EXPLAIN_ERROR_COMMAND, {
-      label: 'Explain this error',
+      label: __('Explain this error'),
       icon: tutorIcon,
       isVisible: () => {
         const active = activeCell();
@@ -119,6 +169,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       execute: async () => {
         const active = activeCell();
         if (active && errorOf(active.cell) !== null) {
+          panel.setNotebook(notebooks.currentWidget);
           await open();
           const cell: Attachment = cellAttachment(active.cell);
           await panel.ask(explainErrorQuestion(), [cell]);
@@ -135,6 +186,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
       selector: '.jp-Notebook .jp-Cell',
       rank: 31
     });
+
+    if (files) {
+      addKnowledgeCommand(app, files, tutorIcon, async () => {
+        await open();
+        panel.tab = 'knowledge';
+      });
+    }
   }
 };
 

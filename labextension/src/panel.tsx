@@ -24,6 +24,7 @@ import {
 import { AskUserCard } from './form';
 import { __ } from './i18n';
 import { QuizCard } from './quiz';
+import { DEFAULTS, SendKey, Tab, sendHint, sendsQuestion } from './settings';
 import { KnowledgeTab, MemoryTab, PendingTab } from './tabs';
 
 /** A Lumino drag event (cells from a notebook, files from the file browser). */
@@ -35,12 +36,12 @@ interface DragEventLike extends Event {
 
 const DRAG_EVENTS = ['lm-dragenter', 'lm-dragleave', 'lm-dragover', 'lm-drop'];
 
-export type Tab = 'chat' | 'pending' | 'memory' | 'knowledge';
-const TABS: [Tab, string][] = [
-  ['chat', 'Chat'],
-  ['pending', 'Pending'],
-  ['memory', 'Memory'],
-  ['knowledge', 'Knowledge']
+export type { Tab };
+const TABS = (): [Tab, string][] => [
+  ['chat', __('Chat')],
+  ['pending', __('Pending')],
+  ['memory', __('Memory')],
+  ['knowledge', __('Knowledge')]
 ];
 
 export class TutorPanel extends ReactWidget {
@@ -60,6 +61,17 @@ export class TutorPanel extends ReactWidget {
 
   set tab(tab: Tab) {
     this._tab = tab;
+    this.update();
+  }
+
+  /** The notebook the panel talks to (null: none, or the scratch conversation). */
+  get notebook(): NotebookPanel | null {
+    return this._notebook;
+  }
+
+  /** The key that sends the chat box's question (the `sendKey` setting). */
+  set sendKey(key: SendKey) {
+    this._sendKey = key;
     this.update();
   }
 
@@ -189,7 +201,7 @@ export class TutorPanel extends ReactWidget {
     return (
       <div className="jp-DeepTutorPanel-body">
         <div className="jp-DeepTutorPanel-tabs" role="tablist">
-          {TABS.map(([tab, label]) => (
+          {TABS().map(([tab, label]) => (
             <button
               key={tab}
               role="tab"
@@ -214,11 +226,12 @@ export class TutorPanel extends ReactWidget {
             chat={this._chat}
             notebook={
               this._notebook
-                ? `Notebook: ${this._notebook.title.label}`
-                : 'Scratch conversation, in a kernel of its own'
+                ? __('Notebook: %1', this._notebook.title.label)
+                : __('Scratch conversation, in a kernel of its own')
             }
             onScratch={this.scratch ? () => void this.startScratch() : null}
             rendermime={this.rendermime}
+            sendKey={this._sendKey}
             draft={this._draft}
             onDraft={text => {
               this._draft = text;
@@ -252,6 +265,7 @@ export class TutorPanel extends ReactWidget {
   private _draft = '';
   // Per notebook: a cell [N] means that notebook's kernel's [N], never another's.
   private _chips = new WeakMap<KernelChat, Chip[]>();
+  private _sendKey: SendKey = DEFAULTS.sendKey;
   private _notebook: NotebookPanel | null = null;
   private _chat: KernelChat | null = null;
   private _chats = new Map<NotebookPanel, KernelChat>();
@@ -278,13 +292,13 @@ function Markdown(props: { text: string; rendermime: IRenderMimeRegistry }): Rea
   return <div className="jp-DeepTutorChat-markdown" ref={ref} />;
 }
 
-const STATUS: Record<ChatTurn['status'], string> = {
-  running: 'Answering\u2026',
-  waiting: 'Waiting for your answer',
-  done: 'Done',
-  cancelled: 'Stopped',
-  error: 'Failed'
-};
+const STATUS = (): Record<ChatTurn['status'], string> => ({
+  running: __('Answering\u2026'),
+  waiting: __('Waiting for your answer'),
+  done: __('Done'),
+  cancelled: __('Stopped'),
+  error: __('Failed')
+});
 
 function TurnView(props: {
   turn: ChatTurn;
@@ -341,13 +355,13 @@ function TurnView(props: {
         </div>
       ))}
       <div className="jp-DeepTutorChat-status">
-        <span>{STATUS[turn.status]}</span>
+        <span>{STATUS()[turn.status]}</span>
         {live ? (
           <button
             className="jp-Button jp-mod-styled jp-mod-warn"
             onClick={() => chat.stop(turn.turnId)}
           >
-            Stop
+            {__('Stop')}
           </button>
         ) : null}
       </div>
@@ -414,6 +428,7 @@ function ChatTab(props: {
   chat: KernelChat | null;
   notebook: string;
   rendermime: IRenderMimeRegistry;
+  sendKey: SendKey;
   draft: string;
   onDraft: (text: string) => void;
   chips: readonly Chip[];
@@ -427,10 +442,10 @@ function ChatTab(props: {
   if (!chat) {
     return (
       <div className="jp-DeepTutorPanel-empty">
-        <p>Open a notebook to talk to the tutor beside it.</p>
+        <p>{__('Open a notebook to talk to the tutor beside it.')}</p>
         {props.onScratch ? (
           <button className="jp-Button jp-mod-styled jp-mod-accept" onClick={props.onScratch}>
-            Start a scratch conversation
+            {__('Start a scratch conversation')}
           </button>
         ) : null}
       </div>
@@ -469,25 +484,25 @@ function ChatTab(props: {
         <span>{props.notebook}</span>
         <select
           className="jp-DeepTutorChat-conversations"
-          aria-label="Conversation"
+          aria-label={__('Conversation')}
           value={chat.sessionId}
           onChange={e => void chat.switchTo(e.target.value)}
         >
           {chat.conversations.some(c => c.id === chat.sessionId) ? null : (
-            <option value={chat.sessionId}>New conversation</option>
+            <option value={chat.sessionId}>{__('New conversation')}</option>
           )}
           {chat.conversations.map(c => (
             <option key={c.id} value={c.id}>
-              {c.title} ({c.turns})
+              {__('%1 (%2)', c.title, c.turns)}
             </option>
           ))}
         </select>
         <button
           className="jp-Button jp-mod-styled jp-DeepTutorChat-new"
-          title="Start a new conversation in this notebook"
+          title={__('Start a new conversation in this notebook')}
           onClick={() => void chat.newConversation()}
         >
-          New
+          {__('New')}
         </button>
       </div>
       <div className="jp-DeepTutorChat-turns">
@@ -502,18 +517,18 @@ function ChatTab(props: {
       <div className="jp-DeepTutorChat-input">
         <textarea
           className="jp-mod-styled"
-          placeholder="Ask the tutor (Shift+Enter to send)"
+          placeholder={sendHint(props.sendKey)}
           value={question}
           onChange={e => setQuestion(e.target.value)}
           onKeyDown={e => {
-            if (e.key === 'Enter' && e.shiftKey) {
+            if (sendsQuestion(props.sendKey, e.nativeEvent)) {
               e.preventDefault();
               ask();
             }
           }}
         />
         <button className="jp-Button jp-mod-styled jp-mod-accept" onClick={ask}>
-          Ask
+          {__('Ask')}
         </button>
       </div>
     </div>

@@ -3,19 +3,10 @@
  */
 import * as React from 'react';
 
-import {
-  ApiError,
-  KnowledgeBaseInfo,
-  MemoryDocument,
-  answerPending,
-  fetchKnowledgeBases,
-  fetchMemory,
-  fetchPending,
-  removeKnowledgeBase,
-  saveMemory
-} from './api';
+import { ApiError, answerPending, fetchPending } from './api';
 import { KernelChat } from './chat';
 import { AskUserCard } from './form';
+import { __ } from './i18n';
 import { PendingQuestion, Submission } from './protocol';
 
 function useLoad<T>(load: () => Promise<T>): [T | null, string, () => void] {
@@ -62,7 +53,11 @@ export function PendingTab(props: { chat: KernelChat | null }): React.ReactEleme
     } catch (reason) {
       if (reason instanceof ApiError && reason.code === 'not_resumable') {
         throw new Error(
-          `${reason.message} (Open ${question.notebook || 'its notebook'} with its kernel running to answer it there.)`
+          __(
+            '%1 (Open %2 with its kernel running to answer it there.)',
+            reason.message,
+            question.notebook || __('its notebook')
+          )
         );
       }
       throw reason;
@@ -72,18 +67,18 @@ export function PendingTab(props: { chat: KernelChat | null }): React.ReactEleme
     <div className="jp-DeepTutorPending">
       <div className="jp-DeepTutorPanel-toolbar">
         <button className="jp-Button jp-mod-styled" onClick={reload}>
-          Refresh
+          {__('Refresh')}
         </button>
       </div>
       {error ? <div className="jp-DeepTutorChat-error">{error}</div> : null}
       {pending && pending.length === 0 ? (
-        <div className="jp-DeepTutorPanel-empty">No question is waiting for you.</div>
+        <div className="jp-DeepTutorPanel-empty">{__('No question is waiting for you.')}</div>
       ) : null}
       {(pending ?? []).map(q => (
         <AskUserCard
           key={q.id}
           request={q}
-          where={q.notebook ? `in ${shortPath(q.notebook)}` : ''}
+          where={q.notebook ? __('in %1', shortPath(q.notebook)) : ''}
           continuesIn={shortPath(q.notebook)}
           onSubmit={submission => answer(q, submission)}
         />
@@ -92,136 +87,6 @@ export function PendingTab(props: { chat: KernelChat | null }): React.ReactEleme
   );
 }
 
-function MemoryDoc(props: {
-  doc: MemoryDocument;
-  onSaved: (docs: MemoryDocument[]) => void;
-}): React.ReactElement {
-  const { doc } = props;
-  const [editing, setEditing] = React.useState<string | null>(null);
-  const [problem, setProblem] = React.useState('');
-  const save = () => {
-    if (editing === null) {
-      return;
-    }
-    saveMemory(doc.layer, doc.key, editing).then(
-      docs => {
-        setEditing(null);
-        setProblem('');
-        props.onSaved(docs);
-      },
-      reason => setProblem(reason instanceof Error ? reason.message : String(reason))
-    );
-  };
-  return (
-    <details className="jp-DeepTutorMemory-doc" open={!doc.empty || editing !== null}>
-      <summary>
-        {doc.layer}/{doc.key}.md{doc.empty ? ' (empty)' : ''}
-      </summary>
-      {editing === null ? (
-        <>
-          {doc.empty ? null : <pre>{doc.text}</pre>}
-          <button className="jp-Button jp-mod-styled" onClick={() => setEditing(doc.text)}>
-            Edit
-          </button>
-        </>
-      ) : (
-        <>
-          <textarea
-            className="jp-DeepTutorMemory-editor jp-mod-styled"
-            value={editing}
-            onChange={e => setEditing(e.target.value)}
-          />
-          {problem ? <div className="jp-DeepTutorChat-error">{problem}</div> : null}
-          <div className="jp-DeepTutorAsk-buttons">
-            <button className="jp-Button jp-mod-styled jp-mod-accept" onClick={save}>
-              Save
-            </button>
-            <button
-              className="jp-Button jp-mod-styled jp-mod-reject"
-              onClick={() => setEditing(null)}
-            >
-              Cancel
-            </button>
-          </div>
-        </>
-      )}
-    </details>
-  );
-}
-
-export function MemoryTab(): React.ReactElement {
-  const [docs, error, reload] = useLoad<MemoryDocument[]>(fetchMemory);
-  const [saved, setSaved] = React.useState<MemoryDocument[] | null>(null);
-  return (
-    <div className="jp-DeepTutorMemory">
-      <div className="jp-DeepTutorPanel-toolbar">
-        <button
-          className="jp-Button jp-mod-styled"
-          onClick={() => {
-            setSaved(null);
-            reload();
-          }}
-        >
-          Refresh
-        </button>
-      </div>
-      {error ? <div className="jp-DeepTutorChat-error">{error}</div> : null}
-      {(saved ?? docs ?? []).map(doc => (
-        <MemoryDoc key={`${doc.layer}/${doc.key}`} doc={doc} onSaved={setSaved} />
-      ))}
-    </div>
-  );
-}
-
-export function KnowledgeTab(): React.ReactElement {
-  const [kbs, error, reload] = useLoad<KnowledgeBaseInfo[]>(fetchKnowledgeBases);
-  const [after, setAfter] = React.useState<KnowledgeBaseInfo[] | null>(null);
-  const [problem, setProblem] = React.useState('');
-  const shown = after ?? kbs;
-  const remove = (name: string) => {
-    if (!window.confirm(`Remove the knowledge base "${name}"? Its source files stay.`)) {
-      return;
-    }
-    removeKnowledgeBase(name).then(
-      left => {
-        setAfter(left);
-        setProblem('');
-      },
-      reason => setProblem(reason instanceof Error ? reason.message : String(reason))
-    );
-  };
-  return (
-    <div className="jp-DeepTutorKnowledge">
-      <div className="jp-DeepTutorPanel-toolbar">
-        <button
-          className="jp-Button jp-mod-styled"
-          onClick={() => {
-            setAfter(null);
-            reload();
-          }}
-        >
-          Refresh
-        </button>
-      </div>
-      {error || problem ? <div className="jp-DeepTutorChat-error">{error || problem}</div> : null}
-      {shown && shown.length === 0 ? (
-        <div className="jp-DeepTutorPanel-empty">
-          No knowledge base yet. In a notebook: %tutor kb add NAME FOLDER
-        </div>
-      ) : null}
-      {(shown ?? []).map(kb => (
-        <div key={kb.name} className="jp-DeepTutorKnowledge-kb">
-          <div className="jp-DeepTutorKnowledge-name">{kb.name}</div>
-          <div className="jp-DeepTutorKnowledge-meta">
-            {typeof kb.problem === 'string'
-              ? kb.problem
-              : `${String(kb.files)} files, ${String(kb.chunks)} chunks`}
-          </div>
-          <button className="jp-Button jp-mod-styled jp-mod-warn" onClick={() => remove(kb.name)}>
-            Remove
-          </button>
-        </div>
-      ))}
-    </div>
-  );
-}
+// The Memory and Knowledge tabs live in their own modules.
+export { MemoryTab } from './memorytab';
+export { KnowledgeTab } from './knowledgetab';

@@ -8,6 +8,7 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
 import { TRACE_MIME, TraceRecord } from './protocol';
+import { DOMAIN, __, useBundle } from './i18n';
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -16,10 +17,10 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 /** The record, or the reason it cannot be shown. */
 export function toTrace(data: unknown): TraceRecord | string {
   if (!isRecord(data)) {
-    return 'This DeepTutor trace is not a JSON object.';
+    return __('This DeepTutor trace is not a JSON object.');
   }
   if (typeof data.question !== 'string' || typeof data.answer_summary !== 'string') {
-    return 'This DeepTutor trace has no question or answer summary.';
+    return __('This DeepTutor trace has no question or answer summary.');
   }
   return data as unknown as TraceRecord;
 }
@@ -47,27 +48,43 @@ function when(seconds: number | undefined): string {
 /** The learner's choices in one line each: option ids only (free text never enters a trace). */
 export function choicesOf(trace: TraceRecord): string[] {
   return (trace.ask_user ?? []).map(item =>
-    item.cancelled ? 'cancelled' : (item.selections ?? []).join(', ') || '(free text)'
+    item.cancelled ? __('cancelled') : (item.selections ?? []).join(', ') || __('(free text)')
   );
+}
+
+/** A turn's status in the learner's words (the record keeps the runtime's word). */
+function statusOf(status: string | undefined): string {
+  switch (status) {
+    case 'done':
+      return __('Done');
+    case 'cancelled':
+      return __('Stopped');
+    case 'error':
+      return __('Failed');
+    default:
+      return status ?? '';
+  }
 }
 
 export function renderTrace(node: HTMLElement, trace: TraceRecord): void {
   node.replaceChildren();
   const head = el('div', 'jp-DeepTutorTrace-head');
   head.append(el('span', 'jp-DeepTutorTrace-badge', 'DeepTutor'));
-  const meta = [trace.model, trace.status, when(trace.started_at)].filter(Boolean).join(' · ');
+  const meta = [trace.model, statusOf(trace.status), when(trace.started_at)]
+    .filter(Boolean)
+    .join(' · ');
   head.append(el('span', 'jp-DeepTutorTrace-meta', meta));
   node.append(head);
   const rows: [string, string][] = [
-    ['Question', trace.question],
-    ['Answer', trace.answer_summary || '(no answer)']
+    [__('Question'), trace.question],
+    [__('Answer'), trace.answer_summary || __('(no answer)')]
   ];
   if (trace.tools && trace.tools.length) {
-    rows.push(['Tools', trace.tools.join(', ')]);
+    rows.push([__('Tools'), trace.tools.join(', ')]);
   }
   const choices = choicesOf(trace);
   if (choices.length) {
-    rows.push(['Your choices', choices.join('; ')]);
+    rows.push([__('Your choices'), choices.join('; ')]);
   }
   const table = el('dl', 'jp-DeepTutorTrace-rows');
   for (const [label, value] of rows) {
@@ -97,5 +114,11 @@ export class TraceRenderer extends Widget implements IRenderMime.IRenderer {
 export const rendererFactory: IRenderMime.IRendererFactory = {
   safe: true,
   mimeTypes: [TRACE_MIME],
-  createRenderer: () => new TraceRenderer()
+  createRenderer: options => {
+    // A notebook opened before the panel's plugin ran still shows the card in the learner's words.
+    if (options.translator) {
+      useBundle(options.translator.load(DOMAIN));
+    }
+    return new TraceRenderer();
+  }
 };
