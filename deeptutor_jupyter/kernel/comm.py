@@ -342,12 +342,11 @@ def _context(tutor: KernelTutor, data: AskAction) -> list[AttachedContext]:
     if not data.attachments:
         return []
     from deeptutor_jupyter.kernel.attachments import resolve
-    from deeptutor_jupyter.kernel.magics import cell_errors_of
 
     return resolve(
         data.attachments,
         shell=tutor.shell,
-        cell_errors=cell_errors_of(tutor.shell),
+        cell_errors=tutor.cell_errors,
         notebook_path=data.notebook_path,
         language=tutor.session.language,
     )

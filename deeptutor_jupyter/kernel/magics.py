@@ -186,7 +186,8 @@ class TutorMagics(Magics):
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
         self.state = KernelTutor.for_shell(shell, self._resolve)
-        self.cell_errors: dict[int, str] = {}  # In[N] -> its error, for --cell N
+        # In[N] -> its error, for --cell N; the tutor's own dict, so the panel's reads see it
+        self.cell_errors: dict[int, str] = self.state.cell_errors
 
     def _trait_settings(self) -> dict[str, Any]:
         names = ("provider", "model", "base_url", "max_rounds", "max_tokens", "temperature")
@@ -562,12 +563,6 @@ def sidebar_comm() -> Any:
     from deeptutor_jupyter.kernel import comm
 
     return comm
-
-
-def cell_errors_of(ipython: Any) -> dict[int, str]:
-    """The errors this kernel's cells raised, by execution count (for ``--cell N``)."""
-    entry = _registered.get(id(ipython))
-    return entry[0].cell_errors if entry else {}
 
 
 def current_tutor(ipython: Any = None) -> KernelTutor | None:

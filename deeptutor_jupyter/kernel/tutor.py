@@ -35,6 +35,7 @@ class KernelTutor:
     slots: dict[str, Any] = field(default_factory=dict)  # request id -> where a resumed turn shows
     pending_boxes: dict[str, Any] = field(default_factory=dict)  # request id -> its pending card
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    cell_errors: dict[int, str] = field(default_factory=dict)  # In[N] -> its error (--cell N)
 
     @classmethod
     def for_shell(cls, shell: Any, resolve: Any) -> KernelTutor:
