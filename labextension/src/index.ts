@@ -156,6 +156,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
           const quote = quoteAttachment(active.selected, number);
           panel.attach(quote ? [cell, quote] : [cell]);
           await open();
+          panel.focusInput();
         }
       }
     });

@@ -101,7 +101,19 @@ export class TutorPanel extends ReactWidget {
     if (!this._chat) {
       throw new Error(__('Open a notebook to talk to the tutor beside it.'));
     }
-    await this._chat.ask(question, attachments);
+    this._problem = '';
+    try {
+      await this._chat.ask(question, attachments);
+    } catch (reason) {
+      // Nothing was asked: say why where the chat box is, as for a question typed there.
+      this._problem = reason instanceof Error ? reason.message : String(reason);
+    }
+    this.update();
+  }
+
+  /** Put the cursor in the chat box (after attaching a cell, the question comes next). */
+  focusInput(): void {
+    requestAnimationFrame(() => this.node.querySelector('textarea')?.focus());
   }
 
   /** Cells and files dropped on the chat become chips (Lumino's drag events, not HTML5's). */
@@ -239,6 +251,10 @@ export class TutorPanel extends ReactWidget {
             }}
             chips={this.chips}
             onChips={chips => this._setChips(chips)}
+            problem={this._problem}
+            clearProblem={() => {
+              this._problem = '';
+            }}
           />
         );
       case 'pending':
@@ -266,6 +282,7 @@ export class TutorPanel extends ReactWidget {
   // Per notebook: a cell [N] means that notebook's kernel's [N], never another's.
   private _chips = new WeakMap<KernelChat, Chip[]>();
   private _sendKey: SendKey = DEFAULTS.sendKey;
+  private _problem = ''; // why the last ask from a command was not asked
   private _notebook: NotebookPanel | null = null;
   private _chat: KernelChat | null = null;
   private _chats = new Map<NotebookPanel, KernelChat>();
@@ -433,6 +450,8 @@ function ChatTab(props: {
   onDraft: (text: string) => void;
   chips: readonly Chip[];
   onChips: (chips: Chip[]) => void;
+  problem: string;
+  clearProblem: () => void;
   onScratch: (() => void) | null;
 }): React.ReactElement {
   const question = props.draft;
@@ -457,6 +476,7 @@ function ChatTab(props: {
       return;
     }
     setProblem('');
+    props.clearProblem();
     const chips = props.chips;
     chat
       .ask(
@@ -510,8 +530,8 @@ function ChatTab(props: {
           <TurnView key={turn.turnId} turn={turn} chat={chat} rendermime={props.rendermime} />
         ))}
       </div>
-      {chat.status || problem ? (
-        <div className="jp-DeepTutorChat-connection">{problem || chat.status}</div>
+      {chat.status || problem || props.problem ? (
+        <div className="jp-DeepTutorChat-connection">{problem || props.problem || chat.status}</div>
       ) : null}
       <ChipList chips={props.chips} onRemove={i => props.onChips(removeChip(props.chips, i))} />
       <div className="jp-DeepTutorChat-input">

@@ -205,6 +205,9 @@ def test_ask_about_this_cell_attaches_the_cell_and_the_selected_text(
         quote = page.locator(".jp-DeepTutorChat-chip.jp-mod-quote")
         quote.wait_for()
         quoted = quote.inner_text()
+        page.wait_for_function(  # the question comes next: the cursor is in the chat box
+            "() => document.activeElement?.closest('.jp-DeepTutorChat-input') != null"
+        )
         no_news(page)
         page.locator(".jp-DeepTutorChat-input textarea").fill("What does this line do?")
         page.locator(".jp-DeepTutorChat-input button", has_text="Ask").click()
