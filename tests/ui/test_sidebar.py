@@ -109,9 +109,17 @@ def open_tutor(page: Any) -> None:
         news.click()
     except Exception:
         pass  # not shown this time
-    page.keyboard.press("Control+Shift+C")
+    # A shortcut pressed while the shell is still restoring (``?reset``) can be lost: wait for
+    # the restore, then press again until the palette is shown.
+    page.evaluate("() => window.jupyterapp.restored.then(() => true)")
     palette = page.locator(".lm-CommandPalette-input")
-    palette.wait_for()
+    for _ in range(5):
+        page.keyboard.press("Control+Shift+C")
+        try:
+            palette.wait_for(state="visible", timeout=4000)
+            break
+        except Exception:
+            continue
     palette.fill("Tutor: open")
     page.locator(".lm-CommandPalette-item", has_text="Tutor: open").first.click()
     page.locator("#deeptutor-panel").wait_for(state="visible")
