@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         AskAction,
         NewAction,
         QuizAnswerAction,
+        RenameAction,
         StopAction,
         SubscribeAction,
         SwitchAction,
@@ -314,6 +315,12 @@ class Channel:
             return
         self.send(_turn_summaries(tutor))
 
+    def rename(self, tutor: KernelTutor, data: RenameAction) -> None:
+        if not _rename_conversation(tutor, data.conversation, data.title):
+            self.refuse("rename", "No such conversation in this notebook.", "unknown")
+            return
+        self.send(_turn_summaries(tutor))
+
     def follow(self, tutor: KernelTutor, turn_log: EventLog, after_seq: int) -> None:
         """Forward a live turn's events after ``after_seq``, then follow it until it is done;
         then the turn list again (the finished turn now counts in its conversation)."""
@@ -443,8 +450,17 @@ def _switch_conversation(tutor: KernelTutor, session_id: str) -> bool:
     return True
 
 
+def _rename_conversation(tutor: KernelTutor, session_id: str, title: str) -> bool:
+    _open(tutor)
+    session = tutor.session
+    if session.store is None or session_id not in session.store.sessions_of(session.notebook):
+        return False
+    return session.store.rename_session(session_id, title)
+
+
 def _conversations(tutor: KernelTutor) -> list[Wire]:
-    """The notebook's conversations that have turns, oldest first, named by their first question."""
+    """The notebook's conversations that have turns, oldest first, named by the learner or by
+    their first question."""
     store = tutor.session.store
     if store is None:
         return []
@@ -452,8 +468,9 @@ def _conversations(tutor: KernelTutor) -> list[Wire]:
     for session_id in store.sessions_of(tutor.session.notebook):
         rows = store.turns(session_id)
         if rows:
+            title = store.session_title(session_id) or rows[0].question[:80]
             out.append(
-                {"id": session_id, "title": rows[0].question[:80], "turns": len(rows),
+                {"id": session_id, "title": title, "turns": len(rows),
                  "started_at": rows[0].created_at}
             )  # fmt: skip
     return sorted(out, key=lambda c: c["started_at"])

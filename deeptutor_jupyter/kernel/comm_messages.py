@@ -105,6 +105,14 @@ class SwitchAction(_Action):
     conversation: str
 
 
+class RenameAction(_Action):
+    """Name one of this notebook's conversations; an empty title goes back to its first question."""
+
+    action: Literal["rename"]
+    conversation: str
+    title: str = Field(max_length=80)
+
+
 class QuizAnswerAction(_Action):
     """Answers to a quiz of this notebook's turns; graded once, like the cell's quiz form."""
 
@@ -122,10 +130,11 @@ PanelAction = Annotated[
     | SubscribeAction
     | NewAction
     | SwitchAction
+    | RenameAction
     | QuizAnswerAction,
     Field(discriminator="action"),
 ]
-ACTIONS = ("ask", "stop", "answer", "subscribe", "new", "switch", "quiz_answer")
+ACTIONS = ("ask", "stop", "answer", "subscribe", "new", "switch", "rename", "quiz_answer")
 
 
 class TurnSummary(BaseModel):
@@ -137,7 +146,9 @@ class TurnSummary(BaseModel):
 
 class Conversation(BaseModel):
     id: str
-    title: str = Field(description="Its first question, cut at 80 characters.")
+    title: str = Field(
+        description="The name the learner gave it, else its first question cut at 80 characters."
+    )
     turns: int
     started_at: float
 

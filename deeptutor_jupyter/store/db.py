@@ -30,7 +30,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY,
     notebook TEXT NOT NULL,
     created_at REAL NOT NULL,
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL,
+    title TEXT
 );
 CREATE INDEX IF NOT EXISTS sessions_by_notebook ON sessions (notebook, updated_at);
 CREATE TABLE IF NOT EXISTS turns (
@@ -135,7 +136,7 @@ _PENDING_COLUMNS = (
     " answered_at, result, owner, place"
 )
 # Columns added after version 1; an older state.db gets them on open.
-_ADDED_COLUMNS = {"turns": ("owner",), "pending": ("owner", "place")}
+_ADDED_COLUMNS = {"turns": ("owner",), "pending": ("owner", "place"), "sessions": ("title",)}
 _LATE_INDEXES = "CREATE INDEX IF NOT EXISTS turns_by_status ON turns (status);"
 
 
@@ -255,7 +256,7 @@ class Store(SQLiteFile):
         now = time.time()
         with self._tx() as c:
             c.execute(
-                "INSERT INTO sessions VALUES (?, ?, ?, ?) "
+                "INSERT INTO sessions (id, notebook, created_at, updated_at) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT(id) DO UPDATE SET updated_at = excluded.updated_at",
                 (session_id, notebook, now, now),
             )
@@ -266,6 +267,20 @@ class Store(SQLiteFile):
             (notebook,),
         )
         return rows[0][0] if rows else None
+
+    def rename_session(self, session_id: str, title: str) -> bool:
+        """Name a conversation (the panel's Rename); an empty title goes back to its first
+        question. False when there is no such conversation."""
+        with self._tx() as c:
+            cur = c.execute(
+                "UPDATE sessions SET title = ? WHERE id = ?", (title.strip() or None, session_id)
+            )
+            return cur.rowcount > 0
+
+    def session_title(self, session_id: str) -> str | None:
+        """The name the learner gave a conversation, None when it has none."""
+        rows = self._query("SELECT title FROM sessions WHERE id = ?", (session_id,))
+        return rows[0][0] if rows and rows[0][0] else None
 
     def notebook_of(self, session_id: str) -> str | None:
         """The notebook a session belongs to (the sidebar says where a question waits)."""

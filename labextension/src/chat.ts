@@ -124,6 +124,12 @@ export class KernelChat {
     this.send({ action: 'switch', conversation });
   }
 
+  /** Name a conversation of this notebook; an empty name goes back to its first question. */
+  async rename(conversation: string, title: string): Promise<void> {
+    await this.connect();
+    this.send({ action: 'rename', conversation, title: title.trim().slice(0, 80) });
+  }
+
   stop(turnId: string): void {
     this.send({ action: 'stop', turn_id: turnId });
   }

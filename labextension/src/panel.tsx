@@ -2,7 +2,7 @@
  * The Tutor panel in the right sidebar: Chat (over the focused notebook's kernel), Pending
  * (every waiting question, through the server), Memory and Knowledge (read through the server).
  */
-import { ISessionContext, ReactWidget } from '@jupyterlab/apputils';
+import { ISessionContext, InputDialog, ReactWidget } from '@jupyterlab/apputils';
 import { Message } from '@lumino/messaging';
 import { NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
@@ -498,6 +498,7 @@ function ChatTab(props: {
         }
       );
   };
+  const current = chat.conversations.find(c => c.id === chat.sessionId);
   return (
     <div className="jp-DeepTutorChat">
       <div className="jp-DeepTutorChat-where">
@@ -517,13 +518,24 @@ function ChatTab(props: {
             </option>
           ))}
         </select>
-        <button
-          className="jp-Button jp-mod-styled jp-DeepTutorChat-new"
-          title={__('Start a new conversation in this notebook')}
-          onClick={() => void chat.newConversation()}
-        >
-          {__('New')}
-        </button>
+        <span className="jp-DeepTutorChat-actions">
+          {current ? (
+            <button
+              className="jp-Button jp-mod-styled jp-DeepTutorChat-rename"
+              title={__('Rename this conversation')}
+              onClick={() => void renameConversation(chat, current.id, current.title)}
+            >
+              {__('Rename')}
+            </button>
+          ) : null}
+          <button
+            className="jp-Button jp-mod-styled jp-DeepTutorChat-new"
+            title={__('Start a new conversation in this notebook')}
+            onClick={() => void chat.newConversation()}
+          >
+            {__('New')}
+          </button>
+        </span>
       </div>
       <div className="jp-DeepTutorChat-turns">
         {chat.turns.map(turn => (
@@ -553,4 +565,17 @@ function ChatTab(props: {
       </div>
     </div>
   );
+}
+
+/** Ask for a conversation's new name in JupyterLab's dialog; Cancel changes nothing. */
+async function renameConversation(chat: KernelChat, id: string, title: string): Promise<void> {
+  const result = await InputDialog.getText({
+    title: __('Rename the conversation'),
+    label: __('Name (empty: its first question)'),
+    text: title,
+    okLabel: __('Rename')
+  });
+  if (result.button.accept && result.value !== null) {
+    await chat.rename(id, result.value);
+  }
 }

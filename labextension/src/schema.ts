@@ -108,7 +108,7 @@ export interface Content {
 
 export interface Conversation {
   id: string;
-  /** Its first question, cut at 80 characters. */
+  /** The name the learner gave it, else its first question cut at 80 characters. */
   title: string;
   turns: number;
   started_at: number;
@@ -279,6 +279,13 @@ export interface QuoteAttachment {
   text: string;
   /** The [N] of the cell it was selected in. */
   number?: number | null;
+}
+
+/** Name one of this notebook's conversations; an empty title goes back to its first question. */
+export interface RenameAction {
+  action: 'rename';
+  conversation: string;
+  title: string;
 }
 
 export interface ResolvedAnswer {
@@ -520,6 +527,7 @@ export type PanelAction =
   | SubscribeAction
   | NewAction
   | SwitchAction
+  | RenameAction
   | QuizAnswerAction;
 
 /** What the kernel sends the panel, by `type`. */

@@ -184,6 +184,23 @@ def test_a_new_conversation_and_switching_back(
     refusal = panel.wait(lambda: [m for m in panel.messages() if m["type"] == "error"])[0]
     assert "No such conversation" in refusal["message"]
 
+    # Rename: the new name is the conversation's title in every turn list from now on, kept in
+    # the store (a panel reconnecting later gets it), and an empty name goes back to the question.
+    panel.send({"action": "rename", "conversation": first, "title": "  Eigenvalues, week 3 "})
+    panel.wait(lambda: last_turns()["conversations"][0]["title"] == "Eigenvalues, week 3")
+    assert last_turns()["conversations"][1]["title"] == "Second question?"
+    again = Panel(kernel)
+    listed = again.wait(lambda: [m for m in again.messages() if m["type"] == "turns"])
+    titles = [c["title"] for c in listed[-1]["conversations"]]
+    assert titles == ["Eigenvalues, week 3", "Second question?"]
+    panel.send({"action": "rename", "conversation": first, "title": ""})
+    panel.wait(lambda: last_turns()["conversations"][0]["title"] == "First question?")
+    panel.send({"action": "rename", "conversation": "nb-not-mine", "title": "Mine now"})
+    panel.wait(lambda: len([m for m in panel.messages() if m["type"] == "error"]) == 2)
+    panel.send({"action": "rename", "conversation": first, "title": "x" * 81})
+    refusals = panel.wait(lambda: [m for m in panel.messages() if m["type"] == "error"][2:] or None)
+    assert "at most 80 characters" in refusals[0]["message"]
+
 
 def test_asking_with_no_model_configured_says_how_to_set_one_up(
     tmp_path: Path, fake_llm: FakeLLMServer

@@ -98,3 +98,29 @@ def test_opening_again_changes_nothing(tmp_path: Path) -> None:
     Store(path).close()
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT * FROM events ORDER BY seq").fetchall() == before
+
+
+def test_a_store_without_conversation_names_gains_them_and_keeps_its_sessions(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "state.db"
+    with sqlite3.connect(path) as conn:  # the sessions table as versions before names made it
+        conn.execute(
+            "CREATE TABLE sessions (id TEXT PRIMARY KEY, notebook TEXT NOT NULL,"
+            " created_at REAL NOT NULL, updated_at REAL NOT NULL)"
+        )
+        conn.execute("INSERT INTO sessions VALUES ('nb-old', 'week1.ipynb', 1.0, 1.0)")
+    store = Store(path)
+    try:
+        assert store.sessions_of("week1.ipynb") == ["nb-old"]
+        assert store.session_title("nb-old") is None
+        assert store.rename_session("nb-old", " Week 1 ")
+        assert store.session_title("nb-old") == "Week 1"
+        assert not store.rename_session("nb-nothere", "x")
+        store.ensure_session("nb-new", "week1.ipynb")  # a new row beside the added column
+        assert sorted(store.sessions_of("week1.ipynb")) == ["nb-new", "nb-old"]
+        assert store.session_title("nb-old") == "Week 1"  # ensure_session keeps the name
+        assert store.rename_session("nb-old", "   ")
+        assert store.session_title("nb-old") is None
+    finally:
+        store.close()

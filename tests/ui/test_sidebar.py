@@ -239,6 +239,42 @@ def test_a_question_asked_in_the_panel_streams_its_answer(
     assert any("What is a matrix?" in json.dumps(m) for m in asked)
 
 
+@needs_chromium
+def test_conversations_are_started_renamed_and_switched_in_the_panel(
+    lab: str, fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    fake_llm.extend([Reply(text="Rank counts pivots."), Reply(text="A loop repeats.")])
+    write_notebook(tmp_path / "convs.ipynb", "x = 1")
+    with lab_page("sidebar-conversations") as page:
+        open_notebook(page, lab, "convs.ipynb")
+        open_tutor(page)
+        ask = page.locator(".jp-DeepTutorChat-input textarea")
+        ask.fill("What is rank?")
+        page.locator(".jp-DeepTutorChat-input button", has_text="Ask").click()
+        page.locator(".jp-DeepTutorChat-turn[data-status='done']").wait_for(timeout=60000)
+        page.locator(".jp-DeepTutorChat-rename").click()
+        field = page.locator(".jp-Dialog input")
+        field.fill("Linear algebra")
+        page.locator(".jp-Dialog button", has_text="Rename").click()
+        chooser = page.locator(".jp-DeepTutorChat-conversations")
+        chooser.locator("option", has_text="Linear algebra (1)").wait_for(state="attached")
+        page.locator(".jp-DeepTutorChat-new").click()
+        page.locator(".jp-DeepTutorChat-turn").first.wait_for(state="detached")
+        ask.fill("What is a loop?")
+        page.locator(".jp-DeepTutorChat-input button", has_text="Ask").click()
+        page.locator(".jp-DeepTutorChat-turn[data-status='done']").wait_for(timeout=60000)
+        chooser.locator("option", has_text="What is a loop? (1)").wait_for(state="attached")
+        options = chooser.locator("option").all_inner_texts()
+        chooser.select_option(label="Linear algebra (1)")
+        page.get_by_text("Rank counts pivots.").first.wait_for()
+        shown = page.locator(".jp-DeepTutorChat-turns").inner_text()
+    assert options == ["Linear algebra (1)", "What is a loop? (1)"]
+    assert "What is rank?" in shown and "What is a loop?" not in shown
+    # The second conversation started without the first one's history.
+    sent = json.dumps(fake_llm.requests[1].body["messages"])
+    assert "What is rank?" not in sent
+
+
 def ask_reply(call_id: str, title: str) -> Reply:
     options = [
         {"id": "safe", "label": "Analyse first", "recommended": True},
