@@ -228,6 +228,13 @@ def parse_ops_reply(reply: str) -> list[Any] | None:
 _UNREADABLE_REPLY = frozenset({"reply"})  # the shape ``_ask`` records for an unparseable reply
 
 
+def covers_unseen(mode: str, unseen: list[str], result: ConsolidationResult) -> bool:
+    """An ``update`` preview whose every chunk was answered covered exactly ``unseen``: applying
+    it may mark those traces seen, as the real run would have done."""
+    answered = not any(set(op) == _UNREADABLE_REPLY for op, _ in result.rejected)
+    return mode == "update" and bool(unseen) and answered and result.traces_seen == len(unseen)
+
+
 @dataclass
 class Preview:
     """A finished ``apply=False`` run: the text it proposes, and what Apply needs to write it.
@@ -245,13 +252,7 @@ class Preview:
     unseen: list[str] = field(default_factory=list)
 
     def marks_seen(self) -> bool:
-        answered = not any(set(op) == _UNREADABLE_REPLY for op, _ in self.result.rejected)
-        return (
-            self.mode == "update"
-            and bool(self.unseen)
-            and answered
-            and self.result.traces_seen == len(self.unseen)
-        )
+        return covers_unseen(self.mode, self.unseen, self.result)
 
     def has_work(self) -> bool:
         return self.after != self.before or self.marks_seen()

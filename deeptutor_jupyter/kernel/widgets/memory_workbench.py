@@ -46,6 +46,7 @@ from deeptutor_jupyter.memory.consolidate import (
     Mode,
     RunBusyError,
     consolidate,
+    covers_unseen,
 )
 from deeptutor_jupyter.memory.ops import DeleteReason, OpsPreview
 from deeptutor_jupyter.memory.runs import RunLog, RunRecord
@@ -59,7 +60,6 @@ DocKey = tuple[str, str]
 MODEL_MODES: frozenset[str] = frozenset({"update", "audit", "dedup"})
 ROW_LIMIT = 200  # rows are widgets; beyond this the Markdown view and Raw still show everything
 SNIPPET = 80
-_UNREADABLE_REPLY = frozenset({"reply"})  # the shape consolidate gives an unparseable reply
 
 _SMALL = "font-size:85%;opacity:0.75"
 _ERROR = "color:var(--jp-error-color1, #c62828)"
@@ -228,14 +228,7 @@ class Preview:
     unseen: list[str] = field(default_factory=list)
 
     def marks_seen(self) -> bool:
-        """An ``update`` whose every chunk was answered covered exactly ``unseen``."""
-        answered = not any(set(op) == _UNREADABLE_REPLY for op, _ in self.result.rejected)
-        return (
-            self.mode == "update"
-            and bool(self.unseen)
-            and answered
-            and self.result.traces_seen == len(self.unseen)
-        )
+        return covers_unseen(self.mode, self.unseen, self.result)
 
     def has_work(self) -> bool:
         return bool(self.result.ops_applied) or self.marks_seen()
