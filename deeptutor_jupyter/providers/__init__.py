@@ -33,6 +33,7 @@ from deeptutor_jupyter.providers.specs import (
 if TYPE_CHECKING:
     import httpx
 
+    from deeptutor_jupyter.config import Settings
     from deeptutor_jupyter.providers.anthropic import AnthropicModel
     from deeptutor_jupyter.providers.openai_compat import OpenAICompatModel
 
@@ -56,6 +57,7 @@ __all__ = [
     "api_key_from_env",
     "find_provider",
     "make_model",
+    "model_from_settings",
     "provider_names",
 ]
 
@@ -101,6 +103,21 @@ def make_model(
         max_retry_wait=max_retry_wait,
         idle_timeout=idle_timeout,
         turn_deadline=turn_deadline,
+    )
+
+
+def model_from_settings(s: Settings) -> ChatModel:
+    """The model of a learner's effective settings: provider, URL, key and every timeout."""
+    return make_model(
+        provider=s.provider or "",
+        model=s.model or "",
+        base_url=s.base_url,
+        api_key=s.api_key.get_secret_value() if s.api_key is not None else None,
+        timeout=s.timeout,
+        connect_timeout=s.connect_timeout,
+        idle_timeout=s.idle_timeout,
+        turn_deadline=s.turn_deadline,
+        max_retry_wait=s.max_retry_wait,
     )
 
 

@@ -187,7 +187,7 @@ class TutorSession:
 
         ``cached=False`` gives a fresh one, for a caller whose event loop will not outlive it.
         """
-        from deeptutor_jupyter.providers import make_model
+        from deeptutor_jupyter.providers import model_from_settings
 
         s = resolved.settings
         key = s.api_key.get_secret_value() if s.api_key is not None else None
@@ -198,17 +198,7 @@ class TutorSession:
         cache_key = (s.provider or "", s.model or "", s.base_url or "", key_id, str(timeouts))
         model = self.models.get(cache_key) if cached else None
         if model is None:
-            model = make_model(
-                provider=s.provider or "",
-                model=s.model or "",
-                base_url=s.base_url,
-                api_key=key,
-                timeout=s.timeout,
-                connect_timeout=s.connect_timeout,
-                idle_timeout=s.idle_timeout,
-                turn_deadline=s.turn_deadline,
-                max_retry_wait=s.max_retry_wait,
-            )
+            model = model_from_settings(s)
             if cached:
                 self.models[cache_key] = model
         return model

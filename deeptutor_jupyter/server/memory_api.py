@@ -142,22 +142,11 @@ def _model_for(mode: str) -> tuple[ChatModel | None, list[str]]:
     resolved = resolve_settings()
     if not resolved.ready:
         raise LookupError("Consolidation needs a model: " + "; ".join(resolved.missing()))
-    from deeptutor_jupyter.providers import make_model
+    from deeptutor_jupyter.providers import model_from_settings
 
     s = resolved.settings
     key = s.api_key.get_secret_value() if s.api_key is not None else None
-    model = make_model(
-        provider=s.provider or "",
-        model=s.model or "",
-        base_url=s.base_url,
-        api_key=key,
-        timeout=s.timeout,
-        connect_timeout=s.connect_timeout,
-        idle_timeout=s.idle_timeout,
-        turn_deadline=s.turn_deadline,
-        max_retry_wait=s.max_retry_wait,
-    )
-    return model, [key] if key else []
+    return model_from_settings(s), [key] if key else []
 
 
 class MemoryEntryHandler(TutorHandler):
