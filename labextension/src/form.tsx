@@ -18,6 +18,7 @@ import {
 import { InputRequest, Submission } from './protocol';
 import { __ } from './i18n';
 import { UserInputResolved } from './schema';
+import { reasonText } from './errors';
 
 /** How a question was settled: the fields of its `user_input_resolved` event. */
 export type Settled = Pick<
@@ -65,7 +66,7 @@ export function AskUserCard(props: AskUserCardProps): React.ReactElement {
       await props.onSubmit(answer);
       setLocal(answer);
     } catch (reason) {
-      setError(reason instanceof Error ? reason.message : String(reason));
+      setError(reasonText(reason));
     } finally {
       setBusy(false);
     }
@@ -110,7 +111,7 @@ export function AskUserCard(props: AskUserCardProps): React.ReactElement {
     try {
       void send(buildSubmission(request, selections, customInput));
     } catch (reason) {
-      setError(reason instanceof Error ? reason.message : String(reason));
+      setError(reasonText(reason));
     }
   };
 

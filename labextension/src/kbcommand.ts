@@ -10,6 +10,7 @@ import { LabIcon } from '@jupyterlab/ui-components';
 import { addKnowledgeBase } from './dataapi';
 import { __ } from './i18n';
 import { KB_NAME, defaultKbName, jobStarted } from './knowledge';
+import { reasonText } from './errors';
 
 export const ADD_TO_KB_COMMAND = 'deeptutor:add-to-knowledge-base';
 
@@ -70,10 +71,7 @@ export function addKnowledgeCommand(
       try {
         await addKnowledgeBase(name, path);
       } catch (reason) {
-        await showErrorMessage(
-          __('Could not add to the knowledge base'),
-          reason instanceof Error ? reason.message : String(reason)
-        );
+        await showErrorMessage(__('Could not add to the knowledge base'), reasonText(reason));
         return;
       }
       await showKnowledge();

@@ -18,10 +18,7 @@ import {
   onJobStarted,
   sourcesLine
 } from './knowledge';
-
-function message(reason: unknown): string {
-  return reason instanceof Error ? reason.message : String(reason);
-}
+import { reasonText } from './errors';
 
 function kbMeta(kb: KnowledgeBaseInfo): string {
   return typeof kb.problem === 'string'
@@ -55,7 +52,7 @@ export function KnowledgeTab(): React.ReactElement {
         setState(found);
         setError('');
       },
-      reason => setError(message(reason))
+      reason => setError(reasonText(reason))
     );
   }, []);
   React.useEffect(() => {
@@ -87,7 +84,7 @@ export function KnowledgeTab(): React.ReactElement {
       setState(before => ({ kbs, jobs: before?.jobs.filter(j => j.name !== name) ?? [] }));
       setError('');
     } catch (reason) {
-      setError(message(reason));
+      setError(reasonText(reason));
     }
   };
 

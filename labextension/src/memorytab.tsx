@@ -23,10 +23,7 @@ import {
 import { askDeleteReason, confirmDanger } from './dialogs';
 import { __ } from './i18n';
 import { diffRows, provenance } from './knowledge';
-
-function message(reason: unknown): string {
-  return reason instanceof Error ? reason.message : String(reason);
-}
+import { reasonText } from './errors';
 
 function modeLabel(mode: Mode): string {
   switch (mode) {
@@ -57,7 +54,7 @@ function EntryRow(props: {
     try {
       props.onChanged(await deleteEntry(doc.layer, doc.key, entry.id, reason));
     } catch (reason) {
-      props.onProblem(message(reason));
+      props.onProblem(reasonText(reason));
     }
   };
   return (
@@ -220,7 +217,7 @@ function MemoryDocView(props: {
         setProblem('');
         props.onSaved(docs);
       },
-      reason => setProblem(message(reason))
+      reason => setProblem(reasonText(reason))
     );
   };
   const consolidate = async () => {
@@ -231,7 +228,7 @@ function MemoryDocView(props: {
       setPreview(await previewConsolidation(doc.layer, doc.key, mode));
       setStale(false);
     } catch (reason) {
-      setProblem(message(reason));
+      setProblem(reasonText(reason));
     } finally {
       setBusy(false);
     }
@@ -253,7 +250,7 @@ function MemoryDocView(props: {
     } catch (reason) {
       // A stale preview stays on screen (the learner sees what was not written) above the
       // document as it now is.
-      setProblem(message(reason));
+      setProblem(reasonText(reason));
       if (reason instanceof ApiError && reason.code === 'stale') {
         setStale(true);
         props.onReload();
@@ -285,7 +282,7 @@ function MemoryDocView(props: {
     try {
       props.onSaved(await deleteDocument(doc.layer, doc.key));
     } catch (reason) {
-      setProblem(message(reason));
+      setProblem(reasonText(reason));
     }
   };
 
@@ -405,7 +402,7 @@ export function MemoryTab(): React.ReactElement {
         setDocs(found);
         setError('');
       },
-      reason => setError(message(reason))
+      reason => setError(reasonText(reason))
     );
   }, []);
   React.useEffect(reload, [reload]);

@@ -26,6 +26,7 @@ import { __ } from './i18n';
 import { QuizCard } from './quiz';
 import { DEFAULTS, SendKey, Tab, sendHint, sendsQuestion } from './settings';
 import { KnowledgeTab, MemoryTab, PendingTab } from './tabs';
+import { reasonText } from './errors';
 
 /** A Lumino drag event (cells from a notebook, files from the file browser). */
 interface DragEventLike extends Event {
@@ -106,7 +107,7 @@ export class TutorPanel extends ReactWidget {
       await this._chat.ask(question, attachments);
     } catch (reason) {
       // Nothing was asked: say why where the chat box is, as for a question typed there.
-      this._problem = reason instanceof Error ? reason.message : String(reason);
+      this._problem = reasonText(reason);
     }
     this.update();
   }
@@ -493,7 +494,7 @@ function ChatTab(props: {
           if (reason instanceof AskRefused && reason.attachment !== null) {
             props.onChips(markChip(chips, reason.attachment, reason.message));
           } else {
-            setProblem(reason instanceof Error ? reason.message : String(reason));
+            setProblem(reasonText(reason));
           }
         }
       );

@@ -17,6 +17,7 @@ import {
   submission
 } from './quizform';
 import { QuizRequired, QuizResolved } from './schema';
+import { reasonText } from './errors';
 
 export interface QuizCardProps {
   quiz: QuizRequired;
@@ -89,7 +90,7 @@ export function QuizCard(props: QuizCardProps): React.ReactElement {
       const seconds = (Date.now() - opened.current) / 1000;
       setGraded(await props.onSubmit(submission(questions, answers), seconds));
     } catch (reason) {
-      setError(reason instanceof Error ? reason.message : String(reason));
+      setError(reasonText(reason));
     } finally {
       setBusy(false);
     }

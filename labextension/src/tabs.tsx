@@ -8,6 +8,7 @@ import { KernelChat } from './chat';
 import { AskUserCard } from './form';
 import { __ } from './i18n';
 import { PendingQuestion, Submission } from './protocol';
+import { reasonText } from './errors';
 
 function useLoad<T>(load: () => Promise<T>): [T | null, string, () => void] {
   const [value, setValue] = React.useState<T | null>(null);
@@ -18,7 +19,7 @@ function useLoad<T>(load: () => Promise<T>): [T | null, string, () => void] {
         setValue(v);
         setError('');
       },
-      reason => setError(reason instanceof Error ? reason.message : String(reason))
+      reason => setError(reasonText(reason))
     );
   }, []);
   React.useEffect(reload, [reload]);
