@@ -1,12 +1,16 @@
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from deeptutor_jupyter.memory import MemoryStore, TraceRecord
+from deeptutor_jupyter.providers import ChatModel, make_model
+from deeptutor_jupyter.testing import FakeLLMServer, Reply
 
 
 def make_record(trace_id: str, **overrides: Any) -> TraceRecord:
@@ -27,3 +31,20 @@ def make_record(trace_id: str, **overrides: Any) -> TraceRecord:
 @pytest.fixture
 def store(tmp_path: Path) -> MemoryStore:
     return MemoryStore(tmp_path / "home")
+
+
+def ops_reply(*ops: dict[str, Any]) -> Reply:
+    return Reply(text=json.dumps({"ops": list(ops)}))
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[FakeLLMServer]:
+    with FakeLLMServer() as fake:
+        yield fake
+
+
+@pytest.fixture
+async def model(server: FakeLLMServer) -> AsyncIterator[ChatModel]:
+    chat = make_model(provider="custom", model="fake", base_url=server.url, max_retries=0)
+    yield chat
+    await chat.aclose()

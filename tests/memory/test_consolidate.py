@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -12,27 +11,10 @@ import pytest
 
 from deeptutor_jupyter.memory import MemoryStore
 from deeptutor_jupyter.memory.consolidate import RunBusyError, consolidate, parse_ops_reply
-from deeptutor_jupyter.providers import ChatModel, make_model
+from deeptutor_jupyter.providers import ChatModel
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
 
-from .conftest import make_record
-
-
-def ops_reply(*ops: dict[str, Any]) -> Reply:
-    return Reply(text=json.dumps({"ops": list(ops)}))
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FakeLLMServer]:
-    with FakeLLMServer() as fake:
-        yield fake
-
-
-@pytest.fixture
-async def model(server: FakeLLMServer) -> AsyncIterator[ChatModel]:
-    chat = make_model(provider="custom", model="fake", base_url=server.url, max_retries=0)
-    yield chat
-    await chat.aclose()
+from .conftest import make_record, ops_reply
 
 
 def sent_trace_ids(server: FakeLLMServer) -> list[list[str]]:

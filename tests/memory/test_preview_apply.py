@@ -3,36 +3,15 @@ model call, and refuses (writing nothing) when the document changed since."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator
-from typing import Any
-
 import pytest
 
 from deeptutor_jupyter.memory import MemoryStore
 from deeptutor_jupyter.memory.consolidate import apply_preview, preview
 from deeptutor_jupyter.memory.store import StaleDocumentError
-from deeptutor_jupyter.providers import ChatModel, make_model
+from deeptutor_jupyter.providers import ChatModel
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
 
-from .conftest import make_record
-
-
-def ops_reply(*ops: dict[str, Any]) -> Reply:
-    return Reply(text=json.dumps({"ops": list(ops)}))
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FakeLLMServer]:
-    with FakeLLMServer() as fake:
-        yield fake
-
-
-@pytest.fixture
-async def model(server: FakeLLMServer) -> AsyncIterator[ChatModel]:
-    chat = make_model(provider="custom", model="fake", base_url=server.url, max_retries=0)
-    yield chat
-    await chat.aclose()
+from .conftest import make_record, ops_reply
 
 
 async def test_a_two_chunk_preview_is_applied_byte_for_byte(
