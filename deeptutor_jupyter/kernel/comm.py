@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.kernel.tutor import KernelTutor
     from deeptutor_jupyter.runtime.context import AttachedContext
     from deeptutor_jupyter.runtime.events import Event, EventLog
+    from deeptutor_jupyter.store.db import Store
 
 log = logging.getLogger(__name__)
 
@@ -440,22 +441,27 @@ def _new_conversation(tutor: KernelTutor) -> None:
     tutor.session.new_conversation()
 
 
-def _switch_conversation(tutor: KernelTutor, session_id: str) -> bool:
+def _store_of(tutor: KernelTutor, session_id: str) -> Store | None:
+    """The store, when ``session_id`` is one of this notebook's conversations."""
     _open(tutor)
     session = tutor.session
     if session.store is None or session_id not in session.store.sessions_of(session.notebook):
+        return None
+    return session.store
+
+
+def _switch_conversation(tutor: KernelTutor, session_id: str) -> bool:
+    store = _store_of(tutor, session_id)
+    if store is None:
         return False
-    session.session_id = session_id
-    session.history = session.store.history(session_id)
+    tutor.session.session_id = session_id
+    tutor.session.history = store.history(session_id)
     return True
 
 
 def _rename_conversation(tutor: KernelTutor, session_id: str, title: str) -> bool:
-    _open(tutor)
-    session = tutor.session
-    if session.store is None or session_id not in session.store.sessions_of(session.notebook):
-        return False
-    return session.store.rename_session(session_id, title)
+    store = _store_of(tutor, session_id)
+    return store is not None and store.rename_session(session_id, title)
 
 
 def _conversations(tutor: KernelTutor) -> list[Wire]:

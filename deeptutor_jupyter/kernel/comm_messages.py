@@ -161,7 +161,7 @@ class EventMessage(BaseModel):
 
 
 class TurnsMessage(BaseModel):
-    """The current conversation's turns: on open, after ask/new/switch, when a turn is done."""
+    """The current conversation's turns: on open, after ask/new/switch/rename, when a turn ends."""
 
     type: Literal["turns"] = "turns"
     session_id: str

@@ -447,7 +447,7 @@ export interface TurnSummary {
   last_seq: number;
 }
 
-/** The current conversation's turns: on open, after ask/new/switch, when a turn is done. */
+/** The current conversation's turns: on open, after ask/new/switch/rename, when a turn ends. */
 export interface TurnsMessage {
   type: 'turns';
   session_id: string;

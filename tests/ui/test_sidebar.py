@@ -112,16 +112,9 @@ def open_tutor(page: Any) -> None:
     # The palette is opened by its command: with no widget focused (a launcher after ``?reset``)
     # Chromium sometimes delivers Ctrl+Shift+C nowhere. What is tested is our palette entry.
     page.evaluate("() => window.jupyterapp.restored.then(() => true)")
+    page.evaluate("() => window.jupyterapp.commands.execute('apputils:activate-command-palette')")
     palette = page.locator(".lm-CommandPalette-input")
-    for _ in range(3):
-        page.evaluate(
-            "() => window.jupyterapp.commands.execute('apputils:activate-command-palette')"
-        )
-        try:
-            palette.wait_for(state="visible", timeout=5000)
-            break
-        except Exception:
-            continue
+    palette.wait_for(state="visible")
     palette.fill("Tutor: open")
     page.locator(".lm-CommandPalette-item", has_text="Tutor: open").first.click()
     page.locator("#deeptutor-panel").wait_for(state="visible")
