@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deeptutor_jupyter.knowledge import storage
+from deeptutor_jupyter.knowledge import bm25, storage
 from deeptutor_jupyter.knowledge.chunkstore import StoreWriter
 from deeptutor_jupyter.knowledge.discover import discover
 from deeptutor_jupyter.knowledge.ingest import IngestError, ingest_file, relative_path
@@ -190,38 +190,39 @@ class KnowledgeBase:
         loaded = previous.loaded
         old_files: dict[str, Any] = loaded.manifest["files"] if loaded else {}
         writer = StoreWriter(self.folder, loaded.manifest if loaded else None)
-        vocab = _LazyVocabulary(self.folder if loaded and loaded.manifest["chunks"] else None)
+        vocab = _LazyVocabulary(self.folder, loaded.manifest if loaded else None)
         build = Build()
-        total = sum(st.st_size for _, st in files) if progress else 0  # for progress only
+        total = sum(st.st_size for st in files.values()) if progress else 0  # progress only
         prefix = str(root).rstrip("/") + "/"
         done = 0
         if progress:
             progress(0, total, "")
-        entries, segments = build.entries, build.segments
+        entries, get = build.entries, old_files.get
         cut = len(prefix)
         try:
-            for name, st in files:
+            for name, st in files.items():
                 # Plain strings until a file has to be opened: 50,000 Path objects cost more
                 # than the stat calls of a refresh with nothing changed.
                 rel = name[cut:] if name.startswith(prefix) else relative_path(Path(name), root)
-                known = old_files.get(rel)
+                known = get(rel)
                 if (
                     known is not None
                     and known.get("mtime_ns") == st.st_mtime_ns
                     and known.get("size") == st.st_size
                 ):  # the common case of a refresh, inline: same stamp, same entry, same rows
-                    report.unchanged += 1
-                    if known["chunks"]:
-                        segments.append(("old", int(known["row"]), int(known["chunks"]), rel))
                     entries[rel] = known
                 else:
                     tick = (progress, done, total)  # progress inside a big file: see below
                     self._index_file(name, st, rel, root, known, build, writer, vocab, report, tick)
-                done += st.st_size
                 if progress:
+                    done += st.st_size
                     progress(done, total, rel)
-            report.removed = len(set(old_files) - set(build.entries))
-            report.chunks = sum(int(e["chunks"]) for e in build.entries.values())
+            gone = old_files.keys() - entries.keys()
+            report.removed = len(gone)
+            report.unchanged = len(entries) - report.added - report.updated
+            build.dropped = [old_files[rel] for rel in (*gone, *build.replaced)]
+            old_chunks = int(loaded.manifest["chunks"]) if loaded else 0
+            report.chunks = build.chunks(old_chunks)
             if report.changed or old is None or old.get("sources") != sources:
                 self._write(old, previous, sources, root, build, writer, vocab)
             elif loaded is not None:
@@ -251,13 +252,9 @@ class KnowledgeBase:
             report.errors.append(f"{rel}: cannot be read ({exc.strerror or exc})")
             return
         if previous is not None and previous.get("sha256") == digest:
-            report.unchanged += 1
-            entry = {**previous, **stamp}
+            # Touched but identical: same rows, same range, a new stamp to record.
             build.stamps_moved = True
-            entry.update(writer.keep(previous))
-            if entry["chunks"]:
-                build.segments.append(("old", int(entry["row"]), int(entry["chunks"]), rel))
-            build.entries[rel] = entry
+            build.entries[rel] = {**previous, **stamp, **writer.keep(previous)}
             return
         try:
             found = ingest_file(path, root, self.name, data=data, rel=rel)
@@ -266,6 +263,7 @@ class KnowledgeBase:
             return
         if previous:
             report.updated += 1
+            build.replaced.append(rel)
         else:
             report.added += 1
         first_doc = len(build.doc_lengths)
@@ -291,9 +289,8 @@ class KnowledgeBase:
                 next_tick = read + _PROGRESS_STEP
         if batch:
             build.doc_lengths.extend(append_token_ids(build.ids, batch, terms))
-        if found:
-            build.segments.append(("new", first_doc, len(found), rel))
-        entry = {"sha256": digest, **stamp, "source": path, "chunks": len(found), "row": 0}
+        build.new[rel] = (first_doc, len(found))
+        entry = {"sha256": digest, **stamp, "chunks": len(found), "row": 0}
         entry.update(writer.append(b"".join(lines)))
         build.entries[rel] = entry
 
@@ -317,13 +314,18 @@ class KnowledgeBase:
     ) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         store = writer.finish(build.entries)
-        n_docs = sum(n for _, _, n, _ in build.segments)
+        n_docs = build.chunks(int(previous.loaded.manifest["chunks"]) if previous.loaded else 0)
         index_files: dict[str, str] = {}
         rows = 0
         if n_docs:
             vocab = lazy_vocab.get()
             arrays, keep, rows = index_arrays(build, previous.loaded, vocab)
-            index_files = storage.save_index(self.folder, arrays, vocab.terms(), keep)
+            # A vocabulary that did not grow is carried over like the base, not rewritten.
+            kept_vocab = lazy_vocab.unchanged_file()
+            if kept_vocab is not None:
+                keep[kept_vocab[0]] = kept_vocab[1]
+            terms = None if kept_vocab is not None else vocab.terms()
+            index_files = storage.save_index(self.folder, arrays, terms, keep)
         else:
             shutil.rmtree(self.folder / storage.INDEX_DIR, ignore_errors=True)
         manifest = {
@@ -350,6 +352,8 @@ class KnowledgeBase:
         storage.write_manifest(self.folder, manifest)
         previous_store = (previous.loaded.manifest.get("store") if previous.loaded else None) or ""
         storage.remove_old_stores(self.folder, {store, previous_store})
+        before = previous.loaded.manifest.get("index_files") if previous.loaded else None
+        storage.remove_old_index_files(self.folder, {*index_files, *(before or {})})
         self._cache = None
 
     # --- reading --------------------------------------------------------------------------------
@@ -450,16 +454,28 @@ _INFO_CACHE: dict[Path, tuple[tuple[int, int, int], dict[str, Any]]] = {}
 
 
 class _LazyVocabulary:
-    """The index's vocabulary, read from vocab.json only once a file has to be tokenised."""
+    """The index's vocabulary, read from its file only once a file has to be tokenised."""
 
-    def __init__(self, folder: Path | None) -> None:
-        self.folder = folder  # None: a new index, the vocabulary starts empty
+    def __init__(self, folder: Path, manifest: dict[str, Any] | None) -> None:
+        self.folder = folder
+        # None: a new index (or one with no chunks), the vocabulary starts empty
+        self.manifest = manifest if manifest and manifest["chunks"] else None
         self._vocab: Vocabulary | None = None
+        self._read = 0  # terms read from the file
 
     def get(self) -> Vocabulary:
         if self._vocab is None:
-            self._vocab = Vocabulary(storage.load_vocab(self.folder) if self.folder else None)
+            terms = storage.load_vocab(self.folder, self.manifest) if self.manifest else None
+            self._vocab = Vocabulary(terms)
+            self._read = len(terms) if terms is not None else -1
         return self._vocab
+
+    def unchanged_file(self) -> tuple[str, str] | None:
+        """(file, checksum) of the vocabulary file when no term was added since it was read."""
+        if self.manifest is None or self._vocab is None or len(self._vocab) != self._read:
+            return None
+        file = storage.index_names(self.manifest)[bm25.VOCAB]
+        return file, self.manifest["index_files"][file]
 
 
 def _stamp(path: Path) -> tuple[int, int, int]:

@@ -32,6 +32,7 @@ BASE_FILES = tuple(f"base_{n}.npy" for n in ("indptr", "rows", "tfs", *DOC, "df"
 DELTA_FILES = tuple(f"delta_{n}.npy" for n in DOC)
 SHARED_FILES = ("dead.npy", "dl.npy", "df.npy")
 VOCAB = "vocab.json"
+ALL_FILES = (*BASE_FILES, *DELTA_FILES, *SHARED_FILES, VOCAB)
 REBUILD_SHARE = 0.1  # dead + delta rows above this share of the base: rebuild the base
 
 
@@ -115,17 +116,18 @@ class Index:
         return len(self.dl)
 
     @classmethod
-    def open(cls, folder: Path) -> Index:
+    def open(cls, folder: Path, files: dict[str, str]) -> Index:
+        """The index in ``folder``; ``files`` maps each file's name to the file holding it."""
         import numpy as np
         import orjson
 
         def load(name: str) -> Any:
-            return open_npy(folder / name)
+            return open_npy(folder / files[name])
 
         base = tuple(load(f"base_{n}.npy") for n in ("indptr", "rows", "tfs"))
         delta_doc = [np.asarray(load(f"delta_{n}.npy")) for n in DOC]
         dead, dl, df = (load(name) for name in SHARED_FILES)
-        terms = orjson.loads((folder / VOCAB).read_bytes())
+        terms = orjson.loads((folder / files[VOCAB]).read_bytes())
         vocab = {term: i for i, term in enumerate(terms)}
         delta = postings(delta_doc[0], delta_doc[1], delta_doc[2], len(vocab))
         first = len(dl) - (len(delta_doc[0]) - 1)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import stat
+from operator import attrgetter
 from pathlib import Path
 
 from deeptutor_jupyter.knowledge.ingest import SUPPORTED_SUFFIXES
@@ -12,27 +14,32 @@ __all__ = ["MAX_FILE_BYTES", "discover"]
 # Folders never worth indexing: VCS data, caches, checkpoints (names starting with "." too).
 _SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
 MAX_FILE_BYTES = 50 * 1024 * 1024
+_NAME = attrgetter("name")
 
 
-def discover(sources: list[str], errors: list[str]) -> list[tuple[str, os.stat_result]]:
+def discover(sources: list[str], errors: list[str]) -> dict[str, os.stat_result]:
     """Every supported file under the sources with its stat, once each, in a stable order.
 
     A symlink inside a source folder that resolves outside it is skipped and named: adding a
     folder must not make a private file elsewhere searchable (symlinked folders are not
     descended at all). A file named directly is indexed even when it is a link. The walk uses
     ``os.scandir``, whose entries carry what pathlib would ask the file system for again.
+
+    A refresh stats every file and nothing else for the unchanged ones, so this loop is most
+    of what a refresh with one changed file costs: it does one pass, and nothing per file
+    beyond the stat and one dict insertion.
     """
     found: dict[str, os.stat_result] = {}
-    outside: list[str] = []
+    skipped: list[str] = []
     for source in sources:
         path = Path(source)
         if path.is_dir():
             top = str(path.resolve())
-            _walk(top, top, found, outside)
+            _walk(top, top, found, skipped)
         elif path.is_file():
             if path.suffix.lower() in SUPPORTED_SUFFIXES:
                 resolved = path.resolve()
-                found.setdefault(str(resolved), resolved.stat())
+                _add(str(resolved), resolved.stat(), found, skipped)
             else:
                 errors.append(
                     f"{source}: unsupported file type (supported: "
@@ -40,43 +47,59 @@ def discover(sources: list[str], errors: list[str]) -> list[tuple[str, os.stat_r
                 )
         else:
             errors.append(f"{source}: not found")
-    errors += [f"{p}: skipped, a link to a file outside the folder being added" for p in outside]
-    sized: list[tuple[str, os.stat_result]] = []
-    for name, st in found.items():
-        if st.st_size > MAX_FILE_BYTES:
-            errors.append(f"{name}: skipped, larger than {MAX_FILE_BYTES // 2**20} MB")
-        else:
-            sized.append((name, st))
-    return sized
+    errors += skipped
+    return found
 
 
-def _walk(folder: str, top: str, found: dict[str, os.stat_result], outside: list[str]) -> None:
+def _add(
+    name: str, st: os.stat_result, found: dict[str, os.stat_result], skipped: list[str]
+) -> None:
+    if name in found:
+        return
+    if st.st_size > MAX_FILE_BYTES:
+        skipped.append(f"{name}: skipped, larger than {MAX_FILE_BYTES // 2**20} MB")
+    else:
+        found[name] = st
+
+
+def _walk(folder: str, top: str, found: dict[str, os.stat_result], skipped: list[str]) -> None:
     # Depth first with names sorted: the same order as sorted(Path(top).rglob("*")).
     try:
         with os.scandir(folder) as it:
-            entries = sorted(it, key=lambda e: e.name)
+            entries = sorted(it, key=_NAME)
     except OSError:
         return
+    suffixes, is_reg, limit = SUPPORTED_SUFFIXES, stat.S_ISREG, MAX_FILE_BYTES
     for entry in entries:
         name = entry.name
-        if name.startswith(".") or name in _SKIPPED_DIRS:
+        if name[0] == ".":
             continue
         try:
             if entry.is_dir(follow_symlinks=False):
-                _walk(entry.path, top, found, outside)
+                if name not in _SKIPPED_DIRS:
+                    _walk(entry.path, top, found, skipped)
                 continue
-            dot = name.rfind(".")  # names starting with "." were skipped above
-            if dot < 0 or name[dot:].lower() not in SUPPORTED_SUFFIXES:
+            dot = name.rfind(".")
+            if dot < 0 or name[dot:].lower() not in suffixes:
                 continue
             if entry.is_symlink():
                 target = os.path.realpath(entry.path)
                 if not os.path.isfile(target):
                     continue
                 if os.path.commonpath([target, top]) != top:
-                    outside.append(entry.path)
+                    skipped.append(
+                        f"{entry.path}: skipped, a link to a file outside the folder being added"
+                    )
                     continue
-                found.setdefault(target, os.stat(target))
-            elif entry.is_file(follow_symlinks=False):
-                found.setdefault(entry.path, entry.stat(follow_symlinks=False))
+                _add(target, os.stat(target), found, skipped)
+                continue
+            st = entry.stat(follow_symlinks=False)
         except OSError:
             continue  # vanished while walking
+        if not is_reg(st.st_mode):
+            continue
+        path = entry.path
+        if st.st_size > limit or path in found:
+            _add(path, st, found, skipped)
+        else:
+            found[path] = st

@@ -1,8 +1,10 @@
 """Assembling a refreshed index from reused and new rows (format in ``knowledge/bm25.py``).
 
-``Build`` collects, file by file in the files' order, which rows are reused from the previous
-index and which are new; ``index_arrays`` turns that into the arrays to write: only the delta
-and the statistics while the base can be kept, a new base otherwise.
+``Build`` collects the files' entries in the files' order, the rows of the files tokenised
+anew, and the entries whose rows are gone; ``index_arrays`` turns that into the arrays to
+write: only the delta and the statistics while the base can be kept, a new base otherwise.
+Keeping the base costs what changed (the dropped files' rows, the delta), never a pass over
+every file; only a new base walks them all, as it rewrites them all.
 """
 
 from __future__ import annotations
@@ -24,12 +26,32 @@ class Build:
     """The new index as it is assembled, file by file, in row order."""
 
     entries: dict[str, Any] = field(default_factory=dict)
-    # (kind, first, rows, rel), one per file with chunks, in the files' order: "old" with the
-    # file's first row in the previous index, "new" with its first doc among the new ones
-    segments: list[tuple[str, int, int, str]] = field(default_factory=list)
+    # rel -> (first doc among the new ones, docs) of each file tokenised by this build
+    new: dict[str, tuple[int, int]] = field(default_factory=dict)
+    replaced: list[str] = field(default_factory=list)  # files of the previous index re-read
+    # previous entries whose rows are no longer live: replaced, removed or unreadable files
+    dropped: list[dict[str, Any]] = field(default_factory=list)
     ids: array[int] = field(default_factory=lambda: array("i"))
     doc_lengths: array[int] = field(default_factory=lambda: array("q"))
     stamps_moved: bool = False
+
+    def chunks(self, before: int) -> int:
+        """Live chunks once built, from ``before`` (the previous index's count)."""
+        gone = sum(int(e["chunks"]) for e in self.dropped)
+        return before - gone + sum(n for _, n in self.new.values())
+
+    def segments(self) -> list[tuple[str, int, int, str]]:
+        """(kind, first, rows, rel) of every file with chunks, in the files' order: "old" with
+        the file's first row in the previous index, "new" with its first new doc."""
+        out = []
+        for rel, entry in self.entries.items():
+            made = self.new.get(rel)
+            if made is not None:
+                if made[1]:
+                    out.append(("new", made[0], made[1], rel))
+            elif entry["chunks"]:
+                out.append(("old", int(entry["row"]), int(entry["chunks"]), rel))
+        return out
 
 
 _INT32_KEYS = 2**31  # (doc, term) keys below this are sorted as int32
@@ -113,7 +135,9 @@ def index_arrays(
         # Only the arrays a refresh reads, memory-mapped, each opened once: the term-major
         # postings a search uses are never opened here.
         *doc, base_df, dead_before, dl_before = storage.load_arrays(
-            loaded.folder, (*BASE_DOC, *bm25.DELTA_FILES, "base_df.npy", "dead.npy", "dl.npy")
+            loaded.folder,
+            loaded.manifest,
+            (*BASE_DOC, *bm25.DELTA_FILES, "base_df.npy", "dead.npy", "dl.npy"),
         )
         base_doc, delta_doc = tuple(doc[:3]), tuple(doc[3:])
         first_delta = len(dead_before)
@@ -128,22 +152,32 @@ def index_arrays(
             return base_doc, first
         return delta_doc, first - first_delta
 
-    dead = np.ones(first_delta, dtype=bool)
-    moved = 0
-    for kind, first, rows, _ in build.segments:
-        if kind == "old" and first < first_delta:
-            dead[first : first + rows] = False
-        else:
-            moved += rows
     n_vocab = len(vocab)
+    dead, delta, moved = np.zeros(0, dtype=bool), [], 0
+    if loaded is not None and has_index:
+        dead = np.array(dead_before, dtype=bool)
+        for entry in build.dropped:
+            row, rows = int(entry["row"]), int(entry["chunks"])
+            if rows and row < first_delta:
+                dead[row : row + rows] = True
+        # Files kept from the previous delta, in row order, then the new ones: the delta.
+        at = int(np.searchsorted(loaded.starts, first_delta))
+        kept_delta = []
+        for owner in loaded.owners[at:]:
+            rel, entry = loaded.files[int(owner)]
+            if rel in build.entries and rel not in build.new:
+                kept_delta.append(("old", int(entry["row"]), int(entry["chunks"]), rel))
+        delta = kept_delta + [("new", f, n, rel) for rel, (f, n) in build.new.items() if n]
+        moved = sum(n for _, _, n, _ in delta)
     if not has_index or int(dead.sum()) + moved > bm25.REBUILD_SHARE * first_delta:
+        segments = build.segments()
         row = 0
-        for _, _, rows, rel in build.segments:
+        for _, _, rows, rel in segments:
             build.entries[rel]["row"] = row
             row += rows
         # Slices never run across the base's end into the delta: they come from other arrays.
-        segments = _coalesce([(k, f, n) for k, f, n, _ in build.segments], first_delta)
-        ptr, terms, tfs = _gather([(*source(k, f), n) for k, f, n in segments])
+        merged = _coalesce([(k, f, n) for k, f, n, _ in segments], first_delta)
+        ptr, terms, tfs = _gather([(*source(k, f), n) for k, f, n in merged])
         indptr, rows_by_term, tfs_by_term = bm25.postings(ptr, terms, tfs, n_vocab)
         df = np.bincount(terms, minlength=n_vocab).astype(np.int32)
         arrays = {
@@ -161,20 +195,21 @@ def index_arrays(
         }
         return arrays, {}, row
     # Keep the base: only the delta, the dead mask and the statistics are written.
+    assert loaded is not None
     delta_parts = []
     row = first_delta
-    for kind, first, rows, rel in build.segments:
-        if kind == "old" and first < first_delta:
-            continue  # stays where it is in the base
+    for kind, first, rows, rel in delta:
         build.entries[rel]["row"] = row
         row += rows
         delta_parts.append((*source(kind, first), rows))
+    live = first_delta - int(dead.sum()) + row - first_delta
+    if live != build.chunks(int(loaded.manifest["chunks"])):
+        raise storage.CorruptIndex("the index's dead rows disagree with the manifest")
     d_ptr, d_terms, d_tfs = _gather(delta_parts)
     base_ptr, base_terms = base_doc[0], base_doc[1]
     dead_terms = [
         np.asarray(base_terms[int(base_ptr[a]) : int(base_ptr[b])]) for a, b in _runs(dead)
     ]
-    assert loaded is not None
     df = np.zeros(n_vocab, dtype=np.int64)
     df[: len(base_df)] += base_df
     if dead_terms:
@@ -190,7 +225,8 @@ def index_arrays(
         "dl.npy": dl.astype(np.int32),
         "df.npy": df.astype(np.int32),
     }
-    keep = {name: loaded.manifest["index_files"][name] for name in bm25.BASE_FILES}
+    files = storage.index_names(loaded.manifest)
+    keep = {files[name]: loaded.manifest["index_files"][files[name]] for name in bm25.BASE_FILES}
     return arrays, keep, row
 
 

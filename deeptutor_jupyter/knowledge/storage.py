@@ -7,7 +7,8 @@ Layout of ``$DEEPTUTOR_HOME/kb/<name>/``::
     index/                 term counts by row and by term, in a base and a delta segment,
                            and the vocabulary (``knowledge/bm25.py``), so a refresh
                            re-tokenises only the files that changed and rewrites only the
-                           delta
+                           delta; each file is named by the write that made it
+                           (``dl.<gen>.npy``), and the manifest says which are current
 
 Each file's chunks are consecutive rows of the index (its ``row`` is the first) and one
 contiguous byte range of the chunk store (``offset``, ``length``, ``digest``). A refresh
@@ -15,8 +16,10 @@ appends the chunks of changed files to the store and leaves the rest where they 
 less than half of the store is live it is copied, range by range, into a new generation.
 
 Write order: the chunk store is appended to (bytes past the old manifest's ranges are never
-read by anyone), the index goes to a temp folder and is swapped in by rename, and
-manifest.json is replaced atomically, last. The manifest carries the SHA-256 of every index
+read by anyone), the index files that changed are written under new names beside the ones
+they replace, and manifest.json is replaced atomically, last. Only then are files named by
+neither this manifest nor the one before it deleted, so a reader still holding the previous
+manifest finds every file it names. The manifest carries the SHA-256 of every index
 file and of every file's chunk range, so a crash between two renames, a truncated file or a
 hand edit shows up as a checksum mismatch, and the index is rebuilt instead of used. Index
 files are checked when the index is opened; a chunk range when its chunks are read (a search
@@ -202,7 +205,7 @@ def load_verified(
     _check_index_files(folder, manifest, DOC_ARRAYS if for_search else (), trust=trust)
     if not open_index:
         return Loaded(manifest, None, folder, files, starts, owners)
-    index = _open_index(folder / INDEX_DIR)
+    index = _open_index(folder / INDEX_DIR, index_names(manifest))
     live = index.rows - int(index.dead.sum())
     if index.rows != manifest.get("rows") or live != manifest["chunks"]:
         raise CorruptIndex("the index and the manifest hold different numbers of chunks")
@@ -271,23 +274,36 @@ def trusted(folder: Path, manifest: dict[str, Any], name: str) -> bool:
         return False
 
 
+def index_names(manifest: dict[str, Any]) -> dict[str, str]:
+    """Each index file's name (``dl.npy``) -> the file holding it now (``dl.<gen>.npy``; an
+    index written before files were named by generation holds ``dl.npy`` itself)."""
+    out = {}
+    for name in manifest.get("index_files") or {}:
+        stem, _, rest = str(name).partition(".")
+        out[f"{stem}.{rest.rpartition('.')[2]}"] = str(name)
+    return out
+
+
 def _check_index_files(
     folder: Path, manifest: dict[str, Any], skip: tuple[str, ...] = (), *, trust: bool = True
 ) -> None:
+    from deeptutor_jupyter.knowledge.bm25 import ALL_FILES
+
     index = folder / INDEX_DIR
     expected = manifest.get("index_files")
     if not isinstance(expected, dict) or not expected:
         raise CorruptIndex("manifest.json lists no index files")
-    present = {p.name for p in index.iterdir()} if index.is_dir() else set()
-    if present != set(expected):
-        raise CorruptIndex(
-            f"index files differ: expected {sorted(expected)}, found {sorted(present)}"
-        )
-    for name, digest in expected.items():
-        if name in skip or (trust and trusted(folder, manifest, f"{INDEX_DIR}/{name}")):
+    names = index_names(manifest)
+    if set(names) != set(ALL_FILES) or len(names) != len(expected):
+        raise CorruptIndex(f"manifest.json lists other index files: {sorted(expected)}")
+    present = set(os.listdir(index)) if index.is_dir() else set()
+    if not present.issuperset(expected):
+        raise CorruptIndex(f"index files are missing: {sorted(set(expected) - present)}")
+    for name, file in names.items():
+        if name in skip or (trust and trusted(folder, manifest, f"{INDEX_DIR}/{file}")):
             continue  # not needed to search (a refresh checks it), or unchanged since checked
-        if checksum_file(index / name) != digest:
-            raise CorruptIndex(f"index/{name} does not match its checksum")
+        if checksum_file(index / file) != expected[file]:
+            raise CorruptIndex(f"index/{file} does not match its checksum")
 
 
 def read_range(folder: Path, manifest: dict[str, Any], entry: dict[str, Any]) -> list[Chunk]:
@@ -373,32 +389,34 @@ def verify_all(folder: Path, tokenizer_version: int) -> Loaded:
     return loaded
 
 
-def load_arrays(folder: Path, names: tuple[str, ...]) -> list[Any]:
+def load_arrays(folder: Path, manifest: dict[str, Any], names: tuple[str, ...]) -> list[Any]:
     """Arrays of a verified index, memory-mapped (a refresh reads a few slices of them)."""
     from deeptutor_jupyter.knowledge.bm25 import open_npy
 
+    files = index_names(manifest)
     try:
-        return [open_npy(folder / INDEX_DIR / name) for name in names]
-    except (OSError, ValueError) as exc:
+        return [open_npy(folder / INDEX_DIR / files[name]) for name in names]
+    except (OSError, ValueError, KeyError) as exc:
         raise CorruptIndex(f"the index arrays cannot be loaded ({exc})") from exc
 
 
-def load_vocab(folder: Path) -> list[str]:
+def load_vocab(folder: Path, manifest: dict[str, Any]) -> list[str]:
     """The terms of a verified index, in id order."""
     try:
-        terms = orjson.loads((folder / INDEX_DIR / "vocab.json").read_bytes())
-    except (OSError, ValueError) as exc:
+        file = index_names(manifest)["vocab.json"]
+        terms = orjson.loads((folder / INDEX_DIR / file).read_bytes())
+    except (OSError, ValueError, KeyError) as exc:
         raise CorruptIndex(f"the vocabulary cannot be read ({exc})") from exc
     if not isinstance(terms, list):
         raise CorruptIndex("the vocabulary has an unknown format")
     return terms
 
 
-def _open_index(index: Path) -> Any:
+def _open_index(index: Path, files: dict[str, str]) -> Any:
     from deeptutor_jupyter.knowledge.bm25 import Index
 
     try:
-        return Index.open(index)
+        return Index.open(index, files)
     except Exception as exc:  # numpy and orjson raise many kinds on a damaged file
         raise CorruptIndex(f"the index cannot be loaded ({type(exc).__name__}: {exc})") from exc
 
@@ -406,40 +424,56 @@ def _open_index(index: Path) -> Any:
 def save_index(
     folder: Path,
     arrays: dict[str, Any],
-    terms: list[str],
+    terms: list[str] | None,
     keep: dict[str, str],
 ) -> dict[str, str]:
-    """Write the index to a staging folder and swap it in; the checksums of its files.
+    """Write the index files that changed under new names; the checksums of the index's files.
 
-    ``keep`` names files of the current index to carry over unchanged (the base segment, with
-    their checksums): they are hard-linked, not copied, so their stamps stay those recorded.
+    ``keep`` names files of the current index to carry over unchanged (the base segment, and
+    the vocabulary when ``terms`` is None), with their checksums: they stay as they are, so
+    their stamps stay those recorded. Nothing is renamed or deleted here: the manifest written
+    after this names the new files, and ``remove_old_index_files`` clears what it no longer
+    needs.
     """
     import io
 
     import numpy as np
 
-    staging = folder / f".index-new-{uuid.uuid4().hex}"
-    staging.mkdir()
-    os.chmod(staging, DIR_MODE)  # mkdir's mode is filtered by the umask
-    index_files: dict[str, str] = {}
-    for name, digest in keep.items():
-        os.link(folder / INDEX_DIR / name, staging / name)
-        index_files[name] = digest
+    index = folder / INDEX_DIR
+    if not index.is_dir():
+        index.mkdir()
+        os.chmod(index, DIR_MODE)  # mkdir's mode is filtered by the umask
+    generation = uuid.uuid4().hex[:12]
+    index_files = dict(keep)
     # Each file is made in memory and hashed there: one write, no reading back.
-    blobs: dict[str, bytes] = {"vocab.json": orjson.dumps(terms)}
+    blobs: dict[str, bytes] = {} if terms is None else {"vocab.json": orjson.dumps(terms)}
     for name, array in arrays.items():
         buffer = io.BytesIO()
         np.save(buffer, array)
         blobs[name] = buffer.getvalue()
     for name, blob in blobs.items():
-        fd = os.open(staging / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        stem, _, suffix = name.partition(".")
+        file = f"{stem}.{generation}.{suffix}"
+        fd = os.open(index / file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
         try:
             write_all(fd, blob)
         finally:
             os.close(fd)
-        index_files[name] = checksum(blob)
-    _swap_in(staging, folder / INDEX_DIR)
+        index_files[file] = checksum(blob)
     return dict(sorted(index_files.items()))
+
+
+def remove_old_index_files(folder: Path, keep: set[str]) -> None:
+    """Delete index files other than ``keep`` (the current manifest's and the previous one's,
+    which a reader may still be using), and those of a write that was interrupted."""
+    try:
+        present = os.listdir(folder / INDEX_DIR)
+    except FileNotFoundError:
+        return
+    for name in present:
+        if name not in keep:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(folder / INDEX_DIR / name)
 
 
 def chunk_line(chunk: Chunk) -> bytes:
@@ -464,19 +498,9 @@ def remove_old_stores(folder: Path, keep: set[str]) -> None:
             path.unlink(missing_ok=True)
 
 
-def _swap_in(staging: Path, target: Path) -> None:
-    # rename() cannot replace a non-empty folder, so the old one steps aside first. A crash
-    # between the two renames leaves no index/ at all, which the checksums report.
-    old = target.with_name(f".index-old-{uuid.uuid4().hex}")
-    if target.exists():
-        os.replace(target, old)
-    os.replace(staging, target)
-    shutil.rmtree(old, ignore_errors=True)
-
-
 def remove_leftovers(folder: Path) -> None:
-    # Staging folders and temp files from an interrupted write; only a writer (under the lock)
-    # removes them, so no other writer's staging folder can be in use.
+    # Staging folders (of versions that swapped index folders) and temp files from an
+    # interrupted write; only a writer (under the lock) removes them, so none is in use.
     for leftover in folder.glob(".index-*"):
         shutil.rmtree(leftover, ignore_errors=True)
     for leftover in folder.glob(".*.tmp"):

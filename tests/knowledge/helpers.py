@@ -55,3 +55,11 @@ def write_notebook(path: Path, cells: list[tuple[str, str]], *, ids: bool = True
     notebook = {"cells": body, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     path.write_text(json.dumps(notebook), encoding="utf-8")
     return path
+
+
+def index_file(folder: Path, name: str) -> Path:
+    """The file that holds index file ``name`` (``dl.npy``) now, as the manifest names it."""
+    from deeptutor_jupyter.knowledge.storage import index_names
+
+    manifest = json.loads((folder / "manifest.json").read_bytes())
+    return folder / "index" / index_names(manifest)[name]

@@ -10,12 +10,14 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from deeptutor_jupyter.knowledge import KnowledgeBase, ingest
 from deeptutor_jupyter.knowledge import base as kb_base
 from deeptutor_jupyter.knowledge.storage import iter_chunks
+from tests.knowledge.helpers import index_file
 
 QUERIES = ["gradient descent", "matrix rank", "sorting lists", "eigenvalues", "loops while"]
 
@@ -71,21 +73,28 @@ def test_a_small_change_rewrites_the_delta_not_the_base(tmp_path: Path) -> None:
     course = _corpus(tmp_path / "course", n=120)
     kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
     kb.add_sources([course])
-    base = kb.folder / "index" / "base_tfs.npy"
+    base = index_file(kb.folder, "base_tfs.npy")
     inode = base.stat().st_ino
     for step in range(12):  # changed, added and removed files pile up in the delta
         _touch(course / f"n{step * 7:03d}.md", f"# Step {step}\n\neigenvalues step {step}\n")
         _touch(course / f"new{step:02d}.md", f"# New {step}\n\nmatrix rank {step}\n")
         (course / f"n{step * 7 + 3:03d}.md").unlink()
-        kb.refresh()
+        if step % 3 == 1:  # a file of the delta changes again, and another leaves it
+            _touch(course / f"new{step - 1:02d}.md", f"# Again {step}\n\nsorting lists\n")
+        if step % 3 == 2:
+            (course / f"new{step - 2:02d}.md").unlink()
+        report = kb.refresh()
+        # Every step is incremental: a disagreement would show as a rebuild from corruption.
+        assert not report.rebuilt_from_corruption and report.errors == [], step
         full = KnowledgeBase(tmp_path / f"home-{step}", "full", root=tmp_path)
         full.add_sources([course])
         assert _results(kb) == _results(full), step
         manifest = json.loads((kb.folder / "manifest.json").read_bytes())
         if step == 0:
             assert base.stat().st_ino == inode  # the base was carried over, not rewritten
+            assert index_file(kb.folder, "base_tfs.npy") == base
             assert manifest["rows"] > manifest["chunks"]  # the changed file's old rows are dead
-    assert base.stat().st_ino != inode  # past a tenth of the base, it was rebuilt
+    assert index_file(kb.folder, "base_tfs.npy") != base  # past a tenth of the base, rebuilt
     assert kb.verify() is None
 
 
@@ -186,8 +195,8 @@ def test_settled_files_are_trusted_by_stamp_until_written_again(
     assert hashed == []
     monkeypatch.undo()
     # A write moves the stamp, whatever the size: the file is hashed again and the damage seen.
-    data = (kb.folder / "index" / "base_tfs.npy").read_bytes()
-    (kb.folder / "index" / "base_tfs.npy").write_bytes(data[:-4] + b"\x07\x00\x00\x00")
+    base = index_file(kb.folder, "base_tfs.npy")
+    base.write_bytes(base.read_bytes()[:-4] + b"\x07\x00\x00\x00")
     assert kb.verify() is not None
     report = kb.refresh()
     assert report.rebuilt_from_corruption and kb.verify() is None
@@ -410,13 +419,17 @@ def test_a_refresh_with_nothing_changed_opens_no_index_array(
     opened: list[str] = []
     real_open, real_vocab = bm25.open_npy, storage.load_vocab
     monkeypatch.setattr(bm25, "open_npy", lambda p: opened.append(p.name) or real_open(p))
-    monkeypatch.setattr(storage, "load_vocab", lambda f: opened.append("vocab") or real_vocab(f))
+    monkeypatch.setattr(
+        storage, "load_vocab", lambda f, m: opened.append("vocab") or real_vocab(f, m)
+    )
     assert kb.refresh().unchanged == 30
     assert opened == []
     _touch(course / "n003.md", "# Changed\n\nsorting lists of words\n")
     assert kb.refresh().updated == 1
-    assert "vocab" in opened and "dl.npy" in opened
-    assert not {"base_indptr.npy", "base_rows.npy", "base_tfs.npy"} & set(opened)  # search's
+    # dl.<generation>.npy is dl.npy
+    opened_names = {f"{f.partition('.')[0]}.{f.rpartition('.')[2]}" for f in opened}
+    assert "vocab" in opened and "dl.npy" in opened_names
+    assert not {"base_indptr.npy", "base_rows.npy", "base_tfs.npy"} & opened_names  # search's
 
 
 def test_damage_found_when_a_refresh_opens_the_arrays_rebuilds_it(
@@ -430,11 +443,11 @@ def test_damage_found_when_a_refresh_opens_the_arrays_rebuilds_it(
     real = storage.load_vocab
     calls: list[int] = []
 
-    def damaged_once(folder: Path) -> list[str]:
+    def damaged_once(folder: Path, manifest: dict[str, Any]) -> list[str]:
         calls.append(1)
         if len(calls) == 1:
             raise storage.CorruptIndex("vocab.json cannot be parsed (test)")
-        return real(folder)
+        return real(folder, manifest)
 
     monkeypatch.setattr(storage, "load_vocab", damaged_once)
     _touch(course / "n004.md", "# Changed\n\nmatrix rank, rewritten\n")
@@ -444,4 +457,31 @@ def test_damage_found_when_a_refresh_opens_the_arrays_rebuilds_it(
     fresh = KnowledgeBase(tmp_path / "home2", "inc", root=tmp_path)
     fresh.add_sources([course])
     assert _results(kb) == _results(fresh)
+    assert kb.verify() is None
+
+
+def test_a_reader_of_the_previous_manifest_still_finds_its_index_files(tmp_path: Path) -> None:
+    from deeptutor_jupyter.knowledge import storage
+
+    course = _corpus(tmp_path / "course")
+    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
+    kb.add_sources([course])
+
+    def manifest() -> dict[str, Any]:
+        return dict(json.loads((kb.folder / "manifest.json").read_bytes()))
+
+    first = manifest()
+    _touch(course / "n001.md", "# Changed\n\nmatrix rank once\n")
+    kb.refresh()
+    second = manifest()
+    assert set(first["index_files"]) != set(second["index_files"])
+    # Read with the manifest it had before the refresh: every file it names is still there.
+    index = storage._open_index(kb.folder / "index", storage.index_names(first))
+    assert index.rows == first["rows"]
+    _touch(course / "n002.md", "# Changed\n\nmatrix rank twice\n")
+    kb.refresh()
+    present = {p.name for p in (kb.folder / "index").iterdir()}
+    # The files of the last two manifests, and nothing older.
+    assert present == set(second["index_files"]) | set(manifest()["index_files"])
+    assert set(first["index_files"]) - present
     assert kb.verify() is None

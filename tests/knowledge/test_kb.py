@@ -17,7 +17,7 @@ from deeptutor_jupyter.knowledge import (
     remove_kb,
 )
 from deeptutor_jupyter.knowledge import base as kb_base
-from tests.knowledge.helpers import write_notebook, write_pdf
+from tests.knowledge.helpers import index_file, write_notebook, write_pdf
 
 
 @pytest.fixture
@@ -170,7 +170,7 @@ def test_a_bad_file_is_reported_and_the_rest_indexed(tmp_path: Path, course: Pat
 
 
 def _index_file(kb: KnowledgeBase, name: str = "base_tfs.npy") -> Path:
-    return kb.folder / "index" / name
+    return index_file(kb.folder, name)
 
 
 def _store(kb: KnowledgeBase) -> Path:
@@ -256,7 +256,9 @@ def test_manifest_records_hashes_and_counts(kb: KnowledgeBase) -> None:
     entry = manifest["files"]["course/loops.md"]
     assert len(entry["sha256"]) == 64 and entry["chunks"] == 2
     assert manifest["chunks"] == sum(e["chunks"] for e in manifest["files"].values())
+    # Each index file named by the write that made it; a fresh index has only its own.
     assert set(manifest["index_files"]) == {p.name for p in (kb.folder / "index").iterdir()}
+    assert len({name.split(".")[1] for name in manifest["index_files"]}) == 1
 
 
 @pytest.mark.parametrize("name", ["", "a b", "../x", "x/y", "é", "a" * 65, ".hidden"])
