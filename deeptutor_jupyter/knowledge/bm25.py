@@ -8,8 +8,9 @@ changes. This index keeps term counts instead, as in Lucene:
   term (``base_indptr``, ``base_rows``, ``base_tfs``), written only when the base is rebuilt;
 * **delta**: the rows added since, doc-major (``delta_doc_*``), small; its postings by term
   are built when the index is opened;
-* ``dead.npy`` (base rows whose file changed or went), ``dl.npy`` (each row's length) and
-  ``df.npy`` (each term's document frequency over the live rows), rewritten at every change.
+* ``dead`` (base rows whose file changed or went), ``dl`` (each row's length) and ``df``
+  (each term's document frequency over the live rows), rewritten at every change with the
+  delta, in one file.
 
 A refresh therefore writes what changed plus arrays the size of the row count and the
 vocabulary, never the postings. When dead and delta rows pass a tenth of the base, the base is
@@ -21,51 +22,22 @@ chunk exactly as a full rebuild does.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 K1, B = 1.5, 0.75
-DOC = ("doc_ptr", "doc_terms", "doc_tfs")
-BASE_FILES = tuple(f"base_{n}.npy" for n in ("indptr", "rows", "tfs", *DOC, "df"))
-DELTA_FILES = tuple(f"delta_{n}.npy" for n in DOC)
-SHARED_FILES = ("dead.npy", "dl.npy", "df.npy")
-VOCAB = "vocab.json"
-ALL_FILES = (*BASE_FILES, *DELTA_FILES, *SHARED_FILES, VOCAB)
+# The index's arrays, in files of arrays written together (``knowledge/arrays.py``): the
+# base's postings (what a search reads), its doc-major copy (what a refresh reads), and what
+# every refresh rewrites. The vocabulary is a JSON list beside them.
+GROUPS = {
+    "base": ("base_indptr", "base_rows", "base_tfs"),
+    "basedoc": ("base_doc_ptr", "base_doc_terms", "base_doc_tfs", "base_df"),
+    "delta": ("delta_doc_ptr", "delta_doc_terms", "delta_doc_tfs", "dead", "dl", "df"),
+}
+VOCAB = "vocab"
+PARTS = (*GROUPS, VOCAB)
 REBUILD_SHARE = 0.1  # dead + delta rows above this share of the base: rebuild the base
-
-
-_NPY_HEADER = re.compile(
-    rb"\{'descr': '([<>|][a-z]\d+)', 'fortran_order': False, 'shape': \((\d+),\), \}"
-)
-
-
-def open_npy(path: Path) -> Any:
-    """A read-only, memory-mapped view of a 1-d ``.npy`` file as ``np.save`` writes it.
-
-    ``np.load(mmap_mode="r")`` parses the header with ``ast.literal_eval`` and builds an
-    ``np.memmap``: ~0.3 ms a file, and a refresh opens nine. This reads the version 1 header
-    with one regex and maps the data with ``np.frombuffer``; any other header goes to np.load.
-    """
-    import mmap
-
-    import numpy as np
-
-    with open(path, "rb") as fh:
-        head = fh.read(10)
-        if len(head) == 10 and head[:8] == b"\x93NUMPY\x01\x00":
-            size = int.from_bytes(head[8:10], "little")
-            match = _NPY_HEADER.match(fh.read(size))
-            if match is not None:
-                dtype = np.dtype(match.group(1).decode())
-                count = int(match.group(2))
-                offset = 10 + size
-                if count == 0:
-                    return np.zeros(0, dtype=dtype)
-                mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-                return np.frombuffer(mapped, dtype=dtype, count=count, offset=offset)
-    return np.load(path, mmap_mode="r")
 
 
 def postings(ptr: Any, terms: Any, tfs: Any, n_vocab: int) -> tuple[Any, Any, Any]:
@@ -108,7 +80,7 @@ class Index:
         # Once per opening, not per query: both cost a pass over every row.
         self.any_dead = bool(self.dead.any())
         self.live = len(self.dl) - int(self.dead.sum())
-        # Dead rows have length 0 in dl.npy, so the sum is over the live rows only.
+        # Dead rows have length 0 in dl, so the sum is over the live rows only.
         self.avg = float(np.sum(self.dl, dtype=np.int64)) / max(self.live, 1) or 1.0
 
     @property
@@ -117,16 +89,17 @@ class Index:
 
     @classmethod
     def open(cls, folder: Path, files: dict[str, str]) -> Index:
-        """The index in ``folder``; ``files`` maps each file's name to the file holding it."""
+        """The index in ``folder``; ``files`` maps each part (``PARTS``) to its file."""
         import numpy as np
         import orjson
 
-        def load(name: str) -> Any:
-            return open_npy(folder / files[name])
+        from deeptutor_jupyter.knowledge.arrays import open_arrays
 
-        base = tuple(load(f"base_{n}.npy") for n in ("indptr", "rows", "tfs"))
-        delta_doc = [np.asarray(load(f"delta_{n}.npy")) for n in DOC]
-        dead, dl, df = (load(name) for name in SHARED_FILES)
+        arrays = open_arrays(folder / files["base"])
+        base = tuple(arrays[name] for name in GROUPS["base"])
+        arrays = open_arrays(folder / files["delta"])
+        delta_doc = [np.asarray(arrays[f"delta_doc_{n}"]) for n in ("ptr", "terms", "tfs")]
+        dead, dl, df = arrays["dead"], arrays["dl"], arrays["df"]
         terms = orjson.loads((folder / files[VOCAB]).read_bytes())
         vocab = {term: i for i, term in enumerate(terms)}
         delta = postings(delta_doc[0], delta_doc[1], delta_doc[2], len(vocab))

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +26,6 @@ class StoreWriter:
         # few hashes instead of one per file.
         self.blocks: list[list[Any]] = list(manifest.get("blocks") or []) if manifest else []
         self._block: tuple[int, Any] | None = None
-        self._sync: _Fsync | None = None
         if self.old_name:
             try:
                 self.size = (folder / self.old_name).stat().st_size
@@ -59,8 +56,13 @@ class StoreWriter:
         return {"offset": offset, "length": len(data), "digest": storage.checksum(data)}
 
     def finish(self, entries: dict[str, Any]) -> str:
-        """Flush, and fsync in a thread while the index is computed (``durable`` waits for it);
-        compact into a new generation when the store is mostly dead."""
+        """Flush; compact into a new generation when the store is mostly dead.
+
+        The appended chunks are not fsynced, like the index files: the store is derived from
+        the sources, and a crash that loses them leaves ranges that fail their checksums, so
+        the index is rebuilt from the sources and says so. Only the manifest, which also holds
+        the learner's list of sources, is made durable.
+        """
         fh = self._open()
         fh.flush()
         if self._block is not None and self.size > self._block[0]:
@@ -68,16 +70,8 @@ class StoreWriter:
             self._block = None
         live = sum(int(e["length"]) for e in entries.values())
         if self.size > 2 * live + (1 << 16):
-            self._compact(entries)  # the fresh generation is fsynced as it is written
-        else:
-            self._sync = _Fsync(fh.fileno())
+            self._compact(entries)
         return self.name
-
-    def durable(self) -> None:
-        """Wait until the appended chunks are on disk: the manifest naming them comes after."""
-        sync, self._sync = self._sync, None
-        if sync is not None:
-            sync.wait()
 
     def _compact(self, entries: dict[str, Any]) -> None:
         fresh = storage.new_store_name()
@@ -93,37 +87,11 @@ class StoreWriter:
                 entry["offset"] = offset
                 offset += int(entry["length"])
             dst.flush()
-            os.fsync(dst.fileno())
         self.close()
         self.name, self.size = fresh, offset
         self.blocks = [[0, offset, digest.hexdigest()]]
 
     def close(self) -> None:
-        sync, self._sync = self._sync, None
-        if sync is not None:
-            with contextlib.suppress(OSError):  # an error was raised by durable() already
-                sync.wait()
         if self._fh is not None:
             self._fh.close()
             self._fh = None
-
-
-class _Fsync:
-    """``os.fsync(fd)`` in a thread (the disk works while Python computes); ``wait`` re-raises
-    its error. fsync releases the GIL, so the overlap is real."""
-
-    def __init__(self, fd: int) -> None:
-        self._error: OSError | None = None
-        self._thread = threading.Thread(target=self._run, args=(fd,), daemon=True)
-        self._thread.start()
-
-    def _run(self, fd: int) -> None:
-        try:
-            os.fsync(fd)
-        except OSError as exc:
-            self._error = exc
-
-    def wait(self) -> None:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error

@@ -18,7 +18,8 @@ from deeptutor_jupyter.knowledge.tokenize import Vocabulary
 
 __all__ = ["Build", "index_arrays"]
 
-BASE_DOC = ("base_doc_ptr.npy", "base_doc_terms.npy", "base_doc_tfs.npy")
+BASE_DOC = ("base_doc_ptr", "base_doc_terms", "base_doc_tfs")
+DELTA_DOC = ("delta_doc_ptr", "delta_doc_terms", "delta_doc_tfs")
 
 
 @dataclass
@@ -137,7 +138,7 @@ def index_arrays(
         *doc, base_df, dead_before, dl_before = storage.load_arrays(
             loaded.folder,
             loaded.manifest,
-            (*BASE_DOC, *bm25.DELTA_FILES, "base_df.npy", "dead.npy", "dl.npy"),
+            (*BASE_DOC, *DELTA_DOC, "base_df", "dead", "dl"),
         )
         base_doc, delta_doc = tuple(doc[:3]), tuple(doc[3:])
         first_delta = len(dead_before)
@@ -181,17 +182,17 @@ def index_arrays(
         indptr, rows_by_term, tfs_by_term = bm25.postings(ptr, terms, tfs, n_vocab)
         df = np.bincount(terms, minlength=n_vocab).astype(np.int32)
         arrays = {
-            "base_indptr.npy": indptr,
-            "base_rows.npy": rows_by_term,
-            "base_tfs.npy": tfs_by_term,
-            "base_doc_ptr.npy": ptr,
-            "base_doc_terms.npy": terms,
-            "base_doc_tfs.npy": tfs,
-            "base_df.npy": df,
-            **dict(zip(bm25.DELTA_FILES, empty, strict=True)),
-            "dead.npy": np.zeros(row, dtype=bool),
-            "dl.npy": bm25.lengths(ptr, tfs),
-            "df.npy": df,
+            "base_indptr": indptr,
+            "base_rows": rows_by_term,
+            "base_tfs": tfs_by_term,
+            "base_doc_ptr": ptr,
+            "base_doc_terms": terms,
+            "base_doc_tfs": tfs,
+            "base_df": df,
+            **dict(zip(DELTA_DOC, empty, strict=True)),
+            "dead": np.zeros(row, dtype=bool),
+            "dl": bm25.lengths(ptr, tfs),
+            "df": df,
         }
         return arrays, {}, row
     # Keep the base: only the delta, the dead mask and the statistics are written.
@@ -218,15 +219,15 @@ def index_arrays(
     dl = np.concatenate([np.asarray(dl_before[:first_delta]), bm25.lengths(d_ptr, d_tfs)])
     dl[:first_delta][dead] = 0
     arrays = {
-        "delta_doc_ptr.npy": d_ptr,
-        "delta_doc_terms.npy": d_terms,
-        "delta_doc_tfs.npy": d_tfs,
-        "dead.npy": dead,
-        "dl.npy": dl.astype(np.int32),
-        "df.npy": df.astype(np.int32),
+        "delta_doc_ptr": d_ptr,
+        "delta_doc_terms": d_terms,
+        "delta_doc_tfs": d_tfs,
+        "dead": dead,
+        "dl": dl.astype(np.int32),
+        "df": df.astype(np.int32),
     }
     files = storage.index_names(loaded.manifest)
-    keep = {files[name]: loaded.manifest["index_files"][files[name]] for name in bm25.BASE_FILES}
+    keep = {files[g]: loaded.manifest["index_files"][files[g]] for g in ("base", "basedoc")}
     return arrays, keep, row
 
 

@@ -7,8 +7,9 @@ Layout of ``$DEEPTUTOR_HOME/kb/<name>/``::
     index/                 term counts by row and by term, in a base and a delta segment,
                            and the vocabulary (``knowledge/bm25.py``), so a refresh
                            re-tokenises only the files that changed and rewrites only the
-                           delta; each file is named by the write that made it
-                           (``dl.<gen>.npy``), and the manifest says which are current
+                           delta: four files (``knowledge/arrays.py``), each named by
+                           the write that made it (``delta.<gen>.arrays``); the manifest
+                           says which are current
 
 Each file's chunks are consecutive rows of the index (its ``row`` is the first) and one
 contiguous byte range of the chunk store (``offset``, ``length``, ``digest``). A refresh
@@ -55,10 +56,10 @@ from deeptutor_jupyter.knowledge.model import Chunk
 
 MANIFEST = "manifest.json"
 INDEX_DIR = "index"
-MANIFEST_VERSION = 2
+MANIFEST_VERSION = 3  # 3: index arrays in files of arrays named by generation
 STORE_PREFIX = "chunks-"
-# The arrays only a refresh reads: a search leaves their checksums to it.
-DOC_ARRAYS = ("base_doc_ptr.npy", "base_doc_terms.npy", "base_doc_tfs.npy", "base_df.npy")
+# The arrays only a refresh reads: a search leaves their checksum to it.
+DOC_ARRAYS = ("basedoc",)
 # A file last written longer ago than this may be trusted by its stamp (see settled_stamps).
 SETTLED_NS = 2_000_000_000
 
@@ -275,26 +276,22 @@ def trusted(folder: Path, manifest: dict[str, Any], name: str) -> bool:
 
 
 def index_names(manifest: dict[str, Any]) -> dict[str, str]:
-    """Each index file's name (``dl.npy``) -> the file holding it now (``dl.<gen>.npy``; an
-    index written before files were named by generation holds ``dl.npy`` itself)."""
-    out = {}
-    for name in manifest.get("index_files") or {}:
-        stem, _, rest = str(name).partition(".")
-        out[f"{stem}.{rest.rpartition('.')[2]}"] = str(name)
-    return out
+    """Each part of the index (``bm25.PARTS``: ``delta``) -> the file holding it now
+    (``delta.<gen>.arrays``)."""
+    return {str(name).partition(".")[0]: str(name) for name in manifest.get("index_files") or {}}
 
 
 def _check_index_files(
     folder: Path, manifest: dict[str, Any], skip: tuple[str, ...] = (), *, trust: bool = True
 ) -> None:
-    from deeptutor_jupyter.knowledge.bm25 import ALL_FILES
+    from deeptutor_jupyter.knowledge.bm25 import PARTS
 
     index = folder / INDEX_DIR
     expected = manifest.get("index_files")
     if not isinstance(expected, dict) or not expected:
         raise CorruptIndex("manifest.json lists no index files")
     names = index_names(manifest)
-    if set(names) != set(ALL_FILES) or len(names) != len(expected):
+    if set(names) != set(PARTS) or len(names) != len(expected):
         raise CorruptIndex(f"manifest.json lists other index files: {sorted(expected)}")
     present = set(os.listdir(index)) if index.is_dir() else set()
     if not present.issuperset(expected):
@@ -390,12 +387,20 @@ def verify_all(folder: Path, tokenizer_version: int) -> Loaded:
 
 
 def load_arrays(folder: Path, manifest: dict[str, Any], names: tuple[str, ...]) -> list[Any]:
-    """Arrays of a verified index, memory-mapped (a refresh reads a few slices of them)."""
-    from deeptutor_jupyter.knowledge.bm25 import open_npy
+    """Arrays of a verified index by name, memory-mapped (a refresh reads a few slices of
+    them); each file holding one of them is opened once."""
+    from deeptutor_jupyter.knowledge.arrays import open_arrays
+    from deeptutor_jupyter.knowledge.bm25 import GROUPS
 
     files = index_names(manifest)
+    group_of = {name: group for group, members in GROUPS.items() for name in members}
+    opened: dict[str, dict[str, Any]] = {}
     try:
-        return [open_npy(folder / INDEX_DIR / files[name]) for name in names]
+        for name in names:
+            group = group_of[name]
+            if group not in opened:
+                opened[group] = open_arrays(folder / INDEX_DIR / files[group])
+        return [opened[group_of[name]][name] for name in names]
     except (OSError, ValueError, KeyError) as exc:
         raise CorruptIndex(f"the index arrays cannot be loaded ({exc})") from exc
 
@@ -403,7 +408,7 @@ def load_arrays(folder: Path, manifest: dict[str, Any], names: tuple[str, ...]) 
 def load_vocab(folder: Path, manifest: dict[str, Any]) -> list[str]:
     """The terms of a verified index, in id order."""
     try:
-        file = index_names(manifest)["vocab.json"]
+        file = index_names(manifest)["vocab"]
         terms = orjson.loads((folder / INDEX_DIR / file).read_bytes())
     except (OSError, ValueError, KeyError) as exc:
         raise CorruptIndex(f"the vocabulary cannot be read ({exc})") from exc
@@ -429,15 +434,14 @@ def save_index(
 ) -> dict[str, str]:
     """Write the index files that changed under new names; the checksums of the index's files.
 
-    ``keep`` names files of the current index to carry over unchanged (the base segment, and
-    the vocabulary when ``terms`` is None), with their checksums: they stay as they are, so
-    their stamps stay those recorded. Nothing is renamed or deleted here: the manifest written
-    after this names the new files, and ``remove_old_index_files`` clears what it no longer
-    needs.
+    ``arrays`` go into one file per group (``bm25.GROUPS``) they fill. ``keep`` names files of
+    the current index to carry over unchanged (the base, and the vocabulary when ``terms`` is
+    None), with their checksums: they stay as they are, so their stamps stay those recorded.
+    Nothing is renamed or deleted here: the manifest written after this names the new files,
+    and ``remove_old_index_files`` clears what it no longer needs.
     """
-    import io
-
-    import numpy as np
+    from deeptutor_jupyter.knowledge.arrays import write_arrays
+    from deeptutor_jupyter.knowledge.bm25 import GROUPS
 
     index = folder / INDEX_DIR
     if not index.is_dir():
@@ -445,15 +449,16 @@ def save_index(
         os.chmod(index, DIR_MODE)  # mkdir's mode is filtered by the umask
     generation = uuid.uuid4().hex[:12]
     index_files = dict(keep)
-    # Each file is made in memory and hashed there: one write, no reading back.
-    blobs: dict[str, bytes] = {} if terms is None else {"vocab.json": orjson.dumps(terms)}
-    for name, array in arrays.items():
-        buffer = io.BytesIO()
-        np.save(buffer, array)
-        blobs[name] = buffer.getvalue()
-    for name, blob in blobs.items():
-        stem, _, suffix = name.partition(".")
-        file = f"{stem}.{generation}.{suffix}"
+    for group, members in GROUPS.items():
+        if not any(name in arrays for name in members):
+            continue
+        file = f"{group}.{generation}.arrays"
+        digest = new_checksum()
+        write_arrays(index / file, {name: arrays[name] for name in members}, digest)
+        index_files[file] = digest.hexdigest()
+    if terms is not None:
+        blob = orjson.dumps(terms)
+        file = f"vocab.{generation}.json"
         fd = os.open(index / file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
         try:
             write_all(fd, blob)

@@ -72,6 +72,13 @@ class Vocabulary(dict[str, int]):
         if any(self[w] >= self.n_stop for w in STOPWORDS):
             raise ValueError("a vocabulary must begin with the stopwords")
 
+    def copy(self) -> Vocabulary:
+        """An independent copy (a dict copy: much faster than building one from the terms)."""
+        out = Vocabulary.__new__(Vocabulary)
+        dict.update(out, self)
+        out.n_stop = self.n_stop
+        return out
+
     def __missing__(self, term: str) -> int:
         self[term] = index = len(self)
         return index

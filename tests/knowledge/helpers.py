@@ -58,7 +58,8 @@ def write_notebook(path: Path, cells: list[tuple[str, str]], *, ids: bool = True
 
 
 def index_file(folder: Path, name: str) -> Path:
-    """The file that holds index file ``name`` (``dl.npy``) now, as the manifest names it."""
+    """The file that holds part ``name`` of the index (``base``, ``delta``, ``vocab``) now,
+    as the manifest names it."""
     from deeptutor_jupyter.knowledge.storage import index_names
 
     manifest = json.loads((folder / "manifest.json").read_bytes())

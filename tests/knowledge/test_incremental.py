@@ -73,7 +73,7 @@ def test_a_small_change_rewrites_the_delta_not_the_base(tmp_path: Path) -> None:
     course = _corpus(tmp_path / "course", n=120)
     kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
     kb.add_sources([course])
-    base = index_file(kb.folder, "base_tfs.npy")
+    base = index_file(kb.folder, "base")
     inode = base.stat().st_ino
     for step in range(12):  # changed, added and removed files pile up in the delta
         _touch(course / f"n{step * 7:03d}.md", f"# Step {step}\n\neigenvalues step {step}\n")
@@ -92,9 +92,9 @@ def test_a_small_change_rewrites_the_delta_not_the_base(tmp_path: Path) -> None:
         manifest = json.loads((kb.folder / "manifest.json").read_bytes())
         if step == 0:
             assert base.stat().st_ino == inode  # the base was carried over, not rewritten
-            assert index_file(kb.folder, "base_tfs.npy") == base
+            assert index_file(kb.folder, "base") == base
             assert manifest["rows"] > manifest["chunks"]  # the changed file's old rows are dead
-    assert index_file(kb.folder, "base_tfs.npy") != base  # past a tenth of the base, rebuilt
+    assert index_file(kb.folder, "base") != base  # past a tenth of the base, rebuilt
     assert kb.verify() is None
 
 
@@ -183,7 +183,7 @@ def test_settled_files_are_trusted_by_stamp_until_written_again(
     _age(kb)
     kb.refresh()  # hashes everything, then records the stamps of what it checked
     stamps = json.loads((kb.folder / "manifest.json").read_bytes())["stamps"]
-    assert len(stamps) == 15  # 14 index files and the chunk store
+    assert len(stamps) == 5  # 4 index files and the chunk store
     hashed: list[str] = []
     real = kb_base.storage.checksum_file
     monkeypatch.setattr(
@@ -195,7 +195,7 @@ def test_settled_files_are_trusted_by_stamp_until_written_again(
     assert hashed == []
     monkeypatch.undo()
     # A write moves the stamp, whatever the size: the file is hashed again and the damage seen.
-    base = index_file(kb.folder, "base_tfs.npy")
+    base = index_file(kb.folder, "base")
     base.write_bytes(base.read_bytes()[:-4] + b"\x07\x00\x00\x00")
     assert kb.verify() is not None
     report = kb.refresh()
@@ -411,14 +411,15 @@ def test_a_vocabulary_round_trips_through_its_terms() -> None:
 def test_a_refresh_with_nothing_changed_opens_no_index_array(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from deeptutor_jupyter.knowledge import bm25, storage
+    from deeptutor_jupyter.knowledge import arrays, storage
 
     course = _corpus(tmp_path / "course")
     kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
     kb.add_sources([course])
+    kb_base._VOCABULARIES.clear()  # as in a fresh kernel: nothing kept from the add
     opened: list[str] = []
-    real_open, real_vocab = bm25.open_npy, storage.load_vocab
-    monkeypatch.setattr(bm25, "open_npy", lambda p: opened.append(p.name) or real_open(p))
+    real_open, real_vocab = arrays.open_arrays, storage.load_vocab
+    monkeypatch.setattr(arrays, "open_arrays", lambda p: opened.append(p.name) or real_open(p))
     monkeypatch.setattr(
         storage, "load_vocab", lambda f, m: opened.append("vocab") or real_vocab(f, m)
     )
@@ -426,10 +427,9 @@ def test_a_refresh_with_nothing_changed_opens_no_index_array(
     assert opened == []
     _touch(course / "n003.md", "# Changed\n\nsorting lists of words\n")
     assert kb.refresh().updated == 1
-    # dl.<generation>.npy is dl.npy
-    opened_names = {f"{f.partition('.')[0]}.{f.rpartition('.')[2]}" for f in opened}
-    assert "vocab" in opened and "dl.npy" in opened_names
-    assert not {"base_indptr.npy", "base_rows.npy", "base_tfs.npy"} & opened_names  # search's
+    opened_parts = {f.partition(".")[0] for f in opened}  # delta.<generation>.arrays: delta
+    assert "vocab" in opened and {"delta", "basedoc"} <= opened_parts
+    assert "base" not in opened_parts  # the postings only a search reads
 
 
 def test_damage_found_when_a_refresh_opens_the_arrays_rebuilds_it(
@@ -450,6 +450,7 @@ def test_damage_found_when_a_refresh_opens_the_arrays_rebuilds_it(
         return real(folder, manifest)
 
     monkeypatch.setattr(storage, "load_vocab", damaged_once)
+    kb_base._VOCABULARIES.clear()  # read from the file, as in a fresh kernel
     _touch(course / "n004.md", "# Changed\n\nmatrix rank, rewritten\n")
     report = kb.refresh()
     assert report.rebuilt_from_corruption and report.errors == []
@@ -485,3 +486,35 @@ def test_a_reader_of_the_previous_manifest_still_finds_its_index_files(tmp_path:
     assert present == set(second["index_files"]) | set(manifest()["index_files"])
     assert set(first["index_files"]) - present
     assert kb.verify() is None
+
+
+def test_a_kept_vocabulary_is_used_only_while_it_is_the_one_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deeptutor_jupyter.knowledge import storage
+
+    course = _corpus(tmp_path / "course")
+    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
+    kb.add_sources([course])
+    stale = kb_base._VOCABULARIES[kb.folder]
+    reads: list[int] = []
+    real = storage.load_vocab
+    monkeypatch.setattr(storage, "load_vocab", lambda f, m: reads.append(1) or real(f, m))
+    # The same process refreshes again: the vocabulary it wrote is copied, not read.
+    _touch(course / "n001.md", "# Changed\n\nquaternions rotate vectors\n")
+    kb.refresh()
+    assert reads == []
+    # Another writer's vocabulary is on disk now (simulated: this process forgot its own),
+    # and the one kept here is older: it is not used.
+    kb_base._VOCABULARIES.clear()
+    _touch(course / "n002.md", "# Changed\n\nmonads compose effects\n")
+    kb.refresh()
+    assert reads == [1]
+    kb_base._VOCABULARIES[kb.folder] = stale
+    _touch(course / "n003.md", "# Changed\n\nquaternions and monads together\n")
+    report = kb.refresh()
+    assert reads == [1, 1] and not report.rebuilt_from_corruption
+    full = KnowledgeBase(tmp_path / "home2", "full", root=tmp_path)
+    full.add_sources([course])
+    assert _results(kb) == _results(full)
+    assert kb.search("quaternions monads")[0].chunk.path == "course/n003.md"

@@ -169,7 +169,7 @@ def test_a_bad_file_is_reported_and_the_rest_indexed(tmp_path: Path, course: Pat
     assert report.added == 5 and len(report.errors) == 1 and "broken.ipynb" in report.errors[0]
 
 
-def _index_file(kb: KnowledgeBase, name: str = "base_tfs.npy") -> Path:
+def _index_file(kb: KnowledgeBase, name: str = "base") -> Path:
     return index_file(kb.folder, name)
 
 
@@ -188,11 +188,11 @@ def _flip_last_byte(path: Path) -> None:
     "damage",
     [
         lambda kb: _index_file(kb).write_bytes(_index_file(kb).read_bytes()[:40]),
-        lambda kb: _index_file(kb, "vocab.json").write_text("{garbled", encoding="utf-8"),
+        lambda kb: _index_file(kb, "vocab").write_text("{garbled", encoding="utf-8"),
         lambda kb: _store(kb).write_text("", encoding="utf-8"),
         lambda kb: [p.unlink() for p in (kb.folder / "index").iterdir()],
         lambda kb: _flip_last_byte(_store(kb)),
-        lambda kb: _flip_last_byte(_index_file(kb, "base_doc_terms.npy")),
+        lambda kb: _flip_last_byte(_index_file(kb, "basedoc")),
     ],
     ids=[
         "truncated-array",

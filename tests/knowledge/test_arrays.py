@@ -1,0 +1,63 @@
+"""Files of several arrays (knowledge/arrays.py): exact round trip, one checksum, clear refusals."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from deeptutor_jupyter.knowledge.arrays import open_arrays, write_arrays
+
+
+def _write(path: Path, arrays: dict[str, np.ndarray]) -> str:
+    digest = hashlib.blake2b(digest_size=32)
+    write_arrays(path, arrays, digest)
+    return digest.hexdigest()
+
+
+def test_arrays_round_trip_and_the_digest_is_the_files(tmp_path: Path) -> None:
+    arrays = {
+        "ptr": np.arange(1001, dtype=np.int64) * 3,
+        "empty": np.zeros(0, dtype=np.int32),
+        "dead": np.array([True, False, True, True]),
+        "ids": np.arange(-5, 2_000, dtype=np.int32),
+    }
+    digest = _write(tmp_path / "a.arrays", arrays)
+    data = (tmp_path / "a.arrays").read_bytes()
+    assert digest == hashlib.blake2b(data, digest_size=32).hexdigest()
+    got = open_arrays(tmp_path / "a.arrays")
+    assert list(got) == list(arrays)
+    for name, array in arrays.items():
+        assert got[name].dtype == array.dtype and np.array_equal(got[name], array), name
+        assert not got[name].flags.writeable  # memory-mapped read-only
+    for name, array in got.items():  # each array starts on a 64-byte boundary
+        if array.size:
+            assert (
+                array.__array_interface__["data"][0] - got["ptr"].__array_interface__["data"][0]
+            ) % 64 == 0, name
+
+
+def test_an_existing_file_is_never_overwritten(tmp_path: Path) -> None:
+    _write(tmp_path / "a.arrays", {"x": np.zeros(3, np.int32)})
+    with pytest.raises(FileExistsError):
+        _write(tmp_path / "a.arrays", {"x": np.ones(3, np.int32)})
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: b"NOTARRAY" + data[8:],
+        lambda data: data[:-16],  # the last array runs past the end
+        lambda data: data[:12] + b"{" + data[13:],  # the header is not JSON
+        lambda data: data[:6],
+    ],
+    ids=["magic", "truncated", "header", "short"],
+)
+def test_a_damaged_file_is_refused_with_a_value_error(tmp_path: Path, damage) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "a.arrays"
+    _write(path, {"a": np.arange(10, dtype=np.int32), "b": np.arange(100, dtype=np.int64)})
+    path.write_bytes(damage(path.read_bytes()))
+    with pytest.raises(ValueError):
+        open_arrays(path)
