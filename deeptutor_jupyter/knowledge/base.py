@@ -27,6 +27,7 @@ from typing import Any
 from deeptutor_jupyter.knowledge import bm25, storage
 from deeptutor_jupyter.knowledge.chunkstore import StoreWriter
 from deeptutor_jupyter.knowledge.discover import discover
+from deeptutor_jupyter.knowledge.filetable import FileTable
 from deeptutor_jupyter.knowledge.ingest import IngestError, ingest_file, relative_path
 from deeptutor_jupyter.knowledge.model import (
     Hit,
@@ -181,14 +182,14 @@ class KnowledgeBase:
     ) -> IndexReport:
         old = previous.manifest
         files = discover(sources, report.errors)
-        if report.rebuilt_from_corruption and old and old["files"] and not files:
+        if report.rebuilt_from_corruption and old and len(old["files"]) and not files:
             raise KnowledgeIndexError(
                 f"The index of {self.name!r} is damaged and cannot be rebuilt: none of its "
                 f"sources exist any more ({', '.join(sources)}). Remove it with "
                 f"%tutor kb remove {self.name}"
             )
         loaded = previous.loaded
-        old_files: dict[str, Any] = loaded.manifest["files"] if loaded else {}
+        old_table: FileTable = loaded.manifest["files"] if loaded else FileTable()
         writer = StoreWriter(self.folder, loaded.manifest if loaded else None)
         vocab = _LazyVocabulary(self.folder, loaded.manifest if loaded else None)
         build = Build()
@@ -197,30 +198,35 @@ class KnowledgeBase:
         done = 0
         if progress:
             progress(0, total, "")
-        entries, get = build.entries, old_files.get
+        where, sizes, mtimes = old_table.where, old_table.size, old_table.mtime_ns
+        order, fresh = build.order, build.fresh
+        in_order = True  # every file so far is the previous table's file of the same row
         cut = len(prefix)
         try:
             for name, st in files.items():
                 # Plain strings until a file has to be opened: 50,000 Path objects cost more
                 # than the stat calls of a refresh with nothing changed.
                 rel = name[cut:] if name.startswith(prefix) else relative_path(Path(name), root)
-                known = get(rel)
-                if (
-                    known is not None
-                    and known.get("mtime_ns") == st.st_mtime_ns
-                    and known.get("size") == st.st_size
-                ):  # the common case of a refresh, inline: same stamp, same entry, same rows
-                    entries[rel] = known
+                at = where(rel)
+                if at is not None and mtimes[at] == st.st_mtime_ns and sizes[at] == st.st_size:
+                    # the common case of a refresh, inline: same stamp, same row, same chunks
+                    in_order = in_order and at == len(order)
+                    order.append(at)
                 else:
                     tick = (progress, done, total)  # progress inside a big file: see below
-                    self._index_file(name, st, rel, root, known, build, writer, vocab, report, tick)
+                    entry = self._index_file(
+                        name, st, rel, root, at, old_table, build, writer, vocab, report, tick
+                    )
+                    if entry is not None:
+                        in_order = in_order and at == len(order)
+                        fresh[len(order)] = entry
+                        order.append(-1 if at is None else at)
                 if progress:
                     done += st.st_size
                     progress(done, total, rel)
-            gone = old_files.keys() - entries.keys()
-            report.removed = len(gone)
-            report.unchanged = len(entries) - report.added - report.updated
-            build.dropped = [old_files[rel] for rel in (*gone, *build.replaced)]
+            build.settle(old_table, in_order)
+            report.removed = len(old_table) - (len(order) - report.added)
+            report.unchanged = len(order) - report.added - report.updated
             old_chunks = int(loaded.manifest["chunks"]) if loaded else 0
             report.chunks = build.chunks(old_chunks)
             if report.changed or old is None or old.get("sources") != sources:
@@ -237,33 +243,35 @@ class KnowledgeBase:
         st: os.stat_result,
         rel: str,
         root: Path,
-        previous: dict[str, Any] | None,
+        at: int | None,
+        old_table: FileTable,
         build: Build,
         writer: StoreWriter,
         vocab: _LazyVocabulary,
         report: IndexReport,
         tick: tuple[Progress | None, int, int],
-    ) -> None:
-        """A file whose stamp moved or that is new: hashed, and chunked if its hash changed."""
-        stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    ) -> dict[str, Any] | None:
+        """A file whose stamp moved or that is new (``at``: its row in the previous table):
+        hashed, and chunked if its hash changed. Its new entry, or None when it cannot be
+        read or parsed (said in ``report.errors``)."""
+        stamp = {"path": rel, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
         try:
             data, digest = storage.read_source(path)
         except OSError as exc:
             report.errors.append(f"{rel}: cannot be read ({exc.strerror or exc})")
-            return
-        if previous is not None and previous.get("sha256") == digest:
+            return None
+        if at is not None and old_table.sha256[at] == digest:
             # Touched but identical: same rows, same range, a new stamp to record.
             build.stamps_moved = True
-            build.entries[rel] = {**previous, **stamp, **writer.keep(previous)}
-            return
+            return {**old_table.entry(at), **stamp}
         try:
             found = ingest_file(path, root, self.name, data=data, rel=rel)
         except IngestError as exc:
             report.errors.append(str(exc))
-            return
-        if previous:
+            return None
+        if at is not None:
             report.updated += 1
-            build.replaced.append(rel)
+            build.replaced.append(at)
         else:
             report.added += 1
         first_doc = len(build.doc_lengths)
@@ -289,10 +297,10 @@ class KnowledgeBase:
                 next_tick = read + _PROGRESS_STEP
         if batch:
             build.doc_lengths.extend(append_token_ids(build.ids, batch, terms))
-        build.new[rel] = (first_doc, len(found))
-        entry = {"sha256": digest, **stamp, "chunks": len(found), "row": 0}
-        entry.update(writer.append(b"".join(lines)))
-        build.entries[rel] = entry
+        build.new[len(build.order)] = (first_doc, len(found))
+        return {"sha256": digest, **stamp, "chunks": len(found), "row": 0} | writer.append(
+            b"".join(lines)
+        )
 
     def _remember_stamps(self, manifest: dict[str, Any], build: Build) -> None:
         """Nothing changed: record touched-but-identical files' new stamps, and the stamps of
@@ -300,7 +308,7 @@ class KnowledgeBase:
         settled = storage.settled_stamps(self.folder, manifest)
         if not build.stamps_moved and settled == manifest.get("stamps", {}):
             return  # nothing to record: leave the manifest alone
-        storage.write_manifest(self.folder, {**manifest, "files": build.entries, "stamps": settled})
+        storage.write_manifest(self.folder, {**manifest, "files": build.table, "stamps": settled})
 
     def _write(
         self,
@@ -313,7 +321,7 @@ class KnowledgeBase:
         lazy_vocab: _LazyVocabulary,
     ) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        store = writer.finish(build.entries)
+        store = writer.finish(build.table)
         n_docs = build.chunks(int(previous.loaded.manifest["chunks"]) if previous.loaded else 0)
         index_files: dict[str, str] = {}
         rows = 0
@@ -345,7 +353,7 @@ class KnowledgeBase:
             # Files this write did not touch, checked by this run and settled (the base
             # segment, an unchanged store): the next open need not hash them.
             "stamps": {},
-            "files": build.entries,
+            "files": build.table,
         }
         if previous.loaded is not None:
             manifest["stamps"] = storage.settled_stamps(self.folder, manifest)

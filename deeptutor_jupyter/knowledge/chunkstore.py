@@ -8,6 +8,7 @@ from typing import Any
 
 from deeptutor_jupyter._files import private_file
 from deeptutor_jupyter.knowledge import storage
+from deeptutor_jupyter.knowledge.filetable import FileTable
 
 __all__ = ["StoreWriter"]
 
@@ -42,10 +43,6 @@ class StoreWriter:
             self._block = (self.size, storage.new_checksum())
         return self._fh
 
-    def keep(self, entry: dict[str, Any]) -> dict[str, Any]:
-        """A reused file's range, unchanged (it stays in the same store)."""
-        return {k: entry[k] for k in ("offset", "length", "digest")}
-
     def append(self, data: bytes) -> dict[str, Any]:
         fh = self._open()
         offset = self.size
@@ -55,7 +52,7 @@ class StoreWriter:
         self._block[1].update(data)
         return {"offset": offset, "length": len(data), "digest": storage.checksum(data)}
 
-    def finish(self, entries: dict[str, Any]) -> str:
+    def finish(self, table: FileTable) -> str:
         """Flush; compact into a new generation when the store is mostly dead.
 
         The appended chunks are not fsynced, like the index files: the store is derived from
@@ -68,24 +65,23 @@ class StoreWriter:
         if self._block is not None and self.size > self._block[0]:
             self.blocks.append([self._block[0], self.size, self._block[1].hexdigest()])
             self._block = None
-        live = sum(int(e["length"]) for e in entries.values())
-        if self.size > 2 * live + (1 << 16):
-            self._compact(entries)
+        if self.size > 2 * sum(table.length) + (1 << 16):
+            self._compact(table)
         return self.name
 
-    def _compact(self, entries: dict[str, Any]) -> None:
+    def _compact(self, table: FileTable) -> None:
         fresh = storage.new_store_name()
         offset = 0
         digest = storage.new_checksum()
         private_file(self.folder / fresh)
         with (self.folder / self.name).open("rb") as src, (self.folder / fresh).open("wb") as dst:
-            for entry in entries.values():
-                src.seek(int(entry["offset"]))
-                data = src.read(int(entry["length"]))
+            for i, (start, length) in enumerate(zip(table.offset, table.length, strict=True)):
+                src.seek(start)
+                data = src.read(length)
                 dst.write(data)
                 digest.update(data)
-                entry["offset"] = offset
-                offset += int(entry["length"])
+                table.offset[i] = offset
+                offset += length
             dst.flush()
         self.close()
         self.name, self.size = fresh, offset

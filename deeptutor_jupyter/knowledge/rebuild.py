@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deeptutor_jupyter.knowledge import bm25, storage
+from deeptutor_jupyter.knowledge.filetable import COLUMNS, FileTable
 from deeptutor_jupyter.knowledge.tokenize import Vocabulary
 
 __all__ = ["Build", "index_arrays"]
@@ -24,34 +25,67 @@ DELTA_DOC = ("delta_doc_ptr", "delta_doc_terms", "delta_doc_tfs")
 
 @dataclass
 class Build:
-    """The new index as it is assembled, file by file, in row order."""
+    """The new index as it is assembled, file by file, in the files' order.
 
-    entries: dict[str, Any] = field(default_factory=dict)
-    # rel -> (first doc among the new ones, docs) of each file tokenised by this build
-    new: dict[str, tuple[int, int]] = field(default_factory=dict)
-    replaced: list[str] = field(default_factory=list)  # files of the previous index re-read
-    # previous entries whose rows are no longer live: replaced, removed or unreadable files
-    dropped: list[dict[str, Any]] = field(default_factory=list)
+    The loop over the files fills ``order`` (each file's row in the previous table, -1 for a
+    file new to it) and ``fresh`` (the entries read now); ``settle`` turns them into
+    ``table`` and ``dropped``.
+    """
+
+    order: list[int] = field(default_factory=list)
+    fresh: dict[int, dict[str, Any]] = field(default_factory=dict)  # new row -> entry
+    # new row -> (first doc among the new ones, docs) of each file tokenised by this build
+    new: dict[int, tuple[int, int]] = field(default_factory=dict)
+    replaced: list[int] = field(default_factory=list)  # previous rows of files re-read
+    table: FileTable = field(default_factory=FileTable)
+    # (first index row, rows) in the previous index of each file replaced, removed or unreadable
+    dropped: list[tuple[int, int]] = field(default_factory=list)
+    in_order: bool = True  # every file kept its row in the table, and none came or went
     ids: array[int] = field(default_factory=lambda: array("i"))
     doc_lengths: array[int] = field(default_factory=lambda: array("q"))
     stamps_moved: bool = False
 
+    def settle(self, old: FileTable, in_order: bool) -> None:
+        """Assemble ``table`` from the previous one and what was read now; list the previous
+        rows that are no longer live."""
+        order, self.in_order = self.order, in_order and len(self.order) == len(old)
+        if self.in_order:
+            table = old.copy()
+            gone: list[int] = []
+        else:
+            table = (
+                old.take([p if p >= 0 else 0 for p in order])
+                if len(old)
+                else FileTable({n: [None] * len(order) for n in COLUMNS})
+            )
+            kept = bytearray(len(old))
+            for p in order:
+                if p >= 0:
+                    kept[p] = 1
+            gone = [p for p in range(len(old)) if not kept[p]] if len(old) > sum(kept) else []
+        for i, entry in self.fresh.items():
+            table.set(i, entry)
+            table.path[i] = entry["path"]
+        self.table = table
+        self.dropped = [(int(old.row[p]), int(old.chunks[p])) for p in (*gone, *self.replaced)]
+
     def chunks(self, before: int) -> int:
         """Live chunks once built, from ``before`` (the previous index's count)."""
-        gone = sum(int(e["chunks"]) for e in self.dropped)
+        gone = sum(rows for _, rows in self.dropped)
         return before - gone + sum(n for _, n in self.new.values())
 
-    def segments(self) -> list[tuple[str, int, int, str]]:
-        """(kind, first, rows, rel) of every file with chunks, in the files' order: "old" with
-        the file's first row in the previous index, "new" with its first new doc."""
+    def segments(self) -> list[tuple[str, int, int, int]]:
+        """(kind, first, rows, table row) of every file with chunks, in the files' order: "old"
+        with the file's first row in the previous index, "new" with its first new doc."""
         out = []
-        for rel, entry in self.entries.items():
-            made = self.new.get(rel)
+        table = self.table
+        for i, chunks in enumerate(table.chunks):
+            made = self.new.get(i)
             if made is not None:
                 if made[1]:
-                    out.append(("new", made[0], made[1], rel))
-            elif entry["chunks"]:
-                out.append(("old", int(entry["row"]), int(entry["chunks"]), rel))
+                    out.append(("new", made[0], made[1], i))
+            elif chunks:
+                out.append(("old", int(table.row[i]), int(chunks), i))
         return out
 
 
@@ -157,24 +191,29 @@ def index_arrays(
     dead, delta, moved = np.zeros(0, dtype=bool), [], 0
     if loaded is not None and has_index:
         dead = np.array(dead_before, dtype=bool)
-        for entry in build.dropped:
-            row, rows = int(entry["row"]), int(entry["chunks"])
+        for row, rows in build.dropped:
             if rows and row < first_delta:
                 dead[row : row + rows] = True
         # Files kept from the previous delta, in row order, then the new ones: the delta.
         at = int(np.searchsorted(loaded.starts, first_delta))
+        owners = [int(p) for p in loaded.owners[at:]]
+        if owners and not build.in_order:
+            moved_to = {p: i for i, p in enumerate(build.order) if p >= 0}
         kept_delta = []
-        for owner in loaded.owners[at:]:
-            rel, entry = loaded.files[int(owner)]
-            if rel in build.entries and rel not in build.new:
-                kept_delta.append(("old", int(entry["row"]), int(entry["chunks"]), rel))
-        delta = kept_delta + [("new", f, n, rel) for rel, (f, n) in build.new.items() if n]
+        for owner in owners:
+            i = owner if build.in_order else moved_to.get(owner)
+            if i is not None and i not in build.new:
+                kept_delta.append(
+                    ("old", int(loaded.table.row[owner]), int(build.table.chunks[i]), i)
+                )
+        delta = kept_delta + [("new", f, n, i) for i, (f, n) in build.new.items() if n]
         moved = sum(n for _, _, n, _ in delta)
     if not has_index or int(dead.sum()) + moved > bm25.REBUILD_SHARE * first_delta:
         segments = build.segments()
         row = 0
-        for _, _, rows, rel in segments:
-            build.entries[rel]["row"] = row
+        new_rows = build.table.row
+        for _, _, rows, i in segments:
+            new_rows[i] = row
             row += rows
         # Slices never run across the base's end into the delta: they come from other arrays.
         merged = _coalesce([(k, f, n) for k, f, n, _ in segments], first_delta)
@@ -199,8 +238,8 @@ def index_arrays(
     assert loaded is not None
     delta_parts = []
     row = first_delta
-    for kind, first, rows, rel in delta:
-        build.entries[rel]["row"] = row
+    for kind, first, rows, i in delta:
+        build.table.row[i] = row
         row += rows
         delta_parts.append((*source(kind, first), rows))
     live = first_delta - int(dead.sum()) + row - first_delta

@@ -2,7 +2,8 @@
 
 Layout of ``$DEEPTUTOR_HOME/kb/<name>/``::
 
-    manifest.json          sources, root, per-file stamps, hashes and chunk ranges, checksums
+    manifest.json          sources, root, checksums, and the file table (per-file stamps,
+                           hashes and chunk ranges, by column: ``knowledge/filetable.py``)
     chunks-<gen>.jsonl     the chunk store: one Chunk per line, append-only
     index/                 term counts by row and by term, in a base and a delta segment,
                            and the vocabulary (``knowledge/bm25.py``), so a refresh
@@ -52,6 +53,7 @@ from deeptutor_jupyter._files import (
     locked,
     write_all,
 )
+from deeptutor_jupyter.knowledge.filetable import FileTable, TableError
 from deeptutor_jupyter.knowledge.model import Chunk
 
 MANIFEST = "manifest.json"
@@ -75,9 +77,9 @@ class Loaded:
     manifest: dict[str, Any]
     index: Any  # bm25.Index, or None for a knowledge base with no chunks
     folder: Path
-    files: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    table: FileTable = field(default_factory=FileTable)
     starts: Any = None  # numpy array: first row of each file with chunks, ascending
-    owners: Any = None  # numpy array: index in ``files`` of each of those
+    owners: Any = None  # numpy array: row in ``table`` of each of those
     _lines: dict[int, list[bytes]] = field(default_factory=dict)
 
     def chunk(self, row: int) -> Chunk:
@@ -90,7 +92,7 @@ class Loaded:
         if lines is None:
             if len(self._lines) > 256:  # a search reads a handful; do not grow without bound
                 self._lines.clear()
-            entry = self.files[which][1]
+            entry = self.table.entry(which)
             lines = self._lines[which] = _range_lines(self.folder / self.manifest["store"], entry)
         try:
             return Chunk.from_json(orjson.loads(lines[row - int(self.starts[at])]))
@@ -168,6 +170,10 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     if data.get("version") != MANIFEST_VERSION:
         # Sources and root are still good: the caller re-reads every file into the new format.
         raise CorruptIndex("the index was written by an older version")
+    try:
+        data["files"] = FileTable.from_json(data["files"])
+    except TableError as exc:
+        raise CorruptIndex(f"manifest.json: {exc}") from exc
     return data
 
 
@@ -190,11 +196,11 @@ def load_verified(
     manifest = read_manifest(folder)
     if manifest.get("tokenizer") != tokenizer_version:
         raise CorruptIndex("the index was built with another tokenizer version")
-    files = list(manifest["files"].items())
-    starts, owners = _row_starts(files, manifest["chunks"], int(manifest.get("rows", 0)))
+    table: FileTable = manifest["files"]
+    starts, owners = _row_starts(table, manifest["chunks"], int(manifest.get("rows", 0)))
     store = manifest.get("store")
     if manifest["chunks"] == 0:
-        return Loaded(manifest, None, folder, files, starts, owners)
+        return Loaded(manifest, None, folder, table, starts, owners)
     if not isinstance(store, str) or not store.startswith(STORE_PREFIX):
         raise CorruptIndex("manifest.json names no chunk store")
     try:
@@ -205,26 +211,26 @@ def load_verified(
         raise CorruptIndex(f"{store} is shorter than the manifest says")
     _check_index_files(folder, manifest, DOC_ARRAYS if for_search else (), trust=trust)
     if not open_index:
-        return Loaded(manifest, None, folder, files, starts, owners)
+        return Loaded(manifest, None, folder, table, starts, owners)
     index = _open_index(folder / INDEX_DIR, index_names(manifest))
     live = index.rows - int(index.dead.sum())
     if index.rows != manifest.get("rows") or live != manifest["chunks"]:
         raise CorruptIndex("the index and the manifest hold different numbers of chunks")
-    return Loaded(manifest, index, folder, files, starts, owners)
+    return Loaded(manifest, index, folder, table, starts, owners)
 
 
-def _row_starts(
-    files: list[tuple[str, dict[str, Any]]], total: int, rows_total: int
-) -> tuple[Any, Any]:
-    """(first rows, owning file indexes) of the files with chunks, by row; checks that the
+def _row_starts(table: FileTable, total: int, rows_total: int) -> tuple[Any, Any]:
+    """(first rows, owning table rows) of the files with chunks, by row; checks that the
     files' rows do not overlap and lie inside the index."""
     import numpy as np
 
     try:
-        rows = np.fromiter((int(e["row"]) for _, e in files), np.int64, len(files))
-        counts = np.fromiter((int(e["chunks"]) for _, e in files), np.int64, len(files))
-    except (KeyError, TypeError, ValueError) as exc:
+        rows = np.array(table.row, dtype=np.int64)
+        counts = np.array(table.chunks, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError) as exc:
         raise CorruptIndex("manifest.json: a file entry is malformed") from exc
+    if rows.ndim != 1 or counts.ndim != 1:
+        raise CorruptIndex("manifest.json: a file entry is malformed")
     if int(counts.sum()) != total or (counts < 0).any():
         raise CorruptIndex("chunk counts in manifest.json disagree")
     owners = np.flatnonzero(counts)
@@ -337,13 +343,14 @@ def check_ranges(folder: Path, manifest: dict[str, Any], *, trust: bool = True) 
     if isinstance(blocks, list) and blocks:
         _check_blocks(view, manifest, blocks)
         return
-    for rel, entry in manifest["files"].items():
+    table: FileTable = manifest["files"]
+    for i, rel in enumerate(table.path):
         try:
-            offset, length = int(entry["offset"]), int(entry["length"])
-        except (KeyError, TypeError, ValueError) as exc:
+            offset, length = int(table.offset[i]), int(table.length[i])
+        except (TypeError, ValueError) as exc:
             raise CorruptIndex(f"manifest.json: the entry of {rel} is malformed") from exc
         part = view[offset : offset + length]
-        if len(part) != length or checksum(part) != entry.get("digest"):
+        if len(part) != length or checksum(part) != table.digest[i]:
             raise CorruptIndex(f"the chunks of {rel} do not match their checksum")
 
 
@@ -358,10 +365,11 @@ def _check_blocks(view: memoryview, manifest: dict[str, Any], blocks: list[Any])
         if len(part) != end - start or checksum(part) != digest:
             raise CorruptIndex("the chunk store does not match its checksums")
     starts = [start for start, _, _ in spans]
-    for rel, entry in manifest["files"].items():
+    table: FileTable = manifest["files"]
+    for i, rel in enumerate(table.path):
         try:
-            offset, length = int(entry["offset"]), int(entry["length"])
-        except (KeyError, TypeError, ValueError) as exc:
+            offset, length = int(table.offset[i]), int(table.length[i])
+        except (TypeError, ValueError) as exc:
             raise CorruptIndex(f"manifest.json: the entry of {rel} is malformed") from exc
         if not length:
             continue
@@ -373,16 +381,17 @@ def _check_blocks(view: memoryview, manifest: dict[str, Any], blocks: list[Any])
 def iter_chunks(folder: Path) -> Iterator[Chunk]:
     """Every chunk in index order (benchmarks and tests; search reads only its hits)."""
     manifest = read_manifest(folder)
-    for entry in manifest["files"].values():
-        yield from read_range(folder, manifest, entry)
+    table: FileTable = manifest["files"]
+    for i in range(len(table)):
+        yield from read_range(folder, manifest, table.entry(i))
 
 
 def verify_all(folder: Path, tokenizer_version: int) -> Loaded:
     """``load_verified`` plus every chunk range and the doc arrays: the full check."""
     loaded = load_verified(folder, tokenizer_version, trust=False)
-    for _, entry in loaded.files:
-        if entry.get("chunks"):
-            read_range(folder, loaded.manifest, entry)
+    for i, chunks in enumerate(loaded.table.chunks):
+        if chunks:
+            read_range(folder, loaded.manifest, loaded.table.entry(i))
     return loaded
 
 
@@ -491,7 +500,8 @@ def new_store_name() -> str:
 
 def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
     # Not indented: at 50,000 files indentation alone was a third of the file.
-    body = orjson.dumps({**manifest, "version": MANIFEST_VERSION})
+    table: FileTable = manifest["files"]
+    body = orjson.dumps({**manifest, "files": table.to_json(), "version": MANIFEST_VERSION})
     atomic_write_bytes(folder / MANIFEST, body)
 
 

@@ -64,3 +64,10 @@ def index_file(folder: Path, name: str) -> Path:
 
     manifest = json.loads((folder / "manifest.json").read_bytes())
     return folder / "index" / index_names(manifest)[name]
+
+
+def file_entries(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The manifest's file table (kept by column) as one dict per file, by path."""
+    table = manifest["files"]
+    names = [name for name in table if name != "path"]
+    return {path: {name: table[name][i] for name in names} for i, path in enumerate(table["path"])}
