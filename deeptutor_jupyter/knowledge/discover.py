@@ -77,7 +77,8 @@ def _walk(folder: str, top: str, found: dict[str, os.stat_result], skipped: list
         os.close(fd)
         return
     prefix = folder.rstrip("/") + "/"
-    suffixes, is_reg, limit = SUPPORTED_SUFFIXES, stat.S_ISREG, MAX_FILE_BYTES
+    suffixes, limit = SUPPORTED_SUFFIXES, MAX_FILE_BYTES
+    is_reg, is_link = stat.S_ISREG, stat.S_ISLNK
     try:
         for entry in entries:
             name = entry.name
@@ -91,19 +92,10 @@ def _walk(folder: str, top: str, found: dict[str, os.stat_result], skipped: list
                 dot = name.rfind(".")
                 if dot < 0 or name[dot:].lower() not in suffixes:
                     continue
-                if entry.is_symlink():
-                    path = prefix + name
-                    target = os.path.realpath(path)
-                    if not os.path.isfile(target):
-                        continue
-                    if os.path.commonpath([target, top]) != top:
-                        skipped.append(
-                            f"{path}: skipped, a link to a file outside the folder being added"
-                        )
-                        continue
-                    _add(target, os.stat(target), found, skipped)
-                    continue
                 st = entry.stat(follow_symlinks=False)
+                if is_link(st.st_mode):
+                    _add_link(prefix + name, top, found, skipped)
+                    continue
             except OSError:
                 continue  # vanished while walking
             if not is_reg(st.st_mode):
@@ -115,3 +107,14 @@ def _walk(folder: str, top: str, found: dict[str, os.stat_result], skipped: list
                 found[path] = st
     finally:
         os.close(fd)
+
+
+def _add_link(path: str, top: str, found: dict[str, os.stat_result], skipped: list[str]) -> None:
+    """A link inside a source folder: its target, if that is a file inside the folder."""
+    target = os.path.realpath(path)
+    if not os.path.isfile(target):
+        return
+    if os.path.commonpath([target, top]) != top:
+        skipped.append(f"{path}: skipped, a link to a file outside the folder being added")
+        return
+    _add(target, os.stat(target), found, skipped)

@@ -69,10 +69,14 @@ class FileTable:
         return len(self.path)
 
     def where(self, path: str) -> int | None:
-        """The row of ``path``, or None (a dict built once, on the first call)."""
+        """The row of ``path``, or None."""
+        return self.rows_by_path().get(path)
+
+    def rows_by_path(self) -> dict[str, int]:
+        """Path -> row (a dict built once, on the first call)."""
         if self._where is None:
             self._where = dict(zip(self.path, range(len(self.path)), strict=True))
-        return self._where.get(path)
+        return self._where
 
     def entry(self, i: int) -> dict[str, Any]:
         """Row ``i`` as a dict (for the few rows a search or a change reads)."""

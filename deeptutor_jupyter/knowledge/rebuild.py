@@ -48,7 +48,7 @@ class Build:
     def settle(self, old: FileTable, in_order: bool) -> None:
         """Assemble ``table`` from the previous one and what was read now; list the previous
         rows that are no longer live."""
-        order, self.in_order = self.order, in_order and len(self.order) == len(old)
+        order, self.in_order = self.order, in_order
         if self.in_order:
             table = old.copy()
             gone: list[int] = []

@@ -514,10 +514,12 @@ def remove_old_stores(folder: Path, keep: set[str]) -> None:
 
 
 def remove_leftovers(folder: Path) -> None:
-    # Staging folders (of versions that swapped index folders) and temp files from an
-    # interrupted write; only a writer (under the lock) removes them, so none is in use.
-    for leftover in folder.glob(".index-*"):
-        shutil.rmtree(leftover, ignore_errors=True)
-    for leftover in folder.glob(".*.tmp"):
-        leftover.unlink(missing_ok=True)
-    (folder / "chunks.jsonl").unlink(missing_ok=True)  # the store of manifest version 1
+    # Staging folders (of versions that swapped index folders), temp files from an interrupted
+    # write and the store of manifest version 1; only a writer (under the lock) removes them,
+    # so none is in use. One listing: this runs at every write.
+    for name in os.listdir(folder):
+        if name.startswith(".index-"):
+            shutil.rmtree(folder / name, ignore_errors=True)
+        elif (name.startswith(".") and name.endswith(".tmp")) or name == "chunks.jsonl":
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(folder / name)
