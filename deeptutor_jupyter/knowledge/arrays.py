@@ -29,6 +29,7 @@ __all__ = ["open_arrays", "write_arrays"]
 
 MAGIC = b"DTARRAY1"
 _ALIGN = 64
+_JOIN_BELOW = 4 << 20  # smaller files are written in one call; a big base is not copied
 _DTYPE = re.compile(r"[<>|][iub]\d{1,2}")
 
 
@@ -50,20 +51,18 @@ def write_arrays(path: Path, arrays: dict[str, Any], digest: Any) -> None:
         if needed <= start:
             break
         start = needed
+    pieces: list[bytes | memoryview] = [MAGIC + len(header).to_bytes(4, "little") + header]
+    written = len(pieces[0])
+    for (_, _, _, at), array in zip(entries, parts.values(), strict=True):
+        pieces += [bytes(at - written), array.view(np.uint8).data]
+        written = at + array.nbytes
+    if written <= _JOIN_BELOW:  # a refresh's arrays: one write
+        pieces = [b"".join(pieces)]
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     try:
-        written = 0
-
-        def put(data: bytes | memoryview) -> None:
-            nonlocal written
-            write_all(fd, data)  # type: ignore[arg-type]  # any buffer
-            digest.update(data)
-            written += len(data)
-
-        put(MAGIC + len(header).to_bytes(4, "little") + header)
-        for (_, _, _, at), array in zip(entries, parts.values(), strict=True):
-            put(bytes(at - written))
-            put(array.view(np.uint8).data)
+        for piece in pieces:
+            write_all(fd, piece)  # type: ignore[arg-type]  # any buffer
+            digest.update(piece)
     finally:
         os.close(fd)
 

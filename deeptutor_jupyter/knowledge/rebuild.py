@@ -236,12 +236,13 @@ def index_arrays(
         return arrays, {}, row
     # Keep the base: only the delta, the dead mask and the statistics are written.
     assert loaded is not None
-    delta_parts = []
     row = first_delta
-    for kind, first, rows, i in delta:
+    for _, _, rows, i in delta:
         build.table.row[i] = row
         row += rows
-        delta_parts.append((*source(kind, first), rows))
+    # The kept delta is in row order and the new docs in theirs: a few slices, not one a file.
+    merged = _coalesce([(k, f, n) for k, f, n, _ in delta], first_delta)
+    delta_parts = [(*source(k, f), n) for k, f, n in merged]
     live = first_delta - int(dead.sum()) + row - first_delta
     if live != build.chunks(int(loaded.manifest["chunks"])):
         raise storage.CorruptIndex("the index's dead rows disagree with the manifest")

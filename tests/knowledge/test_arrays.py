@@ -61,3 +61,16 @@ def test_a_damaged_file_is_refused_with_a_value_error(tmp_path: Path, damage) ->
     path.write_bytes(damage(path.read_bytes()))
     with pytest.raises(ValueError):
         open_arrays(path)
+
+
+def test_a_big_file_is_written_piece_by_piece_to_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deeptutor_jupyter.knowledge import arrays as module
+
+    data = {"a": np.arange(1000, dtype=np.int64), "b": np.array([True, False])}
+    joined = _write(tmp_path / "joined.arrays", data)
+    monkeypatch.setattr(module, "_JOIN_BELOW", 0)  # as for a base of 50,000 files
+    pieces = _write(tmp_path / "pieces.arrays", data)
+    assert joined == pieces
+    assert (tmp_path / "joined.arrays").read_bytes() == (tmp_path / "pieces.arrays").read_bytes()
