@@ -66,8 +66,15 @@ def tighten(path: Path) -> None:
             os.chmod(path, FILE_MODE)
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, mode: int = FILE_MODE) -> None:
-    """Replace ``path`` with ``data`` atomically: temp file, fsync, rename, fsync the folder."""
+def atomic_write_bytes(
+    path: Path, data: bytes, *, mode: int = FILE_MODE, durable_rename: bool = True
+) -> None:
+    """Replace ``path`` with ``data`` atomically: temp file, fsync, rename, fsync the folder.
+
+    ``durable_rename=False`` leaves out the folder's fsync: after a crash ``path`` holds the
+    old bytes or the new ones, both complete, and the write may be lost (for a file whose last
+    write is redone anyway, such as an index refreshed from its sources).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
@@ -87,7 +94,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = FILE_MODE) -> Non
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
-    fsync_dir(path.parent)
+    if durable_rename:
+        fsync_dir(path.parent)
 
 
 def atomic_write_text(path: Path, text: str, *, mode: int = FILE_MODE) -> None:

@@ -30,6 +30,7 @@ __all__ = ["open_arrays", "write_arrays"]
 MAGIC = b"DTARRAY1"
 _ALIGN = 64
 _JOIN_BELOW = 4 << 20  # smaller files are written in one call; a big base is not copied
+_READ_BELOW = 1 << 20  # smaller files are read into memory, bigger ones memory-mapped
 _DTYPE = re.compile(r"[<>|][iub]\d{1,2}")
 
 
@@ -80,7 +81,13 @@ def open_arrays(path: Path) -> dict[str, Any]:
             raise ValueError(f"{path.name} is not an index array file")
         header = orjson.loads(fh.read(int.from_bytes(head[len(MAGIC) :], "little")))
         size = os.fstat(fh.fileno()).st_size
-        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        mapped: Any
+        if size <= _READ_BELOW:  # a refresh's delta: one read costs less than mapping it
+            fh.seek(0)
+            mapped = fh.read()
+            size = len(mapped)
+        else:
+            mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     out: dict[str, Any] = {}
     if not isinstance(header, list):
         raise ValueError(f"{path.name}: the header has an unknown format")

@@ -308,7 +308,8 @@ class KnowledgeBase:
         settled = storage.settled_stamps(self.folder, manifest)
         if not build.stamps_moved and settled == manifest.get("stamps", {}):
             return  # nothing to record: leave the manifest alone
-        storage.write_manifest(self.folder, {**manifest, "files": build.table, "stamps": settled})
+        manifest = {**manifest, "files": build.table, "stamps": settled}
+        storage.write_manifest(self.folder, manifest, sources_changed=False)
 
     def _write(
         self,
@@ -357,7 +358,8 @@ class KnowledgeBase:
         }
         if previous.loaded is not None:
             manifest["stamps"] = storage.settled_stamps(self.folder, manifest)
-        storage.write_manifest(self.folder, manifest)
+        same = old is not None and (old.get("sources"), old.get("root")) == (sources, str(root))
+        storage.write_manifest(self.folder, manifest, sources_changed=not same)
         previous_store = (previous.loaded.manifest.get("store") if previous.loaded else None) or ""
         storage.remove_old_stores(self.folder, {store, previous_store})
         before = previous.loaded.manifest.get("index_files") if previous.loaded else None

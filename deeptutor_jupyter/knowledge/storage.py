@@ -241,8 +241,8 @@ def _row_starts(table: FileTable, total: int, rows_total: int) -> tuple[Any, Any
     return starts, owners
 
 
-def file_stamp(path: Path) -> list[int]:
-    st = path.stat()
+def file_stamp(path: Path | str) -> list[int]:
+    st = os.stat(path)
     return [st.st_size, st.st_mtime_ns, st.st_ino]
 
 
@@ -261,7 +261,7 @@ def settled_stamps(folder: Path, manifest: dict[str, Any]) -> dict[str, list[int
     out: dict[str, list[int]] = {}
     for name in names:
         try:
-            stamp = file_stamp(folder / name)
+            stamp = file_stamp(f"{folder}/{name}")
         except OSError:
             continue
         if now - stamp[1] > SETTLED_NS:
@@ -276,7 +276,7 @@ def trusted(folder: Path, manifest: dict[str, Any], name: str) -> bool:
     if not recorded:
         return False
     try:
-        return bool(file_stamp(folder / name) == recorded)
+        return bool(file_stamp(f"{folder}/{name}") == recorded)
     except OSError:
         return False
 
@@ -498,19 +498,24 @@ def new_store_name() -> str:
     return f"{STORE_PREFIX}{uuid.uuid4().hex[:12]}.jsonl"
 
 
-def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
+def write_manifest(folder: Path, manifest: dict[str, Any], *, sources_changed: bool) -> None:
+    """Replace manifest.json. Its bytes are always fsynced before the rename (a manifest lost
+    to a crash would lose the learner's list of sources); the rename itself is made durable
+    only when ``sources_changed``: a refresh lost to a crash leaves the previous manifest,
+    whose files are all kept until the next write, and the next refresh does it again."""
     # Not indented: at 50,000 files indentation alone was a third of the file.
     table: FileTable = manifest["files"]
     body = orjson.dumps({**manifest, "files": table.to_json(), "version": MANIFEST_VERSION})
-    atomic_write_bytes(folder / MANIFEST, body)
+    atomic_write_bytes(folder / MANIFEST, body, durable_rename=sources_changed)
 
 
 def remove_old_stores(folder: Path, keep: set[str]) -> None:
     """Delete chunk stores other than ``keep`` (the current one and the one before it, which
     a reader holding the previous manifest may still be reading)."""
-    for path in folder.glob(f"{STORE_PREFIX}*.jsonl"):
-        if path.name not in keep:
-            path.unlink(missing_ok=True)
+    for name in os.listdir(folder):
+        if name.startswith(STORE_PREFIX) and name.endswith(".jsonl") and name not in keep:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(folder / name)
 
 
 def remove_leftovers(folder: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import mmap
 from pathlib import Path
 
 import numpy as np
@@ -74,3 +75,19 @@ def test_a_big_file_is_written_piece_by_piece_to_the_same_bytes(
     pieces = _write(tmp_path / "pieces.arrays", data)
     assert joined == pieces
     assert (tmp_path / "joined.arrays").read_bytes() == (tmp_path / "pieces.arrays").read_bytes()
+
+
+def test_a_big_file_is_memory_mapped_and_reads_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deeptutor_jupyter.knowledge import arrays as module
+
+    data = {"a": np.arange(5000, dtype=np.int32), "b": np.arange(7, dtype=np.int64)}
+    _write(tmp_path / "x.arrays", data)
+    read = open_arrays(tmp_path / "x.arrays")
+    monkeypatch.setattr(module, "_READ_BELOW", 0)  # as for a base of 50,000 files
+    mapped = open_arrays(tmp_path / "x.arrays")
+    assert isinstance(read["a"].base, bytes)  # read into memory
+    assert isinstance(mapped["a"].base, memoryview) and isinstance(mapped["a"].base.obj, mmap.mmap)
+    for name, array in data.items():
+        assert np.array_equal(mapped[name], array) and np.array_equal(read[name], array)

@@ -518,3 +518,23 @@ def test_a_kept_vocabulary_is_used_only_while_it_is_the_one_on_disk(
     full.add_sources([course])
     assert _results(kb) == _results(full)
     assert kb.search("quaternions monads")[0].chunk.path == "course/n003.md"
+
+
+def test_only_a_change_of_sources_waits_for_the_manifest_rename_to_be_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deeptutor_jupyter import _files
+
+    synced: list[str] = []
+    real = _files.fsync_dir
+    monkeypatch.setattr(_files, "fsync_dir", lambda d: synced.append(d.name) or real(d))
+    course = _corpus(tmp_path / "course", n=4)
+    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
+    kb.add_sources([course])
+    assert synced == ["inc"]  # a new list of sources
+    _touch(course / "n001.md", "# Changed\n\nmatrix rank\n")
+    kb.refresh()
+    assert synced == ["inc"]  # a refresh: a crash would only lose what the next one redoes
+    more = _corpus(tmp_path / "more", n=1)
+    kb.add_sources([more])
+    assert synced == ["inc", "inc"]
