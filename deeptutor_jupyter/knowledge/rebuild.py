@@ -154,9 +154,9 @@ def index_arrays(
 ) -> tuple[dict[str, Any], dict[str, str], int]:
     """(arrays to write, base files to carry over with their checksums, row count).
 
-    Sets each entry's ``row``. The base is kept when what changed since it was built (its dead
-    rows plus the delta) stays under ``REBUILD_SHARE`` of it; otherwise every live row goes
-    into a new base, in the files' order.
+    Sets each file's ``row`` in ``build.table``. The base is kept when what changed since it
+    was built (its dead rows plus the delta) stays under ``REBUILD_SHARE`` of it; otherwise
+    every live row goes into a new base, in the files' order.
     """
     import numpy as np
 

@@ -57,9 +57,9 @@ def test_corpus_is_deterministic(tmp_path: Path) -> None:
         assert path.read_bytes() == (tmp_path / "b" / path.name).read_bytes()
 
 
-def _run(script: str) -> str:
+def _run(script: str, *extra: str) -> str:
     out = subprocess.run(
-        [sys.executable, "-W", "error", str(SCRIPT.parent / script), "--quick"],
+        [sys.executable, "-W", "error", str(SCRIPT.parent / script), "--quick", *extra],
         cwd=str(SCRIPT.parent.parent),
         capture_output=True,
         text=True,
@@ -71,8 +71,9 @@ def _run(script: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def refresh_output() -> str:
-    return _run("kb_refresh.py")
+def refresh_output(tmp_path_factory: pytest.TempPathFactory) -> str:
+    # --dir: a test writes under its own temp folder, not beside the tutor home
+    return _run("kb_refresh.py", "--dir", str(tmp_path_factory.mktemp("kb-refresh")))
 
 
 @pytest.fixture(scope="module")

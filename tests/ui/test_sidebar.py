@@ -116,7 +116,11 @@ def open_tutor(page: Any) -> None:
     palette = page.locator(".lm-CommandPalette-input")
     palette.wait_for(state="visible")
     palette.fill("Tutor: open")
-    page.locator(".lm-CommandPalette-item", has_text="Tutor: open").first.click()
+    # Enter runs the active entry, as a learner does: a click can miss it, since the palette
+    # renders its list again whenever a command's state changes (a kernel starting).
+    active = ".lm-CommandPalette-item.lm-mod-active"
+    page.locator(active, has_text="Tutor: open").first.wait_for(state="visible")
+    palette.press("Enter")
     page.locator("#deeptutor-panel").wait_for(state="visible")
 
 
