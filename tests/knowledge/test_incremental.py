@@ -41,6 +41,14 @@ def _corpus(folder: Path, n: int = 30) -> Path:
     return folder
 
 
+def _indexed(tmp_path: Path, n: int = 30) -> tuple[Path, KnowledgeBase]:
+    """A course of ``n`` notes and its knowledge base "inc", indexed."""
+    course = _corpus(tmp_path / "course", n=n)
+    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
+    kb.add_sources([course])
+    return course, kb
+
+
 def _results(kb: KnowledgeBase) -> list[list[tuple[str, float]]]:
     everything = kb.info()["chunks"]
     return [
@@ -50,9 +58,7 @@ def _results(kb: KnowledgeBase) -> list[list[tuple[str, float]]]:
 
 
 def test_refresh_gives_the_same_results_as_a_full_rebuild(tmp_path: Path) -> None:
-    course = _corpus(tmp_path / "course")
-    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
-    kb.add_sources([course])
+    course, kb = _indexed(tmp_path)
     _touch(course / "n004.md", "# Changed\n\nmatrix rank and gradient descent, rewritten\n")
     (course / "n010.md").unlink()
     _touch(course / "zz-added.md", "# Added\n\neigenvalues of a symmetric matrix\n")
@@ -70,9 +76,7 @@ def test_refresh_gives_the_same_results_as_a_full_rebuild(tmp_path: Path) -> Non
 
 
 def test_a_small_change_rewrites_the_delta_not_the_base(tmp_path: Path) -> None:
-    course = _corpus(tmp_path / "course", n=120)
-    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
-    kb.add_sources([course])
+    course, kb = _indexed(tmp_path, n=120)
     base = index_file(kb.folder, "base")
     inode = base.stat().st_ino
     for step in range(12):  # changed, added and removed files pile up in the delta
@@ -101,9 +105,7 @@ def test_a_small_change_rewrites_the_delta_not_the_base(tmp_path: Path) -> None:
 def test_refresh_reads_and_tokenises_only_what_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    course = _corpus(tmp_path / "course")
-    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
-    kb.add_sources([course])
+    course, kb = _indexed(tmp_path)
     hashed: list[Path] = []
     ingested: list[Path] = []
     tokenised: list[str] = []
@@ -145,9 +147,7 @@ def test_refresh_reads_and_tokenises_only_what_changed(
 
 
 def test_the_chunk_store_is_appended_to_and_compacted(tmp_path: Path) -> None:
-    course = _corpus(tmp_path / "course", n=5)
-    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
-    kb.add_sources([course])
+    course, kb = _indexed(tmp_path, n=5)
     first = json.loads((kb.folder / "manifest.json").read_text(encoding="utf-8"))
     _touch(course / "n003.md", "# Three\n\n" + "eigenvalues " * 50)
     kb.refresh()
@@ -176,9 +176,7 @@ def _age(kb: KnowledgeBase) -> None:
 def test_settled_files_are_trusted_by_stamp_until_written_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    course = _corpus(tmp_path / "course", n=5)
-    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
-    kb.add_sources([course])
+    _course, kb = _indexed(tmp_path, n=5)
     assert not json.loads((kb.folder / "manifest.json").read_bytes())["stamps"]
     _age(kb)
     kb.refresh()  # hashes everything, then records the stamps of what it checked
@@ -211,9 +209,7 @@ def _fail_if_ranges_checked(
 
 
 def test_a_damaged_chunk_found_by_search_rebuilds_the_index(tmp_path: Path) -> None:
-    course = _corpus(tmp_path / "course", n=5)
-    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
-    kb.add_sources([course])
+    _course, kb = _indexed(tmp_path, n=5)
     manifest = json.loads((kb.folder / "manifest.json").read_text(encoding="utf-8"))
     store = kb.folder / manifest["store"]
     data = bytearray(store.read_bytes())
@@ -342,9 +338,7 @@ def test_our_matrix_scores_like_bm25s(tmp_path: Path) -> None:
 
     from deeptutor_jupyter.knowledge.tokenize import tokenize
 
-    course = _corpus(tmp_path / "course", n=40)
-    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
-    kb.add_sources([course])
+    _course, kb = _indexed(tmp_path, n=40)
     tokens = [tokenize(f"{c.title}\n{c.text}") for c in iter_chunks(kb.folder)]
     reference = bm25s.BM25()
     reference.index(tokens, show_progress=False)
@@ -413,9 +407,7 @@ def test_a_refresh_with_nothing_changed_opens_no_index_array(
 ) -> None:
     from deeptutor_jupyter.knowledge import arrays, storage
 
-    course = _corpus(tmp_path / "course")
-    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
-    kb.add_sources([course])
+    course, kb = _indexed(tmp_path)
     kb_base._VOCABULARIES.clear()  # as in a fresh kernel: nothing kept from the add
     opened: list[str] = []
     real_open, real_vocab = arrays.open_arrays, storage.load_vocab
@@ -437,9 +429,7 @@ def test_damage_found_when_a_refresh_opens_the_arrays_rebuilds_it(
 ) -> None:
     from deeptutor_jupyter.knowledge import storage
 
-    course = _corpus(tmp_path / "course")
-    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
-    kb.add_sources([course])
+    course, kb = _indexed(tmp_path)
     real = storage.load_vocab
     calls: list[int] = []
 
@@ -464,9 +454,7 @@ def test_damage_found_when_a_refresh_opens_the_arrays_rebuilds_it(
 def test_a_reader_of_the_previous_manifest_still_finds_its_index_files(tmp_path: Path) -> None:
     from deeptutor_jupyter.knowledge import storage
 
-    course = _corpus(tmp_path / "course")
-    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
-    kb.add_sources([course])
+    course, kb = _indexed(tmp_path)
 
     def manifest() -> dict[str, Any]:
         return dict(json.loads((kb.folder / "manifest.json").read_bytes()))
@@ -493,9 +481,7 @@ def test_a_kept_vocabulary_is_used_only_while_it_is_the_one_on_disk(
 ) -> None:
     from deeptutor_jupyter.knowledge import storage
 
-    course = _corpus(tmp_path / "course")
-    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
-    kb.add_sources([course])
+    course, kb = _indexed(tmp_path)
     stale = kb_base._VOCABULARIES[kb.folder]
     reads: list[int] = []
     real = storage.load_vocab
@@ -528,9 +514,7 @@ def test_only_a_change_of_sources_waits_for_the_manifest_rename_to_be_durable(
     synced: list[str] = []
     real = _files.fsync_dir
     monkeypatch.setattr(_files, "fsync_dir", lambda d: synced.append(d.name) or real(d))
-    course = _corpus(tmp_path / "course", n=4)
-    kb = KnowledgeBase(tmp_path / "home", "inc", root=tmp_path)
-    kb.add_sources([course])
+    course, kb = _indexed(tmp_path, n=4)
     assert synced == ["inc"]  # a new list of sources
     _touch(course / "n001.md", "# Changed\n\nmatrix rank\n")
     kb.refresh()
