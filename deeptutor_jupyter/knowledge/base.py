@@ -95,7 +95,7 @@ class KnowledgeBase:
         with storage.write_lock(self.folder):
             previous = self._previous_state()
             old = previous.manifest
-            report = IndexReport(rebuilt_from_corruption=previous.damage is not None)
+            report = _report_for(previous.damage)
             if previous.damage and old is None:
                 report.errors.append(
                     f"the previous index was unreadable ({previous.damage}); "
@@ -117,7 +117,7 @@ class KnowledgeBase:
             old = previous.manifest
             if old is None:
                 raise self._unusable(previous.damage)
-            report = IndexReport(rebuilt_from_corruption=previous.damage is not None)
+            report = _report_for(previous.damage)
             return self._reindex_or_rebuild(
                 previous, old["sources"], Path(old["root"]), report, progress
             )
@@ -146,7 +146,8 @@ class KnowledgeBase:
         # An index array read only now (a refresh opens them only when a file changed) did not
         # agree with the manifest: nothing of it is trusted, every file is read again.
         previous = _Previous(previous.manifest, None, damage)
-        report = IndexReport(rebuilt_from_corruption=True, errors=errors)
+        report = _report_for(damage)
+        report.errors = errors
         return self._reindex(previous, sources, root, report, progress)
 
     def _previous_state(self) -> _Previous:
@@ -160,7 +161,8 @@ class KnowledgeBase:
             try:
                 manifest: dict[str, Any] | None = storage.read_manifest(self.folder)
             except storage.CorruptIndex as again:
-                manifest = _old_manifest(self.folder) if "older version" in str(again) else None
+                older = str(again) == storage.OLDER_VERSION
+                manifest = _old_manifest(self.folder) if older else None
             return _Previous(manifest, None, str(exc))  # nothing on disk is trusted
         return _Previous(loaded.manifest, loaded, None)
 
@@ -540,6 +542,14 @@ def _old_manifest(folder: Path) -> dict[str, Any] | None:
     ):
         return {**data, "files": data.get("files") if isinstance(data.get("files"), dict) else {}}
     return None
+
+
+def _report_for(damage: str | None) -> IndexReport:
+    """A new report; when the previous index is not used, why (``damage``) is said in it."""
+    return IndexReport(
+        rebuilt_from_corruption=damage is not None,
+        rebuilt_from_older_version=damage == storage.OLDER_VERSION,
+    )
 
 
 def _merge(old: list[str], new: list[str]) -> list[str]:

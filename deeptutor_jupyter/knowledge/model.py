@@ -150,6 +150,8 @@ class IndexReport:
     chunks: int = 0
     rebuilt_from_corruption: bool = False
     errors: list[str] = field(default_factory=list)
+    # Set with rebuilt_from_corruption when the index was sound but in an older format.
+    rebuilt_from_older_version: bool = False
 
     @property
     def changed(self) -> bool:
@@ -165,7 +167,9 @@ class IndexReport:
             _counted(self.chunks, "chunk", "chunks"),
         ]
         line = ", ".join(parts)
-        if self.rebuilt_from_corruption:
+        if self.rebuilt_from_older_version:
+            line += "; the index was in an older version's format and has been rebuilt"
+        elif self.rebuilt_from_corruption:
             line += "; the index was damaged and has been rebuilt"
         if self.errors:
             line += f"; {_counted(len(self.errors), 'problem', 'problems')}"

@@ -66,6 +66,9 @@ DOC_ARRAYS = ("basedoc",)
 SETTLED_NS = 2_000_000_000
 
 
+OLDER_VERSION = "the index was written by an older version"
+
+
 class CorruptIndex(Exception):
     """Internal: the files on disk do not agree with the manifest. The message says how."""
 
@@ -169,7 +172,7 @@ def read_manifest(folder: Path) -> dict[str, Any]:
             raise CorruptIndex(f"manifest.json: {key!r} is missing or malformed")
     if data.get("version") != MANIFEST_VERSION:
         # Sources and root are still good: the caller re-reads every file into the new format.
-        raise CorruptIndex("the index was written by an older version")
+        raise CorruptIndex(OLDER_VERSION)
     try:
         data["files"] = FileTable.from_json(data["files"])
     except TableError as exc:

@@ -234,6 +234,31 @@ def test_an_index_of_the_previous_format_is_rebuilt_from_its_sources(tmp_path: P
     assert kb.search("gradient descent")
 
 
+def test_a_version_2_index_is_rebuilt_and_said_to_be_older_not_damaged(tmp_path: Path) -> None:
+    course, kb = _indexed(tmp_path, n=3)
+    # What version 2 wrote: a dict per file, one .npy file per array, a staging leftover.
+    manifest = json.loads((kb.folder / "manifest.json").read_bytes())
+    table = manifest["files"]
+    manifest["files"] = {
+        path: {name: table[name][i] for name in table if name != "path"}
+        for i, path in enumerate(table["path"])
+    }
+    manifest["version"] = 2
+    manifest["index_files"] = {"dl.npy": "0" * 64, "vocab.json": "0" * 64}
+    (kb.folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    for name in manifest["index_files"]:
+        (kb.folder / "index" / name).write_bytes(b"old")
+    (kb.folder / ".index-new-0123").mkdir()
+    report = KnowledgeBase(tmp_path / "home", "inc").refresh()
+    assert report.rebuilt_from_older_version and report.added == 3
+    assert "older version's format and has been rebuilt" in report.summary()
+    assert "damaged" not in report.summary()
+    assert kb.info()["sources"] == [str(course.resolve())]  # the learner's sources kept
+    left = {p.name for p in (kb.folder / "index").iterdir()}
+    assert not left & {"dl.npy", "vocab.json"} and not (kb.folder / ".index-new-0123").exists()
+    assert kb.search("gradient descent") and kb.verify() is None
+
+
 # --- issue 9: ingestion -------------------------------------------------------------------------
 
 
