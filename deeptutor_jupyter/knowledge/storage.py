@@ -190,9 +190,10 @@ def load_verified(
 ) -> Loaded:
     """The manifest and the memory-mapped index, after checking the index files' checksums.
 
-    ``for_search`` leaves out the term arrays (``doc_*.npy``): a search never reads them, and a
-    refresh, which does, opens the index without it. With ``trust``, a file whose stamp is the
-    one recorded after it was last hashed is not hashed again (``settled_stamps``).
+    ``for_search`` leaves out the base's term arrays (the ``basedoc`` file): a search never
+    reads them, and a refresh, which does, opens the index without it. With ``trust``, a file
+    whose stamp is the one recorded after it was last hashed is not hashed again
+    (``settled_stamps``).
     ``open_index=False`` checks the files but opens none of them (``index`` stays None): a
     refresh reads only the arrays it needs, and only when a file changed.
     """
