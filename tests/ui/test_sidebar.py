@@ -112,16 +112,27 @@ def open_tutor(page: Any) -> None:
     # The palette is opened by its command: with no widget focused (a launcher after ``?reset``)
     # Chromium sometimes delivers Ctrl+Shift+C nowhere. What is tested is our palette entry.
     page.evaluate("() => window.jupyterapp.restored.then(() => true)")
-    page.evaluate("() => window.jupyterapp.commands.execute('apputils:activate-command-palette')")
     palette = page.locator(".lm-CommandPalette-input")
-    palette.wait_for(state="visible")
-    palette.fill("Tutor: open")
     # Enter runs the active entry, as a learner does: a click can miss it, since the palette
     # renders its list again whenever a command's state changes (a kernel starting).
-    active = ".lm-CommandPalette-item.lm-mod-active"
-    page.locator(active, has_text="Tutor: open").first.wait_for(state="visible")
-    palette.press("Enter")
-    page.locator("#deeptutor-panel").wait_for(state="visible")
+    active = page.locator(".lm-CommandPalette-item.lm-mod-active", has_text="Tutor: open")
+    for attempt in range(3):
+        # The modal palette closes when focus moves, and a freshly reset workspace still
+        # moves it (the launcher restoring): the whole gesture is made again, not patched.
+        page.evaluate(
+            "() => window.jupyterapp.commands.execute('apputils:activate-command-palette')"
+        )
+        try:
+            palette.wait_for(state="visible", timeout=10000)
+            palette.fill("Tutor: open", timeout=5000)
+            active.first.wait_for(state="visible", timeout=5000)
+            palette.press("Enter", timeout=5000)
+            page.locator("#deeptutor-panel").wait_for(state="visible", timeout=10000)
+            return
+        except Exception:
+            if attempt == 2:
+                raise
+            page.keyboard.press("Escape")
 
 
 def pending_question(home: Path, notebook: str) -> PendingRow:
