@@ -1,4 +1,4 @@
-"""Several 1-d numpy arrays in one file, memory-mapped when read.
+"""Several 1-d numpy arrays in one file, read-only views when read.
 
 A refresh writes the delta, the dead mask, the lengths and the document frequencies: six
 arrays. As six ``.npy`` files that is six file creations, and on a learner's disk, after the
@@ -69,7 +69,8 @@ def write_arrays(path: Path, arrays: dict[str, Any], digest: Any) -> None:
 
 
 def open_arrays(path: Path) -> dict[str, Any]:
-    """The arrays of a file ``write_arrays`` made, read-only and memory-mapped.
+    """The arrays of a file ``write_arrays`` made, read-only: memory-mapped, or read into
+    memory when the file is small.
 
     ValueError (or OSError) when it is not such a file or an array lies outside it.
     """

@@ -21,9 +21,9 @@ Write order: the chunk store is appended to (bytes past the old manifest's range
 read by anyone), the index files that changed are written under new names beside the ones
 they replace, and manifest.json is replaced atomically, last. Only then are files named by
 neither this manifest nor the one before it deleted, so a reader still holding the previous
-manifest finds every file it names. The manifest carries the SHA-256 of every index
-file and of every file's chunk range, so a crash between two renames, a truncated file or a
-hand edit shows up as a checksum mismatch, and the index is rebuilt instead of used. Index
+manifest finds every file it names. The manifest carries the checksum (BLAKE2b) of every
+index file and of every file's chunk range, so a write cut short by a crash, a truncated file
+or a hand edit shows up as a checksum mismatch, and the index is rebuilt instead of used. Index
 files are checked when the index is opened; a chunk range when its chunks are read (a search
 hit), so opening a big knowledge base does not hash every chunk.
 
@@ -39,7 +39,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -316,21 +316,13 @@ def _check_index_files(
 def read_range(folder: Path, manifest: dict[str, Any], entry: dict[str, Any]) -> list[Chunk]:
     """The chunks of one file, checked against the digest of its byte range."""
     try:
-        offset, length = int(entry["offset"]), int(entry["length"])
-        with (folder / manifest["store"]).open("rb") as fh:
-            fh.seek(offset)
-            data = fh.read(length)
-    except (OSError, KeyError, TypeError, ValueError) as exc:
+        store = folder / manifest["store"]
+    except (KeyError, TypeError) as exc:
         raise CorruptIndex(f"the chunk store cannot be read ({exc})") from exc
-    if len(data) != length or checksum(data) != entry.get("digest"):
-        raise CorruptIndex("a range of the chunk store does not match its checksum")
     try:
-        chunks = [Chunk.from_json(orjson.loads(line)) for line in data.splitlines() if line]
+        return [Chunk.from_json(orjson.loads(line)) for line in _range_lines(store, entry)]
     except (ValueError, TypeError) as exc:
         raise CorruptIndex(f"the chunk store cannot be parsed ({exc})") from exc
-    if len(chunks) != entry.get("chunks"):
-        raise CorruptIndex("a file's chunk count disagrees with the chunk store")
-    return chunks
 
 
 def check_ranges(folder: Path, manifest: dict[str, Any], *, trust: bool = True) -> None:
@@ -348,11 +340,7 @@ def check_ranges(folder: Path, manifest: dict[str, Any], *, trust: bool = True) 
         _check_blocks(view, manifest, blocks)
         return
     table: FileTable = manifest["files"]
-    for i, rel in enumerate(table.path):
-        try:
-            offset, length = int(table.offset[i]), int(table.length[i])
-        except (TypeError, ValueError) as exc:
-            raise CorruptIndex(f"manifest.json: the entry of {rel} is malformed") from exc
+    for i, rel, offset, length in _ranges(table):
         part = view[offset : offset + length]
         if len(part) != length or checksum(part) != table.digest[i]:
             raise CorruptIndex(f"the chunks of {rel} do not match their checksum")
@@ -369,17 +357,21 @@ def _check_blocks(view: memoryview, manifest: dict[str, Any], blocks: list[Any])
         if len(part) != end - start or checksum(part) != digest:
             raise CorruptIndex("the chunk store does not match its checksums")
     starts = [start for start, _, _ in spans]
-    table: FileTable = manifest["files"]
-    for i, rel in enumerate(table.path):
-        try:
-            offset, length = int(table.offset[i]), int(table.length[i])
-        except (TypeError, ValueError) as exc:
-            raise CorruptIndex(f"manifest.json: the entry of {rel} is malformed") from exc
+    for _, rel, offset, length in _ranges(manifest["files"]):
         if not length:
             continue
         at = bisect.bisect_right(starts, offset) - 1
         if at < 0 or offset + length > spans[at][1]:
             raise CorruptIndex(f"the chunks of {rel} lie outside the checked store")
+
+
+def _ranges(table: FileTable) -> Iterator[tuple[int, str, int, int]]:
+    """(row, path, offset, length) of every file's range of the chunk store."""
+    for i, rel in enumerate(table.path):
+        try:
+            yield i, rel, int(table.offset[i]), int(table.length[i])
+        except (TypeError, ValueError) as exc:
+            raise CorruptIndex(f"manifest.json: the entry of {rel} is malformed") from exc
 
 
 def iter_chunks(folder: Path) -> Iterator[Chunk]:
@@ -484,14 +476,7 @@ def save_index(
 def remove_old_index_files(folder: Path, keep: set[str]) -> None:
     """Delete index files other than ``keep`` (the current manifest's and the previous one's,
     which a reader may still be using), and those of a write that was interrupted."""
-    try:
-        present = os.listdir(folder / INDEX_DIR)
-    except FileNotFoundError:
-        return
-    for name in present:
-        if name not in keep:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(folder / INDEX_DIR / name)
+    _remove_except(folder / INDEX_DIR, keep, lambda name: True)
 
 
 def chunk_line(chunk: Chunk) -> bytes:
@@ -516,8 +501,19 @@ def write_manifest(folder: Path, manifest: dict[str, Any], *, sources_changed: b
 def remove_old_stores(folder: Path, keep: set[str]) -> None:
     """Delete chunk stores other than ``keep`` (the current one and the one before it, which
     a reader holding the previous manifest may still be reading)."""
-    for name in os.listdir(folder):
-        if name.startswith(STORE_PREFIX) and name.endswith(".jsonl") and name not in keep:
+    _remove_except(
+        folder, keep, lambda name: name.startswith(STORE_PREFIX) and name.endswith(".jsonl")
+    )
+
+
+def _remove_except(folder: Path, keep: set[str], ours: Callable[[str], bool]) -> None:
+    """Unlink the files of ``folder`` that ``ours`` claims, except those in ``keep``."""
+    try:
+        present = os.listdir(folder)
+    except FileNotFoundError:
+        return
+    for name in present:
+        if name not in keep and ours(name):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(folder / name)
 
