@@ -9,6 +9,12 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests judge results, never time: on a loaded 2-core machine the default deadline and
+# the "input generation is slow" health check failed a correct round trip.
+settings.register_profile("deeptutor", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("deeptutor")
 
 # A real endpoint would need one of these; the tests talk to FakeLLMServer only.
 _REAL_MODEL_ENV = ("OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_BASE_URL")
