@@ -13,22 +13,23 @@ live Future, or, after a kernel restart, the ``on_orphan`` hook that resumes the
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-import math
-import re
 import time
 import uuid
 from collections.abc import Callable
-from datetime import date
 from pathlib import Path
 from typing import Any
 
-from deeptutor_jupyter.errors import DeepTutorError
+from deeptutor_jupyter.interaction.answers import (  # the answer rules live there
+    InteractionError as InteractionError,
+)
+from deeptutor_jupyter.interaction.answers import InvalidAnswer as InvalidAnswer
+from deeptutor_jupyter.interaction.answers import check_answer as check_answer
+from deeptutor_jupyter.interaction.answers import check_types as check_types
 from deeptutor_jupyter.interaction.audit import AuditLog
 from deeptutor_jupyter.interaction.owners import Owner, live_owner_ids
-from deeptutor_jupyter.interaction.schema import CHOICE_MODES, AskUserArgs, payload
+from deeptutor_jupyter.interaction.schema import AskUserArgs, payload
 from deeptutor_jupyter.providers.base import ToolCall
 from deeptutor_jupyter.store.db import PendingRow, Store, StoreError
 from deeptutor_jupyter.tools.base import ToolResult
@@ -37,12 +38,6 @@ logger = logging.getLogger(__name__)
 
 Emit = Callable[..., Any]
 Result = dict[str, Any]
-
-
-class InteractionError(DeepTutorError):
-    """A submission that was refused; ``code`` names the case for code, the text for people."""
-
-    code = "error"
 
 
 class UnknownRequest(InteractionError):
@@ -59,10 +54,6 @@ class AlreadyAnswered(InteractionError):
 
 class ExpiredRequest(InteractionError):
     code = "expired"
-
-
-class InvalidAnswer(InteractionError):
-    code = "invalid"
 
 
 class NotResumable(InteractionError):
@@ -388,72 +379,3 @@ def closed_message(row: PendingRow) -> str:
     if row.status == "cancelled":
         return "This question was cancelled, so it no longer takes an answer."
     return "This question was already answered; the answer stands."
-
-
-def check_types(selections: Any, custom_input: Any, cancelled: Any) -> None:
-    """InvalidAnswer for values no form could send (a number for the text, a string of ids)."""
-    if selections is not None and (
-        not isinstance(selections, (list, tuple)) or not all(isinstance(s, str) for s in selections)
-    ):
-        raise InvalidAnswer("selections must be a list of option ids (strings).")
-    if not isinstance(custom_input, str):
-        raise InvalidAnswer(
-            f"custom_input must be a string, not {type(custom_input).__name__}; "
-            f"send the answer as text, e.g. {str(custom_input)[:20]!r}."
-        )
-    if not isinstance(cancelled, bool):
-        raise InvalidAnswer("cancelled must be True or False.")
-
-
-_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-# What a number answer may look like: an optional sign, digits with an optional decimal point
-# (or a leading one), an optional exponent. Not Python's float syntax: no "1_000", no "inf",
-# no spaces around it (the form strips them before sending).
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-
-
-def check_answer(
-    body: dict[str, Any], selections: list[str], custom_input: str, workspace: Path
-) -> None:
-    """Raise InvalidAnswer when an answer does not fit the question it answers."""
-    mode = body.get("mode")
-    ids = [o["id"] for o in body.get("options", [])]
-    unknown = [s for s in selections if s not in ids]
-    if unknown:
-        raise InvalidAnswer(f"Not an option of this question: {', '.join(map(repr, unknown))}.")
-    if len(set(selections)) != len(selections):
-        raise InvalidAnswer("An option was selected twice.")
-    if mode in CHOICE_MODES:
-        if custom_input and not body.get("allow_custom"):
-            raise InvalidAnswer("This question does not take a free-text answer.")
-        if mode == "single" and len(selections) > 1:
-            raise InvalidAnswer("Choose one option.")
-        if mode in ("single", "toggle") and not selections and not custom_input:
-            raise InvalidAnswer("Choose at least one option.")
-        return
-    if selections:
-        raise InvalidAnswer(f"A {mode} question has no options to select.")
-    text = custom_input.strip()
-    if not text:
-        raise InvalidAnswer("Please type an answer.")
-    if mode in ("number", "date") and text != custom_input:
-        raise InvalidAnswer(f"{custom_input!r} has spaces around it; send {text!r}.")
-    if mode == "number":
-        if not _NUMBER.fullmatch(text) or not math.isfinite(float(text)):
-            with contextlib.suppress(ValueError):
-                if not math.isfinite(float(text)):
-                    raise InvalidAnswer(f"{text!r} is not a finite number.")
-            raise InvalidAnswer(f"{text!r} is not a number (write it like 42, -1.5 or 2e3).")
-    elif mode == "date":
-        # fromisoformat alone also takes week dates ("2026-W01-1") and "20260102".
-        try:
-            if not _ISO_DATE.fullmatch(text):
-                raise ValueError(text)
-            date.fromisoformat(text)
-        except ValueError:
-            raise InvalidAnswer(f"{text!r} is not a date in ISO form (YYYY-MM-DD).") from None
-    elif mode == "directory":
-        root = workspace.resolve()
-        target = (root / text).resolve()
-        if target != root and root not in target.parents:
-            raise InvalidAnswer(f"{text!r} is outside the notebook's folder ({root}).")

@@ -8,6 +8,7 @@ Imported with kernel/comm.py on the first comm open, never at ``%load_ext``.
 
 from __future__ import annotations
 
+import typing
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -134,7 +135,11 @@ PanelAction = Annotated[
     | QuizAnswerAction,
     Field(discriminator="action"),
 ]
-ACTIONS = ("ask", "stop", "answer", "subscribe", "new", "switch", "rename", "quiz_answer")
+# The union's own `action` literals, in its order: adding an action to the union adds it here.
+ACTIONS: tuple[str, ...] = tuple(
+    typing.get_args(m.model_fields["action"].annotation)[0]
+    for m in typing.get_args(typing.get_args(PanelAction)[0])
+)
 
 
 class TurnSummary(BaseModel):

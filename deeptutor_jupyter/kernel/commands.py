@@ -45,8 +45,6 @@ EMPTY_KB_LIST = (
     "then ask with `%tutor --kb NAME` followed by your question."
 )
 
-MODES = ("update", "audit", "dedup", "merge")
-
 
 def _split(text: str) -> list[str]:
     try:
@@ -70,6 +68,8 @@ def _document(value: str) -> str:
 
 def memory_parser() -> MagicArgumentParser:
     """``%tutor memory [import PATH | export [FILE] | forget --all | consolidate ... | help]``."""
+    from deeptutor_jupyter.memory.consolidate import MODES  # only when %tutor memory runs
+
     parser, verbs = _verbs("%tutor memory")
     verbs.add_parser("import").add_argument("path")
     verbs.add_parser("export").add_argument("file", nargs="?")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -35,7 +36,7 @@ from deeptutor_jupyter.memory.trace import TraceRecord
 from deeptutor_jupyter.providers.base import ChatModel, ChatRequest, TextDelta
 
 Mode = Literal["update", "audit", "dedup", "merge"]
-MODES: tuple[str, ...] = ("update", "audit", "dedup", "merge")
+MODES: tuple[Mode, ...] = typing.get_args(Mode)
 TRACE_CHUNK = 20
 AUDIT_CHUNK = 30
 DEDUP_PASSES = 3

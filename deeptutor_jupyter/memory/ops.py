@@ -16,6 +16,7 @@ References must be trace ids L1 knows or references the document already cites.
 from __future__ import annotations
 
 import difflib
+import typing
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -38,8 +39,9 @@ from deeptutor_jupyter.memory.document import (
     text_problem,
 )
 
-DeleteReason = Literal["contradicted", "superseded", "stale", "low-signal"]
-DELETE_REASONS: tuple[str, ...] = ("contradicted", "superseded", "stale", "low-signal")
+# In the order the forms offer them; "stale" is the one a bare delete takes.
+DeleteReason = Literal["stale", "contradicted", "superseded", "low-signal"]
+DELETE_REASONS: tuple[DeleteReason, ...] = typing.get_args(DeleteReason)
 
 
 class _Op(BaseModel):

@@ -19,6 +19,7 @@ import tornado.web
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
+from pydantic import ValidationError
 
 from deeptutor_jupyter.config import resolve_settings
 from deeptutor_jupyter.interaction.audit import AuditLog
@@ -28,6 +29,7 @@ from deeptutor_jupyter.interaction.coordinator import (
     resolved_fields,
 )
 from deeptutor_jupyter.memory.store import MemoryStore
+from deeptutor_jupyter.server.api_models import DocumentsReply, SaveMemoryRequest, dump
 from deeptutor_jupyter.server.reads import (
     memory_documents,
     pending_questions,
@@ -147,7 +149,11 @@ class MemoryHandler(TutorHandler):
     @tornado.web.authenticated
     @authorized
     def get(self) -> None:
-        self.reply({"documents": memory_documents(learner().home)})
+        self.reply(_documents(learner().home))
+
+
+def _documents(home: Path, **more: Any) -> dict[str, Any]:
+    return dump(DocumentsReply.model_validate({"documents": memory_documents(home), **more}))
 
 
 class MemoryDocumentHandler(TutorHandler):
@@ -161,13 +167,15 @@ class MemoryDocumentHandler(TutorHandler):
             body = json.loads(self.request.body or b"{}")
         except ValueError:
             return self.refuse(400, "bad_request", "The document is not valid JSON.")
-        if not isinstance(body, dict) or not isinstance(body.get("text"), str):
+        try:
+            text = SaveMemoryRequest.model_validate(body, strict=True).text
+        except ValidationError:
             return self.refuse(400, "bad_request", 'Send the document as {"text": "..."}.')
         try:
-            save_memory_document(learner().home, layer, key, body["text"])
+            save_memory_document(learner().home, layer, key, text)
         except ValueError as exc:  # DocumentError is one: the text says which line and why
             return self.refuse(400, "invalid", str(exc))
-        self.reply({"documents": memory_documents(learner().home)})
+        self.reply(_documents(learner().home))
 
     @tornado.web.authenticated
     @authorized
@@ -178,7 +186,7 @@ class MemoryDocumentHandler(TutorHandler):
             removed = MemoryStore(home).delete_document(layer, key)
         except ValueError as exc:
             return self.refuse(400, "invalid", str(exc))
-        self.reply({"removed": removed, "documents": memory_documents(home)})
+        self.reply(_documents(home, removed=removed))
 
 
 class TracesHandler(TutorHandler):

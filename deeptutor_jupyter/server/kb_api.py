@@ -20,8 +20,16 @@ from typing import Any
 import tornado.web
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.utils import url_path_join
+from pydantic import ValidationError
 
 from deeptutor_jupyter.knowledge import KnowledgeBase, validate_kb_name
+from deeptutor_jupyter.server.api_models import (
+    AddKnowledgeBaseRequest,
+    JobReply,
+    KbJob,
+    KnowledgeState,
+    dump,
+)
 from deeptutor_jupyter.server.handlers import TutorHandler, learner
 from deeptutor_jupyter.server.reads import kb_list, remove_knowledge_base
 
@@ -44,19 +52,23 @@ class Job:
     started_at: float = field(default_factory=time.time)
     finished_at: float | None = None
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> KbJob:
         out = asdict(self)
         del out["home"]
-        return out
+        return KbJob.model_validate(out)
 
 
 _jobs: dict[str, Job] = {}
 _lock = threading.Lock()
 
 
-def jobs_of(home: Path) -> list[dict[str, Any]]:
+def jobs_of(home: Path) -> list[KbJob]:
     with _lock:
         return [job.public() for job in _jobs.values() if job.home == str(home)]
+
+
+def _state(home: Path) -> dict[str, Any]:
+    return dump(KnowledgeState.model_validate({"kbs": kb_list(home), "jobs": jobs_of(home)}))
 
 
 def resolve_under(root: Path, relative: str) -> Path:
@@ -127,8 +139,7 @@ class KnowledgeHandler(TutorHandler):
     @tornado.web.authenticated
     @authorized
     def get(self) -> None:
-        home = learner().home
-        self.reply({"kbs": kb_list(home), "jobs": jobs_of(home)})
+        self.reply(_state(learner().home))
 
     @tornado.web.authenticated
     @authorized
@@ -137,15 +148,17 @@ class KnowledgeHandler(TutorHandler):
             body = json.loads(self.request.body or b"{}")
         except ValueError:
             return self.refuse(400, "bad_request", "The request is not valid JSON.")
-        if not isinstance(body, dict) or not isinstance(body.get("path"), str):
+        try:
+            asked = AddKnowledgeBaseRequest.model_validate(body, strict=True)
+        except ValidationError:
             return self.refuse(400, "bad_request", 'Send {"name": "...", "path": "folder"}.')
         try:
-            name = validate_kb_name(body.get("name"))  # type: ignore[arg-type]
+            name = validate_kb_name(asked.name)
         except ValueError as exc:
             return self.refuse(400, "invalid", str(exc))
         root = Path(self.settings.get("server_root_dir") or Path.cwd()).expanduser()
         try:
-            target = resolve_under(root, body["path"])
+            target = resolve_under(root, asked.path)
         except PermissionError as exc:
             return self.refuse(403, "outside_root", str(exc))
         except FileNotFoundError as exc:
@@ -154,10 +167,10 @@ class KnowledgeHandler(TutorHandler):
             return self.refuse(400, "bad_request", str(exc))
         home = learner().home
         try:
-            job = _start(home, root.resolve(), name, body["path"], target)
+            job = _start(home, root.resolve(), name, asked.path, target)
         except RuntimeError as exc:
             return self.refuse(409, "busy", str(exc))
-        self.reply({"job": job.public()}, 202)
+        self.reply(dump(JobReply(job=job.public())), 202)
 
 
 class KnowledgeBaseHandler(TutorHandler):
@@ -177,7 +190,7 @@ class KnowledgeBaseHandler(TutorHandler):
             return self.refuse(404, "unknown", str(exc))
         except ValueError as exc:
             return self.refuse(400, "invalid", str(exc))
-        self.reply({"kbs": kb_list(home), "jobs": jobs_of(home)})
+        self.reply(_state(home))
 
 
 def handlers(base: str) -> list[tuple[str, type[TutorHandler]]]:

@@ -15,27 +15,38 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
 
 import tornado.web
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.utils import url_path_join
+from pydantic import ValidationError
 
 from deeptutor_jupyter.config import resolve_settings
 from deeptutor_jupyter.memory.consolidate import (
     MODES,
-    Mode,
     Preview,
     RunBusyError,
     apply_preview,
     preview,
 )
 from deeptutor_jupyter.memory.document import bare_id, parse
-from deeptutor_jupyter.memory.ops import DELETE_REASONS, DeleteReason, unified_diff
+from deeptutor_jupyter.memory.ops import DELETE_REASONS, unified_diff
 from deeptutor_jupyter.memory.store import MemoryStore, StaleDocumentError
 from deeptutor_jupyter.memory.trace import TraceRecord
 from deeptutor_jupyter.providers.base import ChatModel
 from deeptutor_jupyter.runtime.redact import scrub_text, usable
+from deeptutor_jupyter.server.api_models import (
+    ApplyReply,
+    ConsolidationPreview,
+    DiscardReply,
+    DocumentsReply,
+    PreviewChange,
+    PreviewReply,
+    PreviewRequest,
+    PreviewTrace,
+    RejectedOp,
+    dump,
+)
 from deeptutor_jupyter.server.handlers import TutorHandler, learner
 from deeptutor_jupyter.server.reads import memory_documents
 
@@ -79,27 +90,27 @@ def _drop(preview_id: str) -> bool:
         return _previews.pop(preview_id, None) is not None
 
 
-def preview_json(preview_id: str, shown: Preview, store: MemoryStore) -> dict[str, Any]:
+def preview_json(preview_id: str, shown: Preview, store: MemoryStore) -> ConsolidationPreview:
     result = shown.result
     by_id = {r.trace_id: r for r in store.traces()}
-    return {
-        "id": preview_id,
-        "layer": shown.layer,
-        "key": shown.key,
-        "mode": shown.mode,
-        "before": shown.before,
-        "after": shown.after,
-        "changed": shown.after != shown.before,
-        "diff": unified_diff(shown.before, shown.after, f"{shown.layer}/{shown.key}.md"),
-        "has_work": shown.has_work(),
-        "ops": result.ops_applied,
-        "changes": changes(shown),
-        "rejected": [{"op": op, "reason": reason} for op, reason in result.rejected],
-        "traces": [_trace_json(trace_id, by_id.get(trace_id)) for trace_id in shown.trace_ids()],
-    }
+    return ConsolidationPreview(
+        id=preview_id,
+        layer=shown.layer,
+        key=shown.key,
+        mode=shown.mode,
+        before=shown.before,
+        after=shown.after,
+        changed=shown.after != shown.before,
+        diff=unified_diff(shown.before, shown.after, f"{shown.layer}/{shown.key}.md"),
+        has_work=shown.has_work(),
+        ops=result.ops_applied,
+        changes=changes(shown),
+        rejected=[RejectedOp(op=op, reason=reason) for op, reason in result.rejected],
+        traces=[_trace(trace_id, by_id.get(trace_id)) for trace_id in shown.trace_ids()],
+    )
 
 
-def changes(shown: Preview) -> list[dict[str, Any]]:
+def changes(shown: Preview) -> list[PreviewChange]:
     """The valid ops in a learner's words: what is added, edited (from what) or deleted."""
     entries = {entry.id: (section.name, entry) for section, entry in parse(shown.before).entries()}
     out = []
@@ -109,27 +120,29 @@ def changes(shown: Preview) -> list[dict[str, Any]]:
         old = found[1].text if found else ""
         section = str(op.get("section") or (found[0] if found else ""))
         out.append(
-            {
-                "kind": kind,
-                "section": section,
-                "text": str(op.get("text", old)),
-                "old_text": old if kind == "edit" else "",
-                "refs": list(op.get("refs", [])),
-                "reason": str(op.get("reason", "")),
-            }
+            PreviewChange.model_validate(
+                {
+                    "kind": kind,
+                    "section": section,
+                    "text": str(op.get("text", old)),
+                    "old_text": old if kind == "edit" else "",
+                    "refs": list(op.get("refs", [])),
+                    "reason": str(op.get("reason", "")),
+                }
+            )
         )
     return out
 
 
-def _trace_json(trace_id: str, record: TraceRecord | None) -> dict[str, Any]:
+def _trace(trace_id: str, record: TraceRecord | None) -> PreviewTrace:
     if record is None:
-        return {"trace_id": trace_id, "question": "", "surface": "", "started_at": None}
-    return {
-        "trace_id": trace_id,
-        "question": record.question,
-        "surface": record.surface,
-        "started_at": record.started_at,
-    }
+        return PreviewTrace(trace_id=trace_id, question="", surface="", started_at=None)
+    return PreviewTrace(
+        trace_id=trace_id,
+        question=record.question,
+        surface=record.surface,
+        started_at=record.started_at,
+    )
 
 
 def _model_for(mode: str) -> tuple[ChatModel | None, list[str]]:
@@ -161,14 +174,14 @@ class MemoryEntryHandler(TutorHandler):
             return self.refuse(400, "invalid", f"reason must be one of {choices}; not {reason!r}.")
         home = learner().home
         try:
-            MemoryStore(home).delete_entry(layer, key, entry_id, cast(DeleteReason, reason))
+            MemoryStore(home).delete_entry(layer, key, entry_id, reason)
         except ValueError as exc:  # a key no document has
             return self.refuse(400, "invalid", str(exc))
         except KeyError:
             return self.refuse(
                 404, "unknown", f"{layer}/{key}.md has no entry {entry_id}; it may be gone already."
             )
-        self.reply({"documents": memory_documents(home)})
+        self.reply(dump(DocumentsReply.model_validate({"documents": memory_documents(home)})))
 
 
 class PreviewHandler(TutorHandler):
@@ -181,8 +194,9 @@ class PreviewHandler(TutorHandler):
             body = json.loads(self.request.body or b"{}")
         except ValueError:
             return self.refuse(400, "bad_request", "The request is not valid JSON.")
-        mode = body.get("mode", "update") if isinstance(body, dict) else None
-        if mode not in MODES:
+        try:
+            mode = PreviewRequest.model_validate(body).mode
+        except ValidationError:
             return self.refuse(400, "invalid", f"mode must be one of {', '.join(MODES)}.")
         if (layer, key) == ("L3", "preferences"):
             return self.refuse(
@@ -199,7 +213,7 @@ class PreviewHandler(TutorHandler):
         except LookupError as exc:
             return self.refuse(400, "no_model", str(exc))
         try:
-            shown = await preview(store, model, layer=layer, key=key, mode=cast(Mode, mode))
+            shown = await preview(store, model, layer=layer, key=key, mode=mode)
         except RunBusyError as exc:
             return self.refuse(409, "busy", str(exc))
         except Exception as exc:  # the model's failure, in words, never with the key
@@ -209,7 +223,7 @@ class PreviewHandler(TutorHandler):
         finally:
             if model is not None:
                 await model.aclose()
-        self.reply({"preview": preview_json(_hold(home, shown), shown, store)})
+        self.reply(dump(PreviewReply(preview=preview_json(_hold(home, shown), shown, store))))
 
 
 class PreviewApplyHandler(TutorHandler):
@@ -233,12 +247,13 @@ class PreviewApplyHandler(TutorHandler):
         except RunBusyError as exc:
             return self.refuse(409, "busy", str(exc))
         _drop(preview_id)
-        self.reply({"applied": len(applied.valid), "documents": memory_documents(home)})
+        reply = {"applied": len(applied.valid), "documents": memory_documents(home)}
+        self.reply(dump(ApplyReply.model_validate(reply)))
 
     @tornado.web.authenticated
     @authorized
     def delete(self, preview_id: str) -> None:
-        self.reply({"discarded": _drop(preview_id)})
+        self.reply(dump(DiscardReply(discarded=_drop(preview_id))))
 
 
 def handlers(base: str) -> list[tuple[str, type[TutorHandler]]]:

@@ -17,6 +17,7 @@ from deeptutor_jupyter.knowledge.base import list_kbs, remove_kb
 from deeptutor_jupyter.memory.document import parse
 from deeptutor_jupyter.memory.store import L3_KEYS, MemoryStore
 from deeptutor_jupyter.memory.trace import SURFACE_RE
+from deeptutor_jupyter.server.api_models import KnowledgeBaseInfo, MemoryDocument, MemoryEntry
 from deeptutor_jupyter.store.db import Store
 
 
@@ -71,16 +72,17 @@ def memory_documents(home: Path) -> list[dict[str, Any]]:
     out = []
     for layer, key in docs:
         text = memory.read_text(layer, key)
-        entries = memory_entries(text)
-        empty = not text.strip()
-        out.append({"layer": layer, "key": key, "text": text, "empty": empty, "entries": entries})
+        doc = MemoryDocument(
+            layer=layer, key=key, text=text, empty=not text.strip(), entries=memory_entries(text)
+        )
+        out.append(doc.model_dump(mode="json"))
     return out
 
 
-def memory_entries(text: str) -> list[dict[str, Any]]:
+def memory_entries(text: str) -> list[MemoryEntry]:
     """A document's entries with their provenance (the trace ids each one cites)."""
     return [
-        {"id": f"m_{entry.id}", "section": section.name, "text": entry.text, "refs": entry.refs}
+        MemoryEntry(id=f"m_{entry.id}", section=section.name, text=entry.text, refs=entry.refs)
         for section, entry in parse(text).entries()
     ]
 
@@ -91,7 +93,10 @@ def save_memory_document(home: Path, layer: str, key: str, text: str) -> None:
 
 
 def kb_list(home: Path) -> list[dict[str, Any]]:
-    return list_kbs(home)
+    return [
+        KnowledgeBaseInfo.model_validate(info).model_dump(mode="json", exclude_unset=True)
+        for info in list_kbs(home)
+    ]
 
 
 def remove_knowledge_base(home: Path, name: str) -> None:

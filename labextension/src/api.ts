@@ -5,6 +5,13 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import {
+  DocumentsReply,
+  KnowledgeBaseInfo,
+  KnowledgeState,
+  MemoryDocument,
+  SaveMemoryRequest
+} from './contracts';
 import { PendingQuestion, Submission } from './protocol';
 import { __ } from './i18n';
 
@@ -66,15 +73,10 @@ export async function answerPending(
   return reply.result;
 }
 
-export interface MemoryDocument {
-  layer: string;
-  key: string;
-  text: string;
-  empty: boolean;
-}
+export type { KnowledgeBaseInfo, MemoryDocument };
 
 export async function fetchMemory(): Promise<MemoryDocument[]> {
-  return (await request<{ documents: MemoryDocument[] }>('memory')).documents;
+  return (await request<DocumentsReply>('memory')).documents;
 }
 
 /** Save a human's edit of one memory document; refused in words if it does not parse. */
@@ -84,24 +86,17 @@ export async function saveMemory(
   text: string
 ): Promise<MemoryDocument[]> {
   const path = `memory/${encodeURIComponent(layer)}/${encodeURIComponent(key)}`;
-  const reply = await request<{ documents: MemoryDocument[] }>(path, {
-    method: 'PUT',
-    body: JSON.stringify({ text })
-  });
+  const body: SaveMemoryRequest = { text };
+  const reply = await request<DocumentsReply>(path, { method: 'PUT', body: JSON.stringify(body) });
   return reply.documents;
 }
 
-export interface KnowledgeBaseInfo {
-  name: string;
-  [key: string]: unknown;
-}
-
 export async function fetchKnowledgeBases(): Promise<KnowledgeBaseInfo[]> {
-  return (await request<{ kbs: KnowledgeBaseInfo[] }>('kbs')).kbs;
+  return (await request<KnowledgeState>('kbs')).kbs;
 }
 
 /** Remove a knowledge base's index (the source files stay). */
 export async function removeKnowledgeBase(name: string): Promise<KnowledgeBaseInfo[]> {
   const path = `kbs/${encodeURIComponent(name)}`;
-  return (await request<{ kbs: KnowledgeBaseInfo[] }>(path, { method: 'DELETE' })).kbs;
+  return (await request<KnowledgeState>(path, { method: 'DELETE' })).kbs;
 }

@@ -3,9 +3,11 @@
  * them). They follow the reference protocol, section 3: check the minimal fields before
  * rendering; one control per mode; `allow_custom` adds an "other" field to the choice modes;
  * `resumable: false` shows only a notice and never sends a continue request bound to fail.
- * The answer checks mirror interaction/coordinator.py `check_answer`, so the form refuses in
- * place what the kernel would refuse.
+ * The answer checks are interaction/answers.py `check_answer`'s (its patterns are generated into
+ * contracts.ts; answer_cases.json is checked against both sides), so the form refuses in place
+ * what the kernel would refuse.
  */
+import { CHOICE_MODES as OPTION_MODES, ISO_DATE_PATTERN, NUMBER_PATTERN } from './contracts';
 import { ASK_MODES, AskMode, InputOption, InputRequest, Submission } from './protocol';
 import { __ } from './i18n';
 
@@ -21,11 +23,7 @@ const CONTROL: Record<AskMode, Control> = {
   directory: 'directory'
 };
 
-export const CHOICE_MODES: ReadonlySet<AskMode> = new Set<AskMode>([
-  'single',
-  'multiple',
-  'toggle'
-]);
+export const CHOICE_MODES: ReadonlySet<AskMode> = new Set<AskMode>(OPTION_MODES);
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -114,15 +112,45 @@ export function toggleSelection(
   return checked ? [...rest, id] : rest;
 }
 
-const ISO_DATE = /^[0-9]{4}-[0-9]{2}-[0-9]{2}$/;
+const NUMBER = new RegExp(`^(?:${NUMBER_PATTERN})$`);
+const ISO_DATE = new RegExp(`^(?:${ISO_DATE_PATTERN})$`);
 
-function isIsoDate(text: string): boolean {
+/** A finite number written plainly: no `0x10`, no `1_000`, nothing `Number()` reads besides. */
+export function isNumber(text: string): boolean {
+  return NUMBER.test(text) && Number.isFinite(Number(text));
+}
+
+/** A real day from year 1 (Python's `date`), as YYYY-MM-DD. */
+export function isIsoDate(text: string): boolean {
   if (!ISO_DATE.test(text)) {
     return false;
   }
   const [y, m, d] = text.split('-').map(Number);
-  const date = new Date(Date.UTC(y, m - 1, d));
-  return date.getUTCFullYear() === y && date.getUTCMonth() === m - 1 && date.getUTCDate() === d;
+  // setUTCFullYear, not Date.UTC: that one reads the years 0 to 99 as 1900 to 1999.
+  const date = new Date(0);
+  date.setUTCFullYear(y, m - 1, d);
+  return (
+    y >= 1 && date.getUTCFullYear() === y && date.getUTCMonth() === m - 1 && date.getUTCDate() === d
+  );
+}
+
+/** A relative path that never climbs above where it starts (`a/../b` does not, `a/../..` does). */
+export function staysInside(path: string): boolean {
+  if (path.startsWith('/')) {
+    return false;
+  }
+  let depth = 0;
+  for (const part of path.split('/')) {
+    if (part === '..') {
+      depth -= 1;
+      if (depth < 0) {
+        return false;
+      }
+    } else if (part && part !== '.') {
+      depth += 1;
+    }
+  }
+  return true;
 }
 
 /**
@@ -154,13 +182,13 @@ export function answerProblem(
   if (!text) {
     return __('Please type an answer.');
   }
-  if (req.mode === 'number' && !Number.isFinite(Number(text))) {
+  if (req.mode === 'number' && !isNumber(text)) {
     return __('%1 is not a number.', text);
   }
   if (req.mode === 'date' && !isIsoDate(text)) {
     return __('%1 is not a date in ISO form (YYYY-MM-DD).', text);
   }
-  if (req.mode === 'directory' && (text.startsWith('/') || text.split('/').includes('..'))) {
+  if (req.mode === 'directory' && !staysInside(text)) {
     return __('Give a folder inside the notebook\u2019s folder, as a relative path.');
   }
   return null;

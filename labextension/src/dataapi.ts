@@ -2,24 +2,34 @@
  * The Memory and Knowledge tabs' writes (deeptutor_jupyter/server/memory_api.py, kb_api.py):
  * delete an entry or a document, consolidate through a preview, add a knowledge base.
  */
-import { KnowledgeBaseInfo, MemoryDocument, request } from './api';
-import { KbJob } from './knowledge';
+import { request } from './api';
+import {
+  AddKnowledgeBaseRequest,
+  ApplyReply,
+  ConsolidationPreview,
+  DELETE_REASONS,
+  DiscardReply,
+  DocumentsReply,
+  JobReply,
+  KbJob,
+  KnowledgeState,
+  MODES,
+  MemoryDocument,
+  PreviewReply,
+  PreviewRequest
+} from './contracts';
 
-export interface MemoryEntry {
-  id: string;
-  section: string;
-  text: string;
-  refs: string[];
-}
-
-/** A document as `GET memory` lists it, with its entries and their provenance. */
-export interface MemoryDoc extends MemoryDocument {
-  entries?: MemoryEntry[];
-}
-
-export const DELETE_REASONS = ['stale', 'contradicted', 'superseded', 'low-signal'] as const;
+// The bodies and lists are generated from the server's models (contracts.ts); named here.
+export type {
+  ConsolidationPreview,
+  KnowledgeState,
+  MemoryDocument,
+  MemoryEntry,
+  PreviewChange,
+  PreviewTrace
+} from './contracts';
+export { DELETE_REASONS, MODES };
 export type DeleteReason = (typeof DELETE_REASONS)[number];
-export const MODES = ['update', 'audit', 'dedup', 'merge'] as const;
 export type Mode = (typeof MODES)[number];
 
 function docPath(layer: string, key: string, ...rest: string[]): string {
@@ -31,47 +41,14 @@ export async function deleteEntry(
   key: string,
   entryId: string,
   reason: DeleteReason
-): Promise<MemoryDoc[]> {
+): Promise<MemoryDocument[]> {
   const path = `${docPath(layer, key, entryId)}?reason=${encodeURIComponent(reason)}`;
-  return (await request<{ documents: MemoryDoc[] }>(path, { method: 'DELETE' })).documents;
+  return (await request<DocumentsReply>(path, { method: 'DELETE' })).documents;
 }
 
-export async function deleteDocument(layer: string, key: string): Promise<MemoryDoc[]> {
+export async function deleteDocument(layer: string, key: string): Promise<MemoryDocument[]> {
   const path = docPath(layer, key);
-  return (await request<{ documents: MemoryDoc[] }>(path, { method: 'DELETE' })).documents;
-}
-
-export interface PreviewTrace {
-  trace_id: string;
-  question: string;
-  surface: string;
-  started_at: number | null;
-}
-
-/** One valid op in a learner's words (the server reads the old text from the document). */
-export interface PreviewChange {
-  kind: 'add' | 'edit' | 'delete';
-  section: string;
-  text: string;
-  old_text: string;
-  refs: string[];
-  reason: string;
-}
-
-export interface ConsolidationPreview {
-  id: string;
-  layer: string;
-  key: string;
-  mode: Mode;
-  before: string;
-  after: string;
-  diff: string;
-  changed: boolean;
-  has_work: boolean;
-  ops: Record<string, unknown>[];
-  changes: PreviewChange[];
-  rejected: { op: Record<string, unknown>; reason: string }[];
-  traces: PreviewTrace[];
+  return (await request<DocumentsReply>(path, { method: 'DELETE' })).documents;
 }
 
 export async function previewConsolidation(
@@ -79,27 +56,21 @@ export async function previewConsolidation(
   key: string,
   mode: Mode
 ): Promise<ConsolidationPreview> {
-  const reply = await request<{ preview: ConsolidationPreview }>(docPath(layer, key, 'preview'), {
-    method: 'POST',
-    body: JSON.stringify({ mode })
-  });
+  const body: PreviewRequest = { mode };
+  const path = docPath(layer, key, 'preview');
+  const reply = await request<PreviewReply>(path, { method: 'POST', body: JSON.stringify(body) });
   return reply.preview;
 }
 
 /** Write exactly the preview; refused with code `stale` when the document changed since. */
-export async function applyPreview(id: string): Promise<MemoryDoc[]> {
+export async function applyPreview(id: string): Promise<MemoryDocument[]> {
   const path = `memory/previews/${encodeURIComponent(id)}`;
-  const reply = await request<{ documents: MemoryDoc[] }>(path, { method: 'POST', body: '{}' });
+  const reply = await request<ApplyReply>(path, { method: 'POST', body: '{}' });
   return reply.documents;
 }
 
 export async function discardPreview(id: string): Promise<void> {
-  await request(`memory/previews/${encodeURIComponent(id)}`, { method: 'DELETE' });
-}
-
-export interface KnowledgeState {
-  kbs: KnowledgeBaseInfo[];
-  jobs: KbJob[];
+  await request<DiscardReply>(`memory/previews/${encodeURIComponent(id)}`, { method: 'DELETE' });
 }
 
 export async function fetchKnowledge(): Promise<KnowledgeState> {
@@ -109,10 +80,8 @@ export async function fetchKnowledge(): Promise<KnowledgeState> {
 
 /** Index a folder or file, `path` relative to the server's root; the job runs on the server. */
 export async function addKnowledgeBase(name: string, path: string): Promise<KbJob> {
-  const reply = await request<{ job: KbJob }>('kbs', {
-    method: 'POST',
-    body: JSON.stringify({ name, path })
-  });
+  const body: AddKnowledgeBaseRequest = { name, path };
+  const reply = await request<JobReply>('kbs', { method: 'POST', body: JSON.stringify(body) });
   return reply.job;
 }
 

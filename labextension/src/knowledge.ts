@@ -3,6 +3,7 @@
  * base added from the file browser, the words of an indexing job's progress, the poll's pace,
  * and the rows of a consolidation preview's diff.
  */
+import { KbJob } from './contracts';
 import { __ } from './i18n';
 
 /** What the server accepts as a knowledge base name (knowledge/model.py, validate_kb_name). */
@@ -25,19 +26,7 @@ export function defaultKbName(path: string): string {
     .slice(0, 64);
 }
 
-export interface KbJob {
-  id: string;
-  name: string;
-  path: string;
-  state: 'running' | 'done' | 'failed';
-  done: number;
-  total: number;
-  current: string;
-  summary: string;
-  errors: string[];
-  started_at: number;
-  finished_at: number | null;
-}
+export type { KbJob };
 
 /** 0..1, or null while the indexer has not counted the work yet. */
 export function jobFraction(job: KbJob): number | null {

@@ -9,7 +9,7 @@ import { ApiError, fetchMemory, saveMemory } from './api';
 import {
   ConsolidationPreview,
   MODES,
-  MemoryDoc,
+  MemoryDocument,
   MemoryEntry,
   Mode,
   PreviewChange,
@@ -39,10 +39,10 @@ function modeLabel(mode: Mode): string {
 }
 
 function EntryRow(props: {
-  doc: MemoryDoc;
+  doc: MemoryDocument;
   entry: MemoryEntry;
   questions: ReadonlyMap<string, string>;
-  onChanged: (docs: MemoryDoc[]) => void;
+  onChanged: (docs: MemoryDocument[]) => void;
   onProblem: (text: string) => void;
 }): React.ReactElement {
   const { doc, entry } = props;
@@ -190,9 +190,9 @@ function PreviewView(props: {
 }
 
 function MemoryDocView(props: {
-  doc: MemoryDoc;
+  doc: MemoryDocument;
   questions: ReadonlyMap<string, string>;
-  onSaved: (docs: MemoryDoc[]) => void;
+  onSaved: (docs: MemoryDocument[]) => void;
   onReload: () => void;
 }): React.ReactElement {
   const { doc } = props;
@@ -391,7 +391,7 @@ function MemoryDocView(props: {
 }
 
 export function MemoryTab(): React.ReactElement {
-  const [docs, setDocs] = React.useState<MemoryDoc[] | null>(null);
+  const [docs, setDocs] = React.useState<MemoryDocument[] | null>(null);
   const [error, setError] = React.useState('');
   const [questions, setQuestions] = React.useState<ReadonlyMap<string, string>>(new Map());
   const reload = React.useCallback(() => {

@@ -4,6 +4,7 @@
  * deeptutor_jupyter/kernel/comm.py.
  */
 
+import { ASK_MODES as MODES_OF_ASK_USER } from './contracts';
 import { AskOption, AskUserPayload, Submission as SubmissionFields } from './schema';
 
 /** The comm target the kernel registers (kernel/comm.py `TARGET`). */
@@ -39,15 +40,8 @@ export type {
 
 export type AskMode = AskUserPayload['mode'];
 
-export const ASK_MODES: readonly AskMode[] = [
-  'single',
-  'multiple',
-  'text',
-  'number',
-  'date',
-  'directory',
-  'toggle'
-];
+/** The seven modes, generated from interaction/schema.py `Mode` (contracts.ts). */
+export const ASK_MODES: readonly AskMode[] = MODES_OF_ASK_USER;
 
 /** An answer as the form sends it: all three fields, always. */
 export type Submission = Required<SubmissionFields>;

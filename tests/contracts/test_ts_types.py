@@ -67,3 +67,83 @@ def test_the_panel_uses_the_generated_types_not_copies() -> None:
         assert not re.search(rf"export (interface|type) {name}\b", protocol), name
     assert f"COMM_TARGET = '{TARGET}'" in protocol
     assert f"TRACE_MIME = '{TRACE_MIME}'" in protocol
+
+
+def test_a_stale_contracts_file_makes_the_check_fail() -> None:
+    target = SRC / "contracts.ts"
+    kept = target.read_text(encoding="utf-8")
+    try:
+        target.write_text(kept.replace("'low-signal'", "'low_signal'", 1), encoding="utf-8")
+        stale = run("--check")
+    finally:
+        target.write_text(kept, encoding="utf-8")
+    assert stale.returncode == 1 and "contracts.ts is stale" in stale.stdout
+
+
+# What contracts.ts generates; a hand-written twin anywhere else in the panel is a copy that
+# would drift from the server.
+GENERATED_LISTS = ("ASK_MODES", "CHOICE_MODES", "ACTIONS", "MODES", "DELETE_REASONS")
+GENERATED_BODIES = (
+    "MemoryDocument",
+    "MemoryEntry",
+    "ConsolidationPreview",
+    "PreviewChange",
+    "PreviewTrace",
+    "KnowledgeBaseInfo",
+    "KnowledgeState",
+    "KbJob",
+    "DocumentsReply",
+    "SaveMemoryRequest",
+)
+
+
+def test_the_panel_uses_the_generated_contracts_not_copies() -> None:
+    contracts = (SRC / "contracts.ts").read_text(encoding="utf-8")
+    for name in GENERATED_BODIES:
+        assert f"export interface {name} {{" in contracts, name
+    for name in GENERATED_LISTS:
+        assert f"export const {name} = [" in contracts, name
+    copies = []
+    for path in sorted(SRC.glob("*.ts*")):
+        if path.name in ("contracts.ts", "schema.ts") or path.name.endswith(".test.ts"):
+            continue  # tests may spell values out: they check them
+        text = path.read_text(encoding="utf-8")
+        copies += [
+            f"{path.name}: {m.group(0)}"
+            for m in re.finditer(
+                rf"export (?:interface|type) ({'|'.join(GENERATED_BODIES)})\b", text
+            )
+        ]
+        # A list literal of the generated values (e.g. ['update', 'audit', ...]) is a copy too.
+        copies += [
+            f"{path.name}: {m.group(0)[:40]}"
+            for m in re.finditer(r"\[\s*'(?:update|stale|single|ask)',\s*'", text)
+        ]
+    assert copies == []
+    # The answer rule is compiled from the generated pattern, not written again.
+    askuser = (SRC / "askuser.ts").read_text(encoding="utf-8")
+    assert "NUMBER_PATTERN" in askuser and "ISO_DATE_PATTERN" in askuser
+
+
+def test_the_generated_lists_are_the_python_ones() -> None:
+    from deeptutor_jupyter.interaction.answers import NUMBER_PATTERN
+    from deeptutor_jupyter.kernel.comm_messages import ACTIONS, PanelAction
+    from deeptutor_jupyter.memory.consolidate import MODES, Mode
+    from deeptutor_jupyter.memory.ops import DELETE_REASONS, DeleteReason
+
+    # Python derives each list from its Literal or union; nothing is typed twice there either.
+    assert typing.get_args(Mode) == MODES and typing.get_args(DeleteReason) == DELETE_REASONS
+    union = typing.get_args(typing.get_args(PanelAction)[0])
+    assert len(ACTIONS) == len(union) and all(
+        m.model_fields["action"].annotation == typing.Literal[a]
+        for m, a in zip(union, ACTIONS, strict=True)
+    )
+    contracts = (SRC / "contracts.ts").read_text(encoding="utf-8")
+    for name, values in (
+        ("ACTIONS", ACTIONS),
+        ("MODES", MODES),
+        ("DELETE_REASONS", DELETE_REASONS),
+    ):
+        found = re.search(rf"export const {name} = \[(.*?)\] as const;", contracts, re.S)
+        assert found and re.findall(r"'([^']*)'", found.group(1)) == list(values), name
+    assert NUMBER_PATTERN.replace("\\", "\\\\") in contracts

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import datetime
 import html
-import math
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 import ipywidgets as widgets
 from pydantic import ValidationError
 
+from deeptutor_jupyter.interaction.answers import is_number
 from deeptutor_jupyter.interaction.schema import CHOICE_MODES, AskOption, AskUserPayload
 from deeptutor_jupyter.kernel.i18n import text
 
@@ -74,13 +74,6 @@ def _fit(width: str = "auto", **more: str) -> widgets.Layout:
 
 def _show(widget: widgets.DOMWidget, visible: bool) -> None:
     widget.layout.display = None if visible else "none"
-
-
-def _is_number(text: str) -> bool:
-    try:
-        return math.isfinite(float(text.strip()))
-    except ValueError:
-        return False
 
 
 def _on_enter(field: widgets.Text, submit: Callable[[], None]) -> None:
@@ -395,7 +388,7 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
             return [], str(self.controls["text_lines"].value)
         text = str(self.controls[self.mode].value)
         # A number is sent without the spaces a learner may type around it: the coordinator
-        # accepts only a plain number (interaction/coordinator.py: check_answer).
+        # accepts only a plain number (interaction/answers.py: check_answer).
         return [], text.strip() if self.mode == "number" else text
 
     def _missing(self) -> str:
@@ -409,7 +402,7 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
             word = "need_choice" if self.mode == "single" else "need_one"
             return f"{word}_or_other" if self.allow_custom else word
         if self.mode == "number":
-            return "" if _is_number(custom) else ("need_number" if custom.strip() else "need_text")
+            return "" if is_number(custom) else ("need_number" if custom.strip() else "need_text")
         if self.mode == "date":
             return "" if custom else "need_date"
         return "" if custom.strip() else "need_text"
