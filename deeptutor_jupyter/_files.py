@@ -4,6 +4,8 @@ Everything under ``$DEEPTUTOR_HOME`` is one learner's conversations and answers,
 0700 and every file in it 0600, whatever the umask says (a classroom hub is a shared machine).
 Documents are replaced, never rewritten in place: a temporary sibling is written, fsynced and
 renamed over the old file, and the folder is fsynced so the rename itself survives a crash.
+This module is the package's only renamer (``atomic_write_bytes`` for a file's new bytes,
+``move`` for a finished file or folder); tests/test_files.py fails on an ``os.replace`` elsewhere.
 Read-modify-write sequences hold an ``flock`` on a lock file; ``fcntl`` is imported only when a
 lock is taken, so importing this module stays cheap and works where fcntl does not exist.
 """
@@ -14,11 +16,15 @@ import contextlib
 import os
 import secrets
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+# Test hook: seconds to sleep in the middle of a file's write, so a test can kill the writer
+# while the temporary file is half written. Never set outside tests.
+SLOW_WRITE_ENV = "DEEPTUTOR_MEMORY_TEST_SLOW_WRITE"
 
 
 def ensure_private_dir(path: Path) -> bool:
@@ -80,7 +86,10 @@ def atomic_write_bytes(
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     try:
         os.fchmod(fd, mode)
-        write_all(fd, data)
+        half = len(data) // 2
+        write_all(fd, data[:half])
+        _slow_write_pause()
+        write_all(fd, data[half:])
         os.fsync(fd)
     except BaseException:
         os.close(fd)
@@ -89,13 +98,26 @@ def atomic_write_bytes(
         raise
     os.close(fd)
     try:
-        os.replace(tmp, path)
+        move(tmp, path, durable=durable_rename)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
-    if durable_rename:
-        fsync_dir(path.parent)
+
+
+def move(source: Path, target: Path, *, durable: bool = True) -> None:
+    """Rename ``source`` over ``target`` in one step (a file, or a folder onto a missing or empty
+    one); a reader sees the old ``target`` or the new, never a mix. ``durable`` fsyncs the
+    folder so the rename survives a crash."""
+    os.replace(source, target)
+    if durable:
+        fsync_dir(target.parent)
+
+
+def _slow_write_pause() -> None:
+    raw = os.environ.get(SLOW_WRITE_ENV)
+    if raw:
+        time.sleep(float(raw))
 
 
 def atomic_write_text(path: Path, text: str, *, mode: int = FILE_MODE) -> None:

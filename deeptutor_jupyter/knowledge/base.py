@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deeptutor_jupyter._files import move
 from deeptutor_jupyter.knowledge import bm25, storage
 from deeptutor_jupyter.knowledge.chunkstore import StoreWriter
 from deeptutor_jupyter.knowledge.discover import discover
@@ -582,6 +583,6 @@ def remove_kb(home: Path, name: str) -> None:
         raise KnowledgeBaseNotFound(f"No knowledge base named {name!r}")
     # Renamed first so that a half-deleted folder is never listed or searched.
     trash = kb.folder.with_name(f".removing-{name}-{uuid.uuid4().hex}")
-    os.replace(kb.folder, trash)
+    move(kb.folder, trash, durable=False)
     _VOCABULARIES.pop(kb.folder, None)
     shutil.rmtree(trash, ignore_errors=True)

@@ -13,7 +13,6 @@ import gzip
 import hashlib
 import io
 import json
-import os
 import shutil
 import stat
 import tarfile
@@ -22,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from deeptutor_jupyter._files import atomic_write_text, move
 
 COURSE_DIR = "course"
 PACK_FILE = "pack.json"
@@ -219,15 +220,12 @@ def install(home: Path, listing: Mapping[str, Any], archive: bytes) -> Pack:
         if target.exists():
             _remove(target)
         _read_only(staging)
-        os.replace(staging, target)
+        move(staging, target)
     except BaseException:
         _remove(staging)
         raise
     # The listing last: a pack is installed once its pack.json names the new version.
-    tmp = folder / f".{PACK_FILE}.{uuid.uuid4().hex}"
-    tmp.write_text(json.dumps(dict(listing), sort_keys=True), encoding="utf-8")
-    tmp.chmod(0o444)
-    os.replace(tmp, folder / PACK_FILE)
+    atomic_write_text(folder / PACK_FILE, json.dumps(dict(listing), sort_keys=True), mode=0o444)
     for old in folder.iterdir():
         if old.name.startswith("v") and old.name != f"v{version}":
             _remove(old)

@@ -75,7 +75,11 @@ def test_an_install_is_read_only_and_a_corrupt_download_installs_nothing(tmp_pat
     assert [p.label() for p in installed(home)] == ["calc v1"]
     assert all(p.stat().st_mode & 0o222 == 0 for p in [pack.root, *pack.root.rglob("*")])
     assert "MARK-42" in instruction_blocks([pack])[0]
-    assert json.loads((home / "course" / "calc" / "pack.json").read_text())["version"] == 1
+    listed = home / "course" / "calc" / "pack.json"
+    assert json.loads(listed.read_text())["version"] == 1
+    # Read-only like the pack, written in one step (no temporary left beside it).
+    assert listed.stat().st_mode & 0o777 == 0o444
+    assert sorted(p.name for p in listed.parent.iterdir()) == ["pack.json", "v1"]
 
 
 def test_an_edited_or_added_file_makes_the_pack_unusable_until_installed_again(
