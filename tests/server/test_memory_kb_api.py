@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 from tornado.httpclient import HTTPClientError
 
 from deeptutor_jupyter.knowledge.base import KnowledgeBase
 from deeptutor_jupyter.memory import MemoryStore
 from deeptutor_jupyter.memory.trace import TraceRecord
+from deeptutor_jupyter.server import api_models
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
 
 PROFILE = (
@@ -24,6 +26,15 @@ PROFILE = (
     "- Prefers short answers. [^1] <!--m_bbbb2-->\n\n"
     "---\n\n[^1]: t_1\n"
 )
+
+
+def reply_model(method: str, parts: tuple[str, ...]) -> type[BaseModel]:
+    """The model (server/api_models.py, generated into the panel's contracts.ts) of a reply."""
+    if parts[0] == "kbs":
+        return api_models.JobReply if method == "POST" else api_models.KnowledgeState
+    if parts[1:2] == ("previews",):
+        return api_models.ApplyReply if method == "POST" else api_models.DiscardReply
+    return api_models.PreviewReply if parts[-1] == "preview" else api_models.DocumentsReply
 
 
 def call(run: Any, jp_fetch: Any, method: str, *parts: str, body: Any = None, **params: str):
@@ -38,7 +49,10 @@ def call(run: Any, jp_fetch: Any, method: str, *parts: str, body: Any = None, **
     except HTTPClientError as exc:
         assert exc.response is not None
         return exc.code, json.loads(exc.response.body)
-    return response.code, json.loads(response.body)
+    reply = json.loads(response.body)
+    # Every answer is exactly what the panel's interfaces say, with no coercion on the way.
+    reply_model(method, parts).model_validate(reply, strict=True)
+    return response.code, reply
 
 
 def trace(trace_id: str, question: str) -> TraceRecord:
