@@ -78,11 +78,9 @@ def submit_user_input(
 def pending_interactions(session_id: str | None = None) -> list[dict[str, Any]]:
     """The questions waiting for an answer (of one session, or of every session of the user)."""
     session = _opened_session()
-    assert session.store is not None and session.coordinator is not None
-    rows = session.store.pending_for([session_id] if session_id else None)
+    rows = session.pending(all_sessions=True, session_id=session_id)
     return [
-        {**row.payload, "status": row.status, "resumable": session.coordinator.answerable(row)}
-        for row in session.coordinator.expire_stale(rows)
+        {**row.payload, "status": row.status, "resumable": session.answerable(row)} for row in rows
     ]
 
 
@@ -95,7 +93,7 @@ def _opened_session() -> TutorSession:
     if tutor is None:
         raise RuntimeError("Run %load_ext deeptutor_jupyter first.")
     session = tutor.session
-    if session.coordinator is None:
+    if not session.is_open:
         session.open(session.resolve({}))
     return session
 

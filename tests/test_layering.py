@@ -88,9 +88,10 @@ def module_name(path: Path) -> str:
     return ".".join(rel.parts).removesuffix(".__init__")
 
 
-def runtime_imports(path: Path) -> set[str]:
+def runtime_imports(path: Path, *, typing_too: bool = False) -> set[str]:
     """Package modules this file imports when it runs (lazy imports included, TYPE_CHECKING
-    blocks not), with ``from pkg import submodule`` resolved to the submodule."""
+    blocks only with ``typing_too``), with ``from pkg import submodule`` resolved to the
+    submodule."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     typing_only = {
         id(n)
@@ -100,7 +101,7 @@ def runtime_imports(path: Path) -> set[str]:
     }
     found: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in typing_only:
+        if id(node) in typing_only and not typing_too:
             continue
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.startswith("deeptutor_jupyter"))
@@ -115,8 +116,10 @@ def runtime_imports(path: Path) -> set[str]:
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
-    return {module_name(p): runtime_imports(p) for p in PACKAGE.rglob("*.py")}
+def import_graph(*, typing_too: bool = False) -> dict[str, set[str]]:
+    return {
+        module_name(p): runtime_imports(p, typing_too=typing_too) for p in PACKAGE.rglob("*.py")
+    }
 
 
 def layer_of(module: str) -> int | None:
@@ -168,6 +171,20 @@ def test_no_import_cycle_in_the_package():
     assert "deeptutor_jupyter.kernel.tutor" in graph  # the graph is the real package
 
 
+def test_the_hub_drives_no_session_it_imports_nothing_of_the_runtime():
+    """docs/hub.md: the service is a model gateway and a pack source; turns run in kernels."""
+    graph = import_graph(typing_too=True)
+    offenders = [
+        f"{mod} imports {dep}"
+        for mod, deps in graph.items()
+        if mod.startswith("deeptutor_jupyter.hub")
+        for dep in deps
+        if dep.startswith(("deeptutor_jupyter.runtime", "deeptutor_jupyter.kernel"))
+    ]
+    assert offenders == []
+    assert "deeptutor_jupyter.hub.gateway" in graph
+
+
 @pytest.mark.parametrize(
     ("package", "modules"),
     [
@@ -205,3 +222,66 @@ def test_configure_in_jupyterhub_config_imports_nothing_heavy():
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def tangles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected groups of more than one module (Tarjan): each holds a cycle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[set[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for dep in graph.get(node, ()):
+            if dep not in graph:
+                continue
+            if dep not in index:
+                visit(dep)
+                low[node] = min(low[node], low[dep])
+            elif dep in stack:
+                low[node] = min(low[node], index[dep])
+        if low[node] == index[node]:
+            group = set()
+            while True:
+                member = stack.pop()
+                group.add(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(group)
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+# runtime/learning.py names TutorSession for its types while the session holds the learning
+# state; the learning state moves into the session on branch quizpend (issue 19), which ends it.
+KNOWN_TANGLES = [{"deeptutor_jupyter.runtime.learning", "deeptutor_jupyter.runtime.session"}]
+
+
+def test_no_import_cycle_even_counting_type_checking_imports():
+    """A cycle through ``if TYPE_CHECKING:`` imports is still two modules that cannot be read
+    (or split) apart; each layer names what it needs of a higher one with a Protocol."""
+    graph = import_graph(typing_too=True)
+    # The package's own __init__ loads the kernel side lazily, for load_ipython_extension.
+    graph.pop("deeptutor_jupyter")
+    found = tangles(graph)
+    assert [g for g in found if g not in KNOWN_TANGLES] == []
+
+
+def test_the_cycle_finder_finds_a_cycle_through_type_checking_imports():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert tangles(graph) == [{"a", "b", "c"}]
+    # and the graph of the package has the TYPE_CHECKING edges the runtime graph leaves out
+    assert (
+        "deeptutor_jupyter.runtime.session"
+        in import_graph(typing_too=True)["deeptutor_jupyter.runtime.learning"]
+    )
+    assert (
+        "deeptutor_jupyter.runtime.session"
+        not in import_graph()["deeptutor_jupyter.runtime.learning"]
+    )

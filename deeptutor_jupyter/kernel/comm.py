@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.kernel.tutor import KernelTutor
     from deeptutor_jupyter.runtime.context import AttachedContext
     from deeptutor_jupyter.runtime.events import Event, EventLog
-    from deeptutor_jupyter.store.db import Store
 
 log = logging.getLogger(__name__)
 
@@ -388,7 +388,7 @@ def _start(
 def _open(tutor: KernelTutor) -> None:
     """Open the notebook's store on connect, so the panel shows the conversation so far."""
     session = tutor.session
-    if session.store is None:
+    if not session.is_open:
         try:
             session.open(session.resolve({}))
         except Exception:  # an unreadable store is reported by the first turn, in words
@@ -407,32 +407,17 @@ def _answer(
     custom_input: str,
     cancelled: bool,
 ) -> dict[str, Any]:
-    if tutor.session.coordinator is None:
-        from deeptutor_jupyter.interaction.coordinator import UnknownRequest
-
-        raise UnknownRequest(f"There is no question with id {request_id!r}.")
     return tutor.session.submit(session_id, request_id, selections, custom_input, cancelled)
 
 
 def _live_log(tutor: KernelTutor, turn_id: str) -> EventLog | None:
-    turn = tutor.session.turn_of(turn_id)
-    if turn is not None and turn.task is not None and not turn.task.done():
-        return turn.log
-    return None
+    return tutor.session.live_log(turn_id)
 
 
 def _saved_events(tutor: KernelTutor, turn_id: str, after_seq: int) -> list[Wire] | None:
     """A finished turn of this notebook, from the store; None if it is not this notebook's."""
-    store, notebook = tutor.session.store, tutor.session.notebook
-    if store is None:
-        return None
-    row = store.get_turn(turn_id)
-    if row is None or row.session_id not in store.sessions_of(notebook):
-        return None
-    return [
-        {"type": "event", "event": {**data, "type": kind, "seq": seq, "turn_id": turn_id, "ts": ts}}
-        for seq, kind, data, ts in store.events_with_time(turn_id, after_seq)
-    ]
+    events = tutor.session.replay(turn_id, after_seq)
+    return None if events is None else [wire_event(e) for e in events]
 
 
 def _new_conversation(tutor: KernelTutor) -> None:
@@ -441,63 +426,25 @@ def _new_conversation(tutor: KernelTutor) -> None:
     tutor.session.new_conversation()
 
 
-def _store_of(tutor: KernelTutor, session_id: str) -> Store | None:
-    """The store, when ``session_id`` is one of this notebook's conversations."""
-    _open(tutor)
-    session = tutor.session
-    if session.store is None or session_id not in session.store.sessions_of(session.notebook):
-        return None
-    return session.store
-
-
 def _switch_conversation(tutor: KernelTutor, session_id: str) -> bool:
-    store = _store_of(tutor, session_id)
-    if store is None:
-        return False
-    tutor.session.session_id = session_id
-    tutor.session.history = store.history(session_id)
-    return True
+    _open(tutor)
+    return tutor.session.switch(session_id)
 
 
 def _rename_conversation(tutor: KernelTutor, session_id: str, title: str) -> bool:
-    store = _store_of(tutor, session_id)
-    return store is not None and store.rename_session(session_id, title)
-
-
-def _conversations(tutor: KernelTutor) -> list[Wire]:
-    """The notebook's conversations that have turns, oldest first, named by the learner or by
-    their first question."""
-    store = tutor.session.store
-    if store is None:
-        return []
-    out = []
-    for session_id in store.sessions_of(tutor.session.notebook):
-        rows = store.turns(session_id)
-        if rows:
-            title = store.session_title(session_id) or rows[0].question[:80]
-            out.append(
-                {"id": session_id, "title": title, "turns": len(rows),
-                 "started_at": rows[0].created_at}
-            )  # fmt: skip
-    return sorted(out, key=lambda c: c["started_at"])
+    _open(tutor)
+    return tutor.session.rename(session_id, title)
 
 
 def _turn_summaries(tutor: KernelTutor) -> Wire:
-    """The turns of the notebook's current conversation, oldest first, with their last seq."""
+    """The turns of the notebook's current conversation, oldest first, with their last seq;
+    the notebook's conversations that have turns, oldest first, named by the learner or by
+    their first question."""
     session = tutor.session
-    turns: list[Wire] = []
-    if session.store is not None and session.session_id:
-        for row in session.store.turns(session.session_id):
-            live = _live_log(tutor, row.id)
-            last = live.last_seq if live is not None else session.store.last_seq(row.id)
-            status = "running" if live is not None else row.status
-            turns.append(
-                {"turn_id": row.id, "question": row.question, "status": status, "last_seq": last}
-            )
     return {
         "type": "turns",
         "session_id": session.session_id,
         "notebook": session.notebook,
-        "turns": turns,
-        "conversations": _conversations(tutor),
+        "turns": [asdict(t) for t in session.turn_summaries()],
+        "conversations": [asdict(c) for c in session.conversations()],
     }

@@ -96,14 +96,13 @@ def show_pending(tutor: KernelTutor, all_sessions: bool) -> None:
     from deeptutor_jupyter.kernel.display import show_markdown, widget_bundle
 
     session = tutor.session
-    assert session.coordinator is not None
     rows = session.pending(all_sessions)
     if not rows:
         show_markdown(t("no_pending", tutor.language))
         return
     for row in rows:
         body = dict(row.payload)
-        body["resumable"] = session.coordinator.answerable(row)
+        body["resumable"] = session.answerable(row)
         card = make_card(tutor, body)
         slot = widgets.VBox()
         tutor.slots[row.request_id] = slot

@@ -28,10 +28,10 @@ def _tutor_and_learning() -> tuple[KernelTutor, Learning]:
     if tutor is None:
         raise RuntimeError("Load the extension first: %load_ext deeptutor_jupyter")
     session = tutor.session
-    if session.store is None:
+    if not session.is_open:
         tutor.open(session.resolve({}))
-    assert session.store is not None
-    return tutor, learning_for(tutor, session.store.path.parent)
+    assert session.home is not None
+    return tutor, learning_for(tutor, session.home)
 
 
 def start_path(topic: str, objectives: str) -> list[str]:
@@ -47,9 +47,7 @@ def start_path(topic: str, objectives: str) -> list[str]:
 def pending_quizzes() -> list[dict[str, Any]]:
     """The open quizzes of this notebook, as their forms see them (no answers)."""
     tutor, learning = _tutor_and_learning()
-    session = tutor.session
-    assert session.store is not None
-    rows = learning.store.pending_quizzes(session.store.sessions_of(session.notebook))
+    rows = learning.store.pending_quizzes(tutor.session.notebook_sessions())
     return [learning.quizzes.form_body(row) for row in rows]
 
 

@@ -35,9 +35,7 @@ REVIEW_BATCH = 10
 
 def learning_for(tutor: KernelTutor, home: Path) -> Learning:
     """The session's learning state; a quiz continued after a restart shows under its card."""
-    from deeptutor_jupyter.runtime.plan import session_learning
-
-    learning: Learning = session_learning(tutor.session, home)
+    learning = tutor.session.learning(home)
     if learning.on_resumed is None:
         learning.on_resumed = lambda turn, row: _show_resumed(tutor, turn, row)
     return learning
@@ -182,10 +180,8 @@ def show_pending_quizzes(tutor: KernelTutor, resolved: ResolvedSettings) -> int:
     from deeptutor_jupyter.kernel.interactions import pending_display_id
     from deeptutor_jupyter.kernel.widgets.quiz_card import form_markdown
 
-    session = tutor.session
-    assert session.store is not None
     learning = learning_for(tutor, resolved.settings.home)
-    rows = learning.store.pending_quizzes(session.store.sessions_of(session.notebook))
+    rows = learning.store.pending_quizzes(tutor.session.notebook_sessions())
     now = time.time()
     rows = [r for r in rows if not (r.expires_at <= now and learning.quizzes.expire(r.quiz_id))]
     grader = None

@@ -17,6 +17,8 @@ from deeptutor_jupyter.kernel.tutor import KernelTutor, ensure_loop, has_event_l
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.config import ResolvedSettings
+    from deeptutor_jupyter.runtime.orchestrator import Turn
+    from deeptutor_jupyter.store.db import PendingRow
 
 # flag -> (settings field, takes a value)
 _FLAGS: dict[str, tuple[str, bool]] = {
@@ -186,6 +188,7 @@ class TutorMagics(Magics):
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
         self.state = KernelTutor.for_shell(shell, self._resolve)
+        self.state.on_resumed = _show_resumed
         # In[N] -> its error, for --cell N; the tutor's own dict, so the panel's reads see it
         self.cell_errors: dict[int, str] = self.state.cell_errors
 
@@ -213,10 +216,8 @@ class TutorMagics(Magics):
             # A full disk or a read-only home: a card in words, never a traceback in the cell.
             show_markdown(f"⚠ **Not started.** {exc}")
         finally:
-            store = self.state.session.store
-            if store is not None and store.notice:
-                show_markdown(f"🔒 {store.notice}")
-                store.notice = None
+            if notice := self.state.session.take_notice():
+                show_markdown(f"🔒 {notice}")
 
     def _dispatch(self, line: str, cell: str | None) -> None:
         from deeptutor_jupyter.kernel.display import show_markdown
@@ -302,7 +303,7 @@ def _stop(magics: TutorMagics, _call: Call) -> None:
 def _pending(magics: TutorMagics, call: Call) -> None:
     resolved, tutor = call.resolved, magics.state
     assert resolved is not None
-    if not resolved.ready and tutor.session.store is None:
+    if not resolved.ready and not tutor.session.is_open:
         from deeptutor_jupyter.kernel.start import show_setup
 
         show_setup(resolved)
@@ -572,3 +573,9 @@ def current_tutor(ipython: Any = None) -> KernelTutor | None:
         ipython = get_ipython()
     entry = _registered.get(id(ipython))
     return entry[0].state if entry else None
+
+
+def _show_resumed(tutor: KernelTutor, turn: Turn, row: PendingRow) -> None:
+    from deeptutor_jupyter.kernel.start import show_resumed  # the views load on first use
+
+    show_resumed(tutor, turn, row)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.kernel.widgets.turn_view import TurnView
     from deeptutor_jupyter.runtime.events import Event
     from deeptutor_jupyter.runtime.orchestrator import Turn
+    from deeptutor_jupyter.store.db import PendingRow
 
 
 def ask_in_cell(
@@ -75,6 +76,18 @@ def ask_in_cell(
     if cell_id:
         tutor.cell_turns[cell_id] = turn
     return turn
+
+
+def show_resumed(tutor: KernelTutor, turn: Turn, row: PendingRow) -> None:
+    """A turn this kernel resumed for an answer given here shows under that card."""
+    from deeptutor_jupyter.kernel.interactions import pending_display_id
+
+    box = tutor.pending_boxes.get(row.request_id)
+    also = {pending_display_id(row.request_id): box} if box is not None else {}
+    view = attach_view(tutor, turn, also=also)
+    slot = tutor.slots.get(row.request_id)
+    if slot is not None:
+        slot.children = (view,)
 
 
 def attach_view(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from deeptutor_jupyter.runtime.session import TutorSession
 if TYPE_CHECKING:
     from deeptutor_jupyter.config import ResolvedSettings
     from deeptutor_jupyter.runtime.orchestrator import Turn
+    from deeptutor_jupyter.store.db import PendingRow
 
 
 def notebook_key(user_ns: dict[str, Any] | None = None) -> str:
@@ -36,6 +38,9 @@ class KernelTutor:
     pending_boxes: dict[str, Any] = field(default_factory=dict)  # request id -> its pending card
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     cell_errors: dict[int, str] = field(default_factory=dict)  # In[N] -> its error (--cell N)
+    # How a turn this kernel resumed for an answer given here shows: kernel/start.py's
+    # show_resumed, set by the magics (this module imports no view, so views may import it).
+    on_resumed: Callable[[KernelTutor, Turn, PendingRow], None] | None = None
 
     @classmethod
     def for_shell(cls, shell: Any, resolve: Any) -> KernelTutor:
@@ -90,21 +95,13 @@ class KernelTutor:
             "cell": f"[{count}]" if isinstance(count, int) else "",
         }
 
+    def show_resumed(self, turn: Turn, row: PendingRow) -> None:
+        if self.on_resumed is not None:
+            self.on_resumed(self, turn, row)
+
     def cancel_cell(self, cell_id: str | None, reason: str) -> None:
         if cell_id and (turn := self.cell_turns.get(cell_id)) is not None:
             turn.cancel(reason)
-
-    def show_resumed(self, turn: Turn, row: Any) -> None:
-        """A turn this kernel resumed for an answer given here shows under that card."""
-        from deeptutor_jupyter.kernel.interactions import pending_display_id
-        from deeptutor_jupyter.kernel.start import attach_view
-
-        box = self.pending_boxes.get(row.request_id)
-        also = {pending_display_id(row.request_id): box} if box is not None else {}
-        view = attach_view(self, turn, also=also)
-        slot = self.slots.get(row.request_id)
-        if slot is not None:
-            slot.children = (view,)
 
 
 def has_event_loop() -> bool:

@@ -1,4 +1,4 @@
-"""``TutorSession``: the one entry every surface drives (cell, sidebar comm, terminal, hub, tests).
+"""``TutorSession``: the one entry every surface drives (cell, sidebar comm, terminal, tests).
 
 It owns what lives as long as the process serves one notebook: the store, the coordinator, the
 learner's memory, the models (each with the degradations learned for it), the keys to redact,
@@ -7,6 +7,12 @@ lists (``pending``), stops (``stop``) and renders the events it subscribes to; i
 loop of its own. Recording the trace and extending the history happen here, on ``done``, so every
 surface gets the same trace for the same turn; so does starting the background consolidation of
 the learner's memory (``runtime/upkeep.py``).
+
+The session is sealed: its store, coordinator and orchestrator are private, and what surfaces
+read (conversations, pending questions, saved events) it offers as methods
+(tests/test_sealed_session.py). Its parts are objects it owns: the planner (runtime/plan.py),
+the watcher (runtime/watcher.py) and the upkeep; the home is opened by runtime/home.py, the
+same function the server extension uses.
 """
 
 from __future__ import annotations
@@ -15,67 +21,32 @@ import asyncio
 import hashlib
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from deeptutor_jupyter.runtime import plan as turn_plan
+from deeptutor_jupyter.runtime.ask import AskOptions, new_session_id, profile_of
+from deeptutor_jupyter.runtime.session_reads import SessionReads
 from deeptutor_jupyter.runtime.upkeep import MemoryUpkeep
 
 if TYPE_CHECKING:
-    from deeptutor_jupyter.config import ResolvedSettings, Settings
+    from deeptutor_jupyter.config import ResolvedSettings
     from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator, Result
     from deeptutor_jupyter.interaction.owners import Owner
     from deeptutor_jupyter.memory import MemoryStore
     from deeptutor_jupyter.messages import Message
     from deeptutor_jupyter.providers.base import ChatModel
-    from deeptutor_jupyter.runtime.context import AttachedContext, ModelProfile
     from deeptutor_jupyter.runtime.events import Event, EventLog, Subscriber
+    from deeptutor_jupyter.runtime.learning import Learning
     from deeptutor_jupyter.runtime.orchestrator import Orchestrator, Turn
+    from deeptutor_jupyter.runtime.plan import Planner
+    from deeptutor_jupyter.runtime.watcher import Watcher
     from deeptutor_jupyter.store.db import PendingRow, QuestionState, Store
     from deeptutor_jupyter.tools.base import Tool
 
-WATCH_INTERVAL = 0.25  # seconds between looks for answers given in another process
+__all__ = ["AskOptions", "TutorSession"]  # AskOptions lives in runtime/ask.py
 
 
-@dataclass
-class AskOptions:
-    """How a surface wants a turn run, besides the question and the settings."""
-
-    new: bool = False
-    kbs: list[str] = field(default_factory=list)
-    user_tools: tuple[str, ...] | None = None
-    no_tools: bool = False
-    attachments: list[Path] = field(default_factory=list)
-    # Notebook context resolved by the surface (kernel/attachments.py): shown as tool cards.
-    context: list[AttachedContext] = field(default_factory=list)
-    cell_id: str | None = None
-    # Where the turn shows, for a learner answering from elsewhere: {"notebook", "cell"}.
-    place: dict[str, Any] | None = None
-    # False where no form can be shown (a terminal): ask_user gets its degraded result.
-    interactive: bool = True
-
-
-def new_session_id(notebook: str) -> str:
-    digest = hashlib.sha1(notebook.encode("utf-8")).hexdigest()[:10]
-    return f"nb-{digest}-{uuid.uuid4().hex[:8]}"
-
-
-def profile_of(s: Settings) -> ModelProfile:
-    """The model a turn talks to, from the effective settings (never the key)."""
-    from deeptutor_jupyter.runtime.context import ModelProfile
-
-    return ModelProfile(
-        provider=s.provider or "",
-        model=s.model or "",
-        base_url=s.base_url,
-        max_rounds=s.max_rounds,
-        max_tokens=s.max_tokens,
-        temperature=s.temperature,
-    )
-
-
-class TutorSession:
+class TutorSession(SessionReads):
     def __init__(
         self,
         notebook: str,
@@ -93,9 +64,11 @@ class TutorSession:
         self._instructions = instructions or (lambda _root: [])
         self.surface = surface
         self.language = "en"
-        self.store: Store | None = None
-        self.coordinator: InteractionCoordinator | None = None
-        self.orchestrator: Orchestrator | None = None
+        self._store: Store | None = None
+        self._coordinator: InteractionCoordinator | None = None
+        self._orchestrator: Orchestrator | None = None
+        self._planner: Planner | None = None
+        self._watcher: Watcher | None = None
         self.memory: MemoryStore | None = None
         self.owner: Owner | None = None
         self.session_id = ""
@@ -103,63 +76,106 @@ class TutorSession:
         self.turns: list[Turn] = []  # every turn this process started or resumed, in order
         self.models: dict[tuple[str, ...], ChatModel] = {}
         self.keys: set[str] = set()
-        self.loaded_tools: dict[str, set[str]] = {}  # session id -> deferred tools loaded
         self.event_loop: asyncio.AbstractEventLoop | None = None
         # A surface hook: show a turn this process resumed for an answer given here.
         self.on_resumed: Callable[[Turn, PendingRow], None] | None = None
         # Where a turn shown by this process appears, for receipts elsewhere ({"notebook", "cell"}).
         self.place: Callable[[], dict[str, Any]] = lambda: {"notebook": Path(notebook).name}
-        self._watcher: asyncio.Task[None] | None = None
-        # Cards of questions whose turn runs elsewhere: request id -> what to tell them.
-        self._watched: dict[str, Callable[[QuestionState], bool]] = {}
-        self._watched_version = -1
         # L2/L3 consolidation in a background thread after turns (runtime/upkeep.py).
         self.upkeep = MemoryUpkeep(self)
 
     # opening -----------------------------------------------------------------------------
     @property
     def home(self) -> Path | None:
-        return self.store.path.parent if self.store is not None else None
+        return self._store.path.parent if self._store is not None else None
+
+    @property
+    def is_open(self) -> bool:
+        return self._store is not None
+
+    # runtime/learning.py resumes a quiz's turn through these two until that resume joins
+    # ``resume`` (issue 19, part 1); tests/test_sealed_session.py allows that module alone.
+    @property
+    def store(self) -> Store | None:
+        return self._store
+
+    @property
+    def orchestrator(self) -> Orchestrator | None:
+        return self._orchestrator
 
     def open(self, resolved: ResolvedSettings) -> None:
         """Open the store and find this notebook's conversation; cheap once opened."""
-        from deeptutor_jupyter.store.db import Store
-
         home = resolved.settings.home
         self.language = resolved.settings.language
-        if self.store is None or self.store.path != home / "state.db":
-            from deeptutor_jupyter.interaction.audit import AuditLog
-            from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
+        if self._store is None or self._store.path != home / "state.db":
             from deeptutor_jupyter.interaction.owners import Owner, register
             from deeptutor_jupyter.memory import MemoryStore
+            from deeptutor_jupyter.runtime.home import open_home
             from deeptutor_jupyter.runtime.orchestrator import Orchestrator
+            from deeptutor_jupyter.runtime.plan import Planner, runtime_tools
+            from deeptutor_jupyter.runtime.watcher import Watcher
 
-            self.store = Store(home / "state.db")
             self.owner = Owner.this_process(self.notebook)
-            self.coordinator = InteractionCoordinator(
-                self.store,
-                AuditLog(home / "audit" / "interactions.jsonl"),
+            opened = open_home(
+                home,
                 workspace=self.workspace(),
                 expiry_seconds=resolved.settings.ask_timeout_hours * 3600,
                 owner=self.owner,
             )
-            self.coordinator.on_orphan = self._orphan_answered
-            self.coordinator.can_resume = self.can_resume
-            self.orchestrator = Orchestrator(self.store, coordinator=self.coordinator)
-            for tool in (*self._tools(), *turn_plan.runtime_tools()):
-                self.orchestrator.registry.register(tool)
+            self._store, self._coordinator = opened.store, opened.coordinator
+            self._coordinator.on_orphan = self._orphan_answered
+            self._coordinator.can_resume = self.can_resume
+            self._orchestrator = Orchestrator(self._store, coordinator=self._coordinator)
+            for tool in (*self._tools(), *runtime_tools()):
+                self._orchestrator.registry.register(tool)
             self.memory = MemoryStore(home)
+            self._planner = Planner(
+                self._orchestrator.registry,
+                self.memory,
+                notebook=self.notebook,
+                surface=self.surface,
+                secrets=self.secrets,
+                standing=self._standing,
+                quizzes=lambda at: self.learning(at).quizzes,
+            )
+            self._watcher = Watcher(
+                self._store, self._coordinator, self.owner, lambda: len(self.running_turns())
+            )
             self.event_loop = _running_loop()
             self.session_id = ""
-            register(self.store, self.owner)
+            register(self._store, self.owner)
             self.housekeeping()
         if not self.session_id:
-            existing = self.store.latest_session(self.notebook)
+            existing = self._store.latest_session(self.notebook)
             if existing:
                 self.session_id = existing
-                self.history = self.store.history(existing)
+                self.history = self._store.history(existing)
             else:
                 self.new_conversation()
+
+    def learning(self, home: Path) -> Learning:
+        """The learner's learning state (runtime/learning.py), able to resume a quiz's turn."""
+        from deeptutor_jupyter.runtime.learning import learning_of
+
+        learning = learning_of(self, home)
+        learning.resume_deps = lambda _s, at, context: self._plan().resume_deps(
+            self.session_id, at, context
+        )
+        return learning
+
+    def _standing(self, home: Path) -> str:
+        from deeptutor_jupyter.runtime.learning import standing_text
+
+        return standing_text(self.learning(home).store)
+
+    def _plan(self) -> Planner:
+        assert self._planner is not None, "the session plans turns once it is open"
+        return self._planner
+
+    def close(self) -> None:
+        """Close the store at the end of the session's life (a test's teardown)."""
+        if self._store is not None:
+            self._store.close()
 
     def housekeeping(self) -> None:
         """What a semester of use needs at each start: turns killed mid-flight are marked
@@ -167,19 +183,19 @@ class TutorSession:
         answerable again (their answer kept). Both are O(what is running or pending)."""
         from deeptutor_jupyter.interaction.owners import live_owner_ids
 
-        assert self.store is not None
+        assert self._store is not None
         try:
-            live = live_owner_ids(self.store)
-            self.store.interrupt_orphaned_turns(live)
-            self.store.reopen_unfinished(live)
+            live = live_owner_ids(self._store)
+            self._store.interrupt_orphaned_turns(live)
+            self._store.reopen_unfinished(live)
         except Exception:  # a read-only store still serves reads; the next start tries again
             pass
 
     def new_conversation(self) -> str:
         self.session_id = new_session_id(self.notebook)
         self.history = []
-        if self.store is not None:
-            self.store.ensure_session(self.session_id, self.notebook)
+        if self._store is not None:
+            self._store.ensure_session(self.session_id, self.notebook)
         return self.session_id
 
     def model_for(self, resolved: ResolvedSettings, *, cached: bool = True) -> ChatModel:
@@ -226,11 +242,11 @@ class TutorSession:
         self.open(resolved)
         if opts.new:
             self.new_conversation()
-        assert self.orchestrator is not None and self.store is not None
-        self.store.ensure_session(self.session_id, self.notebook)
+        assert self._orchestrator is not None and self._store is not None
+        self._store.ensure_session(self.session_id, self.notebook)
         model = model or self.model_for(resolved)  # first: it registers the key to redact
-        plan = turn_plan.plan_turn(
-            self,
+        plan = self._plan().plan_turn(
+            self.session_id,
             s,
             kbs=opts.kbs,
             user_tools=opts.user_tools,
@@ -254,9 +270,9 @@ class TutorSession:
             # a resumed turn selects the same knowledge bases and shows in the same place
             metadata={"kbs": opts.kbs, "place": opts.place or self.place()},
         )
-        log = EventLog(ctx.turn_id, self.store)
+        log = EventLog(ctx.turn_id, self._store)
         self._follow(log)
-        turn = self.orchestrator.start_turn(
+        turn = self._orchestrator.start_turn(
             ctx, model, log, plan.deps, interactive=opts.interactive, owner=self._owner_id()
         )
         self._track(turn)
@@ -288,9 +304,12 @@ class TutorSession:
 
     def _track(self, turn: Turn) -> None:
         self.turns.append(turn)
+        watcher = self._watcher
+        if watcher is None:
+            return
         if turn.task is not None:
-            turn.task.add_done_callback(lambda _t: self._maybe_stop_watching())
-        self._watch()
+            turn.task.add_done_callback(lambda _t: watcher.stop_if_idle())
+        watcher.start()
 
     def _follow(self, log: EventLog) -> None:
         """The runtime's own subscriber: trace and history on ``done``, before any view."""
@@ -301,7 +320,7 @@ class TutorSession:
             turn = self.turn_of(log.turn_id)
             if turn is None:
                 return
-            turn.trace = turn_plan.record_trace(self, turn, log)
+            turn.trace = self._plan().record_trace(turn, log)
             if self.session_id == turn.ctx.session_id and turn.messages:
                 self.history.extend(turn.messages)
             self.upkeep.after_turn()  # returns at once; the work runs on its own thread
@@ -320,12 +339,13 @@ class TutorSession:
         """Answer a waiting question: consumed once; the turn goes on in its owner's cell, or
         here when its owner is gone. Raises ``InteractionError`` when refused, including a store
         that cannot be written (``StoreUnavailable``, code ``store``)."""
-        from deeptutor_jupyter.interaction.coordinator import StoreUnavailable
+        from deeptutor_jupyter.interaction.coordinator import StoreUnavailable, UnknownRequest
         from deeptutor_jupyter.store.db import StoreError
 
-        assert self.coordinator is not None
+        if self._coordinator is None:
+            raise UnknownRequest(f"There is no question with id {request_id!r}.")
         try:
-            return self.coordinator.submit(
+            return self._coordinator.submit(
                 session_id, request_id, selections, custom_input, cancelled
             )
         except StoreError as exc:
@@ -335,17 +355,27 @@ class TutorSession:
 
     def continues_in(self, request_id: str) -> dict[str, Any] | None:
         """Where the turn of an answered question goes on, when that is another process."""
-        assert self.store is not None and self.coordinator is not None
-        row = self.store.get_pending(request_id)
-        if row is None or not self.coordinator.owner_elsewhere(row):
+        assert self._store is not None and self._coordinator is not None
+        row = self._store.get_pending(request_id)
+        if row is None or not self._coordinator.owner_elsewhere(row):
             return None
-        return dict(row.place or {"notebook": _owner_label(self.store, row.owner)})
+        return dict(row.place or {"notebook": _owner_label(self._store, row.owner)})
 
-    def pending(self, all_sessions: bool = False) -> list[PendingRow]:
-        """The questions waiting for this notebook (or every notebook); stale ones expire."""
-        assert self.store is not None and self.coordinator is not None
-        sessions = None if all_sessions else self.store.sessions_of(self.notebook)
-        return self.coordinator.expire_stale(self.store.pending_for(sessions))
+    def pending(
+        self, all_sessions: bool = False, *, session_id: str | None = None
+    ) -> list[PendingRow]:
+        """The questions waiting for this notebook (every notebook's with ``all_sessions``,
+        one conversation's with ``session_id``); stale ones expire."""
+        assert self._store is not None and self._coordinator is not None
+        if session_id:
+            sessions: list[str] | None = [session_id]
+        else:
+            sessions = None if all_sessions else self._store.sessions_of(self.notebook)
+        return self._coordinator.expire_stale(self._store.pending_for(sessions))
+
+    def answerable(self, row: PendingRow) -> bool:
+        """Whether an answer given here can go on: its owner lives, or this process resumes."""
+        return self._coordinator is not None and self._coordinator.answerable(row)
 
     def can_resume(self, row: PendingRow) -> bool:
         try:
@@ -357,8 +387,8 @@ class TutorSession:
         """The paused turn of this question if this process can continue it, else None."""
         from deeptutor_jupyter.runtime.orchestrator import STATE_VERSION
 
-        assert self.store is not None and self.orchestrator is not None
-        saved = self.store.turn_state(row.request_id)
+        assert self._store is not None and self._orchestrator is not None
+        saved = self._store.turn_state(row.request_id)
         if not saved or saved.get("version") != STATE_VERSION:
             return None
         context, loop_state = saved.get("context") or {}, saved.get("loop") or {}
@@ -367,7 +397,7 @@ class TutorSession:
         if (loop_state.get("current_call") or {}).get("id") != row.tool_call_id:
             return None
         wanted = context.get("enabled_tools")
-        if wanted and any(self.orchestrator.registry.get(n) is None for n in wanted):
+        if wanted and any(self._orchestrator.registry.get(n) is None for n in wanted):
             return None
         if not self.resolve(_profile_flags(context)).ready:
             return None
@@ -384,17 +414,17 @@ class TutorSession:
         from deeptutor_jupyter.interaction.coordinator import tool_result_of
         from deeptutor_jupyter.runtime.events import EventLog
 
-        assert self.store is not None and self.orchestrator is not None
+        assert self._store is not None and self._orchestrator is not None
         saved = self.saved_state(row)
         if saved is None:
             return None  # submit() checked can_resume first; only if settings changed since
         resolved = self.resolve(_profile_flags(saved["context"]))
         model = self.model_for(resolved)
-        self.store.claim_pending(row.request_id, self._owner_id() or "", self.place())
-        log = EventLog(row.turn_id, self.store, start_seq=self.store.last_seq(row.turn_id))
+        self._store.claim_pending(row.request_id, self._owner_id() or "", self.place())
+        log = EventLog(row.turn_id, self._store, start_seq=self._store.last_seq(row.turn_id))
         self._follow(log)
-        deps = turn_plan.resume_deps(self, resolved.settings.home, saved["context"])
-        turn = self.orchestrator.resume_turn(
+        deps = self._plan().resume_deps(self.session_id, resolved.settings.home, saved["context"])
+        turn = self._orchestrator.resume_turn(
             saved,
             tool_result_of(result),
             model,
@@ -409,13 +439,10 @@ class TutorSession:
         return turn
 
     # stopping and following --------------------------------------------------------------
-    def turn_of(self, turn_id: str) -> Turn | None:
-        return next((t for t in reversed(self.turns) if t.turn_id == turn_id), None)
-
     def running_turns(self) -> list[Turn]:
-        if self.orchestrator is None:
+        if self._orchestrator is None:
             return []
-        return list(self.orchestrator.running.values())
+        return list(self._orchestrator.running.values())
 
     def stop(self, turn_id: str, reason: str = "") -> bool:
         """Thread-safe: widget callbacks may run on a subshell thread."""
@@ -425,94 +452,17 @@ class TutorSession:
         turn.task.get_loop().call_soon_threadsafe(turn.cancel, reason)
         return True
 
-    def subscribe(self, turn_id: str, subscriber: Subscriber, after_seq: int = 0) -> bool:
-        """Events of a turn after ``after_seq``: live when it runs here, else replayed from the
-        store. Returns True when the subscription stays live."""
-        from deeptutor_jupyter.runtime.events import Event
-
-        turn = self.turn_of(turn_id)
-        if turn is not None and turn.task is not None and not turn.task.done():
-            turn.log.subscribe(subscriber, after_seq)
-            return True
-        if self.store is None:
-            return False
-        for seq, kind, data, ts in self.store.events_with_time(turn_id, after_seq):
-            subscriber(Event(kind, seq, turn_id, data, ts))  # type: ignore[arg-type]
-        return False
-
-    def events_of(self, turn: Turn) -> list[Event]:
-        """Every event of a turn, those saved before a resume in another process included."""
-        from deeptutor_jupyter.runtime.events import Event
-
-        first = turn.log.events[0].seq if turn.log.events else turn.log.start_seq + 1
-        if first <= 1 or self.store is None:
-            return list(turn.log.events)
-        saved = [
-            Event(kind, seq, turn.turn_id, data, ts)  # type: ignore[arg-type]
-            for seq, kind, data, ts in self.store.events_with_time(turn.turn_id)
-            if seq < first
-        ]
-        return [*saved, *turn.log.events]
-
     async def wait(self, timeout: float) -> list[Turn]:
         pending = [t.task for t in self.turns if t.task is not None and not t.task.done()]
         if pending:
             await asyncio.wait(pending, timeout=timeout)
         return list(self.turns)
 
-    # the watcher: heartbeat and answers from elsewhere, only while turns run ------------------
-    def _watch(self) -> None:
-        if self._watcher is not None and not self._watcher.done():
-            return
-        loop = _running_loop()
-        if loop is None:
-            return
-        self._watcher = loop.create_task(self._watch_loop())
-
     def watch_question(self, request_id: str, update: Callable[[QuestionState], bool]) -> None:
         """Tell ``update`` how a question whose turn runs elsewhere moves on (answered there,
         expired, its turn finished) until it returns True (nothing more to follow)."""
-        self._watched[request_id] = update
-        self._watched_version = -1  # look at once, then only when another process commits
-        self._watch()
-
-    def _poll_watched(self) -> None:
-        assert self.store is not None
-        version = self.store.data_version()
-        if not self._watched or version == self._watched_version:
-            return
-        self._watched_version = version
-        for request_id, state in self.store.question_states(list(self._watched)).items():
-            update = self._watched.get(request_id)
-            if update is not None and update(state):
-                self._watched.pop(request_id, None)
-
-    def _busy(self) -> bool:
-        return bool(self.running_turns() or self._watched)
-
-    def _maybe_stop_watching(self) -> None:
-        if not self._busy() and self._watcher is not None:
-            self._watcher.cancel()
-            self._watcher = None
-
-    async def _watch_loop(self) -> None:
-        from deeptutor_jupyter.interaction.owners import HEARTBEAT_SECONDS
-
-        assert self.store is not None and self.coordinator is not None
-        from deeptutor_jupyter.interaction.owners import register
-
-        beat_due = 0.0
-        loop = asyncio.get_running_loop()
-        while self._busy():
-            try:
-                if loop.time() >= beat_due and self.owner is not None and self.running_turns():
-                    register(self.store, self.owner)  # a fresh row even if it was tidied away
-                    beat_due = loop.time() + HEARTBEAT_SECONDS
-                self.coordinator.poll_remote()
-                self._poll_watched()
-            except Exception:  # a locked or full store: look again next time
-                pass
-            await asyncio.sleep(WATCH_INTERVAL)
+        if self._watcher is not None:
+            self._watcher.follow(request_id, update)
 
 
 def _owner_label(store: Store, owner: str | None) -> str:

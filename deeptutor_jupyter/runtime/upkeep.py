@@ -22,14 +22,13 @@ import asyncio
 import contextlib
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.config import ResolvedSettings
     from deeptutor_jupyter.memory import MemoryStore
     from deeptutor_jupyter.memory.runs import DocumentRun, RunLog, RunRecord
     from deeptutor_jupyter.providers.base import ChatModel
-    from deeptutor_jupyter.runtime.session import TutorSession
 
 L3_TARGETS = ("profile",)
 _UNREADABLE_REPLY = frozenset({"reply"})  # how consolidate reports a reply it could not read
@@ -55,10 +54,22 @@ def due_documents(store: MemoryStore, every: int, log: RunLog) -> list[tuple[str
     return due
 
 
+class UpkeepSource(Protocol):
+    """What the upkeep needs of its session (``TutorSession``, which imports this module)."""
+
+    memory: MemoryStore | None
+
+    def resolve(self, flags: dict[str, Any]) -> ResolvedSettings: ...
+
+    def model_for(self, resolved: ResolvedSettings, *, cached: bool = True) -> ChatModel: ...
+
+    def secrets(self) -> list[str]: ...
+
+
 class MemoryUpkeep:
     """One per session: at most one background run at a time in this process."""
 
-    def __init__(self, session: TutorSession) -> None:
+    def __init__(self, session: UpkeepSource) -> None:
         self.session = session
         self._guard = threading.Lock()
         self._thread: threading.Thread | None = None

@@ -22,13 +22,13 @@ from jupyter_server.utils import url_path_join
 from pydantic import ValidationError
 
 from deeptutor_jupyter.config import resolve_settings
-from deeptutor_jupyter.interaction.audit import AuditLog
 from deeptutor_jupyter.interaction.coordinator import (
     InteractionCoordinator,
     InteractionError,
     resolved_fields,
 )
 from deeptutor_jupyter.memory.store import MemoryStore
+from deeptutor_jupyter.runtime.home import open_home
 from deeptutor_jupyter.server.api_models import DocumentsReply, SaveMemoryRequest, dump
 from deeptutor_jupyter.server.reads import (
     memory_documents,
@@ -70,15 +70,14 @@ def learner() -> Learner:
     with _lock:
         found = _learners.get(home)
         if found is None:
-            store = Store(home / "state.db")
-            coordinator = InteractionCoordinator(
-                store,
-                AuditLog(home / "audit" / "interactions.jsonl"),
+            # The kernel's session opens its home the same way (runtime/home.py).
+            opened = open_home(
+                home,
                 # Directory answers are checked against the folder the server serves.
                 workspace=Path.cwd(),
                 expiry_seconds=settings.ask_timeout_hours * 3600,
             )
-            found = _learners[home] = Learner(home, store, coordinator)
+            found = _learners[home] = Learner(home, opened.store, opened.coordinator)
         return found
 
 

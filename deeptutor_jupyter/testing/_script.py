@@ -1,15 +1,61 @@
-"""What the loopback server and the in-process transport share: the request log's record, the
-refusals (a wrong key, an unknown model) and the word for a script that ran out."""
+"""What the loopback server and the in-process transport share: the script's replies, the
+request log's record, the refusals (a wrong key, an unknown model) and the word for a script
+that ran out. The lowest module of ``testing``: the server, the wire and the transport import
+it, it imports none of them (``Script`` is what the transport needs of the server)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from deeptutor_jupyter.testing.fake_llm import FakeLLMServer
+from typing import Any, Protocol
 
 NO_REPLY_LEFT = "FakeLLMServer: no scripted reply left"
+
+
+@dataclass(frozen=True)
+class ToolCallSpec:
+    """A tool call to stream. A ``str`` for ``arguments`` is sent verbatim (e.g. invalid JSON)."""
+
+    name: str
+    arguments: Mapping[str, Any] | str = field(default_factory=dict)
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer; see ``docs/testing.md`` for what each field does on the wire."""
+
+    text: str = ""
+    chunks: Sequence[str] | None = None
+    reasoning: str = ""
+    tool_calls: Sequence[ToolCallSpec] = ()
+    finish_reason: str | None = None
+    status: int = 200
+    error: str | Mapping[str, Any] | None = None
+    headers: Mapping[str, str] | None = None
+    delay: float = 0.0
+    chunk_delay: float = 0.0
+    break_after: int | None = None
+    usage: Mapping[str, int] | None = None
+    raw_sse: Sequence[str] | None = None
+    # Answer with one JSON body even to a streaming request, as some servers do.
+    ignore_stream: bool = False
+    # Misbehave on the wire (see deeptutor_jupyter/testing/faults.py): "reset" ends the stream
+    # with a TCP reset after ``break_after`` deltas, "stall" sends the headers and then nothing,
+    # "keepalive" sends only SSE comments (every ``chunk_delay``, 0.2 s by default). The last two
+    # go on until the client hangs up or the server stops.
+    fault: str | None = None
+
+
+class Script(Protocol):
+    """The server's script as the in-process transport and the refusals use it."""
+
+    api_key: str | None
+    models: list[str] | None
+
+    def _record(self, request: RecordedRequest) -> None: ...
+
+    def _next_reply(self) -> tuple[Reply | None, int]: ...
 
 
 @dataclass(frozen=True)
@@ -22,9 +68,7 @@ class RecordedRequest:
     client_port: int = 0  # the same port twice means the client reused its connection
 
 
-def refusal(
-    owner: FakeLLMServer, request: RecordedRequest, *, anthropic: bool
-) -> tuple[int, str] | None:
+def refusal(owner: Script, request: RecordedRequest, *, anthropic: bool) -> tuple[int, str] | None:
     """(status, message) when the server refuses this request (key, model), else None."""
     if owner.api_key is not None:
         if anthropic:

@@ -15,7 +15,7 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from deeptutor_jupyter.testing.fake_llm import Reply, ToolCallSpec
+    from deeptutor_jupyter.testing._script import Reply, ToolCallSpec
 
 
 @dataclass(frozen=True)

@@ -16,49 +16,21 @@ import struct
 import threading
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from deeptutor_jupyter.testing import _wire
-from deeptutor_jupyter.testing._script import NO_REPLY_LEFT, RecordedRequest, refusal
+from deeptutor_jupyter.testing._script import (
+    NO_REPLY_LEFT,
+    RecordedRequest,
+    Reply,
+    ToolCallSpec,
+    refusal,
+)
 
-
-@dataclass(frozen=True)
-class ToolCallSpec:
-    """A tool call to stream. A ``str`` for ``arguments`` is sent verbatim (e.g. invalid JSON)."""
-
-    name: str
-    arguments: Mapping[str, Any] | str = field(default_factory=dict)
-    id: str | None = None
-
-
-@dataclass(frozen=True)
-class Reply:
-    """One scripted answer; see ``docs/testing.md`` for what each field does on the wire."""
-
-    text: str = ""
-    chunks: Sequence[str] | None = None
-    reasoning: str = ""
-    tool_calls: Sequence[ToolCallSpec] = ()
-    finish_reason: str | None = None
-    status: int = 200
-    error: str | Mapping[str, Any] | None = None
-    headers: Mapping[str, str] | None = None
-    delay: float = 0.0
-    chunk_delay: float = 0.0
-    break_after: int | None = None
-    usage: Mapping[str, int] | None = None
-    raw_sse: Sequence[str] | None = None
-    # Answer with one JSON body even to a streaming request, as some servers do.
-    ignore_stream: bool = False
-    # Misbehave on the wire (see deeptutor_jupyter/testing/faults.py): "reset" ends the stream
-    # with a TCP reset after ``break_after`` deltas, "stall" sends the headers and then nothing,
-    # "keepalive" sends only SSE comments (every ``chunk_delay``, 0.2 s by default). The last two
-    # go on until the client hangs up or the server stops.
-    fault: str | None = None
+__all__ = ["FakeLLMServer", "RecordedRequest", "Reply", "ToolCallSpec"]
 
 
 class _Server(ThreadingHTTPServer):

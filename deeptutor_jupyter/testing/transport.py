@@ -11,19 +11,16 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 
 from deeptutor_jupyter.testing import _wire
-from deeptutor_jupyter.testing._script import NO_REPLY_LEFT, RecordedRequest, refusal
-
-if TYPE_CHECKING:
-    from deeptutor_jupyter.testing.fake_llm import FakeLLMServer, Reply
+from deeptutor_jupyter.testing._script import NO_REPLY_LEFT, RecordedRequest, Reply, Script, refusal
 
 
 class FakeTransport(httpx.AsyncBaseTransport):
-    def __init__(self, server: FakeLLMServer) -> None:
+    def __init__(self, server: Script) -> None:
         self.server = server
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:

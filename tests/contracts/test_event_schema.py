@@ -56,7 +56,7 @@ def record_a_turn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[dict[
             resolved = session.resolve({})
             turn = session.ask("Quiz me", resolved, AskOptions())
             for _ in range(200):
-                rows = session.pending(True) if session.store else []
+                rows = session.pending(True) if session.is_open else []
                 if rows:
                     break
                 await asyncio.sleep(0.02)

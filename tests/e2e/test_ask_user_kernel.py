@@ -268,6 +268,11 @@ def test_kernel_restart_resumes_the_exact_turn(tmp_path):
         try:
             k.execute("%load_ext deeptutor_jupyter\n%tutor Help me with my project")
             card_of(k)
+            sql = "SELECT turn_id, request_id FROM pending"
+            (turn_id, request_id), *_ = k.wait_for(lambda: rows(tmp_path, sql))
+            # The waiting bundle leaves the kernel just after the card; a restart now would kill
+            # the kernel before its iopub thread sent it (seen once on a loaded machine).
+            k.wait_for(lambda: display_updates(k, turn_id))
             k.restart()
             k.execute("%load_ext deeptutor_jupyter\n%tutor pending")
             card = card_of(k)
@@ -283,7 +288,6 @@ def test_kernel_restart_resumes_the_exact_turn(tmp_path):
             assert json.loads(tool[0]["content"])["selections"] == ["safe"]
             assert second[1] == {"role": "user", "content": "Help me with my project"}
             # Replayed through the store: runs of streamed text are saved as one row each.
-            (turn_id,) = rows(tmp_path, "SELECT turn_id FROM pending")[0]
             store = Store(home(tmp_path) / "state.db")
             try:
                 seqs = [seq for seq, _kind, _data in store.events(turn_id)]
@@ -293,7 +297,6 @@ def test_kernel_restart_resumes_the_exact_turn(tmp_path):
             # The saved notebook tells the truth: while waiting, the first cell says how to
             # answer after a restart; at the end the answer reaches both the cell where the
             # learner answered and the cell that asked, with the trace.
-            (turn_id, request_id), *_ = rows(tmp_path, "SELECT turn_id, request_id FROM pending")
             waiting = display_updates(k, turn_id)
             assert "%tutor pending" in waiting[0]["text/markdown"]
             for display_id in (turn_id, f"pending-{request_id}"):

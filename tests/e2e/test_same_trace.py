@@ -65,8 +65,8 @@ def in_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, 
         finally:
             magics = shell.magics_manager.registry.get("TutorMagics")
             state = getattr(magics, "state", None)
-            if state is not None and state.session.store is not None:
-                state.session.store.close()
+            if state is not None:
+                state.session.close()
             InteractiveShell.clear_instance()
     [record] = traces(tmp_path / "home")
     return record

@@ -813,7 +813,7 @@ async def test_a_full_disk_while_answering_is_an_interaction_error(
     from deeptutor_jupyter.runtime.session import TutorSession
 
     session = TutorSession("lesson.ipynb", resolve=lambda _flags: None)  # type: ignore[arg-type,return-value]
-    session.coordinator = FullCoordinator()  # type: ignore[assignment]
+    session._coordinator = FullCoordinator()  # type: ignore[assignment]
     monkeypatch.setattr(deeptutor_jupyter, "_opened_session", lambda: session)
     with pytest.raises(InteractionError, match="is full") as info:
         deeptutor_jupyter.submit_user_input(SESSION, "ask_x", ["safe"])

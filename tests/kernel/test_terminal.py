@@ -46,8 +46,8 @@ def shell(
     finally:
         magics = sh.magics_manager.registry.get("TutorMagics")
         state = getattr(magics, "state", None)
-        if state is not None and state.session.store is not None:
-            state.session.store.close()
+        if state is not None:
+            state.session.close()
         InteractiveShell.clear_instance()
 
 
@@ -106,9 +106,7 @@ def test_ask_user_gets_the_degraded_result_and_the_turn_goes_on(
         json.loads(tool[0]["content"])
     # Nothing was left waiting: no pending question, no audit of a question never shown.
     magics = shell.magics_manager.registry["TutorMagics"]
-    store = magics.state.session.store
-    assert store is not None
-    assert store.pending_for() == []
+    assert magics.state.session.pending(all_sessions=True) == []
     assert not (tmp_path / "home" / "audit" / "interactions.jsonl").exists()
     turn = magics.state.session.turns[-1]
     assert turn.status == "done"

@@ -54,7 +54,7 @@ def test_a_view_reconnecting_in_the_middle_of_a_run_rebuilds_the_exact_answer(
     tmp_path: Path,
 ) -> None:
     session = TutorSession("lesson.ipynb", resolve=lambda _o: None)  # type: ignore[arg-type,return-value]
-    session.store = store = Store(tmp_path / "state.db")
+    session._store = store = Store(tmp_path / "state.db")  # a store with a recorded turn
     try:
         events = record(store)
         answer = "".join(
