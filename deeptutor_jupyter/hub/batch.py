@@ -26,16 +26,13 @@ class GroupCommit:
     def __init__(self, quota: QuotaStore, executor: Executor) -> None:
         self.quota = quota
         self.executor = executor
-        # SQLite: a batch is a few microseconds of in-process work, and handing it to a thread
-        # costs more (the GIL changes hands at the switch interval, measured at about 0.8 ms
-        # a request). So it runs on the loop, once per loop iteration, grouping what arrived
-        # in it. PostgreSQL waits on the network: a thread keeps the loop free meanwhile.
-        self.inline = quota.engine.dialect.name == "sqlite"
         self._pending: list[tuple[tuple[str, int], _Op, asyncio.Future[Any]]] = []
         self._running = False
 
-    async def admit(self, student: str, limits: Limits, hold: int) -> Ticket | Refusal:
-        op: _Op = lambda conn: self.quota.admit_in(conn, student, limits, hold)  # noqa: E731
+    async def admit(
+        self, student: str, limits: Limits, answer: int, prompt: int = 0
+    ) -> Ticket | Refusal:
+        op: _Op = lambda conn: self.quota.admit_in(conn, student, limits, answer, prompt)  # noqa: E731
         result: Ticket | Refusal = await self._submit((student, 0), op)
         return result
 
@@ -60,22 +57,13 @@ class GroupCommit:
             return
         self._running = True
         loop = asyncio.get_running_loop()
-        if self.inline:
-            loop.call_soon(self._run_here)
-            return
+        # Every batch runs on a worker thread, SQLite's too: on the loop it saved about 0.8 ms
+        # a request, but a database lock held by anyone (a backup, the instructor page) then
+        # froze every student's open stream for as long as it lasted.
         batch, self._pending = sorted(self._pending, key=lambda item: item[0]), []
         ops = [op for _, op, _ in batch]
         job = loop.run_in_executor(self.executor, self.quota.run_batch, ops)
         job.add_done_callback(lambda done: self._finish(batch, done))
-
-    def _run_here(self) -> None:
-        batch, self._pending = sorted(self._pending, key=lambda item: item[0]), []
-        done: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
-        try:
-            done.set_result(self.quota.run_batch([op for _, op, _ in batch]))
-        except Exception as exc:
-            done.set_exception(exc)
-        self._finish(batch, done)
 
     def _finish(self, batch: list[tuple[Any, _Op, asyncio.Future[Any]]], done: Any) -> None:
         self._running = False

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import aiohttp
 from pydantic import SecretStr
 from tornado.iostream import StreamClosedError
-from tornado.web import RequestHandler
+from tornado.web import RequestHandler, stream_request_body
 
 from deeptutor_jupyter.hub.auth import (
     HubUnavailable,
@@ -34,6 +34,7 @@ from deeptutor_jupyter.hub.auth import (
 from deeptutor_jupyter.hub.batch import GroupCommit
 from deeptutor_jupyter.hub.packs import PackStore
 from deeptutor_jupyter.hub.quota import QuotaStore, Refusal, Ticket
+from deeptutor_jupyter.hub.request import ChatBody, RequestError, parse_chat_body
 from deeptutor_jupyter.hub.settings import GatewayConfig, Limits
 from deeptutor_jupyter.hub.usage_stream import UsageScanner, estimate_prompt_tokens
 
@@ -41,6 +42,9 @@ log = logging.getLogger("deeptutor.hub")
 T = TypeVar("T")
 
 ERROR_TYPE = "course_service"
+# A tutor's request with a long conversation and a notebook is well under a megabyte; the cap
+# keeps one student from making the service hold hundreds of them in memory.
+MAX_BODY_BYTES = 8 << 20
 OVERRIDE_CACHE_SECONDS = 5.0
 # Response headers of the upstream worth passing on; hop-by-hop ones are tornado's business.
 _PASSED_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-request-id")
@@ -88,6 +92,17 @@ class GatewayState:
     async def db(self, fn: Any, *args: Any) -> Any:
         """Run a database call off the event loop, so open streams keep flowing meanwhile."""
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
+    def scrub(self, raw: bytes) -> bytes:
+        """An upstream's words with the course's key taken out (some servers echo it back)."""
+        if self.key is None:
+            return raw
+        secret = self.key.get_secret_value().encode()
+        if len(secret) < 8:
+            return raw
+        for form in (secret, json.dumps(secret.decode())[1:-1].encode()):
+            raw = raw.replace(form, b"[redacted]")
+        return raw
 
     def upstream_headers(self) -> dict[str, str]:
         # identity: a compressed stream would be held back by the decompressor, and relayed
@@ -172,10 +187,16 @@ class ModelsHandler(ApiHandler):
         self.finish({"object": "list", "data": data})
 
 
+@stream_request_body
 class ChatCompletionsHandler(ApiHandler):
+    """The body is read only after the token was checked, and only up to MAX_BODY_BYTES."""
+
     _relay: asyncio.Task[None] | None = None
     _gone = False
     _marks: list[tuple[str, float]]
+    _identity: Identity | None = None
+    _chunks: list[bytes]
+    _size = 0
 
     def on_connection_close(self) -> None:
         # The student's cell stopped (or the kernel died): drop the upstream request at once.
@@ -183,60 +204,98 @@ class ChatCompletionsHandler(ApiHandler):
         if self._relay is not None:
             self._relay.cancel()
 
-    async def post(self) -> None:
+    async def prepare(self) -> None:
         started = time.perf_counter()
-        identity = await self.identify()
-        if identity is None:
+        self._chunks = []
+        if self.request.method != "POST":
             return
+        self._identity = await self.identify()
+        if self._identity is None:
+            return  # refused: the body is never read
         self._marks = [("auth", time.perf_counter() - started)]
-        body = self._json_body()
-        if body is None:
+        declared = self.request.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            self._too_large()
             return
-        model = str(body.get("model", ""))
+        connection = self.request.connection
+        if connection is not None and hasattr(connection, "set_max_body_size"):
+            connection.set_max_body_size(MAX_BODY_BYTES)
+
+    def data_received(self, chunk: bytes) -> None:
+        if self._finished:
+            return
+        self._size += len(chunk)
+        if self._size > MAX_BODY_BYTES:
+            self._chunks = []
+            self._too_large()
+            return
+        self._chunks.append(chunk)
+
+    def _too_large(self) -> None:
+        self.fail(
+            413,
+            "request_too_large",
+            f"The request is larger than the course service takes ({MAX_BODY_BYTES >> 20} MiB).",
+        )
+
+    async def post(self) -> None:
+        identity = self._identity
+        if identity is None or self._finished:
+            return
+        try:
+            body, raw = parse_chat_body(b"".join(self._chunks))
+        except RequestError as exc:
+            self.fail(400, "invalid_request", str(exc))
+            return
+        finally:
+            self._chunks = []
         allowed = self.state.config.models
-        if allowed and model not in allowed:
+        if allowed and body.model not in allowed:
             offered = ", ".join(allowed)
             self.fail(
                 404,
                 "model_not_offered",
-                f"Your course does not offer the model '{model}'. Available: {offered}.",
+                f"Your course does not offer the model '{body.model}'. Available: {offered}.",
             )
             return
         admitting = time.perf_counter()
-        ticket = await self._admit(identity, body)
+        ticket = await self._admit(identity, body, raw)
         if ticket is None:
             return
         self._marks.append(("admit", time.perf_counter() - admitting))
-        self._relay = asyncio.ensure_future(self._forward(body, model, ticket))
+        self._relay = asyncio.ensure_future(self._forward(raw, body.model, ticket, body.stream))
         try:
             await self._relay
         except asyncio.CancelledError:
             if not self._gone:
                 raise
 
-    def _json_body(self) -> dict[str, Any] | None:
-        try:
-            body = json.loads(self.request.body or b"")
-        except ValueError:
-            self.fail(400, "invalid_json", "The request body is not JSON.")
-            return None
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            self.fail(400, "invalid_request", "The request needs a model and a list of messages.")
-            return None
-        return body
-
-    async def _admit(self, identity: Identity, body: dict[str, Any]) -> Ticket | None:
+    async def _admit(
+        self, identity: Identity, body: ChatBody, raw: dict[str, Any]
+    ) -> Ticket | None:
+        """Hold the prompt and the answer within the day's budget; the answer length granted
+        is what goes upstream as the request's token limit, so the budget is a cap."""
         limits = await self.state.limits_for(identity)
-        asked = body.get("max_tokens") or body.get("max_completion_tokens")
-        hold = asked if isinstance(asked, int) and asked > 0 else self.state.config.reserve_tokens
-        outcome = await self.state.commits.admit(identity.name, limits, hold)
+        config = self.state.config
+        asked = body.asked_tokens
+        answer = asked if asked is not None else config.reserve_tokens
+        outcome = await self.state.commits.admit(
+            identity.name, limits, answer, estimate_prompt_tokens(raw)
+        )
         if isinstance(outcome, Refusal):
             self.fail(429, outcome.code, outcome.message, outcome.retry_after)
             return None
+        if body.max_completion_tokens is not None:
+            raw["max_completion_tokens"] = outcome.answer
+        elif body.max_tokens is not None:
+            raw["max_tokens"] = outcome.answer
+        else:
+            raw[config.max_tokens_param] = outcome.answer
         return outcome
 
-    async def _forward(self, body: dict[str, Any], model: str, ticket: Ticket) -> None:
-        streaming = body.get("stream") is True
+    async def _forward(
+        self, body: dict[str, Any], model: str, ticket: Ticket, streaming: bool
+    ) -> None:
         if streaming:
             # The upstream's own count is the one to bill; ask for it on every stream.
             options = body.get("stream_options")
@@ -273,7 +332,7 @@ class ChatCompletionsHandler(ApiHandler):
             if response.status in (401, 403):
                 # The upstream refused the course's key, not the student's token: passed on
                 # as is, the student's cell would tell them to fix a key they do not have.
-                said = _upstream_message(await response.read())
+                said = _upstream_message(self.state.scrub(await response.read()))
                 self.clear_header("Retry-After")
                 self.fail(
                     502,
@@ -284,7 +343,7 @@ class ChatCompletionsHandler(ApiHandler):
                 settled = True
                 return
             if response.status != 200:
-                self.finish(await response.read())
+                self.finish(self.state.scrub(await response.read()))
                 await self.state.commits.release(ticket)
                 settled = True
                 return

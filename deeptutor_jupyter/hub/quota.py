@@ -5,15 +5,19 @@ single ``UPDATE ... WHERE`` statements, so two replicas on one PostgreSQL never 
 the budget between them: the row lock makes the second UPDATE re-check its WHERE against the
 first one's result.
 
-A request is admitted while ``used + held < daily limit``; it holds back ``reserve`` tokens (its
-``max_tokens`` or the configured reserve) until it ends, when the upstream's reported usage
-replaces the hold. Only counts are stored: student, model, day, tokens, requests; never text.
+The daily budget is a cap, not a threshold: a request holds back its prompt (estimated) and the
+answer length it is granted, and is admitted only while ``used + held + its hold`` stays within
+the limit. The answer granted is what it asked for, cut to what is left of the day; the gateway
+sends that number upstream as ``max_tokens``, so concurrent requests cannot spend past the limit
+between them. When it ends, the upstream's reported usage replaces the hold. Only counts are
+stored: student, model, day, tokens, requests; never text.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -71,6 +75,10 @@ mastery = sa.Table(
 )
 
 
+def _bounded(tokens: int) -> int:
+    return min(max(0, tokens), 1 << 40)
+
+
 def utc_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
@@ -86,11 +94,12 @@ class Refusal:
 
 @dataclass(frozen=True)
 class Ticket:
-    """An admitted request: what to settle when it ends."""
+    """An admitted request: what to settle when it ends, and the answer length it may use."""
 
     student: str
     day: str
     held: int
+    answer: int = 0
 
 
 @dataclass(frozen=True)
@@ -112,8 +121,22 @@ def make_engine(url: str) -> sa.Engine:
         kwargs["pool_pre_ping"] = True
     engine = sa.create_engine(url, **kwargs)
     if url.startswith("sqlite"):
+        _private_file(engine.url.database)
         sa.event.listen(engine, "connect", _sqlite_pragmas)
     return engine
+
+
+def _private_file(database: str | None) -> None:
+    """Create the SQLite file readable by the service's user only, before SQLite opens it.
+
+    Its usage rows name every student; on a one-machine hub (TLJH) the students are local users.
+    SQLite gives the -wal and -shm files the database file's permissions.
+    """
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    fd = os.open(database, os.O_RDWR | os.O_CREAT, 0o600)
+    os.close(fd)
+    os.chmod(database, 0o600)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -132,7 +155,10 @@ _UNLIMITED = 2**62
 _HOLD = """INSERT INTO deeptutor_budget_day (student, day, used, held)
 VALUES (:student, :day, 0, :hold)
 ON CONFLICT (student, day) DO UPDATE SET held = deeptutor_budget_day.held + excluded.held
-WHERE deeptutor_budget_day.used + deeptutor_budget_day.held < :limit"""
+WHERE deeptutor_budget_day.used + deeptutor_budget_day.held + excluded.held <= :limit"""
+_BUDGET_ROW = (
+    """SELECT used, held FROM deeptutor_budget_day WHERE student = :student AND day = :day"""
+)
 _TAKE_SLOT = """INSERT INTO deeptutor_rate_minute (student, minute, count)
 VALUES (:student, :minute, 1)
 ON CONFLICT (student, minute) DO UPDATE SET count = deeptutor_rate_minute.count + 1
@@ -155,6 +181,11 @@ _by_style: dict[tuple[str, str], str] = {}
 
 def _run(conn: sa.Connection, sql: str, params: dict[str, Any]) -> int:
     """Run one of the statements above in the driver's parameter style; its rowcount."""
+    return int(conn.exec_driver_sql(_style(conn, sql), params).rowcount)
+
+
+def _style(conn: sa.Connection, sql: str) -> str:
+    """A statement above in the driver's parameter style."""
     # sqlite3 takes :name whatever SQLAlchemy's own style is; psycopg takes %(name)s.
     style = "named" if conn.dialect.name == "sqlite" else conn.dialect.paramstyle
     key = (style, sql)
@@ -167,7 +198,7 @@ def _run(conn: sa.Connection, sql: str, params: dict[str, Any]) -> int:
         else:  # pragma: no cover - only SQLite and PostgreSQL are documented
             raise RuntimeError(f"unsupported parameter style {style}")
         _by_style[key] = text
-    return int(conn.exec_driver_sql(text, params).rowcount)
+    return text
 
 
 def _insert_missing(conn: sa.Connection, table: sa.Table, values: dict[str, Any]) -> None:
@@ -229,9 +260,9 @@ class QuotaStore:
 
     # --- admission ----------------------------------------------------------------------------
 
-    def admit(self, student: str, limits: Limits, hold: int) -> Ticket | Refusal:
+    def admit(self, student: str, limits: Limits, answer: int, prompt: int = 0) -> Ticket | Refusal:
         with self.engine.begin() as conn:
-            return self.admit_in(conn, student, limits, hold)
+            return self.admit_in(conn, student, limits, answer, prompt)
 
     def release(self, ticket: Ticket) -> None:
         """Give back the hold of a request the upstream refused or never answered."""
@@ -245,19 +276,21 @@ class QuotaStore:
 
     def run_batch(self, ops: list[Callable[[sa.Connection], Any]]) -> list[Any]:
         """Several operations in one transaction (hub/batch.py orders them so that replicas
-        lock rows in the same order); a failed batch is retried one operation at a time."""
+        lock rows in the same order). A failed batch is retried one operation at a time, so
+        an operation that fails (whatever the error) fails alone: the others' admissions,
+        settlements and give-backs still commit."""
         try:
             conn = self._batch_connection()
             with conn.begin():
                 return [op(conn) for op in ops]
-        except sa.exc.DBAPIError:
+        except Exception:
             self._drop_batch_connection()
             results: list[Any] = []
             for op in ops:
                 try:
                     with self.engine.begin() as conn:
                         results.append(op(conn))
-                except sa.exc.DBAPIError as exc:
+                except Exception as exc:
                     results.append(exc)
             return results
 
@@ -275,8 +308,10 @@ class QuotaStore:
             self._batch_conn = None
 
     def admit_in(
-        self, conn: sa.Connection, student: str, limits: Limits, hold: int
+        self, conn: sa.Connection, student: str, limits: Limits, answer: int, prompt: int = 0
     ) -> Ticket | Refusal:
+        """Admit a request whose prompt is about ``prompt`` tokens and which asks for answers
+        of up to ``answer`` tokens; the ticket says how many answer tokens it was granted."""
         now = self.clock()
         day = now.strftime("%Y-%m-%d")
         minute = int(now.timestamp() // 60)
@@ -288,22 +323,40 @@ class QuotaStore:
                 f"({per_minute} a minute). Wait a minute and try again.",
                 retry_after=60 - now.second,
             )
-        daily = limits.daily_tokens
-        # One statement: create the day's row holding ``hold``, or add ``hold`` to it while
-        # used + held stays below the limit. On PostgreSQL the conflicting row is locked and
-        # the condition re-checked against the other replica's committed result.
-        params = {"student": student, "day": day, "hold": hold, "limit": _UNLIMITED}
-        if daily is not None:
-            params["limit"] = daily
-        admitted = daily is None or daily > 0
-        if admitted:
-            admitted = _run(conn, _HOLD, params) == 1
-        if admitted:
-            return Ticket(student, day, hold)
+        ticket = self._hold(conn, student, day, limits.daily_tokens, max(0, prompt), answer)
+        if ticket is not None:
+            return ticket
         if per_minute is not None:
             # A refused request should not also cost a slot of the minute.
             _run(conn, _GIVE_SLOT_BACK, {"student": student, "minute": minute})
         return Refusal("budget_exhausted", budget_message())
+
+    def _hold(
+        self,
+        conn: sa.Connection,
+        student: str,
+        day: str,
+        daily: int | None,
+        prompt: int,
+        answer: int,
+    ) -> Ticket | None:
+        params: dict[str, Any] = {"student": student, "day": day}
+        if daily is None:
+            hold = prompt + answer
+            _run(conn, _HOLD, {**params, "hold": hold, "limit": _UNLIMITED})
+            return Ticket(student, day, hold, answer)
+        # Read what is left, then hold within it. The UPDATE re-checks its WHERE against a
+        # concurrent replica's committed hold; losing that race once reads again.
+        for _ in range(2):
+            row = conn.exec_driver_sql(_style(conn, _BUDGET_ROW), params).first()
+            left = daily - (int(row[0]) + int(row[1]) if row is not None else 0)
+            granted = min(answer, left - prompt)
+            if granted < 1:
+                return None
+            hold = prompt + granted
+            if _run(conn, _HOLD, {**params, "hold": hold, "limit": daily}) == 1:
+                return Ticket(student, day, hold, granted)
+        return None
 
     def _take_minute_slot(
         self, conn: sa.Connection, student: str, minute: int, per_minute: int
@@ -327,7 +380,9 @@ class QuotaStore:
     def settle_in(
         self, conn: sa.Connection, ticket: Ticket, model: str, prompt: int, completion: int
     ) -> None:
-        prompt, completion = max(0, prompt), max(0, completion)
+        # An upstream's count is taken within sane bounds: a number the database cannot hold
+        # would fail the settlement and leave the hold in place for the rest of the day.
+        prompt, completion = _bounded(prompt), _bounded(completion)
         budget = {"student": ticket.student, "day": ticket.day, "held": ticket.held}
         _run(conn, _SETTLE_BUDGET, {**budget, "used": prompt + completion})
         usage = {"student": ticket.student, "day": ticket.day, "model": model}

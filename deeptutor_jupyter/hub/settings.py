@@ -13,6 +13,7 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Literal
 from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
@@ -43,9 +44,13 @@ class GatewayConfig(BaseModel):
     instructors: frozenset[str] = frozenset()
     instructor_groups: frozenset[str] = frozenset()
     db_url: str = "sqlite:///deeptutor-hub.sqlite"
-    # Tokens held back while a request runs when it does not say its own max_tokens: the day's
-    # budget admits a request only while used + held back is below the limit (quota.py).
-    reserve_tokens: int = Field(512, ge=1)
+    # The answer length a request gets when it does not ask for one (it is sent upstream as
+    # the request's token limit): held back from the day's budget while the request runs, with
+    # the prompt, and replaced by the upstream's count when it ends (quota.py).
+    reserve_tokens: int = Field(4096, ge=1, le=1_000_000)
+    # The name the upstream takes that limit under (OpenAI's reasoning models want
+    # max_completion_tokens); a request that names its own keeps its name.
+    max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     auth_cache_seconds: int = Field(60, ge=0)
     upstream_timeout: float = Field(300.0, gt=0)
     # Aggregates of fewer students than this are hidden on the instructor page.

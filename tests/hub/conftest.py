@@ -21,8 +21,10 @@ def hub(tmp_path_factory: pytest.TempPathFactory, upstream: FakeLLMServer) -> It
     running = Hub(
         tmp_path_factory.mktemp("hub"),
         upstream.url,
-        daily_tokens=1_000,
-        groups={"honours": {"daily_tokens": 5_000, "requests_per_minute": None}},
+        # A tutor's request is a few thousand tokens of prompt (its instructions and tools):
+        # a budget below that admits nothing.
+        daily_tokens=20_000,
+        groups={"honours": {"daily_tokens": 50_000, "requests_per_minute": None}},
     )
     try:
         yield running

@@ -199,10 +199,10 @@ def test_group_limits_apply_to_a_server_token(hub: Hub) -> None:
     server_like = [SERVICE_SCOPE, "read:users:groups!user"]
     dan = hub.token_for("dan", server_like)
     mine = httpx.get(f"{hub.service}/v1/usage", headers={"Authorization": f"Bearer {dan}"})
-    assert mine.json()["limits"] == {"daily_tokens": 5000, "requests_per_minute": None}
+    assert mine.json()["limits"] == {"daily_tokens": 50000, "requests_per_minute": None}
     erin = hub.token_for("erin", server_like)
     theirs = httpx.get(f"{hub.service}/v1/usage", headers={"Authorization": f"Bearer {erin}"})
-    assert theirs.json()["limits"] == {"daily_tokens": 1000, "requests_per_minute": None}
+    assert theirs.json()["limits"] == {"daily_tokens": 20000, "requests_per_minute": None}
 
 
 def test_an_upstream_without_stream_options_is_asked_again_without_them(
@@ -245,3 +245,87 @@ def test_a_student_who_leaves_before_the_answer_starts_gets_the_hold_back(
 
     wait_until(lambda: held() == 0)
     assert httpx.get(f"{hub.service}/v1/usage", headers=headers).json()["used_today"] == 0
+
+
+def test_a_request_the_gateway_cannot_bill_is_refused_and_harms_no_one(
+    hub: Hub, upstream: FakeLLMServer
+) -> None:
+    eve = hub.token_for("bob", [SERVICE_SCOPE])
+    frank = hub.token_for("carol", [SERVICE_SCOPE])
+    upstream.clear_requests()
+    for extra, words in [
+        ({"max_tokens": 2**63}, "max_tokens must be a whole number"),
+        ({"stream": "true"}, "stream must be true or false"),
+        ({"n": 5}, "one answer per request"),
+        ({"service_tier": "priority"}, "does not pass on these parameters: 'service_tier'"),
+    ]:
+        r = chat(hub, eve, **extra)
+        assert r.status_code == 400, r.text
+        assert words in r.json()["error"]["message"]
+        assert r.json()["error"]["code"] == "invalid_request"
+    assert upstream.requests == []
+    # Nothing was held for the refused requests, and another student is served as ever.
+    mine = httpx.get(f"{hub.service}/v1/usage", headers={"Authorization": f"Bearer {eve}"})
+    assert mine.json()["held_now"] == 0
+    upstream.add(Reply(text="Fine."))
+    assert sse_text(chat(hub, frank)) == "Fine."
+
+
+def test_the_upstream_is_told_the_answer_length_the_budget_allows(
+    hub: Hub, upstream: FakeLLMServer
+) -> None:
+    # The hub's students have 20,000 tokens a day (conftest): a request that names no length
+    # goes upstream with the course's reserve (4,096), a larger one than is left with what is
+    # left after its prompt.
+    token = hub.token_for("erin", [SERVICE_SCOPE])
+    upstream.clear_requests()
+    upstream.add(Reply(text="a", usage={"prompt_tokens": 10, "completion_tokens": 1}))
+    upstream.add(Reply(text="b", usage={"prompt_tokens": 10, "completion_tokens": 1}))
+    upstream.add(Reply(text="c", usage={"prompt_tokens": 10, "completion_tokens": 1}))
+    assert chat(hub, token).status_code == 200
+    assert chat(hub, token, max_completion_tokens=50_000).status_code == 200
+    assert chat(hub, token, max_tokens=7).status_code == 200
+    unnamed, large, small = upstream.requests[-3:]
+    assert unnamed.body["max_tokens"] == 4_096
+    assert "max_completion_tokens" not in unnamed.body
+    assert 10_000 < large.body["max_completion_tokens"] < 20_000
+    assert small.body["max_tokens"] == 7
+
+
+def test_an_upstream_that_echoes_the_key_does_not_show_it_to_the_student(
+    hub: Hub, upstream: FakeLLMServer
+) -> None:
+    token = hub.token_for("bob", [SERVICE_SCOPE])
+    upstream.add(Reply(status=400, error=f"Bad request for Authorization: Bearer {UPSTREAM_KEY}"))
+    r = chat(hub, token, max_tokens=10)
+    assert r.status_code == 400
+    assert UPSTREAM_KEY not in r.text
+    assert "Bearer [redacted]" in r.json()["error"]["message"]
+    upstream.add(Reply(status=401, error=f"Incorrect API key provided: {UPSTREAM_KEY}"))
+    r = chat(hub, token, max_tokens=10)
+    assert r.status_code == 502
+    assert UPSTREAM_KEY not in r.text
+
+
+def test_a_body_is_read_only_after_the_token_was_checked_and_only_so_far(hub: Hub) -> None:
+    import socket
+    from urllib.parse import urlparse
+
+    # An anonymous request announcing 90 MB is refused from its headers: the answer comes
+    # while 64 KiB of the body were sent (before, the service waited to read it all). Sent
+    # to the service's own port: the proxy, cut off mid-body, would answer 503 itself.
+    url = urlparse(f"http://127.0.0.1:{hub.service_port}/services/deeptutor/v1/chat/completions")
+    with socket.create_connection((url.hostname, url.port), timeout=20) as sock:
+        sock.sendall(
+            f"POST {url.path} HTTP/1.1\r\nHost: {url.netloc}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 90000000\r\n\r\n".encode()
+            + b"x" * (64 << 10)
+        )
+        head = sock.recv(4096).decode("latin-1")
+    assert head.startswith("HTTP/1.1 401"), head[:200]
+
+    token = hub.token_for("bob", [SERVICE_SCOPE])
+    big = "x" * (9 << 20)
+    r = chat(hub, token, messages=[{"role": "user", "content": big}])
+    assert r.status_code == 413
+    assert "larger than the course service takes" in r.json()["error"]["message"]

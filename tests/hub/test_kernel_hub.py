@@ -135,8 +135,8 @@ def test_a_spent_budget_shows_a_card_in_the_students_cell(
     alice_kernel: KernelDriver, upstream: FakeLLMServer
 ) -> None:
     k = alice_kernel
-    # This module's hub gives 1000 tokens a day; one big answer spends them.
-    upstream.add(Reply(text="Long.", usage={"prompt_tokens": 900, "completion_tokens": 900}))
+    # This module's hub gives 20,000 tokens a day; one big answer spends them.
+    upstream.add(Reply(text="Long.", usage={"prompt_tokens": 14_000, "completion_tokens": 7_000}))
     k.execute("%tutor Explain everything.")
     first = turn_view(k)
     k.wait_for(lambda: k.markdown_in(first) == "Long.")

@@ -29,7 +29,9 @@ def test_a_spent_budget_is_refused_in_plain_words_until_the_instructor_raises_it
 ) -> None:
     alice = hub.token_for("alice", [SERVICE_SCOPE])
     bob = hub.token_for("bob", [SERVICE_SCOPE])
-    upstream.add(Reply(text="Long answer.", usage={"prompt_tokens": 700, "completion_tokens": 400}))
+    upstream.add(
+        Reply(text="Long answer.", usage={"prompt_tokens": 14_000, "completion_tokens": 7_000})
+    )
     assert chat(hub, alice).status_code == 200  # admitted: nothing used yet today
     upstream.clear_requests()
     refused = chat(hub, alice)
@@ -46,7 +48,7 @@ def test_a_spent_budget_is_refused_in_plain_words_until_the_instructor_raises_it
     teacher = hub.token_for("ms-lee")
     r = httpx.post(
         f"{hub.service}/instructor/",
-        data={"student": "alice", "daily_tokens": "5000", "requests_per_minute": ""},
+        data={"student": "alice", "daily_tokens": "50000", "requests_per_minute": ""},
         headers=auth(teacher),
         follow_redirects=False,
     )
@@ -54,7 +56,7 @@ def test_a_spent_budget_is_refused_in_plain_words_until_the_instructor_raises_it
     upstream.add(Reply(text="Again."))
     assert sse_text(chat(hub, alice)) == "Again."
     mine = httpx.get(f"{hub.service}/v1/usage", headers=auth(alice)).json()
-    assert mine["limits"] == {"daily_tokens": 5000, "requests_per_minute": None}
+    assert mine["limits"] == {"daily_tokens": 50000, "requests_per_minute": None}
 
 
 def test_a_student_cannot_read_another_students_usage(hub: Hub, upstream: FakeLLMServer) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from deeptutor_jupyter.hub.usage_stream import estimate_prompt_tokens
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
 from tests.hub.harness import UPSTREAM_KEY, Hub, free_port
 from tests.hub.postgres import Postgres
@@ -130,16 +131,22 @@ def test_concurrent_requests_on_two_replicas_admit_exactly_the_budget(
     pg_hub: Hub, replica: str, upstream: FakeLLMServer
 ) -> None:
     token = pg_hub.token_for("bob", [SERVICE_SCOPE])
-    # Each request holds its max_tokens (100) while it runs and then costs exactly 100: a
-    # budget of 1000 admits ten of them, however the twenty interleave across the replicas.
+    # Each request holds its prompt (estimated) and its max_tokens (100) while it runs; the
+    # upstream answers only after 3 s, so all twenty are decided while the admitted ones
+    # hold: a budget of 1000 admits eight whole holds and a ninth granted what is left,
+    # however the twenty interleave across the replicas.
+    prompt = estimate_prompt_tokens({"messages": [{"role": "user", "content": "hi"}]})
+    last = 1000 - 8 * (prompt + 100) - prompt
     upstream.extend(
-        Reply(text="ok", chunk_delay=0.01, usage={"prompt_tokens": 50, "completion_tokens": 50})
-        for _ in range(10)
+        Reply(text="ok", delay=3.0, usage={"prompt_tokens": 50, "completion_tokens": 50})
+        for _ in range(9)
     )
     urls = [pg_hub.service if i % 2 else replica for i in range(20)]
     with ThreadPoolExecutor(20) as pool:
         statuses = list(pool.map(lambda u: _ask(u, token).status_code, urls))
-    assert sorted(statuses) == [200] * 10 + [429] * 10
+    assert sorted(statuses) == [200] * 9 + [429] * 11
+    granted = sorted(r.body["max_tokens"] for r in upstream.requests[-9:])
+    assert granted == [last] + [100] * 8
     used = httpx.get(f"{replica}/v1/usage", headers={"Authorization": f"Bearer {token}"}).json()
-    assert used["used_today"] == 1000
-    assert json.dumps(used).count('"requests": 10') == 1
+    assert used["used_today"] == 900
+    assert json.dumps(used).count('"requests": 9') == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from traitlets.config import Config
@@ -164,3 +165,94 @@ def test_the_scanner_finds_usage_split_across_chunks() -> None:
     silent = UsageScanner()
     silent.feed(b'data: {"choices": [{"delta": {"content": "a"}}]}\n\ndata: {"choices": []}\n\n')
     assert silent.usage(7) == (7, 2)  # the estimate: the prompt's share, one token a delta
+
+
+def test_the_budget_is_a_cap_on_prompt_and_answer_together(tmp_path: Path) -> None:
+    quota = store(tmp_path, Clock())
+    limits = Limits(daily_tokens=2_000, requests_per_minute=None)
+    # Four answers asked for at once cannot hold more than the day between them: the third is
+    # granted what is left, the fourth nothing.
+    tickets = [quota.admit("ann", limits, 800, prompt=100) for _ in range(4)]
+    granted = [t.answer if isinstance(t, Ticket) else None for t in tickets]
+    assert granted == [800, 800, 100, None]
+    assert sum(t.held for t in tickets if isinstance(t, Ticket)) == 2_000
+    assert quota.today("ann") == (0, 2_000)
+    # A prompt larger than what is left is refused outright, not admitted with no answer.
+    assert isinstance(quota.admit("ben", limits, 10, prompt=2_000), Refusal)
+    assert quota.today("ben") == (0, 0)
+
+
+def test_one_failing_operation_does_not_fail_the_others_in_its_batch(tmp_path: Path) -> None:
+    quota = store(tmp_path, Clock())
+    limits = Limits(daily_tokens=1_000, requests_per_minute=5)
+    held = quota.admit("ann", limits, 300)
+    assert isinstance(held, Ticket)
+
+    def overflow(conn: Any) -> None:
+        # What a max_tokens past 64 bits did before requests were typed: the driver's
+        # OverflowError is no DBAPIError, and it once failed every admission and settlement
+        # batched with it (held tokens then stayed held for the rest of the day).
+        conn.exec_driver_sql("SELECT ?", (2**70,))
+
+    results = quota.run_batch(
+        [
+            lambda conn: quota.admit_in(conn, "bob", limits, 100),
+            overflow,
+            lambda conn: quota.settle_in(conn, held, "m", 10, 20),
+        ]
+    )
+    assert isinstance(results[0], Ticket)
+    assert isinstance(results[1], OverflowError)
+    assert quota.today("bob") == (0, 100)
+    assert quota.today("ann") == (30, 0)  # the settlement committed: nothing stays held
+
+
+def test_the_sqlite_file_is_readable_by_the_service_only(tmp_path: Path) -> None:
+    path = tmp_path / "hub.sqlite"
+    path.write_bytes(b"")
+    path.chmod(0o644)  # as an older version left it
+    quota = QuotaStore(make_engine(f"sqlite:///{path}"))
+    quota.admit("ann", Limits(daily_tokens=10, requests_per_minute=None), 1)
+    for name in ("hub.sqlite", "hub.sqlite-wal", "hub.sqlite-shm"):
+        if (tmp_path / name).exists():
+            assert (tmp_path / name).stat().st_mode & 0o077 == 0, name
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ({"max_tokens": 2**63}, "max_tokens must be a whole number from 1 to 1,000,000"),
+        ({"max_tokens": -1}, "max_tokens must be a whole number"),
+        ({"max_tokens": "100"}, "max_tokens must be a whole number"),
+        ({"max_completion_tokens": 1.5}, "max_completion_tokens must be a whole number"),
+        ({"n": 5}, "one answer per request"),
+        ({"stream": "true"}, "stream must be true or false"),
+        ({"stream": 1}, "stream must be true or false"),
+        ({"service_tier": "priority", "store": True}, "'service_tier', 'store'"),
+        ({"messages": "hi"}, "a model and a list of messages"),
+        ({"model": None}, "a model and a list of messages"),
+    ],
+)
+def test_requests_are_typed_and_bounded(body: dict[str, object], words: str) -> None:
+    from deeptutor_jupyter.hub.request import RequestError, parse_chat_body
+
+    sent = {"model": "m", "messages": [{"role": "user", "content": "hi"}], **body}
+    with pytest.raises(RequestError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        parse_chat_body(json.dumps(sent).encode())
+
+
+def test_a_plain_tutor_request_passes_as_sent() -> None:
+    from deeptutor_jupyter.hub.request import parse_chat_body
+
+    sent = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "tools": [{"type": "function", "function": {"name": "ask_user", "parameters": {}}}],
+        "temperature": 0.2,
+        "max_completion_tokens": 900,
+    }
+    body, raw = parse_chat_body(json.dumps(sent).encode())
+    assert raw == sent
+    assert (body.stream, body.asked_tokens) == (True, 900)
