@@ -33,10 +33,9 @@ def renames_in(source: str) -> list[str]:
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
             continue
         name, owner = node.func.attr, ast.unparse(node.func.value)
-        # Path.rename(target) and Path.replace(target): one argument (str.replace takes two).
-        by_path = name == "rename" or (
-            name == "replace" and len(node.args) == 1 and not node.keywords
-        )
+        # Path.rename(target) and Path.replace(target): one argument (str.replace takes two,
+        # as does a session's rename of a conversation).
+        by_path = name in ("rename", "replace") and len(node.args) == 1 and not node.keywords
         if name in RENAMERS.get(owner, ()) or by_path:
             found.append(ast.unparse(node))
     return found
@@ -53,6 +52,7 @@ def test_the_scan_sees_every_way_to_rename() -> None:
     assert renames_in("fd, name = tempfile.mkstemp()") == ["tempfile.mkstemp()"]
     # Not renames: text replacement, a dataclass or datetime copy, a store's method.
     assert renames_in("s.replace('a', 'b')\nd.replace(year=1)\nstore.rename_session(s, t)") == []
+    assert renames_in("session.rename(conversation, title)") == []
 
 
 def test_only_the_files_module_renames() -> None:
