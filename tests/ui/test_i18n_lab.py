@@ -134,7 +134,13 @@ def test_the_panel_speaks_chinese_and_follows_its_settings(
             )
         )
 
-        # The tab shown first, changed in the same editor, switches the open panel.
+        # The tab shown first, changed in the same editor, switches the open panel. The
+        # editor is brought to the front again: the turn's notebook may have been activated
+        # meanwhile (its save after the turn), which hides the editor's form.
+        page.evaluate(
+            "() => window.jupyterapp.commands.execute('settingeditor:open', {query: 'DeepTutor'})"
+        )
+        page.locator(f"{form} select[id$='_openTab']").wait_for(state="visible")
         page.locator(f"{form} select[id$='_openTab']").select_option(label="记忆")
         page.locator(".jp-DeepTutorPanel-tab.jp-mod-active", has_text="记忆").wait_for()
         active = page.locator(".jp-DeepTutorPanel-tab.jp-mod-active").inner_text()
