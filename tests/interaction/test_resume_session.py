@@ -3,14 +3,18 @@
 Notebook A asks and dies (a process of its own, SIGKILLed while it waits); notebook B answers
 through ``TutorSession.submit`` and resumes the saved turn itself. The store then holds the
 answer (``user_input_resolved``), the continuation's content and ``done``, each once, their seqs
-following those written before the pause.
+following those written before the pause. The same when A's pid has since been taken by another
+live process (issue 23: a pod's pids start again): A is still gone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,6 +22,7 @@ import pytest
 
 from deeptutor_jupyter.config import resolve_settings
 from deeptutor_jupyter.runtime.session import TutorSession
+from deeptutor_jupyter.store.db import Store
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
 
 ASK_ARGS = {
@@ -60,6 +65,8 @@ async def until(predicate: Callable[[], object], what: str, timeout: float = 20.
 # Notebook A in a process of its own: it asks, says so, and waits until it is killed.
 NOTEBOOK_A = """
 import asyncio
+import contextlib
+import dataclasses
 from deeptutor_jupyter.config import resolve_settings
 from deeptutor_jupyter.runtime.session import TutorSession
 
@@ -89,8 +96,22 @@ def ask_and_die(tmp_path: Path) -> tuple[str, int]:
     return turn_id, int(last_seq)
 
 
+def reuse_the_pid(home: Path, stack: contextlib.ExitStack) -> None:
+    """A's pid now belongs to another live process (a container's pids start again), and the
+    row's heartbeat is fresh: only the process's start time tells it is not A."""
+    other = stack.enter_context(subprocess.Popen(["sleep", "60"]))
+    stack.callback(other.kill)
+    store = Store(home / "state.db")
+    try:
+        [a] = store.owners()
+        store.register_owner(dataclasses.replace(a, pid=other.pid, heartbeat=time.time()))
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("fate", ["killed", "pid reused"])
 async def test_a_turn_resumed_by_the_session_that_answers_keeps_its_events_in_the_store(
-    server: FakeLLMServer, tmp_path: Path
+    server: FakeLLMServer, tmp_path: Path, fate: str
 ) -> None:
     server.extend(
         [
@@ -102,6 +123,9 @@ async def test_a_turn_resumed_by_the_session_that_answers_keeps_its_events_in_th
         ]
     )
     turn_id, asked_up_to = ask_and_die(tmp_path)
+    stack = contextlib.ExitStack()
+    if fate == "pid reused":
+        reuse_the_pid(tmp_path / "home", stack)
 
     b = session("lesson_b.ipynb", tmp_path)
     b.open(b.resolve({}))
@@ -116,7 +140,8 @@ async def test_a_turn_resumed_by_the_session_that_answers_keeps_its_events_in_th
         events = b.store.events(turn_id)
         seqs = [seq for seq, _, _ in events]
         assert seqs == sorted(set(seqs)) and seqs[0] == 1, seqs  # strictly increasing, no repeat
-        assert seqs[:asked_up_to] == list(range(1, asked_up_to + 1))  # kept from before
+        # A's last event is kept and the resumed turn goes on from the next seq.
+        assert seqs[seqs.index(asked_up_to) + 1] == asked_up_to + 1
         types = [kind for _, kind, _ in events]
         resolved = [d for _, t, d in events if t == "user_input_resolved"]
         assert [r["id"] for r in resolved] == [row.request_id]
@@ -131,3 +156,4 @@ async def test_a_turn_resumed_by_the_session_that_answers_keeps_its_events_in_th
         for model in b.models.values():
             await model.aclose()
         b.store.close()
+        stack.close()
