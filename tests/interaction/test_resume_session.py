@@ -129,7 +129,7 @@ async def test_a_turn_resumed_by_the_session_that_answers_keeps_its_events_in_th
 
     b = session("lesson_b.ipynb", tmp_path)
     b.open(b.resolve({}))
-    assert b.store is not None
+    store = Store(tmp_path / "home" / "state.db")  # read back as another process would
     try:
         [row] = b.pending(all_sessions=True)
         b.submit(row.session_id, row.request_id, ["safe"])
@@ -137,7 +137,7 @@ async def test_a_turn_resumed_by_the_session_that_answers_keeps_its_events_in_th
         resumed = b.turns[-1]
         assert resumed.turn_id == turn_id and resumed.answer == "Good: we analyse first."
 
-        events = b.store.events(turn_id)
+        events = store.events(turn_id)
         seqs = [seq for seq, _, _ in events]
         assert seqs == sorted(set(seqs)) and seqs[0] == 1, seqs  # strictly increasing, no repeat
         # A's last event is kept and the resumed turn goes on from the next seq.
@@ -155,5 +155,6 @@ async def test_a_turn_resumed_by_the_session_that_answers_keeps_its_events_in_th
     finally:
         for model in b.models.values():
             await model.aclose()
-        b.store.close()
+        store.close()
+        b.close()
         stack.close()
