@@ -421,7 +421,7 @@ class TutorSession(SessionReads):
         resolved = self.resolve(_profile_flags(saved["context"]))
         model = self.model_for(resolved)
         self._store.claim_pending(row.request_id, self._owner_id() or "", self.place())
-        log = EventLog(row.turn_id, self._store, start_seq=self._store.last_seq(row.turn_id))
+        log = EventLog(row.turn_id, self._store)  # resume_turn continues the saved seq
         self._follow(log)
         deps = self._plan().resume_deps(self.session_id, resolved.settings.home, saved["context"])
         turn = self._orchestrator.resume_turn(

@@ -52,7 +52,8 @@ CREATE TABLE IF NOT EXISTS owners (
     pid INTEGER NOT NULL,
     host TEXT NOT NULL,
     label TEXT NOT NULL,
-    heartbeat REAL NOT NULL
+    heartbeat REAL NOT NULL,
+    started TEXT
 );
 CREATE TABLE IF NOT EXISTS events (
     turn_id TEXT NOT NULL,
@@ -136,7 +137,12 @@ _PENDING_COLUMNS = (
     " answered_at, result, owner, place"
 )
 # Columns added after version 1; an older state.db gets them on open.
-_ADDED_COLUMNS = {"turns": ("owner",), "pending": ("owner", "place"), "sessions": ("title",)}
+_ADDED_COLUMNS = {
+    "turns": ("owner",),
+    "pending": ("owner", "place"),
+    "sessions": ("title",),
+    "owners": ("started",),
+}
 _LATE_INDEXES = "CREATE INDEX IF NOT EXISTS turns_by_status ON turns (status);"
 
 
@@ -155,6 +161,9 @@ class OwnerRow:
     host: str
     label: str
     heartbeat: float
+    # When the process started ("<boot id>:<start ticks>", interaction/owners.py): a pid that
+    # was reused by another process has another start. None where /proc cannot say.
+    started: str | None = None
 
 
 class StoreError(DeepTutorError, RuntimeError):
@@ -515,12 +524,14 @@ class Store(SQLiteFile):
     def register_owner(self, owner: OwnerRow) -> None:
         with self._tx() as c:
             c.execute(
-                "INSERT OR REPLACE INTO owners VALUES (?, ?, ?, ?, ?)",
-                (owner.id, owner.pid, owner.host, owner.label, owner.heartbeat),
+                "INSERT OR REPLACE INTO owners (id, pid, host, label, heartbeat, started)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (owner.id, owner.pid, owner.host, owner.label, owner.heartbeat, owner.started),
             )
 
     def owners(self) -> list[OwnerRow]:
-        return [OwnerRow(*r) for r in self._query("SELECT * FROM owners")]
+        rows = self._query("SELECT id, pid, host, label, heartbeat, started FROM owners")
+        return [OwnerRow(*r) for r in rows]
 
     def forget_owners(self, owner_ids: Iterable[str]) -> None:
         with self._tx() as c:

@@ -107,7 +107,8 @@ async def resume(
 ) -> tuple[Store, Any]:
     """Phase two: a fresh process over the same file continues the saved turn."""
     store, orch = process(db, tmp_path)
-    log = EventLog(TURN, store, start_seq=store.last_seq(TURN))
+    # A fresh log, as a surface builds it: resume_turn itself continues the saved seq.
+    log = EventLog(TURN, store)
     turn = orch.resume_turn(saved, tool_result_of(dict(ANSWER)), new_model(server, made), log)
     assert turn.task is not None
     await asyncio.wait_for(turn.task, 20)
