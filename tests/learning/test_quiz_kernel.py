@@ -276,3 +276,27 @@ def test_a_quiz_survives_a_kernel_restart_and_continues_its_turn(
     kernel.execute("%tutor pending")
     kernel.pump(0.5)
     assert len(kernel.with_class("dt-quiz")) == before
+
+
+def test_a_quiz_listed_by_pending_in_its_own_kernel_follows_the_answer_given_in_its_cell(
+    kernel: KernelDriver, fake_llm: FakeLLMServer
+) -> None:
+    one = {"title": "One", "objective": "squares", "questions": [QUIZ["questions"][0]]}
+    fake_llm.extend([quiz_reply(one, "call_here"), Reply(text="Answered in the cell.")])
+    kernel.execute("%tutor Quiz me")
+    in_cell = card_of(kernel)
+    kernel.execute("%tutor pending")
+    listed = kernel.wait_for(lambda: [c for c in kernel.with_class("dt-quiz") if c != in_cell])[0]
+    update(kernel, of_model(kernel, in_cell, "RadioButtonsModel")[0], index=1)
+    submit(kernel, in_cell)
+    kernel.wait_for(lambda: "Answered in the cell." in answer_text(kernel), timeout=30)
+
+    def listed_receipt() -> str:
+        return "".join(
+            str(kernel.widgets[c].get("value", ""))
+            for c in kernel.with_class("dt-quiz-receipt")
+            if c in kernel.descendants(listed)
+        )
+
+    kernel.wait_for(lambda: "100%" in listed_receipt())
+    assert len(tool_messages(fake_llm, "call_here")) == 1
