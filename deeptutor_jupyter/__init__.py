@@ -76,11 +76,20 @@ def submit_user_input(
 
 
 def pending_interactions(session_id: str | None = None) -> list[dict[str, Any]]:
-    """The questions waiting for an answer (of one session, or of every session of the user)."""
+    """What waits for an answer (of one session, or of every session of the user): questions
+    (``interaction`` ``ask_user``, answered with ``submit_user_input``), quizzes and reviews
+    (``quiz``, ``review``: their public form, answered with
+    ``deeptutor_jupyter.kernel.learn_api.submit_quiz``). Never a quiz's correct answers."""
     session = _opened_session()
     rows = session.pending(all_sessions=True, session_id=session_id)
     return [
-        {**row.payload, "status": row.status, "resumable": session.answerable(row)} for row in rows
+        {
+            **row.payload,
+            "interaction": row.kind,
+            "status": row.status,
+            "resumable": session.answerable(row),
+        }
+        for row in rows
     ]
 
 

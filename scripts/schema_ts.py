@@ -49,7 +49,7 @@ def contracts() -> tuple[dict[str, tuple[str, list[type[BaseModel]]]], list[type
     from deeptutor_jupyter.kernel.comm_messages import Attachment, KernelMessage, PanelAction
     from deeptutor_jupyter.memory.trace import TraceRecord
     from deeptutor_jupyter.runtime.event_types import TurnEvent
-    from deeptutor_jupyter.server.reads import PendingQuestion
+    from deeptutor_jupyter.server.reads import PendingQuestion, PendingQuiz
 
     unions = {
         "TurnEvent": ("Every event a turn emits, discriminated by `type`.", members(TurnEvent)),
@@ -57,7 +57,7 @@ def contracts() -> tuple[dict[str, tuple[str, list[type[BaseModel]]]], list[type
         "KernelMessage": ("What the kernel sends the panel, by `type`.", members(KernelMessage)),
         "Attachment": ("Context sent with a question, by `kind`.", members(Attachment)),
     }
-    return unions, [AskUserPayload, Submission, PendingQuestion, TraceRecord]
+    return unions, [AskUserPayload, Submission, PendingQuestion, PendingQuiz, TraceRecord]
 
 
 def render() -> str:

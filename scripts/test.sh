@@ -56,9 +56,11 @@ fi
 echo "==> ruff"
 .venv/bin/ruff check deeptutor_jupyter tests benchmarks scripts
 .venv/bin/ruff format --check deeptutor_jupyter tests benchmarks scripts
-echo "==> labextension: eslint, prettier, vitest (form rules)"
+echo "==> labextension: types (the tests' too), eslint, prettier, vitest"
 (
   cd labextension
+  # tsconfig.json builds src without its tests; tsconfig.test.json checks both, emits nothing.
+  npx --no-install tsc --noEmit -p tsconfig.test.json
   npx --no-install eslint src
   npx --no-install prettier --check --log-level warn "src/**/*.{ts,tsx}" "style/**/*.css"
   npx --no-install vitest run --reporter=dot

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from deeptutor_jupyter.errors import DeepTutorError
+
 
 @dataclass(frozen=True)
 class Identity:
@@ -21,8 +23,10 @@ class Identity:
     scopes: frozenset[str] = frozenset()
 
 
-class NotAllowed(Exception):
+class NotAllowed(DeepTutorError):
     """The request is refused; ``status`` is 401 (no token) or 403 (a token that does not do)."""
+
+    code = "not_allowed"
 
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(message)
@@ -31,8 +35,10 @@ class NotAllowed(Exception):
         self.message = message
 
 
-class HubUnavailable(Exception):
+class HubUnavailable(DeepTutorError):
     """The hub could not be asked; the student is not at fault."""
+
+    code = "hub_unavailable"
 
 
 class TokenChecker(Protocol):

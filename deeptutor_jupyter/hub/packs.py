@@ -25,6 +25,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.hub.quota import metadata
 
 EVERYONE = "*"
@@ -51,8 +52,10 @@ packs = sa.Table(
 )
 
 
-class PackRefused(ValueError):
+class PackRefused(DeepTutorError, ValueError):
     """A publication that cannot be accepted, with the reason in the teacher's words."""
+
+    code = "pack_refused"
 
 
 @dataclass(frozen=True)

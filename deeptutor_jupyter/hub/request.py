@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
+from deeptutor_jupyter.errors import DeepTutorError
+
 # One answer never needs more; a larger value is a mistake or an attempt on the budget.
 MAX_ANSWER_TOKENS = 1_000_000
 MAX_MESSAGES = 2_000
@@ -37,8 +39,10 @@ PASSED_THROUGH = frozenset(
 )
 
 
-class RequestError(ValueError):
+class RequestError(DeepTutorError, ValueError):
     """A request the gateway refuses before reserving anything; the text is for the student."""
+
+    code = "bad_request"
 
 
 class ChatBody(BaseModel):

@@ -18,6 +18,8 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from deeptutor_jupyter.errors import DeepTutorError
+
 CONFIG_ENV = "DEEPTUTOR_HUB_CONFIG"
 KEY_ENV = "DEEPTUTOR_HUB_UPSTREAM_KEY"
 KEY_FILE_ENV = "DEEPTUTOR_HUB_UPSTREAM_KEY_FILE"
@@ -87,8 +89,10 @@ def _most(values: Iterable[int | None]) -> int | None:
     return max(numbers)
 
 
-class ServiceConfigError(ValueError):
+class ServiceConfigError(DeepTutorError, ValueError):
     """The service cannot start; the message says which variable to fix, never the key."""
+
+    code = "service_config"
 
 
 def upstream_key(environ: Mapping[str, str]) -> SecretStr | None:

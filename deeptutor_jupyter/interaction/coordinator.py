@@ -12,7 +12,6 @@ live Future, or, after a kernel restart, the ``on_orphan`` hook that resumes the
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -28,7 +27,8 @@ from deeptutor_jupyter.interaction.answers import InvalidAnswer as InvalidAnswer
 from deeptutor_jupyter.interaction.answers import check_answer as check_answer
 from deeptutor_jupyter.interaction.answers import check_types as check_types
 from deeptutor_jupyter.interaction.audit import AuditLog
-from deeptutor_jupyter.interaction.owners import Owner, live_owner_ids
+from deeptutor_jupyter.interaction.owners import Owner
+from deeptutor_jupyter.interaction.pending import PendingCalls
 from deeptutor_jupyter.interaction.schema import AskUserArgs, payload
 from deeptutor_jupyter.providers.base import ToolCall
 from deeptutor_jupyter.store.db import PendingRow, Store, StoreError
@@ -111,6 +111,8 @@ def tool_result_of(result: Result) -> ToolResult:
 
 
 class InteractionCoordinator:
+    """ask_user, one kind of deferred call (interaction/pending.py): its payload, its check."""
+
     def __init__(
         self,
         store: Store,
@@ -124,13 +126,30 @@ class InteractionCoordinator:
         self.audit = audit
         self.workspace = workspace
         self.expiry_seconds = expiry_seconds
-        # The process whose turns wait here; None for a surface that only answers (a server).
-        self.owner = owner
-        self._waiters: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[Result]]] = {}
-        self._seen_version = -1
-        # Set by the kernel: continue a saved turn whose Future died with its kernel.
-        self.on_orphan: Callable[[PendingRow, Result], None] | None = None
-        self.can_resume: Callable[[PendingRow], bool] = lambda _row: False
+        # Shared with every other kind of pause of this process (quizzes, reviews).
+        self.calls = PendingCalls(store, owner=owner)
+        self.calls.kinds[KIND] = AskUserKind(self)
+
+    @property
+    def owner(self) -> Owner | None:
+        return self.calls.owner
+
+    # The session's hooks live on the shared mechanism; these name them for ask_user's callers.
+    @property
+    def on_orphan(self) -> Callable[[PendingRow, Result], None] | None:
+        return self.calls.on_orphan
+
+    @on_orphan.setter
+    def on_orphan(self, hook: Callable[[PendingRow, Result], None] | None) -> None:
+        self.calls.on_orphan = hook
+
+    @property
+    def can_resume(self) -> Callable[[PendingRow], bool]:
+        return self.calls.can_resume
+
+    @can_resume.setter
+    def can_resume(self, check: Callable[[PendingRow], bool]) -> None:
+        self.calls.can_resume = check
 
     # asking ------------------------------------------------------------------------------
     async def ask(
@@ -179,22 +198,12 @@ class InteractionCoordinator:
         self.store.add_pending(row, snapshot)
         if on_saved is not None and snapshot is not None:
             on_saved(request_id)
-        if supersedes:
-            try:
-                self.store.drop_turn_state(*supersedes)
-            except Exception:  # kept states are tidied at the turn's end or by housekeeping
-                logger.warning("could not drop superseded turn states", exc_info=True)
+        self.calls.drop_states(list(supersedes or []))
         self._write_audit(
             "asked", session_id=session_id, request_id=request_id, tool_call_id=call.id
         )
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Result] = loop.create_future()
-        self._waiters[request_id] = (loop, future)
-        timer = loop.call_later(self.expiry_seconds, self.expire, request_id)
-        emit("user_input_required", **body)
-        try:
-            result = await future
-        except asyncio.CancelledError:
+
+        def stopped() -> None:
             # The turn was stopped while waiting: the question must not stay answerable.
             if self.store.resolve_pending(request_id, "cancelled", STOPPED_RESULT, time.time()):
                 # The open card follows this event; without it the form stays answerable.
@@ -205,52 +214,31 @@ class InteractionCoordinator:
                     **resolved_fields(STOPPED_RESULT),
                 )
                 self._audit_outcome(row, "cancelled", STOPPED_RESULT)
-            raise
-        finally:
-            timer.cancel()
-            self._waiters.pop(request_id, None)
+
+        result = await self.calls.wait(
+            row,
+            self.expiry_seconds,
+            shown=lambda: emit("user_input_required", **body),
+            on_cancel=stopped,
+        )
         emit("user_input_resolved", id=request_id, tool_call_id=call.id, **resolved_fields(result))
         return tool_result_of(result)
 
     def is_live(self, request_id: str) -> bool:
-        return request_id in self._waiters
+        return self.calls.is_live(request_id)
 
     @property
     def waiting(self) -> bool:
-        return bool(self._waiters)
+        return self.calls.waiting
 
     def poll_remote(self) -> int:
-        """Deliver answers that another process consumed for questions waiting here.
-
-        Cheap when nothing happened: ``PRAGMA data_version`` changes only when another
-        connection committed. Returns how many waiters were resolved.
-        """
-        if not self._waiters:
-            return 0
-        version = self.store.data_version()
-        if version == self._seen_version:
-            return 0
-        self._seen_version = version
-        resolved = 0
-        for request_id, state in self.store.question_states(list(self._waiters)).items():
-            waiter = self._waiters.get(request_id)
-            if state.status != "pending" and state.result is not None and waiter is not None:
-                _resolve_soon(waiter, dict(state.result))
-                resolved += 1
-        return resolved
+        return self.calls.poll_remote()
 
     def owner_elsewhere(self, row: PendingRow) -> bool:
-        """True when another live process waits on this question and will continue its turn."""
-        if row.owner is None or row.request_id in self._waiters:
-            return False
-        if self.owner is not None and row.owner == self.owner.id:
-            return False  # ours, but its waiter is gone (the turn was stopped meanwhile)
-        return row.owner in live_owner_ids(self.store)
+        return self.calls.owner_elsewhere(row)
 
     def answerable(self, row: PendingRow) -> bool:
-        """Whether an answer given here would reach a turn (live here, live elsewhere, or
-        resumable from its saved state)."""
-        return self.is_live(row.request_id) or self.owner_elsewhere(row) or self.can_resume(row)
+        return self.calls.answerable(row)
 
     # answering ---------------------------------------------------------------------------
     def submit(
@@ -264,32 +252,18 @@ class InteractionCoordinator:
         check_types(selections, custom_input, cancelled)
         selections = list(selections or [])
         row = self.store.get_pending(request_id)
-        if row is None:
+        if row is None or row.kind != KIND:
             self._reject(session_id, request_id, "", "unknown")
             raise UnknownRequest(f"There is no question with id {request_id!r}.")
-        if row.session_id != session_id:
-            self._reject(session_id, request_id, row.tool_call_id, "foreign_session")
-            raise ForeignSession("This question belongs to another session; it was not answered.")
-        if row.status == "pending" and time.time() >= row.expires_at:
-            self.expire(request_id)
-            row = self.store.get_pending(request_id) or row
-        if row.status == "expired":
-            self._reject(session_id, request_id, row.tool_call_id, "expired")
-            raise ExpiredRequest("This question timed out before it was answered.")
-        if row.status != "pending":
-            self._reject(session_id, request_id, row.tool_call_id, "duplicate")
-            raise AlreadyAnswered(closed_message(row))
+        row = open_row(self.calls, row, session_id, self._reject)
         if not cancelled:
             try:
                 check_answer(row.payload, selections, custom_input, self.workspace)
             except InvalidAnswer:
                 self._reject(session_id, request_id, row.tool_call_id, "invalid")
                 raise
-        # Decided once: a waiter that vanishes before delivery (the turn was stopped on the loop
-        # thread meanwhile) must not turn this answer into a restart resume of that turn.
-        waiter = self._waiters.get(request_id)
-        elsewhere = waiter is None and self.owner_elsewhere(row)
-        if waiter is None and not elsewhere and not self.can_resume(row):
+        route = self.calls.route(row)
+        if route == "nowhere":
             self._reject(session_id, request_id, row.tool_call_id, "not_resumable")
             raise NotResumable(
                 "The kernel restarted; this question can no longer continue. Start the task again."
@@ -304,12 +278,7 @@ class InteractionCoordinator:
             self._reject(session_id, request_id, row.tool_call_id, "duplicate")
             raise AlreadyAnswered(closed_message(self.store.get_pending(request_id) or row))
         self._audit_outcome(row, status, result)
-        if waiter is not None:
-            _resolve_soon(waiter, result)  # a no-op if the turn was stopped meanwhile
-        elif elsewhere:
-            pass  # its owner notices the answer in the store and continues in its own cell
-        elif self.on_orphan is not None:
-            self.on_orphan(row, result)
+        self.calls.deliver(row, route, result)
         return result
 
     def expire(self, request_id: str) -> bool:
@@ -319,15 +288,12 @@ class InteractionCoordinator:
         ):
             return False
         self._audit_outcome(row, "expired", TIMEOUT_RESULT)
-        waiter = self._waiters.get(request_id)
-        if waiter is not None:
-            _resolve_soon(waiter, dict(TIMEOUT_RESULT))
+        self.calls.resolve_waiter(request_id, dict(TIMEOUT_RESULT))
         return True
 
     def expire_stale(self, rows: list[PendingRow]) -> list[PendingRow]:
-        """Expire what is past its time; returns the rows that are still pending."""
-        now = time.time()
-        return [r for r in rows if not (r.expires_at <= now and self.expire(r.request_id))]
+        """Expire what is past its time, of any kind; returns the rows that are still pending."""
+        return self.calls.expire_stale(rows, time.time())
 
     def _write_audit(self, event: Any, **fields: Any) -> None:
         """An audit line that cannot be written (full disk) is logged, never fatal: the answer
@@ -359,16 +325,53 @@ class InteractionCoordinator:
         )
 
 
-def _resolve_soon(
-    waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[Result]], result: Result
-) -> None:
-    loop, future = waiter
+KIND = "ask_user"
+Reject = Callable[[str, str, str, str], None]  # (session_id, request_id, tool_call_id, reason)
 
-    def resolve() -> None:
-        if not future.done():
-            future.set_result(result)
 
-    loop.call_soon_threadsafe(resolve)
+def open_row(
+    calls: PendingCalls,
+    row: PendingRow,
+    session_id: str,
+    reject: Reject,
+    *,
+    words: tuple[str, str] = ("question", "answered"),
+    closed: Callable[[PendingRow], str] | None = None,
+) -> PendingRow:
+    """The row if it still takes an answer: the refusals every kind shares, each audited by
+    ``reject``; ``words`` name the kind in them (noun, past participle)."""
+    noun, done = words
+    request_id = row.request_id
+    if row.session_id != session_id:
+        reject(session_id, request_id, row.tool_call_id, "foreign_session")
+        raise ForeignSession(f"This {noun} belongs to another session; it was not {done}.")
+    if row.status == "pending" and time.time() >= row.expires_at:
+        calls.expire(row)
+        row = calls.store.get_pending(request_id) or row
+    if row.status == "expired":
+        reject(session_id, request_id, row.tool_call_id, "expired")
+        raise ExpiredRequest(f"This {noun} timed out before it was {done}.")
+    if row.status != "pending":
+        reject(session_id, request_id, row.tool_call_id, "duplicate")
+        raise AlreadyAnswered((closed or closed_message)(row))
+    return row
+
+
+class AskUserKind:
+    """ask_user as a kind of deferred call (interaction/pending.py)."""
+
+    def __init__(self, coordinator: InteractionCoordinator) -> None:
+        self.coordinator = coordinator
+
+    def expire(self, request_id: str) -> bool:
+        return self.coordinator.expire(request_id)
+
+    def tool_result(self, result: Result) -> ToolResult:
+        return tool_result_of(result)
+
+    def resolved_event(self, row: PendingRow, result: Result) -> tuple[str, dict[str, Any]]:
+        fields = {"id": row.request_id, "tool_call_id": row.tool_call_id}
+        return "user_input_resolved", {**fields, **resolved_fields(result)}
 
 
 def closed_message(row: PendingRow) -> str:

@@ -1,14 +1,18 @@
 """``make_quiz``: intercepted like ``ask_user``, graded by code, the grade is the tool result.
 
-``QuizCoordinator.ask`` saves the quiz (answers included, in the kernel's store only), emits
-``quiz_required`` with the public view (no answers), and waits on a Future of this process.
-``submit`` is the one door a form uses: it checks the answers are readable, claims the quiz once,
-grades it (choice and numeric by code, code in the sandbox, short answers by the model in a small
-separate request), records mastery evidence and review cards, writes an audit line without free
-text, and resolves the Future; the waiting tool call returns the graded result.
+A quiz is a kind of deferred call (interaction/pending.py), like ``ask_user``: listed in the
+one ``pending`` table with its public view, owned by the kernel whose turn waits on it, consumed
+once, and continued in its owner's cell or, when the owner is gone, resumed through
+``TutorSession.resume``. ``QuizCoordinator.ask`` saves the quiz (answers included, in the
+learner's store only), emits ``quiz_required`` with the public view (no answers), and waits.
+``submit`` is the one door a form uses, from any process: it checks the answers are readable,
+holds the pending row once (``grading``), grades it from the stored quiz (choice and numeric
+by code, code in the sandbox, short answers by the model in a small separate request), records
+mastery evidence and review cards, writes an audit line without free text, and hands the grade
+to the turn by the owner rule; the waiting tool call returns the graded result.
 
 A ``review`` quiz (``%tutor review``) has no tool call: its grades reschedule existing cards.
-``submit`` may be called from any thread through ``submit_soon``; grading runs on the loop.
+Grading runs on the loop of the process that submits.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any, ClassVar, cast
 
 from pydantic import BaseModel
@@ -32,9 +35,10 @@ from deeptutor_jupyter.interaction.coordinator import (
     InteractionError,
     InvalidAnswer,
     UnknownRequest,
+    open_row,
 )
-from deeptutor_jupyter.learning import review as fsrs_review
-from deeptutor_jupyter.learning.mastery import guess_rate
+from deeptutor_jupyter.interaction.pending import PendingCalls
+from deeptutor_jupyter.interaction.quiz_record import record_grades
 from deeptutor_jupyter.learning.quiz import (
     ChoiceQuestion,
     CodeQuestion,
@@ -53,6 +57,7 @@ from deeptutor_jupyter.learning.quiz import (
 from deeptutor_jupyter.learning.short_answer import Complete, grade_short
 from deeptutor_jupyter.messages import Message
 from deeptutor_jupyter.providers.base import ChatModel, ChatRequest, TextDelta, ToolCall
+from deeptutor_jupyter.store.db import PendingRow
 from deeptutor_jupyter.store.learning import LearningStore, QuizRow
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 
@@ -150,24 +155,33 @@ def model_completer(model: ChatModel) -> Complete:
     return complete
 
 
+QUIZ_KINDS = ("quiz", "review")  # make_quiz in a turn; %tutor review (no turn to continue)
+
+
 class QuizCoordinator:
+    """Quizzes and reviews, kinds of deferred call (interaction/pending.py): the quiz with its
+    answers is kept in the learning tables; the pending row every surface lists carries only
+    the public view."""
+
     def __init__(
         self,
         store: LearningStore,
+        calls: PendingCalls,
         audit: AuditLog,
         *,
         sandbox: Any = None,
         expiry_seconds: float = 24 * 3600,
     ) -> None:
         self.store = store
+        self.calls = calls
         self.audit = audit
         self._sandbox = sandbox  # learning/sandbox.Sandbox, made on the first code answer
         self.expiry_seconds = expiry_seconds
-        self._waiters: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[Result]]] = {}
         self.graders: dict[str, Complete | None] = {}  # quiz id -> the model call for short
-        # Set by the kernel: a quiz answered after its turn's kernel died; gets (row, result).
-        self.on_orphan: Callable[[QuizRow, Result], None] | None = None
         self.on_graded: Callable[[QuizRow, Result], None] | None = None  # L1 traces
+        kind = QuizKind(self)
+        for name in QUIZ_KINDS:
+            calls.kinds[name] = kind
 
     # asking ------------------------------------------------------------------------------
     async def ask(
@@ -180,23 +194,31 @@ class QuizCoordinator:
         emit: Emit,
         snapshot: dict[str, Any] | None = None,
         grader: Complete | None = None,
+        place: dict[str, Any] | None = None,
+        supersedes: list[str] | None = None,
+        on_saved: Callable[[str], None] | None = None,
     ) -> ToolResult:
-        row = self.open_quiz(session_id, turn_id, call.id, "tool", args, snapshot, grader)
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Result] = loop.create_future()
-        self._waiters[row.quiz_id] = (loop, future)
-        timer = loop.call_later(self.expiry_seconds, self.expire, row.quiz_id)
-        emit("quiz_required", **self.form_body(row))
-        try:
-            result = await future
-        except asyncio.CancelledError:
-            if self.store.finish_quiz(row.quiz_id, "cancelled", CANCELLED):
+        row = self.open_quiz(
+            session_id, turn_id, call.id, "tool", args, snapshot, grader, place=place
+        )
+        if on_saved is not None and snapshot is not None:
+            on_saved(row.quiz_id)
+        self.calls.drop_states(list(supersedes or []))
+        body = self.form_body(row)
+
+        def stopped() -> None:
+            if self._close(row.quiz_id, "cancelled", CANCELLED):
                 emit("quiz_resolved", id=row.quiz_id, tool_call_id=call.id, **CANCELLED)
                 self._audit("cancelled", row, reason="turn_stopped")
-            raise
+
+        try:
+            result = await self.calls.wait(
+                self._pending_row(row.quiz_id),
+                self.expiry_seconds,
+                shown=lambda: emit("quiz_required", **body),
+                on_cancel=stopped,
+            )
         finally:
-            timer.cancel()
-            self._waiters.pop(row.quiz_id, None)
             self.graders.pop(row.quiz_id, None)
         emit("quiz_resolved", id=row.quiz_id, tool_call_id=call.id, **result)
         return tool_result_of(result)
@@ -211,7 +233,10 @@ class QuizCoordinator:
         snapshot: dict[str, Any] | None = None,
         grader: Complete | None = None,
         extra: dict[str, Any] | None = None,
+        place: dict[str, Any] | None = None,
     ) -> QuizRow:
+        """Save the quiz (answers in the learning tables) and its pending row (public view,
+        owner, place; the paused turn with it), in that order: a listed quiz can be graded."""
         now = time.time()
         spec = {"quiz": args.model_dump(mode="json"), **(extra or {})}
         row = QuizRow(
@@ -228,10 +253,46 @@ class QuizCoordinator:
             None,
             None,
         )
-        self.store.add_quiz(row, snapshot)
+        self.store.add_quiz(row)
+        self._add_pending(row, snapshot, place)
         self.graders[row.quiz_id] = grader
         self._audit("asked", row)
         return row
+
+    def _add_pending(
+        self, row: QuizRow, snapshot: dict[str, Any] | None, place: dict[str, Any] | None
+    ) -> None:
+        owner = self.calls.owner
+        # A review has no turn waiting on it: no owner, answered and graded wherever it is.
+        waits = row.kind == "tool" and owner is not None
+        self.calls.store.add_pending(
+            PendingRow(
+                row.quiz_id,
+                row.session_id,
+                row.turn_id,
+                row.tool_call_id,
+                self.form_body(row),
+                "pending",
+                row.created_at,
+                row.expires_at,
+                None,
+                None,
+                owner.id if waits and owner is not None else None,
+                place,
+                "quiz" if row.kind == "tool" else "review",
+            ),
+            snapshot,
+        )
+
+    def adopt_old_quizzes(self) -> int:
+        """Open quizzes a version before the one pending table saved only in ``quizzes``:
+        each gets its pending row, and its paused turn moves to ``turn_states``."""
+        adopted = 0
+        for row, state in self.store.quizzes_not_listed():
+            self._add_pending(row, state, None)
+            self.store.forget_old_state(row.quiz_id)
+            adopted += 1
+        return adopted
 
     @staticmethod
     def form_body(row: QuizRow) -> dict[str, Any]:
@@ -247,7 +308,12 @@ class QuizCoordinator:
         }
 
     def is_live(self, quiz_id: str) -> bool:
-        return quiz_id in self._waiters
+        return self.calls.is_live(quiz_id)
+
+    def _pending_row(self, quiz_id: str) -> PendingRow:
+        row = self.calls.store.get_pending(quiz_id)
+        assert row is not None, "open_quiz saved it"
+        return row
 
     # answering ---------------------------------------------------------------------------
     async def submit(
@@ -258,32 +324,33 @@ class QuizCoordinator:
         seconds: float | None = None,
         grader: Complete | None = None,
     ) -> Result:
-        row = self._open_row(session_id, quiz_id)
+        """Grade once, from any process: the answers are read from the store, never from a
+        surface. The turn goes on where the owner rule says (interaction/pending.py); a quiz
+        whose turn can go on nowhere is still graded (mastery, review cards)."""
+        pending, row = self._open(session_id, quiz_id)
         quiz = MakeQuizArgs.model_validate(row.spec["quiz"])
         try:
             check_answers(quiz, answers)
         except QuizAnswerError as exc:
             self._audit("rejected", row, reason="invalid")
             raise InvalidQuizAnswer(str(exc)) from None
-        if not self.store.claim_quiz(quiz_id):
+        route = self.calls.route(pending)
+        if not self.calls.store.hold_pending(quiz_id):
             self._audit("rejected", row, reason="duplicate")
             raise QuizClosed("This quiz was already submitted; its grade stands.")
         try:
             grader = grader or self.graders.get(quiz_id)
             results = await self.grade(quiz, answers, grader)
         except BaseException:
-            self.store.release_quiz(quiz_id)  # nothing lost: the learner can submit again
+            self.calls.store.release_pending(quiz_id)  # nothing lost: submit again
             raise
         result = quiz_result(results)
+        self.calls.store.resolve_pending(quiz_id, "answered", result, time.time(), was="grading")
         self.store.finish_quiz(quiz_id, "answered", result)
-        self._record(row, quiz, results, seconds)
+        record_grades(self.store, row, quiz, results, seconds)
         choices = [f"{r.id}:{g}" for r in results if isinstance(r.given, list) for g in r.given]
         self._audit("answered", row, selections=choices, reason=f"score={result['score']}")
-        waiter = self._waiters.get(quiz_id)
-        if waiter is not None:
-            _resolve_soon(waiter, result)
-        elif row.kind == "tool" and self.on_orphan is not None:
-            self.on_orphan(row, result)
+        self.calls.deliver(pending, route, result)
         if self.on_graded is not None:
             try:
                 self.on_graded(row, result)
@@ -291,22 +358,24 @@ class QuizCoordinator:
                 logger.warning("could not record the quiz trace", exc_info=True)
         return result
 
-    def _open_row(self, session_id: str, quiz_id: str) -> QuizRow:
+    def _open(self, session_id: str, quiz_id: str) -> tuple[PendingRow, QuizRow]:
+        pending = self.calls.store.get_pending(quiz_id)
         row = self.store.get_quiz(quiz_id)
-        if row is None:
+        if pending is None or row is None or pending.kind not in QUIZ_KINDS:
             raise UnknownQuiz(f"There is no quiz with id {quiz_id!r}.")
-        if row.session_id != session_id:
-            self._audit("rejected", row, reason="foreign_session")
-            raise ForeignQuiz("This quiz belongs to another session; it was not submitted.")
-        if row.status == "pending" and time.time() >= row.expires_at:
-            self.expire(quiz_id)
-            row = self.store.get_quiz(quiz_id) or row
-        if row.status == "expired":
-            raise QuizExpired("This quiz timed out before it was submitted.")
-        if row.status != "pending":
-            self._audit("rejected", row, reason="duplicate")
-            raise QuizClosed("This quiz was already submitted; its grade stands.")
-        return row
+
+        def reject(_session: str, _request: str, _call: str, reason: str) -> None:
+            self._audit("rejected", row, reason=reason)
+
+        pending = open_row(
+            self.calls,
+            pending,
+            session_id,
+            reject,
+            words=("quiz", "submitted"),
+            closed=lambda _row: "This quiz was already submitted; its grade stands.",
+        )
+        return pending, row
 
     async def grade(
         self, quiz: MakeQuizArgs, answers: dict[str, Any], grader: Complete | None
@@ -329,59 +398,25 @@ class QuizCoordinator:
         return results
 
     def cancel(self, session_id: str, quiz_id: str) -> None:
-        row = self._open_row(session_id, quiz_id)
-        if self.store.finish_quiz(quiz_id, "cancelled", CANCELLED):
+        _, row = self._open(session_id, quiz_id)
+        if self._close(quiz_id, "cancelled", CANCELLED):
             self._audit("cancelled", row, reason="learner")
-            if (waiter := self._waiters.get(quiz_id)) is not None:
-                _resolve_soon(waiter, dict(CANCELLED, reason="learner_cancelled"))
+            self.calls.resolve_waiter(quiz_id, dict(CANCELLED, reason="learner_cancelled"))
 
     def expire(self, quiz_id: str) -> bool:
         row = self.store.get_quiz(quiz_id)
-        if row is None or not self.store.finish_quiz(quiz_id, "expired", EXPIRED):
+        if row is None or not self._close(quiz_id, "expired", EXPIRED):
             return False
         self._audit("expired", row, reason="timeout")
-        if (waiter := self._waiters.get(quiz_id)) is not None:
-            _resolve_soon(waiter, dict(EXPIRED))
+        self.calls.resolve_waiter(quiz_id, dict(EXPIRED))
         return True
 
-    # what a graded quiz leaves behind ----------------------------------------------------
-    def _record(
-        self,
-        row: QuizRow,
-        quiz: MakeQuizArgs,
-        results: list[QuestionResult],
-        seconds: float | None,
-    ) -> None:
-        """Mastery evidence per question, and a review card per question (FSRS)."""
-        by_id = {q.id: q for q in quiz.questions}
-        cards: dict[str, int] = row.spec.get("cards", {})
-        objectives: dict[str, str] = row.spec.get("objectives", {})
-        per_question = seconds / len(results) if seconds is not None and results else None
-        evidence = []
-        now = datetime.now(UTC)
-        for r in results:
-            q = by_id[r.id]
-            objective = objectives.get(r.id, quiz.objective)
-            options = len(q.options) if isinstance(q, ChoiceQuestion) else 0
-            if objective:
-                evidence.append(
-                    (objective, row.quiz_id, r.id, r.score, guess_rate(q.kind, options))
-                )
-            card_id = cards.get(r.id)
-            first = card_id is None
-            if card_id is None:
-                card_id = self.store.new_card_id(objective, q.model_dump(mode="json"))
-                card = fsrs_review.new_card(card_id, now)
-            else:
-                existing = self.store.get_card(card_id)
-                if existing is None:
-                    continue
-                card = existing.card
-            rating = fsrs_review.rating_for(r.score, first_try=first, seconds=per_question)
-            card, due, log = fsrs_review.review(card, rating, now)
-            self.store.save_card(card_id, card, due.timestamp(), rating, log)
-        if evidence:
-            self.store.add_evidence(evidence)
+    def _close(self, quiz_id: str, status: str, result: Result) -> bool:
+        """Consumed once in the pending table; the learning record follows."""
+        if not self.calls.store.resolve_pending(quiz_id, status, result, time.time()):
+            return False
+        self.store.finish_quiz(quiz_id, status, result)
+        return True
 
     def _audit(self, event: Any, row: QuizRow, **fields: Any) -> None:
         """Ids, times and outcomes only: never the learner's text or code."""
@@ -415,13 +450,17 @@ def tool_result_of(result: Result) -> ToolResult:
     )
 
 
-def _resolve_soon(
-    waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[Result]], result: Result
-) -> None:
-    loop, future = waiter
+class QuizKind:
+    """Quizzes and reviews as kinds of deferred call (interaction/pending.py)."""
 
-    def resolve() -> None:
-        if not future.done():
-            future.set_result(result)
+    def __init__(self, coordinator: QuizCoordinator) -> None:
+        self.coordinator = coordinator
 
-    loop.call_soon_threadsafe(resolve)
+    def expire(self, request_id: str) -> bool:
+        return self.coordinator.expire(request_id)
+
+    def tool_result(self, result: Result) -> ToolResult:
+        return tool_result_of(result)
+
+    def resolved_event(self, row: PendingRow, result: Result) -> tuple[str, dict[str, Any]]:
+        return "quiz_resolved", {"id": row.request_id, "tool_call_id": row.tool_call_id, **result}

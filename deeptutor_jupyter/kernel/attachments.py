@@ -14,6 +14,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.kernel import notebook_context as nbc
 from deeptutor_jupyter.kernel.i18n import t
 from deeptutor_jupyter.runtime.context import AttachedContext
@@ -33,7 +34,9 @@ QUOTE_CHARS = 4000
 ERROR_CHARS = 3000
 
 
-class AttachmentError(ValueError):
+class AttachmentError(DeepTutorError, ValueError):
+    code = "attachment"
+
     def __init__(self, index: int, message: str) -> None:
         super().__init__(message)
         self.index = index

@@ -235,22 +235,17 @@ class Channel:
         self.follow(tutor, started, 0)
 
     def quiz_answer(self, tutor: KernelTutor, data: QuizAnswerAction) -> None:
-        """Grade a quiz through the same door as the cell's form: consumed once, the graded
-        result becomes the tool result of the make_quiz call."""
-        from deeptutor_jupyter.runtime.learning import learning_if_open
+        """Grade a quiz through the same door as the cell's form (``TutorSession.submit_quiz``):
+        consumed once, the graded result becomes the tool result of the make_quiz call, whose
+        turn goes on in its owner's cell."""
+        _open(tutor)
+        tutor.background(self._grade(tutor, data))
 
-        learning = learning_if_open(tutor.session)
-        if learning is None:
-            self.refuse("quiz_answer", "No quiz is open in this kernel.", "unknown",
-                        quiz_id=data.quiz_id)  # fmt: skip
-            return
-        tutor.background(self._grade(learning, data))
-
-    async def _grade(self, learning: Any, data: QuizAnswerAction) -> None:
+    async def _grade(self, tutor: KernelTutor, data: QuizAnswerAction) -> None:
         from deeptutor_jupyter.interaction.quiz import QuizError
 
         try:
-            result = await learning.quizzes.submit(
+            result = await tutor.session.submit_quiz(
                 data.session_id, data.quiz_id, data.answers, data.seconds
             )
         except QuizError as exc:

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.interaction.schema import Submission
 from deeptutor_jupyter.runtime.event_types import TurnEvent
 
@@ -223,7 +224,9 @@ _ACTION: TypeAdapter[PanelAction] | None = None
 _MESSAGE: TypeAdapter[KernelMessage] | None = None
 
 
-class BadAction(ValueError):
+class BadAction(DeepTutorError, ValueError):
+    code = "bad_action"
+
     def __init__(self, action: str, message: str) -> None:
         super().__init__(message)
         self.action = action

@@ -1,4 +1,5 @@
-"""ask_user cards in the kernel: wired to the session, and ``%tutor pending``.
+"""ask_user cards in the kernel: wired to the session, and ``%tutor pending`` (every kind of
+pause: questions, quizzes, reviews).
 
 A card answers through ``TutorSession.submit``, the same door the public ``submit_user_input``,
 the sidebar and the server use. The session decides where the turn goes on: in the cell that
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.kernel.tutor import KernelTutor
     from deeptutor_jupyter.kernel.widgets.ask_user_card import AskUserCard
     from deeptutor_jupyter.runtime.events import Event
-    from deeptutor_jupyter.store.db import QuestionState
+    from deeptutor_jupyter.store.db import PendingRow, QuestionState
 
 # Refusals after which the card cannot be fixed by editing the answer.
 FINAL_CODES = frozenset({"duplicate", "expired", "foreign_session", "unknown", "not_resumable"})
@@ -68,10 +69,9 @@ def answer(
 
 
 def _where_text(place: dict[str, Any] | None) -> str:
-    if not place:
-        return ""
-    cell = f", cell {place['cell']}" if place.get("cell") else ""
-    return f"{place.get('notebook') or 'another notebook'}{cell}"
+    from deeptutor_jupyter.kernel.quiz_cards import where_text
+
+    return where_text(place)
 
 
 def update_card(card: AskUserCard, data: dict[str, Any]) -> None:
@@ -100,8 +100,12 @@ def show_pending(tutor: KernelTutor, all_sessions: bool) -> None:
     if not rows:
         show_markdown(t("no_pending", tutor.language))
         return
+    grader = _grader(tutor)
     for row in rows:
         body = dict(row.payload)
+        if row.kind != "ask_user":  # a quiz or a review: graded here from the stored quiz
+            _show_pending_quiz(tutor, row, body, grader)
+            continue
         body["resumable"] = session.answerable(row)
         card = make_card(tutor, body)
         slot = widgets.VBox()
@@ -118,6 +122,64 @@ def show_pending(tutor: KernelTutor, all_sessions: bool) -> None:
         # A display id, so the answer of a turn resumed under this card reaches the saved file.
         shown = pending_display_id(row.request_id)
         display(widget_bundle(box, text, shown), raw=True, display_id=shown)  # type: ignore[no-untyped-call]
+
+
+def _grader(tutor: KernelTutor) -> Any:
+    """This kernel's model, for the short answers of a quiz graded here (None: no model)."""
+    resolved = tutor.session.resolve({})
+    if not resolved.ready:
+        return None
+    from deeptutor_jupyter.interaction.quiz import model_completer
+
+    return model_completer(tutor.session.model_for(resolved))
+
+
+def _show_pending_quiz(
+    tutor: KernelTutor, row: PendingRow, body: dict[str, Any], grader: Any
+) -> None:
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    from deeptutor_jupyter.kernel.display import widget_bundle
+    from deeptutor_jupyter.kernel.quiz_cards import make_quiz_card
+    from deeptutor_jupyter.kernel.widgets.quiz_card import form_markdown
+
+    card = make_quiz_card(tutor, body, grader)
+    slot = widgets.VBox()
+    tutor.slots[row.request_id] = slot
+    box = widgets.VBox([card, slot])
+    box.add_class("dt-pending")
+    tutor.pending_boxes[row.request_id] = box
+    session = tutor.session
+    turn = session.turn_of(row.turn_id)
+    if turn is not None and turn.task is not None and not turn.task.done():
+        turn.log.subscribe(_follow_quiz(card, row.request_id), after_seq=turn.log.last_seq)
+    else:  # its turn waits elsewhere (or nowhere, or it is a review): follow the store
+        session.watch_question(row.request_id, _reflect_quiz(card))
+    shown = pending_display_id(row.request_id)
+    display(widget_bundle(box, form_markdown(body)), raw=True, display_id=shown)  # type: ignore[no-untyped-call]
+
+
+def _reflect_quiz(card: Any) -> Callable[[QuestionState], bool]:
+    """A quiz card shown here whose quiz was graded, cancelled or expired elsewhere."""
+
+    def update(state: QuestionState) -> bool:
+        if state.status in ("pending", "grading") or state.result is None:
+            return False
+        if card.state in ("open", "submitted"):
+            card.show_receipt(state.result)
+        return True
+
+    return update
+
+
+def _follow_quiz(card: Any, quiz_id: str) -> Any:
+    def handle(event: Event) -> None:
+        mine = event.type == "quiz_resolved" and event.data.get("id") == quiz_id
+        if mine and card.state in ("open", "submitted"):
+            card.show_receipt(event.data)
+
+    return handle
 
 
 def pending_display_id(request_id: str) -> str:

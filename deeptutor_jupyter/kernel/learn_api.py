@@ -46,9 +46,8 @@ def start_path(topic: str, objectives: str) -> list[str]:
 
 def pending_quizzes() -> list[dict[str, Any]]:
     """The open quizzes of this notebook, as their forms see them (no answers)."""
-    tutor, learning = _tutor_and_learning()
-    rows = learning.store.pending_quizzes(tutor.session.notebook_sessions())
-    return [learning.quizzes.form_body(row) for row in rows]
+    tutor, _ = _tutor_and_learning()
+    return [dict(r.payload) for r in tutor.session.pending() if r.kind != "ask_user"]
 
 
 async def wait_for_quiz(timeout: float = 60.0) -> dict[str, Any]:
@@ -64,12 +63,14 @@ async def wait_for_quiz(timeout: float = 60.0) -> dict[str, Any]:
 
 
 async def submit_quiz(quiz_id: str, answers: dict[str, Any]) -> dict[str, Any]:
-    """Answer a quiz from code; the same door as the form's Submit. Returns the grade."""
+    """Answer a quiz from code, of any notebook; the same door as the form's Submit. Returns
+    the grade; the quiz's turn goes on in its owner's cell (or here if its kernel is gone)."""
     tutor, learning = _tutor_and_learning()
+    session = tutor.session
     row = learning.store.get_quiz(quiz_id)
-    session = row.session_id if row is not None else tutor.session.session_id
+    owner = row.session_id if row is not None else session.session_id
     grader = learning.quizzes.graders.get(quiz_id)
-    result = await learning.quizzes.submit(session, quiz_id, answers, None, grader)
+    result = await session.submit_quiz(owner, quiz_id, answers, None, grader)
     card = _cards.get(quiz_id)
     if card is not None and card.state != "graded":
         card.show_receipt(result)

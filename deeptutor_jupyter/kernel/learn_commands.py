@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.config import ResolvedSettings
     from deeptutor_jupyter.kernel.tutor import KernelTutor
     from deeptutor_jupyter.runtime.learning import Learning
-    from deeptutor_jupyter.store.learning import QuizRow
 
 LEARN_USAGE = """\
 ```
@@ -34,23 +33,9 @@ REVIEW_BATCH = 10
 
 
 def learning_for(tutor: KernelTutor, home: Path) -> Learning:
-    """The session's learning state; a quiz continued after a restart shows under its card."""
+    """The session's learning state (runtime/learning.py), opened with its store on ``home``."""
     learning = tutor.session.learning(home)
-    if learning.on_resumed is None:
-        learning.on_resumed = lambda turn, row: _show_resumed(tutor, turn, row)
     return learning
-
-
-def _show_resumed(tutor: KernelTutor, turn: Any, row: QuizRow) -> None:
-    """Under the card answered after the restart; its cell's saved Markdown gets the answer."""
-    from deeptutor_jupyter.kernel.interactions import pending_display_id
-    from deeptutor_jupyter.kernel.start import attach_view
-
-    box = tutor.pending_boxes.get(row.quiz_id)
-    also = {pending_display_id(row.quiz_id): box} if box is not None else {}
-    view = attach_view(tutor, turn, also=also)
-    if (slot := tutor.slots.get(row.quiz_id)) is not None:
-        slot.children = (view,)
 
 
 # commands -------------------------------------------------------------------------------------
@@ -155,7 +140,7 @@ def review_command(tutor: KernelTutor, resolved: ResolvedSettings, every: bool =
         extra={"cards": cards, "objectives": objectives},
     )
     body = learning.quizzes.form_body(row)
-    card = make_quiz_card(tutor, learning, body, grader)
+    card = make_quiz_card(tutor, body, grader)
     display(widget_bundle(card, form_markdown(body)), raw=True)  # type: ignore[no-untyped-call]
 
 
@@ -167,36 +152,3 @@ def progress_command(tutor: KernelTutor, resolved: ResolvedSettings) -> None:
     tutor.open(resolved)
     learning = learning_for(tutor, resolved.settings.home)
     display(progress_bundle(learning.store), raw=True)  # type: ignore[no-untyped-call]
-
-
-# after a kernel restart -----------------------------------------------------------------------
-def show_pending_quizzes(tutor: KernelTutor, resolved: ResolvedSettings) -> int:
-    """Re-render this notebook's open quizzes (``%tutor pending``); answering one continues
-    the turn that asked it, in a slot under the card, if this kernel can."""
-    import ipywidgets as widgets
-    from IPython.display import display
-
-    from deeptutor_jupyter.kernel.display import widget_bundle
-    from deeptutor_jupyter.kernel.interactions import pending_display_id
-    from deeptutor_jupyter.kernel.widgets.quiz_card import form_markdown
-
-    learning = learning_for(tutor, resolved.settings.home)
-    rows = learning.store.pending_quizzes(tutor.session.notebook_sessions())
-    now = time.time()
-    rows = [r for r in rows if not (r.expires_at <= now and learning.quizzes.expire(r.quiz_id))]
-    grader = None
-    if resolved.ready:
-        from deeptutor_jupyter.interaction.quiz import model_completer
-
-        grader = model_completer(tutor.session.model_for(resolved))
-    for row in rows:
-        body = learning.quizzes.form_body(row)
-        card = make_quiz_card(tutor, learning, body, grader)
-        slot = widgets.VBox()
-        tutor.slots[row.quiz_id] = slot
-        box = widgets.VBox([card, slot])
-        box.add_class("dt-pending")
-        tutor.pending_boxes[row.quiz_id] = box
-        bundle = widget_bundle(box, form_markdown(body))
-        display(bundle, raw=True, display_id=pending_display_id(row.quiz_id))  # type: ignore[no-untyped-call]
-    return len(rows)

@@ -309,14 +309,11 @@ def _pending(magics: TutorMagics, call: Call) -> None:
         show_setup(resolved)
         return
     from deeptutor_jupyter.kernel.interactions import show_pending
-    from deeptutor_jupyter.kernel.learn_commands import show_pending_quizzes
 
     ensure_loop()
     tutor.open(resolved)
-    every = "--all" in call.parsed.args
-    # Open quizzes too, resumable like questions; "nothing waiting" only if neither.
-    if not show_pending_quizzes(tutor, resolved) or tutor.session.pending(every):
-        show_pending(tutor, all_sessions=every)
+    # Every kind of pause: questions, quizzes and reviews, each answerable from here.
+    show_pending(tutor, all_sessions="--all" in call.parsed.args)
 
 
 @command(

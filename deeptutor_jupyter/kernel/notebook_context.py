@@ -226,7 +226,7 @@ def _library_name(filename: str) -> str:
         rest = Path(filename).relative_to(stdlib).parts
         return rest[0].removesuffix(".py") if rest else "Python"
     for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}:
-        if prefix and filename.startswith(str(Path(prefix) / "lib")):
+        if prefix and Path(filename).is_relative_to(Path(prefix) / "lib"):
             return "Python"
     if "ipykernel_" in filename or "/IPython/" in filename:
         return "IPython"

@@ -1,4 +1,5 @@
-"""Quiz cards wired to the session's quiz coordinator: a turn's ``make_quiz`` and reviews.
+"""Quiz cards wired to the session (``TutorSession.submit_quiz``): a turn's ``make_quiz``,
+reviews, and the quizzes ``%tutor pending`` lists from any notebook.
 
 A card's Submit may arrive on a kernel subshell thread: grading is handed to the session's loop.
 """
@@ -12,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from deeptutor_jupyter.kernel.tutor import KernelTutor
     from deeptutor_jupyter.kernel.widgets.quiz_card import QuizCard
-    from deeptutor_jupyter.runtime.learning import Learning
     from deeptutor_jupyter.store.learning import LearningStore
 
 FINAL_CODES = frozenset({"duplicate", "expired", "foreign_session", "unknown"})
@@ -21,26 +21,22 @@ _cards: dict[str, QuizCard] = {}  # quiz id -> its card, so an answer from code 
 
 
 def quiz_card_for(tutor: KernelTutor, body: dict[str, Any]) -> QuizCard:
-    """The card of a ``quiz_required`` event, wired to this kernel's coordinator."""
-    from deeptutor_jupyter.runtime.learning import learning_if_open
-
-    return make_quiz_card(tutor, learning_if_open(tutor.session), body)
+    """The card of a ``quiz_required`` event, wired to this kernel's session."""
+    return make_quiz_card(tutor, body)
 
 
-def make_quiz_card(
-    tutor: KernelTutor | None, learning: Learning | None, body: dict[str, Any], grader: Any = None
-) -> QuizCard:
+def make_quiz_card(tutor: KernelTutor | None, body: dict[str, Any], grader: Any = None) -> QuizCard:
     from deeptutor_jupyter.kernel.widgets.quiz_card import QuizCard
 
     card: QuizCard
 
     def on_submit(answers: dict[str, Any], seconds: float) -> None:
         loop = tutor.session.event_loop if tutor is not None else None
-        if tutor is None or learning is None or loop is None:
+        if tutor is None or not tutor.session.is_open or loop is None:
             card.show_error("This quiz can no longer be graded here.", final=True)
             return
         loop.call_soon_threadsafe(
-            lambda: tutor.background(_submit(learning, card, body, answers, seconds, grader))
+            lambda: tutor.background(_submit(tutor, card, body, answers, seconds, grader))
         )
 
     card = QuizCard(body, on_submit=on_submit)
@@ -49,7 +45,7 @@ def make_quiz_card(
 
 
 async def _submit(
-    learning: Learning,
+    tutor: KernelTutor,
     card: QuizCard,
     body: dict[str, Any],
     answers: dict[str, Any],
@@ -58,19 +54,26 @@ async def _submit(
 ) -> None:
     from deeptutor_jupyter.interaction.quiz import QuizError
 
+    session = tutor.session
     try:
-        result = await learning.quizzes.submit(
-            body["session_id"], body["id"], answers, seconds, grader
-        )
+        result = await session.submit_quiz(body["session_id"], body["id"], answers, seconds, grader)
     except QuizError as exc:
         card.show_error(str(exc), final=exc.code in FINAL_CODES)
         return
     except Exception as exc:  # grading itself failed: the quiz stays open, nothing is lost
         card.show_error(f"Grading failed ({type(exc).__name__}: {exc}). Submit again.")
         return
-    card.show_receipt(result)
+    card.show_receipt(result, where=where_text(session.continues_in(body["id"])))
     if body.get("kind") == "review":
-        card.children = (*tuple(card.children), _next_review_note(learning.store))
+        card.children = (*tuple(card.children), _next_review_note(session.learning().store))
+
+
+def where_text(place: dict[str, Any] | None) -> str:
+    """Where a turn goes on, in words: "lesson.ipynb, cell [3]" ("" when here)."""
+    if not place:
+        return ""
+    cell = f", cell {place['cell']}" if place.get("cell") else ""
+    return f"{place.get('notebook') or 'another notebook'}{cell}"
 
 
 def _next_review_note(store: LearningStore) -> Any:

@@ -15,14 +15,18 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Any
 
+from deeptutor_jupyter.errors import DeepTutorError
+
 __all__ = ["COLUMNS", "FileTable", "TableError"]
 
 COLUMNS = ("path", "size", "mtime_ns", "sha256", "chunks", "row", "offset", "length", "digest")
 ENTRY = COLUMNS[1:]  # a row without its path
 
 
-class TableError(ValueError):
+class TableError(DeepTutorError, ValueError):
     """The table in a manifest is not one this version wrote."""
+
+    code = "file_table"
 
 
 class FileTable:

@@ -53,6 +53,7 @@ from deeptutor_jupyter._files import (
     locked,
     write_all,
 )
+from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.knowledge.filetable import FileTable, TableError
 from deeptutor_jupyter.knowledge.model import Chunk
 
@@ -69,8 +70,10 @@ SETTLED_NS = 2_000_000_000
 OLDER_VERSION = "the index was written by an older version"
 
 
-class CorruptIndex(Exception):
+class CorruptIndex(DeepTutorError):
     """Internal: the files on disk do not agree with the manifest. The message says how."""
+
+    code = "corrupt_index"
 
 
 @dataclass

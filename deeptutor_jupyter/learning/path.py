@@ -15,14 +15,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.learning.mastery import MASTERY_THRESHOLD, MIN_EVIDENCE, Mastery
 
 MAX_OBJECTIVES = 12
 Status = Literal["mastered", "open", "locked"]
 
 
-class PathError(ValueError):
+class PathError(DeepTutorError, ValueError):
     """A path that cannot be used, with the reason in words."""
+
+    code = "learning_path"
 
 
 class Objective(BaseModel):

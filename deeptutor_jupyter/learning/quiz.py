@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from deeptutor_jupyter.errors import DeepTutorError
+
 MAX_QUESTIONS = 20
 TUTOR_GRADED = "graded by the tutor"
 
@@ -116,8 +118,10 @@ class QuestionResult(BaseModel):
     graded_by: Literal["code", "tests", "tutor"] = "code"
 
 
-class QuizAnswerError(ValueError):
+class QuizAnswerError(DeepTutorError, ValueError):
     """An answer the form must send back for fixing (not a wrong answer: an unreadable one)."""
+
+    code = "quiz_answer"
 
 
 def public_view(quiz: MakeQuizArgs) -> dict[str, Any]:

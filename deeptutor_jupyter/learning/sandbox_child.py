@@ -15,6 +15,7 @@ import resource
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import PurePath
 from typing import Any
 
 MARKER = "\x00DEEPTUTOR-SANDBOX-RESULT "
@@ -74,7 +75,8 @@ def _inside(root: str, path: object) -> bool:
     if isinstance(path, bytes):
         path = os.fsdecode(path)
     full = os.path.normpath(os.path.join(root, str(path)))
-    return full == root or full.startswith(root + os.sep)
+    # By parts, not by string prefix: "/tmp/root2" is not inside "/tmp/root".
+    return PurePath(full).is_relative_to(root)
 
 
 def _install_hook(root: str) -> None:

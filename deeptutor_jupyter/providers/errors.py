@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.providers.base import ErrorKind, ProviderError
 from deeptutor_jupyter.providers.specs import ProviderSpec
 
@@ -22,8 +23,10 @@ if TYPE_CHECKING:
 _MAX_QUOTE = 500
 
 
-class HTTPStatusFailure(Exception):
+class HTTPStatusFailure(DeepTutorError):
     """An error status (or an error event inside a stream) whose body has been read."""
+
+    code = "http_status"
 
     def __init__(self, status: int, body: str, headers: Mapping[str, str] | None = None) -> None:
         super().__init__(f"HTTP {status}")
@@ -32,8 +35,10 @@ class HTTPStatusFailure(Exception):
         self.headers = dict(headers or {})
 
 
-class IncompleteStream(Exception):
+class IncompleteStream(DeepTutorError):
     """The stream ended cleanly at the socket level but without the protocol's final event."""
+
+    code = "incomplete_stream"
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
+from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.providers.base import (
     Progress,
     ProviderError,
@@ -41,8 +42,10 @@ Sleep = Callable[[float], Awaitable[None]]
 _MAX_DEGRADATIONS = 4
 
 
-class RetryNow(Exception):
+class RetryNow(DeepTutorError):
     """Raised by an attempt that has changed what it will send and wants to go again at once."""
+
+    code = "retry_now"
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from deeptutor_jupyter._files import atomic_write_text, move
+from deeptutor_jupyter.errors import DeepTutorError
 
 COURSE_DIR = "course"
 PACK_FILE = "pack.json"
@@ -56,8 +57,10 @@ class Pack:
         return f"{self.name} v{self.version}"
 
 
-class PackError(Exception):
+class PackError(DeepTutorError):
     """A pack that could not be fetched or installed; the text names the pack, never the token."""
+
+    code = "pack"
 
 
 # --- building and publishing (the instructor's side) ----------------------------------------

@@ -1,65 +1,58 @@
 """A session's learning state: the quiz coordinator, where the learner stands, quiz traces.
 
 The learning tables live in ``state.db`` (store/learning.py) and belong to the learner, not to a
-notebook. One ``Learning`` per session and home holds the store connection and the
-``QuizCoordinator`` (interaction/quiz.py) that ``make_quiz`` pauses on; runtime/plan.py hands it
-to each turn (``deps["quizzes"]``) and adds :func:`standing_text` to the system prompt.
+notebook. The ``TutorSession`` owns one ``Learning`` (``session.learning``), opened with its
+store: the learning store connection and the ``QuizCoordinator`` (interaction/quiz.py) that
+``make_quiz`` pauses on; runtime/plan.py hands it to each turn (``ToolDeps.quizzes``) and adds
+:func:`standing_text` to the system prompt. A quiz's paused turn is resumed like any other
+(``TutorSession.resume``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from deeptutor_jupyter.interaction.pending import PendingCalls
     from deeptutor_jupyter.interaction.quiz import QuizCoordinator
     from deeptutor_jupyter.learning.mastery import Mastery
     from deeptutor_jupyter.learning.path import LearningPath
-    from deeptutor_jupyter.runtime.orchestrator import Turn
     from deeptutor_jupyter.runtime.session import TutorSession
     from deeptutor_jupyter.store.learning import LearningStore, QuizRow
-    from deeptutor_jupyter.tools.base import ToolDeps
 
 
 @dataclass
 class Learning:
+    """The learning part a ``TutorSession`` owns (``session.learning``), opened with its store."""
+
     store: LearningStore
     quizzes: QuizCoordinator
     home: Path
-    # A surface hook: show a turn continued for a quiz answered after its kernel restarted.
-    on_resumed: Callable[[Turn, QuizRow], None] | None = None
-    # runtime/plan.py's resume_deps, handed in (plan imports this module, not the reverse).
-    resume_deps: Callable[[TutorSession, Path, dict[str, Any]], ToolDeps] | None = None
+
+    def close(self) -> None:
+        self.store.close()
 
 
-_by_session: dict[int, tuple[TutorSession, Learning]] = {}
-
-
-def learning_of(session: TutorSession, home: Path) -> Learning:
-    entry = _by_session.get(id(session))
-    if entry is not None and entry[0] is session and entry[1].home == home:
-        return entry[1]
+def open_learning(session: TutorSession, calls: PendingCalls, home: Path) -> Learning:
+    """The session's learning state on ``home``: quizzes and reviews are kinds of the
+    session's deferred calls (``calls``), so they are listed, owned, consumed and resumed like
+    every pause. Open quizzes an older version saved apart are adopted on the way."""
     from deeptutor_jupyter.interaction.audit import AuditLog
     from deeptutor_jupyter.interaction.quiz import QuizCoordinator
     from deeptutor_jupyter.store.learning import LearningStore
 
     store = LearningStore(home / "state.db")
-    coordinator = QuizCoordinator(store, AuditLog(home / "audit" / "quizzes.jsonl"))
+    coordinator = QuizCoordinator(store, calls, AuditLog(home / "audit" / "quizzes.jsonl"))
     learning = Learning(store, coordinator, home)
     coordinator.on_graded = lambda row, result: graded(session, learning, row, result)
-    coordinator.on_orphan = lambda row, result: resume_quiz_turn_soon(
-        session, learning, row, result
-    )
-    _by_session[id(session)] = (session, learning)
+    # A read-only store still serves reads; the next open tries again.
+    with contextlib.suppress(Exception):
+        coordinator.adopt_old_quizzes()
     return learning
-
-
-def learning_if_open(session: TutorSession) -> Learning | None:
-    entry = _by_session.get(id(session))
-    return entry[1] if entry is not None and entry[0] is session else None
 
 
 def masteries(store: LearningStore) -> dict[str, Mastery]:
@@ -141,51 +134,3 @@ def record_trace(session: TutorSession, row: QuizRow, result: dict[str, Any]) ->
         },
     )
     session.memory.emit(record)
-
-
-def resume_quiz_turn_soon(
-    session: TutorSession, learning: Learning, row: QuizRow, result: dict[str, Any]
-) -> None:
-    loop = session.event_loop
-    if loop is not None:
-        loop.call_soon_threadsafe(resume_quiz_turn, session, learning, row, result)
-
-
-def resume_quiz_turn(
-    session: TutorSession, learning: Learning, row: QuizRow, result: dict[str, Any]
-) -> Turn | None:
-    """Continue the turn a quiz paused (its kernel restarted), with the grade as the result.
-
-    Without a saved state this process can use, the grade is still recorded (mastery, review
-    cards); only the conversation does not go on.
-    """
-    from deeptutor_jupyter.interaction.quiz import tool_result_of
-    from deeptutor_jupyter.runtime.events import EventLog
-    from deeptutor_jupyter.runtime.orchestrator import STATE_VERSION
-
-    saved = learning.store.quiz_state(row.quiz_id)
-    learning.store.drop_quiz_state(row.quiz_id)
-    if session.store is None or session.orchestrator is None or not saved:
-        return None
-    if learning.resume_deps is None:
-        return None
-    context = saved.get("context") or {}
-    call = (saved.get("loop") or {}).get("current_call") or {}
-    if saved.get("version") != STATE_VERSION or call.get("id") != row.tool_call_id:
-        return None
-    if context.get("capability") != "chat":
-        return None
-    profile = context.get("profile") or {}
-    resolved = session.resolve({k: profile.get(k) for k in ("provider", "model", "base_url")})
-    if not resolved.ready:
-        return None
-    log = EventLog(row.turn_id, session.store, start_seq=session.store.last_seq(row.turn_id))
-    session._follow(log)  # the session's own subscriber: trace and history on done
-    deps = learning.resume_deps(session, resolved.settings.home, context)
-    turn = session.orchestrator.resume_turn(
-        saved, tool_result_of(result), session.model_for(resolved), log, deps
-    )
-    session._track(turn)
-    if learning.on_resumed is not None:
-        learning.on_resumed(turn, row)
-    return turn

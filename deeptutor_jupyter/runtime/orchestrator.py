@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator, resolved_fields
+from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
 from deeptutor_jupyter.interaction.quiz import MakeQuizTool, model_completer, without_quiz_answers
 from deeptutor_jupyter.interaction.schema import AskUserArgs, AskUserTool
 from deeptutor_jupyter.providers.base import ChatModel, Message, ProviderError, ToolCall
 from deeptutor_jupyter.runtime.context import TurnContext
 from deeptutor_jupyter.runtime.events import EventLog
 from deeptutor_jupyter.runtime.redact import scrub, scrub_text, usable
+from deeptutor_jupyter.runtime.saved_turn import STATE_VERSION, ModelCompat, SavedTurn
 from deeptutor_jupyter.store.db import Store
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolDeps, ToolResult
 from deeptutor_jupyter.tools.deferred import LoadToolsArgs, LoadToolsTool, deferred_manifest
@@ -38,7 +39,7 @@ STOPPED_NOTE = "[The learner stopped this answer before it was finished.]"
 WAITING_FOR_PREVIOUS = (
     "Waiting for the tutor's previous answer in this conversation to finish (or Stop it)."
 )
-STATE_VERSION = 1
+__all__ = ["STATE_VERSION", "Orchestrator", "SavedTurn", "Turn"]
 
 Resume = tuple[Any, ToolResult]  # (LoopState, the result of the call the turn waited on)
 
@@ -62,6 +63,8 @@ class Turn:
     # The conversation's turn before this one: this one starts when it has ended, so the
     # history it reads is complete and two answers never interleave in one conversation.
     previous: asyncio.Task[None] | None = None
+    # A resumed turn's first event: the answer it was saved waiting for (the kind's event).
+    resolved: tuple[str, dict[str, Any]] | None = None
 
     @property
     def turn_id(self) -> str:
@@ -112,7 +115,7 @@ class Orchestrator:
 
     def resume_turn(
         self,
-        saved: dict[str, Any],
+        saved: SavedTurn,
         outcome: ToolResult,
         model: ChatModel,
         log: EventLog | None = None,
@@ -120,20 +123,21 @@ class Orchestrator:
         *,
         resumed_from: str = "",
         owner: str | None = None,
+        resolved: tuple[str, dict[str, Any]] | None = None,
     ) -> Turn:
-        """Continue, in this process, a turn saved while it waited on ask_user.
+        """Continue, in this process, a turn saved while it waited on a deferred call.
 
         Its events continue the saved ``seq``; the saved state of ``resumed_from`` is dropped
-        only once this turn checkpoints again (another question) or ends, so a crash in
-        between leaves the question answerable again, never a lost answer.
+        only once this turn checkpoints again (another pause) or ends, so a crash in between
+        leaves the call answerable again, never a lost answer. ``resolved`` is the event the
+        live turn would have emitted for the answer (the kind's); it comes first.
         """
         from deeptutor_jupyter.agent.loop import LoopState
 
-        state = LoopState.from_json(saved["loop"])
-        ctx = TurnContext(**saved["context"], history=state.base[:-1])
-        compat = saved.get("compat") or {}
-        model.compat.stream_options = bool(compat.get("stream_options", True))
-        model.compat.native_tools = bool(compat.get("native_tools", True))
+        state = LoopState.from_json(saved.loop)
+        ctx = saved.context.model_copy(update={"history": state.base[:-1]})
+        model.compat.stream_options = saved.compat.stream_options
+        model.compat.native_tools = saved.compat.native_tools
         log = log or EventLog(ctx.turn_id, self.store)
         if self.store is not None and not log.events:
             # The seq goes on from the saved events whoever built the log: a seq that started
@@ -142,6 +146,7 @@ class Orchestrator:
         turn = Turn(ctx, log, deps=deps or ToolDeps(), owner=owner)
         if resumed_from:
             turn.open_states.append(resumed_from)
+        turn.resolved = resolved
         return self._start(turn, model, (state, outcome))
 
     def _start(self, turn: Turn, model: ChatModel, resume: Resume | None) -> Turn:
@@ -318,7 +323,11 @@ class Orchestrator:
             temperature=ctx.profile.temperature,
         )
         if resume is not None:
-            self._resolved_before(turn, *resume)
+            if turn.resolved is not None:
+                # Said first, as the live turn would have: every surface (and the saved
+                # Markdown) shows what was answered while the turn was saved.
+                kind, fields = turn.resolved
+                turn.log.emit(kind, **fields)  # type: ignore[arg-type]
             return await agent.resume(*resume)
         if ctx.attachments:
             question = await self._explore(turn, model, question)
@@ -329,18 +338,6 @@ class Orchestrator:
             ]
             blocks.append(deferred_manifest(waiting))
         return await agent.run("\n\n".join(b for b in blocks if b), ctx.history, question)
-
-    def _resolved_before(self, turn: Turn, state: Any, outcome: ToolResult) -> None:
-        """A turn resumed for an answer given while it was saved says so first, as the live
-        turn would have: every surface (and the saved Markdown) shows what was answered."""
-        call = state.current_call or {}
-        if call.get("name") == AskUserTool.name and turn.open_states and outcome.data:
-            turn.log.emit(
-                "user_input_resolved",
-                id=turn.open_states[0],
-                tool_call_id=call.get("id", ""),
-                **resolved_fields(outcome.data),
-            )
 
     def _deferred(self, name: str) -> Tool[Any] | None:
         tool = self.registry.get(name)
@@ -391,56 +388,47 @@ class Orchestrator:
             return checked
         args = checked[1]
         assert isinstance(args, AskUserArgs)
-        ctx = turn.ctx
-        saved = {
-            "version": STATE_VERSION,
-            "context": ctx.model_dump(mode="json", exclude={"history"}),
-            "loop": agent.state.to_json(),
-            "compat": {
-                "stream_options": agent.model.compat.stream_options,
-                "native_tools": agent.model.compat.native_tools,
-            },
-        }
-        turn.log.flush()
-        superseded, turn.open_states = turn.open_states, []
-        result = await self.coordinator.ask(
-            session_id=ctx.session_id,
-            turn_id=ctx.turn_id,
-            call=call,
-            args=args,
-            emit=turn.log.emit,
-            snapshot=saved,
-            place=ctx.metadata.get("place") or None,
-            supersedes=superseded,
-            on_saved=turn.open_states.append,
+        return await self.coordinator.ask(
+            call=call, args=args, emit=turn.log.emit, **self._checkpoint(turn, agent)
         )
-        return result
 
     async def _quiz(self, turn: Turn, agent: Any, call: ToolCall, quizzes: Any) -> ToolResult:
         """make_quiz is intercepted like ask_user (interaction/quiz.py grades it)."""
         checked = self.registry.validate(call)  # bad arguments go back to the model
         if isinstance(checked, ToolResult):
             return checked
-        turn.log.flush()
-        saved = {  # what a turn paused on the quiz needs to continue after a kernel restart
-            "version": STATE_VERSION,
-            "context": turn.ctx.model_dump(mode="json", exclude={"history"}),
-            "loop": agent.state.to_json(),
-            "compat": {
-                "stream_options": agent.model.compat.stream_options,
-                "native_tools": agent.model.compat.native_tools,
-            },
-        }
         result: ToolResult = await quizzes.ask(
-            session_id=turn.ctx.session_id,
-            turn_id=turn.ctx.turn_id,
             call=call,
             args=checked[1],
             emit=turn.log.emit,
-            snapshot=saved,
             grader=model_completer(agent.model),
+            **self._checkpoint(turn, agent),
         )
         return result
+
+    def _checkpoint(self, turn: Turn, agent: Any) -> dict[str, Any]:
+        """What every kind of pause saves with its pending row: the one ``SavedTurn``, where
+        the turn shows, and the saved states this checkpoint replaces (dropped once it is
+        written; ``on_saved`` records the new one)."""
+        ctx = turn.ctx
+        saved = SavedTurn(
+            context=ctx,
+            loop=agent.state.to_json(),
+            compat=ModelCompat(
+                stream_options=agent.model.compat.stream_options,
+                native_tools=agent.model.compat.native_tools,
+            ),
+        )
+        turn.log.flush()
+        superseded, turn.open_states = turn.open_states, []
+        return {
+            "session_id": ctx.session_id,
+            "turn_id": ctx.turn_id,
+            "snapshot": saved.dump(),
+            "place": ctx.metadata.get("place") or None,
+            "supersedes": superseded,
+            "on_saved": turn.open_states.append,
+        }
 
     # store writes never end a turn: a full disk is reported, the answer is still shown -------
     def _guard(self, turn: Turn, action: Callable[[Store], None]) -> None:

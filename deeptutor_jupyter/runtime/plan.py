@@ -169,10 +169,9 @@ class Planner:
             quizzes=self._quizzes(home),  # make_quiz pauses on this coordinator
         )
 
-    def resume_deps(self, session_id: str, home: Path, context: dict[str, Any]) -> ToolDeps:
+    def resume_deps(self, session_id: str, home: Path, kbs: list[str]) -> ToolDeps:
         from deeptutor_jupyter.runtime.course_files import installed
 
-        kbs = list((context.get("metadata") or {}).get("kbs", []))
         return self.tool_deps(session_id, home, kbs, _skills(home, installed(home)))
 
     def record_trace(self, turn: Turn, log: EventLog) -> TraceRecord | None:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.runtime.learning import Learning
     from deeptutor_jupyter.runtime.orchestrator import Orchestrator, Turn
     from deeptutor_jupyter.runtime.plan import Planner
+    from deeptutor_jupyter.runtime.saved_turn import SavedTurn
     from deeptutor_jupyter.runtime.watcher import Watcher
     from deeptutor_jupyter.store.db import PendingRow, QuestionState, Store
     from deeptutor_jupyter.tools.base import Tool
@@ -69,6 +70,8 @@ class TutorSession(SessionReads):
         self._orchestrator: Orchestrator | None = None
         self._planner: Planner | None = None
         self._watcher: Watcher | None = None
+        # Quizzes, reviews, the learner's standing (runtime/learning.py), opened with the store.
+        self._learning: Learning | None = None
         self.memory: MemoryStore | None = None
         self.owner: Owner | None = None
         self.session_id = ""
@@ -93,16 +96,6 @@ class TutorSession(SessionReads):
     def is_open(self) -> bool:
         return self._store is not None
 
-    # runtime/learning.py resumes a quiz's turn through these two until that resume joins
-    # ``resume`` (issue 19, part 1); tests/test_sealed_session.py allows that module alone.
-    @property
-    def store(self) -> Store | None:
-        return self._store
-
-    @property
-    def orchestrator(self) -> Orchestrator | None:
-        return self._orchestrator
-
     def open(self, resolved: ResolvedSettings) -> None:
         """Open the store and find this notebook's conversation; cheap once opened."""
         home = resolved.settings.home
@@ -111,6 +104,7 @@ class TutorSession(SessionReads):
             from deeptutor_jupyter.interaction.owners import Owner, register
             from deeptutor_jupyter.memory import MemoryStore
             from deeptutor_jupyter.runtime.home import open_home
+            from deeptutor_jupyter.runtime.learning import open_learning
             from deeptutor_jupyter.runtime.orchestrator import Orchestrator
             from deeptutor_jupyter.runtime.plan import Planner, runtime_tools
             from deeptutor_jupyter.runtime.watcher import Watcher
@@ -125,6 +119,10 @@ class TutorSession(SessionReads):
             self._store, self._coordinator = opened.store, opened.coordinator
             self._coordinator.on_orphan = self._orphan_answered
             self._coordinator.can_resume = self.can_resume
+            if self._learning is not None:
+                self._learning.close()
+            # Every kind of pause shares the coordinator's deferred calls (one owner rule).
+            self._learning = open_learning(self, self._coordinator.calls, home)
             self._orchestrator = Orchestrator(self._store, coordinator=self._coordinator)
             for tool in (*self._tools(), *runtime_tools()):
                 self._orchestrator.registry.register(tool)
@@ -153,15 +151,12 @@ class TutorSession(SessionReads):
             else:
                 self.new_conversation()
 
-    def learning(self, home: Path) -> Learning:
-        """The learner's learning state (runtime/learning.py), able to resume a quiz's turn."""
-        from deeptutor_jupyter.runtime.learning import learning_of
-
-        learning = learning_of(self, home)
-        learning.resume_deps = lambda _s, at, context: self._plan().resume_deps(
-            self.session_id, at, context
-        )
-        return learning
+    def learning(self, home: Path | None = None) -> Learning:
+        """The learning part this session owns (runtime/learning.py), opened with its store
+        (``home`` names the home the caller opened, for a check)."""
+        assert self._learning is not None, "the session's learning opens with its store"
+        assert home is None or home == self._learning.home
+        return self._learning
 
     def _standing(self, home: Path) -> str:
         from deeptutor_jupyter.runtime.learning import standing_text
@@ -176,6 +171,8 @@ class TutorSession(SessionReads):
         """Close the store at the end of the session's life (a test's teardown)."""
         if self._store is not None:
             self._store.close()
+        if self._learning is not None:
+            self._learning.close()
 
     def housekeeping(self) -> None:
         """What a semester of use needs at each start: turns killed mid-flight are marked
@@ -353,8 +350,26 @@ class TutorSession(SessionReads):
                 raise
             raise StoreUnavailable(str(exc)) from exc
 
+    async def submit_quiz(
+        self,
+        session_id: str,
+        quiz_id: str,
+        answers: dict[str, Any],
+        seconds: float | None = None,
+        grader: Any = None,
+    ) -> Result:
+        """Answer a quiz or review from any surface: graded once from the stored quiz; the
+        turn goes on in its owner's cell, or here when its owner is gone. Raises
+        ``InteractionError`` when refused."""
+        from deeptutor_jupyter.interaction.coordinator import UnknownRequest
+
+        if self._learning is None:
+            raise UnknownRequest(f"There is no quiz with id {quiz_id!r}.")
+        return await self._learning.quizzes.submit(session_id, quiz_id, answers, seconds, grader)
+
     def continues_in(self, request_id: str) -> dict[str, Any] | None:
-        """Where the turn of an answered question goes on, when that is another process."""
+        """Where the turn of an answered call (question or quiz) goes on, when that is
+        another process."""
         assert self._store is not None and self._coordinator is not None
         row = self._store.get_pending(request_id)
         if row is None or not self._coordinator.owner_elsewhere(row):
@@ -364,8 +379,9 @@ class TutorSession(SessionReads):
     def pending(
         self, all_sessions: bool = False, *, session_id: str | None = None
     ) -> list[PendingRow]:
-        """The questions waiting for this notebook (every notebook's with ``all_sessions``,
-        one conversation's with ``session_id``); stale ones expire."""
+        """What waits for this notebook (every notebook's with ``all_sessions``, one
+        conversation's with ``session_id``), every kind: questions, quizzes, reviews; stale
+        ones expire."""
         assert self._store is not None and self._coordinator is not None
         if session_id:
             sessions: list[str] | None = [session_id]
@@ -383,55 +399,56 @@ class TutorSession(SessionReads):
         except Exception:  # a damaged state is a state that cannot be restored
             return False
 
-    def saved_state(self, row: PendingRow) -> dict[str, Any] | None:
-        """The paused turn of this question if this process can continue it, else None."""
-        from deeptutor_jupyter.runtime.orchestrator import STATE_VERSION
+    def saved_state(self, row: PendingRow) -> SavedTurn | None:
+        """The paused turn of this call if this process can continue it, else None."""
+        from deeptutor_jupyter.runtime.saved_turn import read_saved
 
         assert self._store is not None and self._orchestrator is not None
-        saved = self._store.turn_state(row.request_id)
-        if not saved or saved.get("version") != STATE_VERSION:
+        saved = read_saved(self._store.turn_state(row.request_id))
+        if saved is None or saved.context.capability != "chat":
             return None
-        context, loop_state = saved.get("context") or {}, saved.get("loop") or {}
-        if context.get("capability") != "chat":
+        if saved.waiting_on != row.tool_call_id:
             return None
-        if (loop_state.get("current_call") or {}).get("id") != row.tool_call_id:
-            return None
-        wanted = context.get("enabled_tools")
+        wanted = saved.context.enabled_tools
         if wanted and any(self._orchestrator.registry.get(n) is None for n in wanted):
             return None
-        if not self.resolve(_profile_flags(context)).ready:
+        if not self.resolve(saved.profile_flags).ready:
             return None
         return saved
 
     def _orphan_answered(self, row: PendingRow, result: Result) -> None:
-        """Called by the coordinator, maybe on a subshell thread: resume on the loop."""
+        """Called by the deferred calls, maybe on a subshell thread: resume on the loop."""
         loop = self.event_loop or _running_loop()
-        assert loop is not None, "an orphaned question is only resumed where a loop runs"
+        assert loop is not None, "an orphaned call is only resumed where a loop runs"
         loop.call_soon_threadsafe(self.resume, row, result)
 
     def resume(self, row: PendingRow, result: Result) -> Turn | None:
-        """Continue here the saved turn of a question whose owner is gone, with its answer."""
-        from deeptutor_jupyter.interaction.coordinator import tool_result_of
+        """The one door of every kind of pause: continue here the saved turn of a call whose
+        owner is gone, with its result. The saved state is dropped only once the resumed turn
+        checkpoints again or ends."""
         from deeptutor_jupyter.runtime.events import EventLog
 
         assert self._store is not None and self._orchestrator is not None
+        assert self._coordinator is not None
         saved = self.saved_state(row)
         if saved is None:
             return None  # submit() checked can_resume first; only if settings changed since
-        resolved = self.resolve(_profile_flags(saved["context"]))
+        resolved = self.resolve(saved.profile_flags)
         model = self.model_for(resolved)
         self._store.claim_pending(row.request_id, self._owner_id() or "", self.place())
-        log = EventLog(row.turn_id, self._store, start_seq=self._store.last_seq(row.turn_id))
+        log = EventLog(row.turn_id, self._store)  # resume_turn continues the saved seq
         self._follow(log)
-        deps = self._plan().resume_deps(self.session_id, resolved.settings.home, saved["context"])
+        deps = self._plan().resume_deps(self.session_id, resolved.settings.home, saved.kbs)
+        calls = self._coordinator.calls
         turn = self._orchestrator.resume_turn(
             saved,
-            tool_result_of(result),
+            calls.tool_result(row, result),
             model,
             log,
             deps,
             resumed_from=row.request_id,
             owner=self._owner_id(),
+            resolved=calls.resolved_event(row, result),
         )
         self._track(turn)
         if self.on_resumed is not None:
@@ -470,11 +487,6 @@ def _owner_label(store: Store, owner: str | None) -> str:
         if row.id == owner:
             return row.label
     return ""
-
-
-def _profile_flags(context: dict[str, Any]) -> dict[str, Any]:
-    profile = context.get("profile") or {}
-    return {k: profile.get(k) for k in ("provider", "model", "base_url")}
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -1,9 +1,11 @@
 """The session's watcher: the owner's heartbeat and the answers given in other processes.
 
 One task per session, alive only while something needs it (a turn running here, a card following
-a question whose turn runs elsewhere). Each tick it renews this process's owner row while turns
-run (so other kernels see it alive and leave its questions to it), asks the coordinator to pick
-up answers committed by other processes, and tells the watched cards how their questions moved.
+a question whose turn runs elsewhere). While turns run, the owner's heartbeat beats on a thread of
+its own (interaction/owners.py ``Heartbeat``: a long blocking cell must not make this process
+look gone, so other kernels leave its questions to it); each tick the task asks the coordinator
+to pick up answers committed by other processes and tells the watched cards how their questions
+moved.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
-    from deeptutor_jupyter.interaction.owners import Owner
+    from deeptutor_jupyter.interaction.owners import Heartbeat, Owner
     from deeptutor_jupyter.store.db import QuestionState, Store
 
 WATCH_INTERVAL = 0.25  # seconds between looks for answers given in another process
@@ -36,6 +38,7 @@ class Watcher:
         # Cards of questions whose turn runs elsewhere: request id -> what to tell them.
         self._watched: dict[str, Callable[[QuestionState], bool]] = {}
         self._seen_version = -1
+        self.heartbeat: Heartbeat | None = None  # set while the task runs and has an owner
 
     def start(self) -> None:
         """Start watching if a loop runs here and no watch runs yet."""
@@ -73,17 +76,21 @@ class Watcher:
                 self._watched.pop(request_id, None)
 
     async def _loop(self) -> None:
-        from deeptutor_jupyter.interaction.owners import HEARTBEAT_SECONDS, register
+        from deeptutor_jupyter.interaction.owners import Heartbeat
 
-        beat_due = 0.0
-        loop = asyncio.get_running_loop()
-        while self._busy():
-            try:
-                if loop.time() >= beat_due and self._owner is not None and self._running():
-                    register(self._store, self._owner)  # a fresh row even if it was tidied away
-                    beat_due = loop.time() + HEARTBEAT_SECONDS
-                self._coordinator.poll_remote()
-                self._poll_watched()
-            except Exception:  # a locked or full store: look again next time
-                pass
-            await asyncio.sleep(WATCH_INTERVAL)
+        beat = self.heartbeat = Heartbeat(self._store, self._owner) if self._owner else None
+        try:
+            while self._busy():
+                if beat is not None and self._running():
+                    beat.start()  # a fresh row (even if it was tidied away) while turns run
+                elif beat is not None:
+                    beat.stop()
+                try:
+                    self._coordinator.poll_remote()
+                    self._poll_watched()
+                except Exception:  # a locked or full store: look again next time
+                    pass
+                await asyncio.sleep(WATCH_INTERVAL)
+        finally:
+            if beat is not None:
+                beat.stop()

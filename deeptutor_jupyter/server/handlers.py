@@ -33,6 +33,7 @@ from deeptutor_jupyter.server.api_models import DocumentsReply, SaveMemoryReques
 from deeptutor_jupyter.server.reads import (
     memory_documents,
     pending_questions,
+    pending_quizzes,
     save_memory_document,
     traces,
 )
@@ -98,7 +99,12 @@ class PendingHandler(TutorHandler):
     @authorized
     def get(self) -> None:
         who = learner()
-        self.reply({"pending": pending_questions(who.store, who.coordinator)})
+        self.reply(
+            {
+                "pending": pending_questions(who.store, who.coordinator),
+                "quizzes": pending_quizzes(who.store, who.coordinator),
+            }
+        )
 
 
 class AnswerHandler(TutorHandler):

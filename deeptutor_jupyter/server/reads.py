@@ -6,10 +6,11 @@ call without a server.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
 from deeptutor_jupyter.interaction.schema import AskUserPayload
@@ -33,13 +34,58 @@ class PendingQuestion(AskUserPayload):
     )
 
 
+class PendingQuiz(BaseModel):
+    """An open quiz or review as ``GET /deeptutor/api/pending`` lists it (``quizzes``): its
+    public form only. It is answered in a notebook's kernel (comm ``quiz_answer``), which grades
+    it from the stored quiz; its turn goes on in its owner's cell."""
+
+    id: str
+    tool_call_id: str
+    session_id: str
+    kind: Literal["tool", "review"] = "tool"
+    expires_at: float
+    title: str
+    objective: str = ""
+    questions: list[dict[str, Any]]
+    status: str
+    turn_id: str
+    created_at: float
+    notebook: str = Field(description="The notebook it waits in, relative to the server root.")
+    continues_in: dict[str, Any] = Field(
+        default_factory=dict, description="Where its turn goes on: notebook and cell."
+    )
+
+
+def pending_quizzes(store: Store, coordinator: InteractionCoordinator) -> list[dict[str, Any]]:
+    """Every open quiz and review of the learner, oldest first, with the notebook it waits in."""
+    # This server does not grade, so it cannot close a quiz that timed out: it just omits it.
+    now = time.time()
+    rows = [r for r in store.pending_for(None) if r.kind != "ask_user" and r.expires_at > now]
+    out = []
+    for row in rows:
+        quiz = PendingQuiz.model_validate(
+            {
+                **row.payload,
+                "status": row.status,
+                "turn_id": row.turn_id,
+                "created_at": row.created_at,
+                "notebook": store.notebook_of(row.session_id) or "",
+                "continues_in": row.place or {},
+            }
+        )
+        out.append(quiz.model_dump(mode="json"))
+    return out
+
+
 def pending_questions(store: Store, coordinator: InteractionCoordinator) -> list[dict[str, Any]]:
     """Every waiting question of the learner, oldest first, with the notebook it waits in.
 
     ``resumable`` is the reference's flag: False only when no process can continue the turn;
     the sidebar then shows the not-resumable notice instead of a form.
     """
-    rows = coordinator.expire_stale(store.pending_for(None))
+    # Quizzes and reviews are answered in a kernel (graded there from the stored quiz, with
+    # the kernel's model and sandbox); this server lists the questions it can take.
+    rows = [r for r in coordinator.expire_stale(store.pending_for(None)) if r.kind == "ask_user"]
     notebooks: dict[str, str] = {}
     out = []
     for row in rows:

@@ -52,7 +52,8 @@ CREATE TABLE IF NOT EXISTS owners (
     pid INTEGER NOT NULL,
     host TEXT NOT NULL,
     label TEXT NOT NULL,
-    heartbeat REAL NOT NULL
+    heartbeat REAL NOT NULL,
+    started TEXT
 );
 CREATE TABLE IF NOT EXISTS events (
     turn_id TEXT NOT NULL,
@@ -113,7 +114,7 @@ class PendingRow:
     turn_id: str
     tool_call_id: str
     payload: dict[str, Any]
-    status: str  # pending | answered | cancelled | expired
+    status: str  # pending | grading (a quiz being graded) | answered | cancelled | expired
     created_at: float
     expires_at: float
     answered_at: float | None
@@ -121,6 +122,9 @@ class PendingRow:
     result: dict[str, Any] | None
     owner: str | None = None  # the process whose turn waits on it (see owners)
     place: dict[str, Any] | None = None  # where that turn shows: notebook, cell label
+    # What pauses: ask_user, quiz (make_quiz) or review (%tutor review, no turn). One table for
+    # every kind: one listing, one owner rule, one consume-once UPDATE (interaction/pending.py).
+    kind: str = "ask_user"
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> PendingRow:
@@ -128,21 +132,27 @@ class PendingRow:
         values[4] = json.loads(values[4])
         values[9] = json.loads(values[9]) if values[9] else None
         values[11] = json.loads(values[11]) if values[11] else None
+        values[12] = values[12] or "ask_user"  # rows written before kinds existed
         return cls(*values)
 
 
 _PENDING_COLUMNS = (
     "request_id, session_id, turn_id, tool_call_id, payload, status, created_at, expires_at,"
-    " answered_at, result, owner, place"
+    " answered_at, result, owner, place, kind"
 )
 # Columns added after version 1; an older state.db gets them on open.
-_ADDED_COLUMNS = {"turns": ("owner",), "pending": ("owner", "place"), "sessions": ("title",)}
+_ADDED_COLUMNS = {
+    "turns": ("owner",),
+    "pending": ("owner", "place", "kind"),
+    "sessions": ("title",),
+    "owners": ("started",),
+}
 _LATE_INDEXES = "CREATE INDEX IF NOT EXISTS turns_by_status ON turns (status);"
 
 
 @dataclass(frozen=True)
 class QuestionState:
-    status: str  # pending | answered | cancelled | expired
+    status: str  # pending | grading | answered | cancelled | expired
     result: dict[str, Any] | None
     answered_at: float | None
     turn_status: str | None  # running | done | error | cancelled | interrupted
@@ -155,6 +165,9 @@ class OwnerRow:
     host: str
     label: str
     heartbeat: float
+    # When the process started ("<boot id>:<start ticks>", interaction/owners.py): a pid that
+    # was reused by another process has another start. None where /proc cannot say.
+    started: str | None = None
 
 
 class StoreError(DeepTutorError, RuntimeError):
@@ -387,7 +400,7 @@ class Store(SQLiteFile):
         with self._tx() as c:
             c.execute(
                 f"INSERT INTO pending ({_PENDING_COLUMNS})"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     row.request_id,
                     row.session_id,
@@ -401,6 +414,7 @@ class Store(SQLiteFile):
                     None,
                     row.owner,
                     json.dumps(row.place, ensure_ascii=False) if row.place else None,
+                    row.kind,
                 ),
             )
             if state is not None:
@@ -421,16 +435,45 @@ class Store(SQLiteFile):
         return PendingRow.from_row(rows[0]) if rows else None
 
     def resolve_pending(
-        self, request_id: str, status: str, result: dict[str, Any], answered_at: float
+        self,
+        request_id: str,
+        status: str,
+        result: dict[str, Any],
+        answered_at: float,
+        *,
+        was: str = "pending",
     ) -> bool:
-        """Consume a pending request; False when it was no longer pending (answered elsewhere)."""
+        """Consume a pending request; False when it was no longer ``was`` (answered elsewhere).
+
+        The one consume-once rule of every kind: a quiz is first held (``grading``) by the
+        process that grades it, then resolved from ``grading``.
+        """
         with self._tx() as c:
             cursor = c.execute(
                 "UPDATE pending SET status = ?, result = ?, answered_at = ?"
-                " WHERE request_id = ? AND status = 'pending'",
-                (status, json.dumps(result, ensure_ascii=False), answered_at, request_id),
+                " WHERE request_id = ? AND status = ?",
+                (status, json.dumps(result, ensure_ascii=False), answered_at, request_id, was),
             )
             return cursor.rowcount == 1
+
+    def hold_pending(self, request_id: str) -> bool:
+        """pending -> grading, once: the submitter that wins grades; False for every other."""
+        with self._tx() as c:
+            cursor = c.execute(
+                "UPDATE pending SET status = 'grading', answered_at = ?"
+                " WHERE request_id = ? AND status = 'pending'",
+                (time.time(), request_id),
+            )
+            return cursor.rowcount == 1
+
+    def release_pending(self, request_id: str) -> None:
+        """grading -> pending: grading could not finish; the learner may submit again."""
+        with self._tx() as c:
+            c.execute(
+                "UPDATE pending SET status = 'pending', answered_at = NULL"
+                " WHERE request_id = ? AND status = 'grading'",
+                (request_id,),
+            )
 
     def pending_for(self, session_ids: Iterable[str] | None = None) -> list[PendingRow]:
         """Pending requests of these sessions (all sessions when None), oldest first."""
@@ -515,12 +558,14 @@ class Store(SQLiteFile):
     def register_owner(self, owner: OwnerRow) -> None:
         with self._tx() as c:
             c.execute(
-                "INSERT OR REPLACE INTO owners VALUES (?, ?, ?, ?, ?)",
-                (owner.id, owner.pid, owner.host, owner.label, owner.heartbeat),
+                "INSERT OR REPLACE INTO owners (id, pid, host, label, heartbeat, started)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (owner.id, owner.pid, owner.host, owner.label, owner.heartbeat, owner.started),
             )
 
     def owners(self) -> list[OwnerRow]:
-        return [OwnerRow(*r) for r in self._query("SELECT * FROM owners")]
+        rows = self._query("SELECT id, pid, host, label, heartbeat, started FROM owners")
+        return [OwnerRow(*r) for r in rows]
 
     def forget_owners(self, owner_ids: Iterable[str]) -> None:
         with self._tx() as c:

@@ -3,8 +3,8 @@
 Its own connection to the same file (WAL, busy timeout, like store/db.py), so the learning side
 never reaches into the turn tables. A quiz row holds the whole quiz, answers included: the store
 lives in the kernel, the browser only ever sees learning/quiz.py's ``public_view``. A quiz is
-consumed once: the UPDATE that claims it is guarded by ``status = 'pending'``, so two kernels, or
-a double click, cannot grade it twice.
+consumed once through its row in the one ``pending`` table (store/db.py), like every pause;
+the status here is the learning record's.
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ CREATE TABLE IF NOT EXISTS quizzes (
     kind TEXT NOT NULL,             -- tool (make_quiz) | review (%tutor review)
     objective TEXT NOT NULL,
     spec TEXT NOT NULL,
-    status TEXT NOT NULL,           -- pending | grading | answered | cancelled | expired
+    status TEXT NOT NULL,           -- pending | answered | cancelled | expired (pending mirrors)
     created_at REAL NOT NULL,
     expires_at REAL NOT NULL,
     answered_at REAL,
     result TEXT,
-    state TEXT                      -- the paused turn, to continue it after a kernel restart
+    state TEXT                      -- before the one pending table: the paused turn (adopted)
 );
 CREATE INDEX IF NOT EXISTS quizzes_by_session ON quizzes (session_id, status);
 CREATE TABLE IF NOT EXISTS learning_paths (
@@ -114,11 +114,12 @@ class LearningStore(SQLiteFile):
     SCHEMA = _SCHEMA
 
     # quizzes -----------------------------------------------------------------------------
-    def add_quiz(self, row: QuizRow, state: dict[str, Any] | None = None) -> None:
+    def add_quiz(self, row: QuizRow) -> None:
+        """The quiz with its answers; its pending row (store/db.py) is what surfaces list."""
         with self._tx() as c:
             c.execute(
-                f"INSERT INTO quizzes ({_QUIZ_COLUMNS}, state) VALUES "
-                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO quizzes ({_QUIZ_COLUMNS})"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     row.quiz_id,
                     row.session_id,
@@ -132,7 +133,6 @@ class LearningStore(SQLiteFile):
                     row.expires_at,
                     None,
                     None,
-                    json.dumps(state, ensure_ascii=False) if state is not None else None,
                 ),
             )
 
@@ -140,54 +140,37 @@ class LearningStore(SQLiteFile):
         rows = self._query(f"SELECT {_QUIZ_COLUMNS} FROM quizzes WHERE quiz_id = ?", (quiz_id,))
         return _quiz(rows[0]) if rows else None
 
-    def quiz_state(self, quiz_id: str) -> dict[str, Any] | None:
-        rows = self._query("SELECT state FROM quizzes WHERE quiz_id = ?", (quiz_id,))
-        return json.loads(rows[0][0]) if rows and rows[0][0] else None
+    def quizzes_not_listed(self) -> list[tuple[QuizRow, dict[str, Any] | None]]:
+        """Open quizzes an older version saved without a pending row, with the paused turn it
+        kept in ``state``: what QuizCoordinator.adopt_old_quizzes moves to the one table."""
+        columns = ", ".join(f"q.{c.strip()}" for c in _QUIZ_COLUMNS.split(","))
+        rows = self._query(
+            f"SELECT {columns}, q.state FROM quizzes q WHERE q.status = 'pending'"
+            " AND NOT EXISTS (SELECT 1 FROM pending p WHERE p.request_id = q.quiz_id)"
+            " ORDER BY q.created_at"
+        )
+        out = []
+        for r in rows:
+            try:
+                state = json.loads(r[-1]) if r[-1] else None
+            except ValueError:  # a damaged state is a turn that cannot continue
+                state = None
+            out.append((_quiz(r[:-1]), state if isinstance(state, dict) else None))
+        return out
 
-    def drop_quiz_state(self, quiz_id: str) -> None:
-        """After the paused turn was continued (or can never be): the state is not kept."""
+    def forget_old_state(self, quiz_id: str) -> None:
+        """Its paused turn moved to ``turn_states``: not kept twice."""
         with self._tx() as c:
             c.execute("UPDATE quizzes SET state = NULL WHERE quiz_id = ?", (quiz_id,))
 
-    def pending_quizzes(self, session_ids: Iterable[str] | None = None) -> list[QuizRow]:
-        sql = f"SELECT {_QUIZ_COLUMNS} FROM quizzes WHERE status = 'pending'"
-        params: list[Any] = []
-        if session_ids is not None:
-            ids = list(session_ids)
-            sql += f" AND session_id IN ({','.join('?' * len(ids)) or 'NULL'})"
-            params = ids
-        return [_quiz(r) for r in self._query(sql + " ORDER BY created_at", params)]
-
-    def claim_quiz(self, quiz_id: str) -> bool:
-        """pending -> grading, once: False when it was answered, cancelled or expired already."""
-        with self._tx() as c:
-            cur = c.execute(
-                "UPDATE quizzes SET status = 'grading', answered_at = ? "
-                "WHERE quiz_id = ? AND status = 'pending'",
-                (time.time(), quiz_id),
-            )
-            return cur.rowcount == 1
-
-    def release_quiz(self, quiz_id: str) -> None:
-        """grading -> pending: grading could not finish, the learner may submit again."""
+    def finish_quiz(self, quiz_id: str, status: str, result: dict[str, Any]) -> None:
+        """Record the outcome in the learning record (history, progress); the pending row
+        (store/db.py) was consumed first, once."""
         with self._tx() as c:
             c.execute(
-                "UPDATE quizzes SET status = 'pending', answered_at = NULL "
-                "WHERE quiz_id = ? AND status = 'grading'",
-                (quiz_id,),
+                "UPDATE quizzes SET status = ?, result = ?, answered_at = ? WHERE quiz_id = ?",
+                (status, json.dumps(result, ensure_ascii=False), time.time(), quiz_id),
             )
-
-    def finish_quiz(self, quiz_id: str, status: str, result: dict[str, Any]) -> bool:
-        """Record the outcome; from pending (cancel, expire) or grading (answered)."""
-        with self._tx() as c:
-            cur = c.execute(
-                "UPDATE quizzes SET status = ?, result = ?, answered_at = ?, "
-                # an answered quiz may still continue its turn; the others never will
-                "state = CASE WHEN ? = 'answered' THEN state ELSE NULL END "
-                "WHERE quiz_id = ? AND status IN ('pending', 'grading')",
-                (status, json.dumps(result, ensure_ascii=False), time.time(), status, quiz_id),
-            )
-            return cur.rowcount == 1
 
     def quiz_history(self, limit: int = 50) -> list[QuizRow]:
         rows = self._query(

@@ -12,7 +12,7 @@ import {
   MemoryDocument,
   SaveMemoryRequest
 } from './contracts';
-import { PendingQuestion, Submission } from './protocol';
+import { PendingQuestion, PendingQuiz, Submission } from './protocol';
 import { __ } from './i18n';
 
 export class ApiError extends Error {
@@ -51,8 +51,15 @@ export async function request<T>(path: string, init: RequestInit = {}): Promise<
   return body as T;
 }
 
-export async function fetchPending(): Promise<PendingQuestion[]> {
-  return (await request<{ pending: PendingQuestion[] }>('pending')).pending;
+/** What waits for the learner: questions, and quizzes (answered over a kernel's comm). */
+export interface Waiting {
+  questions: PendingQuestion[];
+  quizzes: PendingQuiz[];
+}
+
+export async function fetchPending(): Promise<Waiting> {
+  const reply = await request<{ pending: PendingQuestion[]; quizzes?: PendingQuiz[] }>('pending');
+  return { questions: reply.pending, quizzes: reply.quizzes ?? [] };
 }
 
 export async function answerPending(

@@ -298,7 +298,12 @@ export class KernelChat {
   /** Nothing will answer the actions in flight any more: say so instead of waiting forever. */
   private _failWaiters(): void {
     const gone = new Error(__('The kernel went away before it answered; try again.'));
-    for (const waiter of [...this._askWaiters.splice(0), ...this._quizWaiters.splice(0)]) {
+    const waiters = [
+      ...this._askWaiters.splice(0),
+      ...this._quizWaiters.splice(0),
+      ...this._answerWaiters.splice(0)
+    ];
+    for (const waiter of waiters) {
       waiter.reject(gone);
     }
   }

@@ -4,7 +4,8 @@ import { applyEvent, newTurn } from './chatmodel';
 import { EventType, TurnEvent } from './protocol';
 
 function ev(seq: number, type: EventType, data: Record<string, unknown> = {}): TurnEvent {
-  return { type, seq, turn_id: 'turn-1', ...data };
+  // Only the fields a case needs: the fold reads no others.
+  return { type, seq, turn_id: 'turn-1', ...data } as TurnEvent;
 }
 
 const ask = {

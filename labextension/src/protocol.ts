@@ -29,6 +29,7 @@ export type {
   NewAction,
   PanelAction,
   PendingQuestion,
+  PendingQuiz,
   StopAction,
   SubscribeAction,
   SwitchAction,

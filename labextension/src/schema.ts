@@ -216,6 +216,29 @@ export interface PendingQuestion {
   continues_in?: Record<string, unknown>;
 }
 
+/**
+ * An open quiz or review as `GET /deeptutor/api/pending` lists it (`quizzes`): its public form
+ * only. It is answered in a notebook's kernel (comm `quiz_answer`), which grades it from the stored
+ * quiz; its turn goes on in its owner's cell.
+ */
+export interface PendingQuiz {
+  id: string;
+  tool_call_id: string;
+  session_id: string;
+  kind?: 'tool' | 'review';
+  expires_at: number;
+  title: string;
+  objective?: string;
+  questions: Record<string, unknown>[];
+  status: string;
+  turn_id: string;
+  created_at: number;
+  /** The notebook it waits in, relative to the server root. */
+  notebook: string;
+  /** Where its turn goes on: notebook and cell. */
+  continues_in?: Record<string, unknown>;
+}
+
 /** Answers to a quiz of this notebook's turns; graded once, like the cell's quiz form. */
 export interface QuizAnswerAction {
   action: 'quiz_answer';

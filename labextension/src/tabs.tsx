@@ -7,7 +7,9 @@ import { ApiError, answerPending, fetchPending } from './api';
 import { KernelChat } from './chat';
 import { AskUserCard } from './form';
 import { __ } from './i18n';
-import { PendingQuestion, Submission } from './protocol';
+import { PendingQuestion, PendingQuiz, Submission } from './protocol';
+import { QuizCard } from './quiz';
+import { QuizAnswers } from './quizform';
 import { reasonText } from './errors';
 
 function useLoad<T>(load: () => Promise<T>): [T | null, string, () => void] {
@@ -34,8 +36,10 @@ export function shortPath(path: string): string {
 }
 
 /**
- * Every waiting question. One of the focused notebook's own conversation is answered over its
- * kernel's comm (the turn continues in its cell at once); any other through the server.
+ * Every waiting question and quiz. A question of the focused notebook's own conversation is
+ * answered over its kernel's comm (the turn continues in its cell at once); any other through
+ * the server. A quiz is graded by a kernel from the stored quiz: the focused notebook's kernel
+ * takes it, whichever notebook asked it, and its turn goes on in that notebook's cell.
  */
 export function PendingTab(props: { chat: KernelChat | null }): React.ReactElement {
   const [pending, error, reload] = useLoad(fetchPending);
@@ -64,6 +68,16 @@ export function PendingTab(props: { chat: KernelChat | null }): React.ReactEleme
       throw reason;
     }
   };
+  const answerQuiz = (quiz: PendingQuiz, answers: QuizAnswers, seconds: number) => {
+    if (!chat) {
+      return Promise.reject(
+        new Error(__('Open a notebook with its kernel running to answer this quiz.'))
+      );
+    }
+    return chat.answerQuiz(quiz.id, quiz.session_id, answers, seconds);
+  };
+  const questions = pending?.questions ?? [];
+  const quizzes = pending?.quizzes ?? [];
   return (
     <div className="jp-DeepTutorPending">
       <div className="jp-DeepTutorPanel-toolbar">
@@ -72,10 +86,18 @@ export function PendingTab(props: { chat: KernelChat | null }): React.ReactEleme
         </button>
       </div>
       {error ? <div className="jp-DeepTutorChat-error">{error}</div> : null}
-      {pending && pending.length === 0 ? (
+      {pending && questions.length === 0 && quizzes.length === 0 ? (
         <div className="jp-DeepTutorPanel-empty">{__('No question is waiting for you.')}</div>
       ) : null}
-      {(pending ?? []).map(q => (
+      {quizzes.map(q => (
+        <QuizCard
+          key={q.id}
+          quiz={{ ...q, type: 'quiz_required', seq: 0, ts: q.created_at }}
+          resolved={null}
+          onSubmit={(answers, seconds) => answerQuiz(q, answers, seconds)}
+        />
+      ))}
+      {questions.map(q => (
         <AskUserCard
           key={q.id}
           request={q}

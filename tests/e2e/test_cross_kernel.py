@@ -151,6 +151,14 @@ def test_a_question_whose_kernel_died_is_resumed_by_the_kernel_that_answers(
     b.wait_for(lambda: db(tmp_path, "SELECT status FROM turns") == [("done",)])
     seqs = [r[0] for r in db(tmp_path, "SELECT seq FROM events ORDER BY rowid")]
     assert seqs == sorted(set(seqs)) and seqs[0] == 1  # strictly increasing, nothing overwritten
+    # What B wrote after the pause is in the store too: the answer, the new text and the end.
+    stored = db(tmp_path, "SELECT type, data FROM events ORDER BY seq")
+    types = [t for t, _ in stored]
+    assert types.count("user_input_resolved") == 1 and types.count("done") == 1
+    assert types.index("user_input_required") < types.index("user_input_resolved")
+    assert types[-1] == "done" and json.loads(stored[-1][1])["status"] == "done"
+    text = "".join(json.loads(d)["text"] for t, d in stored if t == "content")
+    assert text.endswith("Resumed in B.")
 
 
 @pytest.mark.parametrize("step", ["after_submit", "after_first_token", "after_done"])

@@ -131,6 +131,9 @@ def test_upstream_errors_pass_through_with_status_and_body(
         'The model server refused the course\'s key ("Incorrect API key provided"). '
         "Tell your instructor."
     )
+    # None of the three used anything: each hold went back to the student's day.
+    usage = httpx.get(f"{hub.service}/v1/usage", headers={"Authorization": f"Bearer {token}"})
+    assert (usage.json()["held_now"], usage.json()["used_today"]) == (0, 0)
 
 
 def test_a_student_who_hangs_up_closes_the_upstream_request(

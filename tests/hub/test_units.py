@@ -141,6 +141,29 @@ def test_requests_per_minute(tmp_path: Path) -> None:
     assert isinstance(quota.admit("bob", limits, 1), Ticket)
 
 
+def test_a_released_hold_is_given_back_to_the_days_budget(tmp_path: Path) -> None:
+    quota = store(tmp_path, Clock())
+    limits = Limits(daily_tokens=100, requests_per_minute=None)
+    ticket = quota.admit("dave", limits, 100)
+    assert isinstance(ticket, Ticket) and quota.today("dave") == (0, 100)
+    assert isinstance(quota.admit("dave", limits, 1), Refusal)
+    quota.release(ticket)  # the upstream failed: nothing used, the hold is back
+    assert quota.today("dave") == (0, 0)
+    assert isinstance(quota.admit("dave", limits, 100), Ticket)
+
+
+def test_a_request_refused_for_budget_gives_its_minute_slot_back(tmp_path: Path) -> None:
+    quota = store(tmp_path, Clock())
+    limits = Limits(daily_tokens=100, requests_per_minute=2)
+    ticket = quota.admit("erin", limits, 100)  # the first slot of the minute
+    assert isinstance(ticket, Ticket)
+    for _ in range(3):  # refused for the budget, each time: no slot is spent
+        refusal = quota.admit("erin", limits, 1)
+        assert isinstance(refusal, Refusal) and refusal.code == "budget_exhausted"
+    quota.release(ticket)
+    assert isinstance(quota.admit("erin", limits, 100), Ticket)  # the second slot
+
+
 def test_student_overrides_and_mastery(tmp_path: Path) -> None:
     quota = store(tmp_path, Clock())
     quota.set_student_override("alice", Limits(daily_tokens=9, requests_per_minute=None))

@@ -621,7 +621,7 @@ async def test_an_answer_racing_a_stop_never_resumes_the_stopped_turn_as_an_orph
     real = store.resolve_pending
 
     def stop_lands_first(*args: Any) -> bool:
-        coordinator._waiters.pop(asked.request_id, None)  # what ask's finally does on Stop
+        coordinator.calls._waiters.pop(asked.request_id, None)  # what ask's finally does on Stop
         return real(*args)
 
     monkeypatch.setattr(store, "resolve_pending", stop_lands_first)

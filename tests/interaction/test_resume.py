@@ -24,6 +24,7 @@ from deeptutor_jupyter.providers.base import ChatModel
 from deeptutor_jupyter.runtime.context import ModelProfile, TurnContext
 from deeptutor_jupyter.runtime.events import EventLog
 from deeptutor_jupyter.runtime.orchestrator import STATE_VERSION, Orchestrator
+from deeptutor_jupyter.runtime.saved_turn import read_saved
 from deeptutor_jupyter.store.db import Store
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
 
@@ -107,8 +108,11 @@ async def resume(
 ) -> tuple[Store, Any]:
     """Phase two: a fresh process over the same file continues the saved turn."""
     store, orch = process(db, tmp_path)
-    log = EventLog(TURN, store, start_seq=store.last_seq(TURN))
-    turn = orch.resume_turn(saved, tool_result_of(dict(ANSWER)), new_model(server, made), log)
+    # A fresh log, as a surface builds it: resume_turn itself continues the saved seq.
+    log = EventLog(TURN, store)
+    snapshot = read_saved(saved)  # read back typed, as TutorSession.resume does
+    assert snapshot is not None and snapshot.waiting_on == "call_ask_1"
+    turn = orch.resume_turn(snapshot, tool_result_of(dict(ANSWER)), new_model(server, made), log)
     assert turn.task is not None
     await asyncio.wait_for(turn.task, 20)
     return store, turn

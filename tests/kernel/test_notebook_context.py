@@ -197,3 +197,14 @@ def test_a_traceback_keeps_the_learners_frames_and_names_the_cells(
     assert "File helpers.py, line 4, in load\n    return json.loads(t)" in text
     assert "frames inside json" in text and "Cell In[7], line 5" in text
     assert str(tmp_path) not in text and json.__file__ not in text
+
+
+def test_a_file_beside_pythons_lib_folder_is_the_learners() -> None:
+    import sys
+
+    from deeptutor_jupyter.kernel.notebook_context import _library_name
+
+    lib = Path(sys.prefix) / "lib"
+    assert _library_name(str(lib / "somewhere" / "x.py")) == "Python"
+    # Same first characters, another folder: /opt/conda/library/ is not /opt/conda/lib/.
+    assert _library_name(str(Path(sys.prefix) / "library" / "homework.py")) == ""

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from deeptutor_jupyter.interaction.audit import AuditLog
+from deeptutor_jupyter.interaction.pending import PendingCalls
 from deeptutor_jupyter.interaction.quiz import (
     InvalidQuizAnswer,
     MakeQuizTool,
@@ -65,9 +66,12 @@ def learning(tmp_path: Path) -> Iterator[LearningStore]:
 
 
 @pytest.fixture
-def coordinator(learning: LearningStore, tmp_path: Path) -> QuizCoordinator:
+def coordinator(learning: LearningStore, tmp_path: Path) -> Iterator[QuizCoordinator]:
+    """Quizzes as a kind of the process's deferred calls, over the one pending table."""
+    store = Store(tmp_path / "state.db")
     audit = AuditLog(tmp_path / "audit" / "quizzes.jsonl")
-    return QuizCoordinator(learning, audit, sandbox=Sandbox(isolation="rlimit"))
+    yield QuizCoordinator(learning, PendingCalls(store), audit, sandbox=Sandbox(isolation="rlimit"))
+    store.close()
 
 
 def audit_lines(tmp_path: Path) -> list[dict[str, Any]]:
@@ -285,4 +289,4 @@ async def test_bad_quiz_arguments_are_an_error_the_model_reads(server, coordinat
     assert "not among the option ids" in sent[0]["content"]
     assert "answer must list option ids, not labels" in sent[0]["content"]
     assert turn.answer == "Sorry, I will fix the quiz."
-    assert coordinator.store.pending_quizzes() == []
+    assert coordinator.calls.store.pending_for(None) == []

@@ -6,6 +6,7 @@ the tool message of the same tool call id) and the widget state the browser coul
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -234,7 +235,7 @@ def test_hostile_tests_are_contained_and_the_kernel_stays_responsive(
 
 
 def test_a_quiz_survives_a_kernel_restart_and_continues_its_turn(
-    kernel: KernelDriver, fake_llm: FakeLLMServer
+    kernel: KernelDriver, fake_llm: FakeLLMServer, tmp_path: Path
 ) -> None:
     fake_llm.extend([quiz_reply(QUIZ, "call_restart"), Reply(text="Graded after the restart.")])
     kernel.execute("%tutor Quiz me")
@@ -253,8 +254,49 @@ def test_a_quiz_survives_a_kernel_restart_and_continues_its_turn(
     sent = tool_messages(fake_llm, "call_restart")
     assert len(sent) == 1
     assert json.loads(sent[0]["content"])["score"] == 1.0
+    # The resumed part is in the store after what was saved before the restart: seqs go on.
+    import sqlite3
+
+    def stored() -> list[tuple[int, str, str]]:
+        with contextlib.closing(sqlite3.connect(tmp_path / "home" / "state.db")) as conn:
+            return list(conn.execute("SELECT seq, type, data FROM events ORDER BY seq"))
+
+    kernel.wait_for(lambda: [t for _, t, _ in stored()][-1:] == ["done"])
+    events = stored()
+    seqs, types = [e[0] for e in events], [e[1] for e in events]
+    assert seqs == sorted(set(seqs)) and seqs[0] == 1  # a run of text is one row: gaps are fine
+    assert types.index("quiz_required") < types.index("tool_result") < types.index("done")
+    graded = [json.loads(d) for _, t, d in events if t == "tool_result"]
+    assert [g["id"] for g in graded] == ["call_restart"]
+    assert types.count("done") == 1 and json.loads(events[-1][2])["status"] == "done"
+    text = "".join(json.loads(d)["text"] for _, t, d in events if t == "content")
+    assert text.endswith("Graded after the restart.")
     # Consumed once: a second %tutor pending shows nothing to answer.
     before = len(kernel.with_class("dt-quiz"))
     kernel.execute("%tutor pending")
     kernel.pump(0.5)
     assert len(kernel.with_class("dt-quiz")) == before
+
+
+def test_a_quiz_listed_by_pending_in_its_own_kernel_follows_the_answer_given_in_its_cell(
+    kernel: KernelDriver, fake_llm: FakeLLMServer
+) -> None:
+    one = {"title": "One", "objective": "squares", "questions": [QUIZ["questions"][0]]}
+    fake_llm.extend([quiz_reply(one, "call_here"), Reply(text="Answered in the cell.")])
+    kernel.execute("%tutor Quiz me")
+    in_cell = card_of(kernel)
+    kernel.execute("%tutor pending")
+    listed = kernel.wait_for(lambda: [c for c in kernel.with_class("dt-quiz") if c != in_cell])[0]
+    update(kernel, of_model(kernel, in_cell, "RadioButtonsModel")[0], index=1)
+    submit(kernel, in_cell)
+    kernel.wait_for(lambda: "Answered in the cell." in answer_text(kernel), timeout=30)
+
+    def listed_receipt() -> str:
+        return "".join(
+            str(kernel.widgets[c].get("value", ""))
+            for c in kernel.with_class("dt-quiz-receipt")
+            if c in kernel.descendants(listed)
+        )
+
+    kernel.wait_for(lambda: "100%" in listed_receipt())
+    assert len(tool_messages(fake_llm, "call_here")) == 1

@@ -9,6 +9,7 @@ import pytest
 
 from deeptutor_jupyter.learning.quiz import CodeQuestion
 from deeptutor_jupyter.learning.sandbox import Sandbox, bwrap_works, feedback_of, grade_code
+from deeptutor_jupyter.learning.sandbox_child import _inside
 
 SQUARE = "def f(x):\n    return x * x\n"
 
@@ -66,6 +67,23 @@ def test_writing_to_the_home_folder_is_refused(sandbox, tmp_path):
     target.parent.mkdir()
     outcome = sandbox.run_sync("", f"open({str(target)!r}, 'w').write('gone')", 5)
     assert outcome.status == "error" and not target.exists()
+
+
+def test_writing_to_a_sibling_folder_with_the_same_prefix_is_refused(sandbox):
+    # The sandbox's folder is /tmp/x; /tmp/x-sibling starts with the same characters.
+    tests = "import os\nopen(os.getcwd() + '-sibling/notes.txt', 'w').write('gone')"
+    outcome = sandbox.run_sync("", tests, 5)
+    assert outcome.status == "error"
+    if sandbox.isolation == "rlimit":  # bwrap mounts nothing there: the open fails by itself
+        assert "refused by the sandbox: writing to" in outcome.message
+
+
+def test_inside_compares_whole_folder_names() -> None:
+    assert _inside("/tmp/root", "/tmp/root/notes.txt") and _inside("/tmp/root", "notes.txt")
+    assert _inside("/tmp/root", "/tmp/root") and _inside("/tmp/root", 3)  # an open descriptor
+    assert not _inside("/tmp/root", "/tmp/root2/notes.txt")
+    assert not _inside("/tmp/root", "../root2/notes.txt")
+    assert not _inside("/tmp/root", b"/tmp/root-x")
 
 
 def test_writing_inside_the_folder_works(sandbox):

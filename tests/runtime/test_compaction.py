@@ -43,6 +43,38 @@ def test_a_history_within_budget_is_left_as_it_is() -> None:
     assert same is history and compaction is None
 
 
+def test_a_history_exactly_at_the_budget_is_kept_and_one_token_over_is_compacted() -> None:
+    history = conversation(6)
+    size = estimate_tokens(history)
+    same, compaction = compact_history(history, budget_tokens=size)
+    assert same is history and compaction is None
+    compacted, compaction = compact_history(history, budget_tokens=size - 1)
+    assert compaction is not None and compaction.replaced_turns >= 2
+    assert compacted[0]["content"].startswith(SUMMARY_PREFIX)  # type: ignore[union-attr]
+
+
+def test_only_a_history_longer_than_the_recent_turns_is_compacted() -> None:
+    over = 10  # tokens: far over budget either way; only the number of turns decides
+    four = conversation(4)
+    same, compaction = compact_history(four, budget_tokens=over, keep_turns=4)
+    assert same is four and compaction is None
+    five = conversation(5)
+    compacted, compaction = compact_history(five, budget_tokens=over, keep_turns=4)
+    assert compaction is not None and compaction.replaced_turns >= 1
+    assert compacted[0]["content"].startswith(SUMMARY_PREFIX)  # type: ignore[union-attr]
+
+
+def test_recent_turns_that_fill_exactly_half_the_budget_are_all_kept() -> None:
+    history = conversation(8)
+    starts = [i for i, m in enumerate(history) if m["role"] == "user"]
+    recent = history[starts[-4] :]
+    half = estimate_tokens(recent)
+    compacted, compaction = compact_history(history, budget_tokens=2 * half)
+    assert compaction is not None and compacted[2:] == recent  # all four recent turns
+    compacted, compaction = compact_history(history, budget_tokens=2 * half - 2)
+    assert compaction is not None and compacted[2:] == history[starts[-3] :]  # one fewer
+
+
 def test_older_turns_become_a_summary_that_keeps_what_matters() -> None:
     history = conversation(200)
     compacted, compaction = compact_history(history, budget_tokens=4000)

@@ -4,6 +4,7 @@ the previous answer ended still reads it (and two answers never interleave)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,50 @@ async def test_a_follow_up_waits_for_the_previous_answer_and_reads_it(
         "And 2*3+1?",
     ]
     assert any(e.data.get("text") == WAITING_FOR_PREVIOUS for e in second.log.events)
+
+
+async def test_the_owner_beats_while_a_turn_waits_and_stops_when_it_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from deeptutor_jupyter.interaction import owners
+    from deeptutor_jupyter.store.db import Store
+    from deeptutor_jupyter.testing import ToolCallSpec
+
+    monkeypatch.setattr(owners, "HEARTBEAT_SECONDS", 0.02)
+    ask = {"title": "Which?", "mode": "single", "options": [{"id": "a", "label": "A"}]}
+    replies = [Reply(text="First.", tool_calls=[ToolCallSpec("ask_user", ask, id="c1")])]
+
+    def beating() -> bool:
+        return any(t.name == "deeptutor-heartbeat" for t in threading.enumerate())
+
+    async def until(predicate: Callable[[], bool]) -> None:
+        while not predicate():
+            await asyncio.sleep(0.01)
+
+    with FakeLLMServer(replies) as server:
+        for name, value in {
+            "DEEPTUTOR_HOME": str(tmp_path / "home"),
+            "DEEPTUTOR_PROVIDER": "custom",
+            "DEEPTUTOR_BASE_URL": server.url,
+            "DEEPTUTOR_MODEL": "fake",
+        }.items():
+            monkeypatch.setenv(name, value)
+        session = TutorSession("lesson.ipynb", resolve=lambda f: resolve_settings(flags=f))
+        turn = session.ask("Help me", session.resolve({}))
+        assert turn.task is not None
+        store = Store(tmp_path / "home" / "state.db")  # what another kernel reads
+        try:
+            registered = store.owners()[0].heartbeat
+            # The row is beaten again while the turn waits on its question, from a thread.
+            await asyncio.wait_for(until(lambda: store.owners()[0].heartbeat > registered), 10)
+            assert beating()
+            session.stop(turn.turn_id)
+            await asyncio.wait_for(asyncio.wait([turn.task]), 10)
+            await asyncio.wait_for(until(lambda: not beating()), 10)  # no turn, no beat
+        finally:
+            store.close()
+            for model in session.models.values():
+                await model.aclose()
+            session.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from deeptutor_jupyter.interaction.schema import AskUserPayload
 from deeptutor_jupyter.runtime.event_types import parse_event
@@ -124,3 +125,87 @@ def test_a_store_without_conversation_names_gains_them_and_keeps_its_sessions(
         assert store.session_title("nb-old") is None
     finally:
         store.close()
+
+
+OLD_PENDING = """
+CREATE TABLE pending (
+    request_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, turn_id TEXT NOT NULL,
+    tool_call_id TEXT NOT NULL, payload TEXT NOT NULL, status TEXT NOT NULL,
+    created_at REAL NOT NULL, expires_at REAL NOT NULL, answered_at REAL, result TEXT,
+    owner TEXT, place TEXT
+);
+CREATE TABLE quizzes (
+    quiz_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, turn_id TEXT NOT NULL,
+    tool_call_id TEXT NOT NULL, kind TEXT NOT NULL, objective TEXT NOT NULL, spec TEXT NOT NULL,
+    status TEXT NOT NULL, created_at REAL NOT NULL, expires_at REAL NOT NULL, answered_at REAL,
+    result TEXT, state TEXT
+);
+"""
+OLD_QUIZ = {
+    "title": "Squares",
+    "objective": "squares",
+    "questions": [
+        {
+            "id": "q1",
+            "kind": "choice",
+            "prompt": "2 squared?",
+            "options": [{"id": "a", "label": "2"}, {"id": "b", "label": "4"}],
+            "answer": ["b"],
+            "explanation": "OLD-SECRET",
+        }
+    ],
+}
+
+
+def test_a_store_with_quizzes_kept_apart_lists_them_as_pending_interactions(
+    tmp_path: Path,
+) -> None:
+    """Before the one pending table, an open quiz and its paused turn lived only in ``quizzes``:
+    after open, it is a pending row of kind ``quiz`` (public form only), its turn in
+    ``turn_states``; a question keeps its kind; opening again adds nothing."""
+    from deeptutor_jupyter.interaction.audit import AuditLog
+    from deeptutor_jupyter.interaction.pending import PendingCalls
+    from deeptutor_jupyter.interaction.quiz import QuizCoordinator
+    from deeptutor_jupyter.store.learning import LearningStore
+
+    path = tmp_path / "state.db"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(OLD_PENDING)
+        conn.execute(
+            "INSERT INTO pending VALUES ('ask_1', 'nb-1', 'turn-1', 'call_1', ?, 'pending',"
+            " 1.0, 2e9, NULL, NULL, NULL, NULL)",
+            (json.dumps({"id": "ask_1", "title": "Which topic?", "mode": "text"}),),
+        )
+        for quiz_id, status in (("quiz_open", "pending"), ("quiz_done", "answered")):
+            conn.execute(
+                "INSERT INTO quizzes VALUES (?, 'nb-1', 'turn-2', 'call_q', 'tool', 'squares',"
+                " ?, ?, 1.0, 2e9, NULL, NULL, ?)",
+                (quiz_id, json.dumps({"quiz": OLD_QUIZ}), status, json.dumps({"version": 1})),
+            )
+
+    def open_all() -> list[Any]:
+        store, learning = Store(path), LearningStore(path)
+        try:
+            quizzes = QuizCoordinator(learning, PendingCalls(store), AuditLog(tmp_path / "a"))
+            quizzes.adopt_old_quizzes()
+            return [
+                (r.request_id, r.kind, r.tool_call_id, r.payload, store.turn_state(r.request_id))
+                for r in store.pending_for(None)
+            ]
+        finally:
+            store.close()
+            learning.close()
+
+    rows = open_all()
+    assert [(r[0], r[1], r[4]) for r in rows] == [
+        ("ask_1", "ask_user", None),
+        ("quiz_open", "quiz", {"version": 1}),
+    ]
+    form = rows[1][3]
+    assert form["id"] == "quiz_open" and form["questions"][0]["prompt"] == "2 squared?"
+    assert "OLD-SECRET" not in json.dumps(form) and '"answer"' not in json.dumps(form)
+    with sqlite3.connect(path) as conn:  # the turn is kept once, in turn_states
+        assert conn.execute("SELECT state FROM quizzes WHERE quiz_id = 'quiz_open'").fetchone() == (
+            None,
+        )
+    assert open_all() == rows

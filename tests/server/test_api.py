@@ -286,3 +286,41 @@ def test_an_unauthenticated_write_is_refused(
     )  # fmt: skip
     assert response.code == 403
     assert MemoryStore(home).read_text("L3", "profile") == ""
+
+
+def test_pending_lists_open_quizzes_apart_with_their_public_form_only(
+    run: Any, jp_fetch: Any, store: Store, home: Path
+) -> None:
+    """A quiz is a pending interaction too: listed for the Pending tab (answered over a kernel's
+    comm, which grades it), never with its answers; the questions' list stays questions."""
+    from deeptutor_jupyter.interaction.audit import AuditLog
+    from deeptutor_jupyter.interaction.pending import PendingCalls
+    from deeptutor_jupyter.interaction.quiz import QuizCoordinator
+    from deeptutor_jupyter.learning.quiz import MakeQuizArgs
+    from deeptutor_jupyter.store.learning import LearningStore
+
+    question = ask(store, "week1/a.ipynb", session_id="nb-aaaaaa-1")
+    learning = LearningStore(store.path)
+    try:
+        quizzes = QuizCoordinator(learning, PendingCalls(store), AuditLog(home / "audit" / "q"))
+        quiz = MakeQuizArgs.model_validate(
+            {
+                "title": "Squares",
+                "questions": [
+                    {"id": "q1", "kind": "numeric", "prompt": "3 squared?", "answer": 9},
+                    {"id": "q2", "kind": "short", "prompt": "Why?", "reference": "HIDDEN-REF"},
+                ],
+            }
+        )
+        row = quizzes.open_quiz("nb-aaaaaa-1", "turn-q", "call_q", "tool", quiz)
+    finally:
+        learning.close()
+
+    listed = get(run, jp_fetch, "pending")
+
+    assert [q["id"] for q in listed["pending"]] == [question.request_id]
+    assert [(q["id"], q["notebook"], q["tool_call_id"]) for q in listed["quizzes"]] == [
+        (row.quiz_id, "week1/a.ipynb", "call_q")
+    ]
+    assert [q["prompt"] for q in listed["quizzes"][0]["questions"]] == ["3 squared?", "Why?"]
+    assert "HIDDEN-REF" not in json.dumps(listed) and '"answer"' not in json.dumps(listed)

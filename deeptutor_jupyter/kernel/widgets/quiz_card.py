@@ -136,10 +136,14 @@ class QuizCard(widgets.VBox):  # type: ignore[misc]
         self.submit_button.disabled = final
         self.submit_button.description = "Submit answers"
 
-    def show_receipt(self, result: Mapping[str, Any]) -> None:
-        """The graded card: answers, right or wrong, feedback with the explanation."""
+    def show_receipt(self, result: Mapping[str, Any], *, where: str = "") -> None:
+        """The graded card: answers, right or wrong, feedback with the explanation; ``where``
+        the tutor goes on when its turn runs in another notebook."""
         self.state = "graded"
-        receipt = _html(receipt_html(self.body, result), "dt-quiz-receipt", math=True)
+        text = receipt_html(self.body, result)
+        if where:
+            text += f"<div><i>The tutor continues in {_text(where)}.</i></div>"
+        receipt = _html(text, "dt-quiz-receipt", math=True)
         self.children = (receipt,)
 
     def show_closed(self, words: str) -> None:
