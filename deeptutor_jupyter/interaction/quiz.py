@@ -24,6 +24,13 @@ from typing import Any, ClassVar, cast
 
 from pydantic import BaseModel
 
+from deeptutor_jupyter.agent.events import (
+    Emit,
+    QuizRequired,
+    QuizResolved,
+    ToolCallStarted,
+    TurnEvent,
+)
 from deeptutor_jupyter.interaction.audit import AuditLog
 from deeptutor_jupyter.interaction.coordinator import (
     AlreadyAnswered,
@@ -58,7 +65,6 @@ from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 
 logger = logging.getLogger(__name__)
 
-Emit = Callable[..., Any]
 Result = dict[str, Any]
 CANCELLED: Result = {"cancelled": True, "reason": "turn_stopped", "score": None, "results": []}
 EXPIRED: Result = {"cancelled": True, "reason": "timeout", "score": None, "results": []}
@@ -123,12 +129,17 @@ def without_quiz_answers(emit: Emit) -> Emit:
     the model wrote must stay in the loop's own state, which only the kernel holds.
     """
 
-    def filtered(event_type: str, **data: Any) -> Any:
-        if event_type == "tool_call" and data.get("name") == MakeQuizTool.name:
-            data = {**data, "arguments": _public_arguments(str(data.get("arguments", "")))}
-        return emit(event_type, **data)
+    def filtered(event: TurnEvent) -> object:
+        match event:
+            case ToolCallStarted(name=MakeQuizTool.name, arguments=arguments):
+                event = event.model_copy(update={"arguments": _public_arguments(arguments)})
+        return emit(event)
 
     return filtered
+
+
+def _resolved(quiz_id: str, tool_call_id: str, result: Result) -> QuizResolved:
+    return QuizResolved.model_validate({"id": quiz_id, "tool_call_id": tool_call_id, **result})
 
 
 def _public_arguments(raw: str) -> str:
@@ -186,19 +197,19 @@ class QuizCoordinator:
         future: asyncio.Future[Result] = loop.create_future()
         self._waiters[row.quiz_id] = (loop, future)
         timer = loop.call_later(self.expiry_seconds, self.expire, row.quiz_id)
-        emit("quiz_required", **self.form_body(row))
+        emit(QuizRequired.model_validate(self.form_body(row)))
         try:
             result = await future
         except asyncio.CancelledError:
             if self.store.finish_quiz(row.quiz_id, "cancelled", CANCELLED):
-                emit("quiz_resolved", id=row.quiz_id, tool_call_id=call.id, **CANCELLED)
+                emit(_resolved(row.quiz_id, call.id, CANCELLED))
                 self._audit("cancelled", row, reason="turn_stopped")
             raise
         finally:
             timer.cancel()
             self._waiters.pop(row.quiz_id, None)
             self.graders.pop(row.quiz_id, None)
-        emit("quiz_resolved", id=row.quiz_id, tool_call_id=call.id, **result)
+        emit(_resolved(row.quiz_id, call.id, result))
         return tool_result_of(result)
 
     def open_quiz(

@@ -13,8 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from deeptutor_jupyter.agent.events import Event
 from deeptutor_jupyter.interaction.schema import Submission
-from deeptutor_jupyter.runtime.event_types import TurnEvent
 
 
 class _Action(BaseModel):
@@ -159,10 +159,10 @@ class Conversation(BaseModel):
 
 
 class EventMessage(BaseModel):
-    """One runtime event (runtime/event_types.py ``TurnEvent``); content deltas coalesced."""
+    """One runtime event (agent/events.py ``TurnEvent``); content deltas coalesced."""
 
     type: Literal["event"] = "event"
-    event: TurnEvent
+    event: Event
 
 
 class TurnsMessage(BaseModel):

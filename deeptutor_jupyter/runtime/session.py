@@ -277,7 +277,9 @@ class TutorSession(SessionReads):
         )
         self._track(turn)
         if compaction is not None:
-            log.emit("notice", text=compaction.notice, stage="compacted")
+            from deeptutor_jupyter.agent.events import Notice
+
+            log.emit(Notice(text=compaction.notice, stage="compacted"))
         return turn
 
     async def run(
@@ -313,9 +315,10 @@ class TutorSession(SessionReads):
 
     def _follow(self, log: EventLog) -> None:
         """The runtime's own subscriber: trace and history on ``done``, before any view."""
+        from deeptutor_jupyter.agent.events import Done
 
         def on_event(event: Event) -> None:
-            if event.type != "done":
+            if not isinstance(event.body, Done):
                 return
             turn = self.turn_of(log.turn_id)
             if turn is None:

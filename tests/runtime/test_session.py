@@ -41,4 +41,4 @@ async def test_a_follow_up_waits_for_the_previous_answer_and_reads_it(
         "An eigenvector.",
         "And 2*3+1?",
     ]
-    assert any(e.data.get("text") == WAITING_FOR_PREVIOUS for e in second.log.events)
+    assert any(e.fields().get("text") == WAITING_FOR_PREVIOUS for e in second.log.events)

@@ -9,8 +9,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+from deeptutor_jupyter.agent.events import parse_event
 from deeptutor_jupyter.interaction.schema import AskUserPayload
-from deeptutor_jupyter.runtime.event_types import parse_event
 from deeptutor_jupyter.store.db import SCHEMA_VERSION, Store
 
 LEGACY_PAYLOAD = {
