@@ -26,7 +26,7 @@ from deeptutor_jupyter.interaction.schema import AskUserPayload
 
 
 class _Stamp(BaseModel):
-    """What the log adds to every event; only its JSON Schema is used (``events_schema``)."""
+    """What the log adds to every event, beside the body's fields on the wire."""
 
     seq: int = Field(ge=1, description="Per turn, strictly increasing, continued after a resume.")
     turn_id: str
@@ -242,6 +242,7 @@ class Event:
 
 
 _ADAPTER: TypeAdapter[TurnEvent] | None = None
+_WIRE: TypeAdapter[Event] | None = None
 
 
 def adapter() -> TypeAdapter[TurnEvent]:
@@ -253,9 +254,10 @@ def adapter() -> TypeAdapter[TurnEvent]:
 
 def parse_event(envelope: dict[str, Any]) -> Event:
     """Validate one flat event (``type``, ``seq``, ``turn_id``, ``ts`` and its fields)."""
-    stamp = _Stamp.model_validate({k: envelope.get(k) for k in STAMP})
-    body = adapter().validate_python({k: v for k, v in envelope.items() if k not in STAMP})
-    return Event(body, stamp.seq, stamp.turn_id, stamp.ts)
+    global _WIRE
+    if _WIRE is None:
+        _WIRE = TypeAdapter(Event)
+    return _WIRE.validate_python(envelope)
 
 
 def stamped(schema: dict[str, Any]) -> dict[str, Any]:
