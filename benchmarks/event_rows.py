@@ -19,6 +19,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from deeptutor_jupyter.agent.events import (
+    Content,
+    Done,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnStarted,
+)
 from deeptutor_jupyter.runtime.events import EventLog
 from deeptutor_jupyter.store.db import Store
 
@@ -33,28 +40,32 @@ def main() -> None:
         path = Path(tmp) / "state.db"
         store = Store(path)
         base = os.path.getsize(path)
-        log = EventLog("turn-1", store, check=False)
+        log = EventLog("turn-1", store)
         start = time.perf_counter()
-        log.emit("turn_started", session_id="s", question="q", model="m")
-        log.emit("content", text="Let me compute. ")
-        log.emit("tool_call", id="c1", name="calculate", arguments='{"expression": "2+2"}')
-        log.emit("tool_result", id="c1", name="calculate", content="4")
+        log.emit(TurnStarted(session_id="s", question="q", model="m"))
+        log.emit(Content(text="Let me compute. "))
+        log.emit(ToolCallStarted(id="c1", name="calculate", arguments='{"expression": "2+2"}'))
+        log.emit(ToolCallFinished(id="c1", name="calculate", content="4"))
         for i in range(n):
-            log.emit("content", text=f"w{i % 100:02d} ")
-        log.emit("done", status="done")
+            log.emit(Content(text=f"w{i % 100:02d} "))
+        log.emit(Done(status="done"))
         emit_s = time.perf_counter() - start
         store.close()
         with sqlite3.connect(path) as db:
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             rows = int(db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
         size = os.path.getsize(path) - base
-        answer = sum(len(e.data.get("text", "")) for e in log.events if e.type == "content")
+        answer = sum(
+            len(e.fields().get("text", "")) for e in log.events if e.body.type == "content"
+        )
         store = Store(path)
         start = time.perf_counter()
         replayed = store.events_with_time("turn-1", 0)
         replay_s = time.perf_counter() - start
         store.close()
-    exact = [(s, t, d) for s, t, d, _ in replayed] == [(e.seq, e.type, e.data) for e in log.events]
+    exact = [(s, t, d) for s, t, d, _ in replayed] == [
+        (e.seq, e.body.type, e.fields()) for e in log.events
+    ]
     floor_rows = 6  # started, content, tool_call, tool_result, one run of content, done
     print(f"event rows benchmark: {len(log.events):,} events, answer {answer:,} chars")
     print(

@@ -165,9 +165,9 @@ class Bench:
         assert turn.task is not None
         await turn.task
         if turn.status != "done" or turn.answer != ANSWER:
-            errors = [e.data for e in log.events if e.type == "error"]
+            errors = [e.fields() for e in log.events if e.body.type == "error"]
             raise SystemExit(f"turn failed: status={turn.status} answer={turn.answer!r} {errors}")
-        calls = sum(1 for e in log.events if e.type == "tool_call")
+        calls = sum(1 for e in log.events if e.body.type == "tool_call")
         if calls != rounds - 1:
             raise SystemExit(f"expected {rounds - 1} tool call(s), the turn made {calls}")
 

@@ -72,7 +72,8 @@ def submit_user_input(
     and changes nothing; wrong types (``custom_input=12345``) are ``invalid``. Returns the tool
     result sent to the model.
     """
-    return _opened_session().submit(session_id, request_id, selections, custom_input, cancelled)
+    session = _opened_session()
+    return session.submit(session_id, request_id, selections, custom_input, cancelled).wire()
 
 
 def pending_interactions(session_id: str | None = None) -> list[dict[str, Any]]:

@@ -60,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _events_schema() -> dict[str, object]:
-    from deeptutor_jupyter.runtime.event_types import events_schema
+    from deeptutor_jupyter.agent.events import events_schema
 
     return events_schema()
 

@@ -20,6 +20,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from deeptutor_jupyter.agent.events import (
+    Content,
+    Emit,
+    Notice,
+    RoundStarted,
+    Thinking,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from deeptutor_jupyter.agent.text_tools import TextToolCallFilter, text_tool_instructions
 from deeptutor_jupyter.agent.think import ThinkTagFilter
 from deeptutor_jupyter.providers.base import (
@@ -61,7 +70,6 @@ class TurnDeadline(ProviderError):
     """The turn used up its ``turn_deadline``; it ends with an error card, like a provider's."""
 
 
-Emit = Callable[..., Any]
 ExecuteTool = Callable[[ToolCall], Awaitable[ToolResult]]
 
 
@@ -170,7 +178,7 @@ class AgentLoop:
             tools_on = bool(self.tools) and phase != "forced"
             transient = self._transient(phase, st.prefix, st.nudge_now)
             st.nudge_now = False
-            self.emit("round_started", round=st.rounds, phase=phase)
+            self.emit(RoundStarted(round=st.rounds, phase=phase))
             result = await self._within_deadline(
                 self._round(st.system, [*st.base, *st.added, *transient], tools_on)
             )
@@ -188,7 +196,7 @@ class AgentLoop:
             if cut and st.continuations < MAX_CONTINUATIONS:
                 st.continuations += 1
                 st.prefix = answer
-                self.emit("notice", text="The answer hit the length limit; asking to continue.")
+                self.emit(Notice(text="The answer hit the length limit; asking to continue."))
                 st.rounds -= 1  # a continuation is the same round, not a new exploration step
                 continue
             if not answer.strip() and not st.nudged:
@@ -209,7 +217,7 @@ class AgentLoop:
             rest = calls[index + 1 :]
             self.state.current_call = _call_json(call)
             self.state.pending_calls = [_call_json(c) for c in rest]
-            self.emit("tool_call", id=call.id, name=call.name, arguments=call.arguments)
+            self.emit(ToolCallStarted(id=call.id, name=call.name, arguments=call.arguments))
             outcome = await self._execute(call)
             if self._record(call, outcome, rest):
                 return True
@@ -219,13 +227,14 @@ class AgentLoop:
         self.state.current_call = None
         self.state.pending_calls = []
         self.emit(
-            "tool_result",
-            id=call.id,
-            name=call.name,
-            content=outcome.content,
-            is_error=outcome.is_error,
-            summary=outcome.summary,
-            data=outcome.data or {},
+            ToolCallFinished(
+                id=call.id,
+                name=call.name,
+                content=outcome.content,
+                is_error=outcome.is_error,
+                summary=outcome.summary,
+                data=outcome.data or {},
+            )
         )
         added = self.state.added
         added.append({"role": "tool", "tool_call_id": call.id, "content": outcome.content})
@@ -316,7 +325,7 @@ class AgentLoop:
             # The provider has turned compat.native_tools off; saying so here as well keeps
             # the retry from looping on a provider that forgot. Later rounds stay in text mode.
             self.model.compat.native_tools = False
-            self.emit("notice", text="This endpoint refused tool schemas; using text tool calls.")
+            self.emit(Notice(text="This endpoint refused tool schemas; using text tool calls."))
             return await self._stream_round(system, messages, tools_on)
 
     async def _stream_round(self, system: str, messages: list[Message], tools_on: bool) -> _Round:
@@ -336,26 +345,28 @@ class AgentLoop:
         def show(pieces: Sequence[tuple[str, str]]) -> None:
             for kind, piece in pieces:
                 if kind == "thinking":
-                    self.emit("thinking", text=piece)
+                    self.emit(Thinking(text=piece))
                     continue
                 # Markup is hidden even with tools off (forced round): it is never an answer.
                 text = hide.feed(piece)
                 if text:
                     visible.append(text)
-                    self.emit("content", text=text)
+                    self.emit(Content(text=text))
 
         async for event in self.model.stream(request):
             if isinstance(event, TextDelta):
                 show(think.feed(event.text))
             elif isinstance(event, ThinkingDelta):
-                self.emit("thinking", text=event.text)
+                self.emit(Thinking(text=event.text))
             elif isinstance(event, Waiting):
+                text = f"{event.reason}, retrying in {math.ceil(event.seconds)} s"
                 self.emit(
-                    "notice",
-                    text=f"{event.reason}, retrying in {math.ceil(event.seconds)} s",
-                    retry_in=event.seconds,
-                    reason=event.reason,
-                    status=event.status,
+                    Notice(
+                        text=text,
+                        retry_in=event.seconds,
+                        reason=event.reason,
+                        status=event.status,
+                    )
                 )
             else:
                 end = event
@@ -363,7 +374,7 @@ class AgentLoop:
         tail = hide.flush()
         if tail:
             visible.append(tail)
-            self.emit("content", text=tail)
+            self.emit(Content(text=tail))
         if end.usage is not None:
             self.state.prompt_tokens += end.usage.prompt_tokens
             self.state.completion_tokens += end.usage.completion_tokens

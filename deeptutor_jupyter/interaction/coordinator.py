@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from deeptutor_jupyter.agent.events import Emit, UserInputRequired, UserInputResolved
 from deeptutor_jupyter.interaction.answers import (  # the answer rules live there
     InteractionError as InteractionError,
 )
@@ -29,15 +30,15 @@ from deeptutor_jupyter.interaction.answers import check_types as check_types
 from deeptutor_jupyter.interaction.audit import AuditLog
 from deeptutor_jupyter.interaction.owners import Owner
 from deeptutor_jupyter.interaction.pending import PendingCalls
-from deeptutor_jupyter.interaction.schema import AskUserArgs, payload
+from deeptutor_jupyter.interaction.schema import AskUserArgs, AskUserResult, payload
 from deeptutor_jupyter.providers.base import ToolCall
 from deeptutor_jupyter.store.db import PendingRow, Store, StoreError
 from deeptutor_jupyter.tools.base import ToolResult
 
 logger = logging.getLogger(__name__)
 
-Emit = Callable[..., Any]
-Result = dict[str, Any]
+Result = AskUserResult
+Wire = dict[str, Any]  # a result as the store and the shared mechanism keep it (its JSON)
 
 
 class UnknownRequest(InteractionError):
@@ -66,48 +67,47 @@ class StoreUnavailable(InteractionError, StoreError):
     code = "store"
 
 
-TIMEOUT_RESULT: Result = {
-    "selections": [],
-    "customInput": "",
-    "cancelled": True,
-    "reason": "timeout",
-}
-STOPPED_RESULT: Result = {
-    "selections": [],
-    "customInput": "",
-    "cancelled": True,
-    "reason": "turn_stopped",
-}
+TIMEOUT_RESULT = AskUserResult(cancelled=True, reason="timeout")
+STOPPED_RESULT = AskUserResult(cancelled=True, reason="turn_stopped")
 
 
 def resolved_fields(result: Result) -> dict[str, Any]:
     """The ``user_input_resolved`` event's fields for a result (the tool result's names are the
-    model's; the event's are snake_case like every event)."""
+    model's; the event's are snake_case like every event); ``reason`` only when there is one."""
     fields: dict[str, Any] = {
-        "selections": list(result.get("selections", [])),
-        "custom_input": str(result.get("customInput", "")),
-        "cancelled": bool(result.get("cancelled")),
+        "selections": list(result.selections),
+        "custom_input": result.customInput,
+        "cancelled": result.cancelled,
     }
-    if result.get("reason"):
-        fields["reason"] = str(result["reason"])
+    if result.reason:
+        fields["reason"] = result.reason
     return fields
+
+
+def resolved_event(request_id: str, tool_call_id: str, result: Result) -> UserInputResolved:
+    return UserInputResolved(id=request_id, tool_call_id=tool_call_id, **resolved_fields(result))
 
 
 def tool_result_of(result: Result) -> ToolResult:
     """The tool result the model reads; a cancelled question ends the turn."""
-    cancelled = bool(result.get("cancelled"))
-    if result.get("reason") == "timeout":
+    if result.reason == "timeout":
         summary = "timed out"
-    elif cancelled:
+    elif result.cancelled:
         summary = "cancelled"
     else:
-        summary = "answered: " + (", ".join(result.get("selections", [])) or "(free text)")
+        summary = "answered: " + (", ".join(result.selections) or "(free text)")
+    wire = result.wire()
     return ToolResult(
-        content=json.dumps(result, ensure_ascii=False),
-        data=result,
+        content=json.dumps(wire, ensure_ascii=False),
+        data=wire,
         summary=summary,
-        stop_turn=cancelled,
+        stop_turn=result.cancelled,
     )
+
+
+def result_of(data: dict[str, Any]) -> Result:
+    """A result read back from the store (or a tool result's data)."""
+    return AskUserResult.model_validate(data)
 
 
 class InteractionCoordinator:
@@ -136,11 +136,11 @@ class InteractionCoordinator:
 
     # The session's hooks live on the shared mechanism; these name them for ask_user's callers.
     @property
-    def on_orphan(self) -> Callable[[PendingRow, Result], None] | None:
+    def on_orphan(self) -> Callable[[PendingRow, Wire], None] | None:
         return self.calls.on_orphan
 
     @on_orphan.setter
-    def on_orphan(self, hook: Callable[[PendingRow, Result], None] | None) -> None:
+    def on_orphan(self, hook: Callable[[PendingRow, Wire], None] | None) -> None:
         self.calls.on_orphan = hook
 
     @property
@@ -205,23 +205,20 @@ class InteractionCoordinator:
 
         def stopped() -> None:
             # The turn was stopped while waiting: the question must not stay answerable.
-            if self.store.resolve_pending(request_id, "cancelled", STOPPED_RESULT, time.time()):
+            stopped_result = STOPPED_RESULT.wire()
+            if self.store.resolve_pending(request_id, "cancelled", stopped_result, time.time()):
                 # The open card follows this event; without it the form stays answerable.
-                emit(
-                    "user_input_resolved",
-                    id=request_id,
-                    tool_call_id=call.id,
-                    **resolved_fields(STOPPED_RESULT),
-                )
+                emit(resolved_event(request_id, call.id, STOPPED_RESULT))
                 self._audit_outcome(row, "cancelled", STOPPED_RESULT)
 
-        result = await self.calls.wait(
+        answered = await self.calls.wait(
             row,
             self.expiry_seconds,
-            shown=lambda: emit("user_input_required", **body),
+            shown=lambda: emit(UserInputRequired.model_validate(body)),
             on_cancel=stopped,
         )
-        emit("user_input_resolved", id=request_id, tool_call_id=call.id, **resolved_fields(result))
+        result = result_of(answered)
+        emit(resolved_event(request_id, call.id, result))
         return tool_result_of(result)
 
     def is_live(self, request_id: str) -> bool:
@@ -268,27 +265,27 @@ class InteractionCoordinator:
             raise NotResumable(
                 "The kernel restarted; this question can no longer continue. Start the task again."
             )
-        result: Result = {
-            "selections": [] if cancelled else selections,
-            "customInput": "" if cancelled else custom_input,
-            "cancelled": cancelled,
-        }
+        result = AskUserResult(
+            selections=[] if cancelled else selections,
+            customInput="" if cancelled else custom_input,
+            cancelled=cancelled,
+        )
         status = "cancelled" if cancelled else "answered"
-        if not self.store.resolve_pending(request_id, status, result, time.time()):
+        if not self.store.resolve_pending(request_id, status, result.wire(), time.time()):
             self._reject(session_id, request_id, row.tool_call_id, "duplicate")
             raise AlreadyAnswered(closed_message(self.store.get_pending(request_id) or row))
         self._audit_outcome(row, status, result)
-        self.calls.deliver(row, route, result)
+        self.calls.deliver(row, route, result.wire())
         return result
 
     def expire(self, request_id: str) -> bool:
         row = self.store.get_pending(request_id)
         if row is None or not self.store.resolve_pending(
-            request_id, "expired", TIMEOUT_RESULT, time.time()
+            request_id, "expired", TIMEOUT_RESULT.wire(), time.time()
         ):
             return False
         self._audit_outcome(row, "expired", TIMEOUT_RESULT)
-        self.calls.resolve_waiter(request_id, dict(TIMEOUT_RESULT))
+        self.calls.resolve_waiter(request_id, TIMEOUT_RESULT.wire())
         return True
 
     def expire_stale(self, rows: list[PendingRow]) -> list[PendingRow]:
@@ -310,9 +307,9 @@ class InteractionCoordinator:
             request_id=row.request_id,
             tool_call_id=row.tool_call_id,
             asked_at=row.created_at,
-            selections=list(result.get("selections", [])),
-            custom_input=str(result.get("customInput", "")),
-            reason=str(result.get("reason", "")),
+            selections=list(result.selections),
+            custom_input=result.customInput,
+            reason=result.reason,
         )
 
     def _reject(self, session_id: str, request_id: str, tool_call_id: str, reason: str) -> None:
@@ -366,17 +363,16 @@ class AskUserKind:
     def expire(self, request_id: str) -> bool:
         return self.coordinator.expire(request_id)
 
-    def tool_result(self, result: Result) -> ToolResult:
-        return tool_result_of(result)
+    def tool_result(self, result: Wire) -> ToolResult:
+        return tool_result_of(result_of(result))
 
-    def resolved_event(self, row: PendingRow, result: Result) -> tuple[str, dict[str, Any]]:
-        fields = {"id": row.request_id, "tool_call_id": row.tool_call_id}
-        return "user_input_resolved", {**fields, **resolved_fields(result)}
+    def resolved_event(self, row: PendingRow, result: Wire) -> UserInputResolved:
+        return resolved_event(row.request_id, row.tool_call_id, result_of(result))
 
 
 def closed_message(row: PendingRow) -> str:
     """Why a question no longer takes an answer, in the words of what happened to it."""
-    reason = (row.result or {}).get("reason")
+    reason = result_of(row.result).reason if row.result else ""
     if row.status == "cancelled" and reason == "turn_stopped":
         return "This turn was stopped, so its question no longer takes an answer."
     if row.status == "cancelled":

@@ -17,11 +17,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from deeptutor_jupyter.interaction.owners import Owner, live_owner_ids
 from deeptutor_jupyter.store.db import PendingRow, Store
 from deeptutor_jupyter.tools.base import ToolResult
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.agent.events import TurnEvent
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +47,7 @@ class Kind(Protocol):
         """The tool result the model reads for this kind's stored result."""
         ...
 
-    def resolved_event(self, row: PendingRow, result: Result) -> tuple[str, dict[str, Any]]:
+    def resolved_event(self, row: PendingRow, result: Result) -> TurnEvent:
         """The event a resumed turn emits first, as the live turn would have."""
         ...
 
@@ -69,7 +72,7 @@ class PendingCalls:
         row: PendingRow,
         expiry_seconds: float,
         *,
-        shown: Callable[[], None],
+        shown: Callable[[], object],
         on_cancel: Callable[[], None],
     ) -> Result:
         """Wait here for the result of a call saved in ``row``; it expires after
@@ -170,7 +173,7 @@ class PendingCalls:
     def tool_result(self, row: PendingRow, result: Result) -> ToolResult:
         return self.kinds[row.kind].tool_result(result)
 
-    def resolved_event(self, row: PendingRow, result: Result) -> tuple[str, dict[str, Any]]:
+    def resolved_event(self, row: PendingRow, result: Result) -> TurnEvent:
         return self.kinds[row.kind].resolved_event(row, result)
 
     def drop_states(self, request_ids: list[str]) -> None:

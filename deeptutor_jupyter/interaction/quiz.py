@@ -27,6 +27,13 @@ from typing import Any, ClassVar, cast
 
 from pydantic import BaseModel
 
+from deeptutor_jupyter.agent.events import (
+    Emit,
+    QuizRequired,
+    QuizResolved,
+    ToolCallStarted,
+    TurnEvent,
+)
 from deeptutor_jupyter.interaction.audit import AuditLog
 from deeptutor_jupyter.interaction.coordinator import (
     AlreadyAnswered,
@@ -63,7 +70,6 @@ from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 
 logger = logging.getLogger(__name__)
 
-Emit = Callable[..., Any]
 Result = dict[str, Any]
 CANCELLED: Result = {"cancelled": True, "reason": "turn_stopped", "score": None, "results": []}
 EXPIRED: Result = {"cancelled": True, "reason": "timeout", "score": None, "results": []}
@@ -128,12 +134,17 @@ def without_quiz_answers(emit: Emit) -> Emit:
     the model wrote must stay in the loop's own state, which only the kernel holds.
     """
 
-    def filtered(event_type: str, **data: Any) -> Any:
-        if event_type == "tool_call" and data.get("name") == MakeQuizTool.name:
-            data = {**data, "arguments": _public_arguments(str(data.get("arguments", "")))}
-        return emit(event_type, **data)
+    def filtered(event: TurnEvent) -> object:
+        match event:
+            case ToolCallStarted(name=MakeQuizTool.name, arguments=arguments):
+                event = event.model_copy(update={"arguments": _public_arguments(arguments)})
+        return emit(event)
 
     return filtered
+
+
+def _resolved(quiz_id: str, tool_call_id: str, result: Result) -> QuizResolved:
+    return QuizResolved.model_validate({"id": quiz_id, "tool_call_id": tool_call_id, **result})
 
 
 def _public_arguments(raw: str) -> str:
@@ -208,19 +219,19 @@ class QuizCoordinator:
 
         def stopped() -> None:
             if self._close(row.quiz_id, "cancelled", CANCELLED):
-                emit("quiz_resolved", id=row.quiz_id, tool_call_id=call.id, **CANCELLED)
+                emit(_resolved(row.quiz_id, call.id, CANCELLED))
                 self._audit("cancelled", row, reason="turn_stopped")
 
         try:
             result = await self.calls.wait(
                 self._pending_row(row.quiz_id),
                 self.expiry_seconds,
-                shown=lambda: emit("quiz_required", **body),
+                shown=lambda: emit(QuizRequired.model_validate(body)),
                 on_cancel=stopped,
             )
         finally:
             self.graders.pop(row.quiz_id, None)
-        emit("quiz_resolved", id=row.quiz_id, tool_call_id=call.id, **result)
+        emit(_resolved(row.quiz_id, call.id, result))
         return tool_result_of(result)
 
     def open_quiz(
@@ -462,5 +473,5 @@ class QuizKind:
     def tool_result(self, result: Result) -> ToolResult:
         return tool_result_of(result)
 
-    def resolved_event(self, row: PendingRow, result: Result) -> tuple[str, dict[str, Any]]:
-        return "quiz_resolved", {"id": row.request_id, "tool_call_id": row.tool_call_id, **result}
+    def resolved_event(self, row: PendingRow, result: Result) -> QuizResolved:
+        return _resolved(row.request_id, row.tool_call_id, result)

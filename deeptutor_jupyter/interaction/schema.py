@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 
@@ -81,6 +81,22 @@ class Submission(BaseModel):
     selections: list[str] = Field(default_factory=list, description="Option ids, in order.")
     custom_input: str = Field("", description="Free text: the answer of a value mode, or Other.")
     cancelled: bool = False
+
+
+class AskUserResult(BaseModel):
+    """How a question ended, as the model reads it: the reference protocol's tool result
+    ``{"selections", "customInput", "cancelled"}``, with ``reason`` when no learner answered."""
+
+    model_config = ConfigDict(frozen=True)
+
+    selections: list[str] = Field(default_factory=list)
+    customInput: str = ""
+    cancelled: bool = False
+    reason: str = Field("", description="timeout | turn_stopped when no learner answered.")
+
+    def wire(self) -> dict[str, Any]:
+        """The tool result's JSON values (and the stored row's): ``reason`` only when set."""
+        return self.model_dump(mode="json", exclude=set() if self.reason else {"reason"})
 
 
 class AskUserTool(Tool[AskUserArgs]):

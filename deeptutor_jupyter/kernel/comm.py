@@ -7,7 +7,8 @@ the panel renders that turn's events. Each call into the runtime is one small ad
 that moving to the runtime's ``TutorSession`` touches only those.
 
 Content deltas are coalesced: a long answer reaches the panel as a few messages per second,
-never one per token. This module is imported on the first comm open, not at ``%load_ext``.
+never one per token. ``%load_ext`` imports this module to register the comm target, so what a
+turn's forwarding needs (the event models, pydantic) is imported on first use, never at load.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from deeptutor_jupyter.agent.events import Event
+    from deeptutor_jupyter.interaction.schema import AskUserResult
     from deeptutor_jupyter.kernel.comm_messages import (
         AnswerAction,
         AskAction,
@@ -32,13 +35,12 @@ if TYPE_CHECKING:
     )
     from deeptutor_jupyter.kernel.tutor import KernelTutor
     from deeptutor_jupyter.runtime.context import AttachedContext
-    from deeptutor_jupyter.runtime.events import Event, EventLog
+    from deeptutor_jupyter.runtime.events import EventLog
 
 log = logging.getLogger(__name__)
 
 TARGET = "deeptutor"
 FLUSH_SECONDS = 0.25  # at most ~4 content messages a second per turn
-STREAMED = ("content", "thinking")
 
 Send = Callable[[dict[str, Any]], None]
 Wire = dict[str, Any]
@@ -101,28 +103,32 @@ def wire_event(event: Event) -> Wire:
     return {"type": "event", "event": event.envelope()}
 
 
-def coalesce(events: Iterable[Wire]) -> list[Wire]:
+def coalesce(events: Iterable[Event]) -> list[Wire]:
     """Merge runs of content (or thinking) events of one turn into one event with the last seq.
 
     Used for replays; live events go through ``Coalescer``, which does the same over time.
     """
-    out: list[Wire] = []
-    for message in events:
-        event = message["event"]
-        last = out[-1]["event"] if out else None
-        if (
-            last is not None
-            and event["type"] in STREAMED
-            and last["type"] == event["type"]
-            and last["turn_id"] == event["turn_id"]
-        ):
-            out[-1] = {
-                "type": "event",
-                "event": {**last, "text": last["text"] + event["text"], "seq": event["seq"]},
-            }
+    out: list[Event] = []
+    for event in events:
+        joined = _joined(out[-1], event) if out else None
+        if joined is not None:
+            out[-1] = joined
         else:
-            out.append(message)
-    return out
+            out.append(event)
+    return [wire_event(e) for e in out]
+
+
+def _joined(last: Event, event: Event) -> Event | None:
+    """``last`` with the text of ``event`` added, when both are deltas of one stream."""
+    from deeptutor_jupyter.agent.events import Content, Thinking
+
+    if last.turn_id != event.turn_id or last.body.explore != event.body.explore:
+        return None
+    match last.body, event.body:
+        case (Content() as held, Content() as delta) | (Thinking() as held, Thinking() as delta):
+            body = held.model_copy(update={"text": held.text + delta.text})
+            return replace(last, body=body, seq=event.seq)
+    return None
 
 
 class Coalescer:
@@ -131,18 +137,19 @@ class Coalescer:
     def __init__(self, send: Send, loop: asyncio.AbstractEventLoop) -> None:
         self.send = send
         self.loop = loop
-        self.held: list[Wire] = []
+        self.held: list[Event] = []
         self.timer: asyncio.TimerHandle | None = None
 
     def __call__(self, event: Event) -> None:
-        message = wire_event(event)
-        if event.type in STREAMED:
-            self.held.append(message)
+        from deeptutor_jupyter.agent.events import Content, Thinking
+
+        if isinstance(event.body, Content | Thinking):
+            self.held.append(event)
             if self.timer is None:
                 self.timer = self.loop.call_later(FLUSH_SECONDS, self.flush)
             return
         self.flush()  # everything before this event first, in order
-        self.send(message)
+        self.send(wire_event(event))
 
     def flush(self) -> None:
         if self.timer is not None:
@@ -323,11 +330,13 @@ class Channel:
         old = self.subscriptions.pop(turn_log.turn_id, None)
         if old is not None:
             old[0].unsubscribe(old[1])
+        from deeptutor_jupyter.agent.events import Done
+
         coalescer = Coalescer(self.send, asyncio.get_running_loop())
 
         def forward(event: Event) -> None:
             coalescer(event)
-            if event.type == "done":
+            if isinstance(event.body, Done):
                 turn_log.unsubscribe(forward)
                 self.subscriptions.pop(turn_log.turn_id, None)
                 self.send(_turn_summaries(tutor))
@@ -401,7 +410,7 @@ def _answer(
     selections: list[str],
     custom_input: str,
     cancelled: bool,
-) -> dict[str, Any]:
+) -> AskUserResult:
     return tutor.session.submit(session_id, request_id, selections, custom_input, cancelled)
 
 
@@ -409,10 +418,9 @@ def _live_log(tutor: KernelTutor, turn_id: str) -> EventLog | None:
     return tutor.session.live_log(turn_id)
 
 
-def _saved_events(tutor: KernelTutor, turn_id: str, after_seq: int) -> list[Wire] | None:
+def _saved_events(tutor: KernelTutor, turn_id: str, after_seq: int) -> list[Event] | None:
     """A finished turn of this notebook, from the store; None if it is not this notebook's."""
-    events = tutor.session.replay(turn_id, after_seq)
-    return None if events is None else [wire_event(e) for e in events]
+    return tutor.session.replay(turn_id, after_seq)
 
 
 def _new_conversation(tutor: KernelTutor) -> None:

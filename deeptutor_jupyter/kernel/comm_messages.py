@@ -13,9 +13,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from deeptutor_jupyter.agent.events import Event
 from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.interaction.schema import Submission
-from deeptutor_jupyter.runtime.event_types import TurnEvent
 
 
 class _Action(BaseModel):
@@ -160,10 +160,10 @@ class Conversation(BaseModel):
 
 
 class EventMessage(BaseModel):
-    """One runtime event (runtime/event_types.py ``TurnEvent``); content deltas coalesced."""
+    """One runtime event (agent/events.py ``TurnEvent``); content deltas coalesced."""
 
     type: Literal["event"] = "event"
-    event: TurnEvent
+    event: Event
 
 
 class TurnsMessage(BaseModel):

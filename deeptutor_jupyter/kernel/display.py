@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.agent.events import Event, UserInputRequired, UserInputResolved
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -44,42 +47,38 @@ _NOT_ANSWERED = {
 }
 
 
-def asked_from_events(events: Iterable[Any]) -> list[dict[str, str]]:
+def asked_from_events(events: Iterable[Event]) -> list[dict[str, str]]:
     """Each ``ask_user`` question of a turn with the answer given, as ``{title, answer}``.
 
     Built from the turn's ``user_input_required`` / ``user_input_resolved`` events
-    (runtime/events.py); option ids become their labels, free text stays verbatim. A question
+    (agent/events.py); option ids become their labels, free text stays verbatim. A question
     still waiting has an empty answer. Pass every event of the turn, the saved ones before a
     resume included, so each answer finds its question's option labels.
     """
+    from deeptutor_jupyter.agent.events import UserInputRequired, UserInputResolved
+
     asked: dict[str, dict[str, str]] = {}
-    payloads: dict[str, dict[str, Any]] = {}
+    questions: dict[str, UserInputRequired] = {}
     for event in events:
-        data = dict(getattr(event, "data", {}) or {})
-        request_id = str(data.get("id") or "")
-        if event.type == "user_input_required":
-            payloads[request_id] = data
-            asked[request_id] = {"title": str(data.get("title") or ""), "answer": ""}
-        elif event.type == "user_input_resolved":
-            payload = payloads.get(request_id, {})
-            entry = asked.setdefault(request_id, {"title": "", "answer": ""})
-            entry["answer"] = _answer_text(payload, data)
+        match event.body:
+            case UserInputRequired(id=request_id, title=title) as question:
+                questions[request_id] = question
+                asked[request_id] = {"title": title, "answer": ""}
+            case UserInputResolved(id=request_id) as answer:
+                entry = asked.setdefault(request_id, {"title": "", "answer": ""})
+                entry["answer"] = _answer_text(questions.get(request_id), answer)
     return [a for a in asked.values() if a["title"] or a["answer"]]
 
 
-def _answer_text(payload: dict[str, Any], result: dict[str, Any]) -> str:
-    if result.get("cancelled"):
-        return "_" + _NOT_ANSWERED.get(str(result.get("reason") or ""), "cancelled") + "_"
-    labels = {
-        str(o.get("id")): str(o.get("label") or o.get("id"))
-        for o in payload.get("options", []) or []
-        if isinstance(o, dict)
-    }
-    parts = [labels.get(str(s), str(s)) for s in result.get("selections", []) or []]
-    custom = str(result.get("custom_input") or "")
-    if custom:
-        parts.append(custom if not parts else f"other: {custom}")
-    if not parts and payload.get("mode") in ("single", "multiple", "toggle"):
+def _answer_text(question: UserInputRequired | None, answer: UserInputResolved) -> str:
+    if answer.cancelled:
+        return "_" + _NOT_ANSWERED.get(answer.reason, "cancelled") + "_"
+    options = question.options if question is not None else []
+    labels = {o.id: o.label or o.id for o in options}
+    parts = [labels.get(s, s) for s in answer.selections]
+    if answer.custom_input:
+        parts.append(answer.custom_input if not parts else f"other: {answer.custom_input}")
+    if not parts and question is not None and question.mode in ("single", "multiple", "toggle"):
         return "_none of the options_"
     return ", ".join(parts)
 

@@ -17,9 +17,9 @@ from deeptutor_jupyter.kernel.i18n import t
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from deeptutor_jupyter.agent.events import Event, UserInputResolved
     from deeptutor_jupyter.kernel.tutor import KernelTutor
     from deeptutor_jupyter.kernel.widgets.ask_user_card import AskUserCard
-    from deeptutor_jupyter.runtime.events import Event
     from deeptutor_jupyter.store.db import PendingRow, QuestionState
 
 # Refusals after which the card cannot be fixed by editing the answer.
@@ -74,18 +74,16 @@ def _where_text(place: dict[str, Any] | None) -> str:
     return where_text(place)
 
 
-def update_card(card: AskUserCard, data: dict[str, Any]) -> None:
+def update_card(card: AskUserCard, resolved: UserInputResolved) -> None:
     """Reflect a resolution that came from elsewhere (another card, the API, the timer)."""
     if card.state not in ("open", "submitted"):
         return
-    if data.get("reason") == "timeout":
+    if resolved.reason == "timeout":
         card.show_expired()
-    elif data.get("cancelled"):
+    elif resolved.cancelled:
         card.show_cancelled(time.time())
     else:
-        card.show_receipt(
-            list(data.get("selections", [])), data.get("custom_input", ""), time.time()
-        )
+        card.show_receipt(list(resolved.selections), resolved.custom_input, time.time())
 
 
 def show_pending(tutor: KernelTutor, all_sessions: bool) -> None:
@@ -175,9 +173,12 @@ def _reflect_quiz(card: Any) -> Callable[[QuestionState], bool]:
 
 def _follow_quiz(card: Any, quiz_id: str) -> Any:
     def handle(event: Event) -> None:
-        mine = event.type == "quiz_resolved" and event.data.get("id") == quiz_id
-        if mine and card.state in ("open", "submitted"):
-            card.show_receipt(event.data)
+        from deeptutor_jupyter.agent.events import QuizResolved
+
+        match event.body:
+            case QuizResolved(id=resolved_id) if resolved_id == quiz_id:
+                if card.state in ("open", "submitted"):
+                    card.show_receipt(event.fields())
 
     return handle
 
@@ -193,8 +194,9 @@ def _reflect(card: AskUserCard) -> Callable[[QuestionState], bool]:
     """Keep a card true to its question when the answer or the turn happen in another
     process: answered there, expired, and 'continuing' only while the turn still runs."""
 
+    from deeptutor_jupyter.interaction.coordinator import result_of
+
     def update(state: QuestionState) -> bool:
-        result = state.result or {}
         when = state.answered_at or time.time()
         if state.status == "expired":
             card.show_expired()
@@ -207,9 +209,10 @@ def _reflect(card: AskUserCard) -> Callable[[QuestionState], bool]:
             return False
         finished = state.turn_status in FINISHED
         if card.state in ("open", "submitted") or (finished and card.state == "answered"):
+            answer = result_of(state.result or {})
             card.show_receipt(
-                list(result.get("selections", [])),
-                str(result.get("customInput", "")),
+                list(answer.selections),
+                answer.customInput,
                 when,
                 status="done" if finished else "continuing",
             )
@@ -219,8 +222,11 @@ def _reflect(card: AskUserCard) -> Callable[[QuestionState], bool]:
 
 
 def _follow(card: AskUserCard, request_id: str) -> Any:
+    from deeptutor_jupyter.agent.events import UserInputResolved
+
     def handle(event: Event) -> None:
-        if event.type == "user_input_resolved" and event.data.get("id") == request_id:
-            update_card(card, event.data)
+        match event.body:
+            case UserInputResolved(id=answered) if answered == request_id:
+                update_card(card, event.body)
 
     return handle

@@ -15,10 +15,10 @@ from deeptutor_jupyter.kernel.display import asked_from_events, turn_markdown, w
 from deeptutor_jupyter.kernel.i18n import t
 
 if TYPE_CHECKING:
+    from deeptutor_jupyter.agent.events import Done, Event
     from deeptutor_jupyter.config import ResolvedSettings
     from deeptutor_jupyter.kernel.tutor import KernelTutor
     from deeptutor_jupyter.kernel.widgets.turn_view import TurnView
-    from deeptutor_jupyter.runtime.events import Event
     from deeptutor_jupyter.runtime.orchestrator import Turn
     from deeptutor_jupyter.store.db import PendingRow
 
@@ -106,6 +106,13 @@ def attach_view(
     """
     from IPython.display import update_display
 
+    from deeptutor_jupyter.agent.events import (
+        Done,
+        ErrorEvent,
+        Sources,
+        ToolCallStarted,
+        UserInputRequired,
+    )
     from deeptutor_jupyter.kernel import interactions, quiz_cards
     from deeptutor_jupyter.kernel.turn_plan import source_links, sources_markdown
     from deeptutor_jupyter.kernel.widgets.turn_view import TurnView
@@ -131,39 +138,45 @@ def attach_view(
     sources: list[tuple[str, str]] = []
 
     def on_event(event: Event) -> None:
-        if event.type == "tool_call":
-            tools_used.append(event.data["name"])
-        elif event.type == "sources":
-            sources[:] = source_links(event.data.get("hits", []), tutor.workspace)
-            view.show_sources(sources_markdown(sources, answer=view.answer_text))
-        elif event.type == "user_input_required":
-            waiting = turn_markdown(question, "", model=label, status="waiting", tools=tools_used)
-            waiting += "\n" + t("waiting_saved", language).format(title=event.data.get("title", ""))
-            bundle = widget_bundle(view, waiting, turn.turn_id)
-            update_display(bundle, raw=True, display_id=turn.turn_id)  # type: ignore[no-untyped-call]
-        elif event.type == "done":
-            errors = [e.data.get("message", "") for e in log.events if e.type == "error"]
-            answer = event.data.get("answer", "")
-            md = turn_markdown(
-                question,
-                answer,
-                model=label,
-                status=event.data.get("status", "done"),
-                tools=tools_used,
-                error="; ".join(errors),
-                asked=asked_from_events(session.events_of(turn)),
-            )
-            if sources:
-                md += "\n" + sources_markdown(sources, answer=answer) + "\n"
-            if view.quiz_receipts:  # graded quizzes, readable without widgets
-                md += "\n" + "\n\n".join(view.quiz_receipts) + "\n"
-            for display_id, widget in {turn.turn_id: view, **(also or {})}.items():
-                bundle = widget_bundle(widget, md, display_id)
-                if trace and turn.trace is not None:
-                    from deeptutor_jupyter.memory import TRACE_MIME
+        match event.body:
+            case ToolCallStarted(name=name):
+                tools_used.append(name)
+            case Sources(hits=hits):
+                sources[:] = source_links(hits, tutor.workspace)
+                view.show_sources(sources_markdown(sources, answer=view.answer_text))
+            case UserInputRequired(title=title):
+                waiting = turn_markdown(
+                    question, "", model=label, status="waiting", tools=tools_used
+                )
+                waiting += "\n" + t("waiting_saved", language).format(title=title)
+                bundle = widget_bundle(view, waiting, turn.turn_id)
+                update_display(bundle, raw=True, display_id=turn.turn_id)  # type: ignore[no-untyped-call]
+            case Done():
+                finished(event.body)
 
-                    bundle[TRACE_MIME] = turn.trace.model_dump(mode="json")
-                update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
+    def finished(done: Done) -> None:
+        errors = [e.body.message for e in log.events if isinstance(e.body, ErrorEvent)]
+        answer = done.answer
+        md = turn_markdown(
+            question,
+            answer,
+            model=label,
+            status=done.status,
+            tools=tools_used,
+            error="; ".join(errors),
+            asked=asked_from_events(session.events_of(turn)),
+        )
+        if sources:
+            md += "\n" + sources_markdown(sources, answer=answer) + "\n"
+        if view.quiz_receipts:  # graded quizzes, readable without widgets
+            md += "\n" + "\n\n".join(view.quiz_receipts) + "\n"
+        for display_id, widget in {turn.turn_id: view, **(also or {})}.items():
+            bundle = widget_bundle(widget, md, display_id)
+            if trace and turn.trace is not None:
+                from deeptutor_jupyter.memory import TRACE_MIME
+
+                bundle[TRACE_MIME] = turn.trace.model_dump(mode="json")
+            update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
 
     log.subscribe(on_event)
     return view

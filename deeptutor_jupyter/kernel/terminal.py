@@ -11,9 +11,9 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
+    from deeptutor_jupyter.agent.events import Event
     from deeptutor_jupyter.config import ResolvedSettings
     from deeptutor_jupyter.kernel.tutor import KernelTutor
-    from deeptutor_jupyter.runtime.events import Event
     from deeptutor_jupyter.runtime.orchestrator import Turn
 
 
@@ -48,19 +48,28 @@ def run_in_terminal(
 
 
 def _print(event: Event, out: TextIO) -> None:
-    d = event.data
-    if event.type == "content":
-        out.write(d["text"])
-    elif event.type == "tool_call":
-        out.write(f"\n[{d['name']}]\n")
-    elif event.type == "tool_result":
-        out.write(f"[{d['name']}: {d.get('summary') or 'done'}]\n")
-    elif event.type == "notice":
-        out.write(f"\n({d['text']})\n")
-    elif event.type == "error":
-        out.write(f"\nError: {d.get('message', '')}\n")
-        if d.get("hint"):
-            out.write(f"How to fix: {d['hint']}\n")
-    elif event.type == "done":
-        out.write("\n")
+    from deeptutor_jupyter.agent.events import (
+        Content,
+        Done,
+        ErrorEvent,
+        Notice,
+        ToolCallFinished,
+        ToolCallStarted,
+    )
+
+    match event.body:
+        case Content(text=text):
+            out.write(text)
+        case ToolCallStarted(name=name):
+            out.write(f"\n[{name}]\n")
+        case ToolCallFinished(name=name, summary=summary):
+            out.write(f"[{name}: {summary or 'done'}]\n")
+        case Notice(text=text):
+            out.write(f"\n({text})\n")
+        case ErrorEvent(message=message, hint=hint):
+            out.write(f"\nError: {message}\n")
+            if hint:
+                out.write(f"How to fix: {hint}\n")
+        case Done():
+            out.write("\n")
     out.flush()

@@ -51,13 +51,13 @@ MODULES = (
     "deeptutor_jupyter.kernel.widgets.forget_strings",
     "deeptutor_jupyter.kernel.widgets.memory_workbench_strings",
     "deeptutor_jupyter.kernel.widgets.setup_strings",
+    "deeptutor_jupyter.agent.events",
     "deeptutor_jupyter.agent.loop",
     "deeptutor_jupyter.runtime.compaction",
     "deeptutor_jupyter.runtime.context",
     "deeptutor_jupyter.runtime.course",
     "deeptutor_jupyter.runtime.course_files",
     "deeptutor_jupyter.runtime.events",
-    "deeptutor_jupyter.runtime.event_types",
     "deeptutor_jupyter.runtime.home",
     "deeptutor_jupyter.runtime.learning",
     "deeptutor_jupyter.runtime.orchestrator",
@@ -159,7 +159,7 @@ def _build_values() -> None:
     """Values built on first use that cost as much as an import: the event validator and the
     JSON Schemas of the tools imported above (pydantic, ~2 ms a tool)."""
     with contextlib.suppress(Exception):  # the first turn builds them itself
-        from deeptutor_jupyter.runtime.event_types import adapter
+        from deeptutor_jupyter.agent.events import adapter
         from deeptutor_jupyter.tools.base import Tool
         from deeptutor_jupyter.tools.registry import prebuild_schemas
 

@@ -1,8 +1,9 @@
 """Typed turn events and the per-turn log every surface subscribes to.
 
-The loop never prints: it emits events with a per-turn ``seq``. Subscribers (the turn view, later
-the sidebar) render them; the log persists them so a late subscriber can replay ``after_seq``.
-Persistence is batched because a long answer streams thousands of small content events.
+The loop never prints: it emits typed events (agent/events.py) and the log stamps each with a
+per-turn ``seq``. Subscribers (the turn view, the sidebar) ``match`` on them; the log persists
+them so a late subscriber can replay ``after_seq``. Persistence is batched because a long answer
+streams thousands of small content events.
 """
 
 from __future__ import annotations
@@ -11,12 +12,22 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
+from deeptutor_jupyter.agent.events import (
+    Content,
+    Event,
+    Notice,
+    StreamedEvent,
+    Thinking,
+    TurnEvent,
+)
 from deeptutor_jupyter.runtime.redact import StreamScrubber, scrub, usable
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.store.db import Store
+
+__all__ = ["Event", "EventLog", "EventType", "Subscriber"]
 
 log = logging.getLogger(__name__)
 
@@ -37,26 +48,6 @@ EventType = Literal[
     "done",
 ]
 
-
-@dataclass(frozen=True)
-class Event:
-    type: EventType
-    seq: int
-    turn_id: str
-    data: dict[str, Any]
-    ts: float
-
-    def envelope(self) -> dict[str, Any]:
-        """The event as surfaces receive it: its fields beside type, seq, turn_id and ts."""
-        return {
-            **self.data,
-            "type": self.type,
-            "seq": self.seq,
-            "turn_id": self.turn_id,
-            "ts": self.ts,
-        }
-
-
 Subscriber = Callable[[Event], None]
 
 
@@ -69,45 +60,40 @@ class EventLog:
     _unsaved: list[Event] = field(default_factory=list)
     persist_error: str | None = None
     start_seq: int = 0  # a resumed turn continues the seq of its saved events
-    check: bool = True  # validate every event against the typed contract
     # The keys no event may carry (runtime/redact.py); a streamed key is caught across deltas.
     secrets: list[str] = field(default_factory=list, repr=False)
-    _streams: dict[tuple[str, bool], StreamScrubber] = field(default_factory=dict, repr=False)
+    _streams: dict[tuple[type[StreamedEvent], bool], StreamScrubber] = field(
+        default_factory=dict, repr=False
+    )
 
-    def emit(self, type: EventType, **data: Any) -> Event | None:
-        """Record and publish one event. None when a streamed delta was held back whole (it
-        may be the start of a key); it is published with the next delta or the next event."""
+    def emit(self, body: TurnEvent) -> Event | None:
+        """Stamp, record and publish one event. None when a streamed delta was held back whole
+        (it may be the start of a key); it is published with the next delta or the next event."""
         if self.secrets:
-            if type in ("content", "thinking"):
-                key = (type, bool(data.get("explore")))
+            if isinstance(body, Content | Thinking):
+                key = (type(body), body.explore)
                 stream = self._streams.setdefault(key, StreamScrubber(usable(self.secrets)))
-                text = stream.feed(str(data.get("text", "")))
+                text = stream.feed(body.text)
                 if not text:
                     return None
-                data = {**data, "text": text}
+                if text != body.text:
+                    body = body.model_copy(update={"text": text})
             else:
                 self._release_held()
-                data = scrub(data, usable(self.secrets))
-        return self._publish(type, data)
+                body = _scrubbed(body, usable(self.secrets))
+        return self._publish(body)
 
     def _release_held(self) -> None:
         for (kind, explore), stream in self._streams.items():
             if text := stream.flush():
-                extra = {"explore": True} if explore else {}
-                self._publish(kind, {"text": text, **extra})  # type: ignore[arg-type]
+                self._publish(kind(text=text, explore=True) if explore else kind(text=text))
 
-    def _publish(self, type: EventType, data: dict[str, Any]) -> Event:
-        event = Event(type, self.start_seq + len(self.events) + 1, self.turn_id, data, time.time())
-        if self.check:
-            # The contract of runtime/event_types.py: an event that does not fit it is a bug
-            # of the emitter, caught here rather than in a surface that renders it.
-            from deeptutor_jupyter.runtime.event_types import parse_event
-
-            parse_event(event.envelope())
+    def _publish(self, body: TurnEvent) -> Event:
+        event = Event(body, self.start_seq + len(self.events) + 1, self.turn_id, time.time())
         self.events.append(event)
         self._unsaved.append(event)
         # Content deltas are the bulk; everything else is rare and worth saving at once.
-        if type not in ("content", "thinking"):
+        if not isinstance(body, Content | Thinking):
             self.flush()
         for sub in list(self._subscribers):
             try:
@@ -136,11 +122,21 @@ class EventLog:
             return
         batch, self._unsaved = self._unsaved, []
         try:
-            self.store.append_events((e.turn_id, e.seq, e.type, e.data, e.ts) for e in batch)
+            self.store.append_events(
+                (e.turn_id, e.seq, e.body.type, e.fields(), e.ts) for e in batch
+            )
         except Exception as exc:
             # Keep the events in memory and say so once; the turn itself goes on.
             self._unsaved = batch + self._unsaved
             first = self.persist_error is None
             self.persist_error = str(exc)
             if first:  # this emit's own flush fails too, but no longer says so
-                self.emit("notice", text=f"The events of this turn are not being saved: {exc}")
+                self.emit(Notice(text=f"The events of this turn are not being saved: {exc}"))
+
+
+def _scrubbed(body: TurnEvent, secrets: list[str]) -> TurnEvent:
+    """The event with every secret replaced in its values; the same object when none was there.
+    Rebuilt from only the fields its emitter set, so its stored row keeps the same keys."""
+    fields = body.model_dump(exclude_unset=True)
+    clean = scrub(fields, secrets)
+    return body if clean is fields else type(body).model_validate(clean)

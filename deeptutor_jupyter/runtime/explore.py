@@ -35,13 +35,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from deeptutor_jupyter.agent.events import Emit, Notice, TurnEvent
 from deeptutor_jupyter.knowledge.ingest import (
     SUPPORTED_SUFFIXES,
     IngestError,
@@ -201,13 +202,13 @@ async def explore(
     model: ChatModel,
     attachments: list[Path],
     question: str,
-    emit: Callable[..., Any],
+    emit: Emit,
     *,
     max_rounds: int = 6,
 ) -> str:
     """Read ``attachments`` in a read-only pass; the objective summary it wrote.
 
-    Every event goes through ``emit`` with ``explore=True`` in its data: the pass's own
+    Every event goes through ``emit`` with ``explore=True``: the pass's own
     ``notice`` events (``stage`` "start" and "end") and all the loop's events, so a surface can
     fold them into one "Reading attachments" card. With no attachments nothing is sent and the
     summary is "".
@@ -217,8 +218,8 @@ async def explore(
     if not attachments:
         return ""
 
-    def tagged(type: str, **data: Any) -> Any:
-        return emit(type, **{**data, "explore": True})
+    def tagged(event: TurnEvent) -> object:
+        return emit(event.model_copy(update={"explore": True}))
 
     tool = ReadSourceTool(attachments)
     infos = await asyncio.to_thread(tool.load)
@@ -235,10 +236,11 @@ async def explore(
 
     names = ", ".join(info.name for info in infos)
     tagged(
-        "notice",
-        text=f"Reading the attachments: {names}.",
-        stage="start",
-        attachments=[info.to_json() for info in infos],
+        Notice(
+            text=f"Reading the attachments: {names}.",
+            stage="start",
+            attachments=[info.to_json() for info in infos],
+        )
     )
     loop = AgentLoop(model, execute, tagged, tools=registry.schemas(), max_rounds=max_rounds)
     system = explore_system_prompt(infos)
@@ -254,9 +256,7 @@ async def explore(
         prompt_tokens, completion_tokens = usage.prompt_tokens, usage.completion_tokens
         if reads == 0 and any(info.readable for info in infos):
             tagged(
-                "notice",
-                text="The notes came without reading; asking to read first.",
-                stage="nudge",
+                Notice(text="The notes came without reading; asking to read first.", stage="nudge")
             )
             nudge: Message = {"role": "user", "content": READ_NUDGE}
             result = await loop.run(system, [request, *result.messages], nudge)
@@ -266,24 +266,22 @@ async def explore(
     except BaseException as exc:
         reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         tagged(
-            "notice",
-            text=f"Reading the attachments stopped ({reason}).",
-            stage="end",
-            status="error",
+            Notice(text=f"Reading the attachments stopped ({reason}).", stage="end", status="error")
         )
         raise
     tagged(
-        "notice",
-        text=f"Read the attachments ({reads} read{'s' if reads != 1 else ''}).",
-        stage="end",
-        status="done",
-        reads=reads,
-        rounds=rounds,
-        usage={
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
+        Notice(
+            text=f"Read the attachments ({reads} read{'s' if reads != 1 else ''}).",
+            stage="end",
+            status="done",
+            reads=reads,
+            rounds=rounds,
+            usage={
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        )
     )
     return result.answer
 

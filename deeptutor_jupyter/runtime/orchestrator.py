@@ -15,6 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deeptutor_jupyter.agent.events import (
+    Content,
+    Done,
+    ErrorEvent,
+    Notice,
+    Sources,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEvent,
+    TurnStarted,
+)
 from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
 from deeptutor_jupyter.interaction.quiz import MakeQuizTool, model_completer, without_quiz_answers
 from deeptutor_jupyter.interaction.schema import AskUserArgs, AskUserTool
@@ -64,7 +75,7 @@ class Turn:
     # history it reads is complete and two answers never interleave in one conversation.
     previous: asyncio.Task[None] | None = None
     # A resumed turn's first event: the answer it was saved waiting for (the kind's event).
-    resolved: tuple[str, dict[str, Any]] | None = None
+    resolved: TurnEvent | None = None
 
     @property
     def turn_id(self) -> str:
@@ -123,7 +134,7 @@ class Orchestrator:
         *,
         resumed_from: str = "",
         owner: str | None = None,
-        resolved: tuple[str, dict[str, Any]] | None = None,
+        resolved: TurnEvent | None = None,
     ) -> Turn:
         """Continue, in this process, a turn saved while it waited on a deferred call.
 
@@ -167,24 +178,25 @@ class Orchestrator:
             del self._latest[turn.ctx.session_id]
         if task.cancelled():  # cancelled before _run began (two turns queued in one cell)
             turn.status = "cancelled"
-            turn.log.emit("notice", text=turn.cancel_reason or "Stopped.")
-            turn.log.emit("done", status="cancelled", answer="", rounds=0, usage={}, elapsed=0.0)
+            turn.log.emit(Notice(text=turn.cancel_reason or "Stopped."))
+            turn.log.emit(Done(status="cancelled", answer="", rounds=0, usage={}, elapsed=0.0))
             return
         exc = task.exception()
         if exc is not None:  # a bug in _run itself: still say so in the view
             turn.status = "error"
-            turn.log.emit("error", kind="internal", message=f"{type(exc).__name__}: {exc}")
-            turn.log.emit("done", status="error", answer="")
+            turn.log.emit(ErrorEvent(kind="internal", message=f"{type(exc).__name__}: {exc}"))
+            turn.log.emit(Done(status="error", answer=""))
 
     async def _run(self, turn: Turn, model: ChatModel, resume: Resume | None) -> None:
         ctx, log = turn.ctx, turn.log
         log.emit(
-            "turn_started",
-            session_id=ctx.session_id,
-            question=ctx.question,
-            model=ctx.profile.label,
-            capability=ctx.capability,
-            resumed=resume is not None,
+            TurnStarted(
+                session_id=ctx.session_id,
+                question=ctx.question,
+                model=ctx.profile.label,
+                capability=ctx.capability,
+                resumed=resume is not None,
+            )
         )
         self._record_start(turn)
         question: Message = {"role": "user", "content": self._with_context(turn, resume)}
@@ -205,13 +217,14 @@ class Orchestrator:
             }
             turn.status = "done"
             if result.stopped_by == "tool":
-                log.emit("notice", text="The question was cancelled; the turn stops here.")
+                log.emit(Notice(text="The question was cancelled; the turn stops here."))
             if result.stopped_by == "empty":
                 log.emit(
-                    "error",
-                    kind="empty",
-                    message="The model returned an empty answer twice.",
-                    hint="Ask again, or try another model with --model.",
+                    ErrorEvent(
+                        kind="empty",
+                        message="The model returned an empty answer twice.",
+                        hint="Ask again, or try another model with --model.",
+                    )
                 )
         except asyncio.CancelledError:
             if (task := asyncio.current_task()) is not None:
@@ -219,39 +232,38 @@ class Orchestrator:
             turn.status = "cancelled"
             turn.answer = _streamed_text(log)
             added = [{"role": "assistant", "content": f"{turn.answer}\n\n{STOPPED_NOTE}".strip()}]
-            log.emit("notice", text=turn.cancel_reason or "Stopped.")
+            log.emit(Notice(text=turn.cancel_reason or "Stopped."))
         except ProviderError as exc:
             turn.status, error = "error", exc.message
-            log.emit("error", kind=exc.kind, message=exc.message, hint=exc.hint, status=exc.status)
+            log.emit(
+                ErrorEvent(kind=exc.kind, message=exc.message, hint=exc.hint, status=exc.status)
+            )
         except Exception as exc:
             turn.status, error = "error", f"{type(exc).__name__}: {exc}"
             log.emit(
-                "error",
-                kind="internal",
-                message=f"The tutor hit an internal error: {type(exc).__name__}: {exc}",
-                hint="This is a bug in deeptutor-jupyter; the details are in the turn's events.",
-                detail=traceback.format_exc(limit=8),
+                ErrorEvent(
+                    kind="internal",
+                    message=f"The tutor hit an internal error: {type(exc).__name__}: {exc}",
+                    hint="This is a bug in deeptutor-jupyter; the details are in the turn's "
+                    "events.",
+                    detail=traceback.format_exc(limit=8),
+                )
             )
-        hits = [
-            hit
-            for e in log.events
-            if e.type == "tool_result"
-            for hit in (e.data.get("data") or {}).get("hits", [])
-        ]
-        if hits:
-            log.emit("sources", hits=hits)
+        if hits := _hits(log):
+            log.emit(Sources(hits=hits))
         if turn.status != "error":
             kept = scrub([question, *added], usable(turn.deps.secrets))
             self._record_messages(turn, kept)
         self._record_finish(turn, error)
         self._guard(turn, lambda s: s.drop_turn_state(*turn.open_states))
         log.emit(
-            "done",
-            status=turn.status,
-            answer=turn.answer,
-            rounds=rounds,
-            usage=usage,
-            elapsed=round(time.monotonic() - turn.started, 3),
+            Done(
+                status=turn.status,
+                answer=turn.answer,
+                rounds=rounds,
+                usage=usage,
+                elapsed=round(time.monotonic() - turn.started, 3),
+            )
         )
         log.flush()
         # A finished turn needs no copy of the conversation (the session keeps it): without
@@ -268,8 +280,8 @@ class Orchestrator:
         blocks = []
         for item in ctx.context:
             content, summary = scrub_text(item.content, secrets), scrub_text(item.summary, secrets)
-            log.emit("tool_call", id=item.id, name=item.name, arguments=item.arguments)
-            log.emit("tool_result", id=item.id, name=item.name, content=content, summary=summary)
+            log.emit(ToolCallStarted(id=item.id, name=item.name, arguments=item.arguments))
+            log.emit(ToolCallFinished(id=item.id, name=item.name, content=content, summary=summary))
             blocks.append(content)
         return "\n\n".join([*blocks, ctx.question])
 
@@ -280,7 +292,7 @@ class Orchestrator:
 
         ctx = turn.ctx
         if turn.previous is not None and not turn.previous.done():
-            turn.log.emit("notice", text=WAITING_FOR_PREVIOUS)
+            turn.log.emit(Notice(text=WAITING_FOR_PREVIOUS))
             await asyncio.wait([turn.previous])
         turn.previous = None
         if ctx.enabled_tools is None:
@@ -326,8 +338,7 @@ class Orchestrator:
             if turn.resolved is not None:
                 # Said first, as the live turn would have: every surface (and the saved
                 # Markdown) shows what was answered while the turn was saved.
-                kind, fields = turn.resolved
-                turn.log.emit(kind, **fields)  # type: ignore[arg-type]
+                turn.log.emit(turn.resolved)
             return await agent.resume(*resume)
         if ctx.attachments:
             question = await self._explore(turn, model, question)
@@ -437,7 +448,7 @@ class Orchestrator:
         try:
             action(self.store)
         except Exception as exc:
-            turn.log.emit("notice", text=f"Not saved: {exc}")
+            turn.log.emit(Notice(text=f"Not saved: {exc}"))
 
     def _record_start(self, turn: Turn) -> None:
         c = turn.ctx
@@ -478,6 +489,19 @@ def redact(result: ToolResult, secrets: Iterable[str]) -> ToolResult:
 
 def _streamed_text(log: EventLog) -> str:
     """What the learner saw of the answer; the explore pass's notes are not part of it."""
-    return "".join(
-        e.data["text"] for e in log.events if e.type == "content" and not e.data.get("explore")
-    )
+    parts = []
+    for event in log.events:
+        match event.body:
+            case Content(text=text, explore=False):
+                parts.append(text)
+    return "".join(parts)
+
+
+def _hits(log: EventLog) -> list[dict[str, Any]]:
+    """The knowledge-base passages the turn's tools found, for its ``sources`` event."""
+    hits: list[dict[str, Any]] = []
+    for event in log.events:
+        match event.body:
+            case ToolCallFinished(data=data):
+                hits += data.get("hits", [])
+    return hits

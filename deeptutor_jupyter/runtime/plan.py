@@ -176,21 +176,26 @@ class Planner:
 
     def record_trace(self, turn: Turn, log: EventLog) -> TraceRecord | None:
         """The turn's L1 trace: written to the learner's memory, returned for the surface."""
+        from deeptutor_jupyter.agent.events import Notice, ToolCallStarted, UserInputResolved
         from deeptutor_jupyter.memory import TraceRecord, summarize_answer
         from deeptutor_jupyter.runtime.redact import scrub_text, usable
 
         ctx = turn.ctx
-        tools = [e.data["name"] for e in log.events if e.type == "tool_call"]
-        asked = [
-            {
-                "request_id": e.data.get("id", ""),
-                "tool_call_id": e.data.get("tool_call_id", ""),
-                "selections": list(e.data.get("selections", [])),
-                "cancelled": bool(e.data.get("cancelled")),
-            }
-            for e in log.events
-            if e.type == "user_input_resolved"
-        ]
+        tools: list[str] = []
+        asked: list[dict[str, Any]] = []
+        for event in log.events:
+            match event.body:
+                case ToolCallStarted(name=name):
+                    tools.append(name)
+                case UserInputResolved() as answer:
+                    asked.append(
+                        {
+                            "request_id": answer.id,
+                            "tool_call_id": answer.tool_call_id,
+                            "selections": list(answer.selections),
+                            "cancelled": answer.cancelled,
+                        }
+                    )
         started = log.events[0].ts if log.events else 0.0
         record = TraceRecord(
             trace_id=turn.deps.trace_id or ctx.turn_id,
@@ -211,7 +216,7 @@ class Planner:
             try:
                 self._memory.emit(record)
             except Exception as exc:  # a full disk must not lose the answer on screen
-                log.emit("notice", text=f"The trace of this turn was not saved: {exc}")
+                log.emit(Notice(text=f"The trace of this turn was not saved: {exc}"))
         return record
 
 

@@ -30,7 +30,7 @@ from deeptutor_jupyter.runtime.upkeep import MemoryUpkeep
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.config import ResolvedSettings
-    from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator, Result
+    from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator, Result, Wire
     from deeptutor_jupyter.interaction.owners import Owner
     from deeptutor_jupyter.memory import MemoryStore
     from deeptutor_jupyter.messages import Message
@@ -274,7 +274,9 @@ class TutorSession(SessionReads):
         )
         self._track(turn)
         if compaction is not None:
-            log.emit("notice", text=compaction.notice, stage="compacted")
+            from deeptutor_jupyter.agent.events import Notice
+
+            log.emit(Notice(text=compaction.notice, stage="compacted"))
         return turn
 
     async def run(
@@ -310,9 +312,10 @@ class TutorSession(SessionReads):
 
     def _follow(self, log: EventLog) -> None:
         """The runtime's own subscriber: trace and history on ``done``, before any view."""
+        from deeptutor_jupyter.agent.events import Done
 
         def on_event(event: Event) -> None:
-            if event.type != "done":
+            if not isinstance(event.body, Done):
                 return
             turn = self.turn_of(log.turn_id)
             if turn is None:
@@ -357,7 +360,7 @@ class TutorSession(SessionReads):
         answers: dict[str, Any],
         seconds: float | None = None,
         grader: Any = None,
-    ) -> Result:
+    ) -> Wire:
         """Answer a quiz or review from any surface: graded once from the stored quiz; the
         turn goes on in its owner's cell, or here when its owner is gone. Raises
         ``InteractionError`` when refused."""
@@ -416,13 +419,13 @@ class TutorSession(SessionReads):
             return None
         return saved
 
-    def _orphan_answered(self, row: PendingRow, result: Result) -> None:
+    def _orphan_answered(self, row: PendingRow, result: Wire) -> None:
         """Called by the deferred calls, maybe on a subshell thread: resume on the loop."""
         loop = self.event_loop or _running_loop()
         assert loop is not None, "an orphaned call is only resumed where a loop runs"
         loop.call_soon_threadsafe(self.resume, row, result)
 
-    def resume(self, row: PendingRow, result: Result) -> Turn | None:
+    def resume(self, row: PendingRow, result: Wire) -> Turn | None:
         """The one door of every kind of pause: continue here the saved turn of a call whose
         owner is gone, with its result. The saved state is dropped only once the resumed turn
         checkpoints again or ends."""

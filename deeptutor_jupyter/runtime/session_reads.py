@@ -5,14 +5,19 @@ replays, the magics, ``pending_interactions``)."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from deeptutor_jupyter.agent.events import Event
     from deeptutor_jupyter.messages import Message
-    from deeptutor_jupyter.runtime.events import Event, EventLog, Subscriber
+    from deeptutor_jupyter.runtime.events import EventLog, Subscriber
     from deeptutor_jupyter.runtime.orchestrator import Turn
     from deeptutor_jupyter.store.db import Store
+
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -55,12 +60,19 @@ def saved_events(store: Store, notebook: str, turn_id: str, after_seq: int) -> l
 
 
 def stored_events(store: Store, turn_id: str, after_seq: int = 0) -> list[Event]:
-    from deeptutor_jupyter.runtime.events import Event
+    """A turn's events read back from the store. A row no model fits (written by a version with
+    a bug) is logged and left out rather than ending the replay of every row after it."""
+    from pydantic import ValidationError
 
-    return [
-        Event(kind, seq, turn_id, data, ts)  # type: ignore[arg-type]
-        for seq, kind, data, ts in store.events_with_time(turn_id, after_seq)
-    ]
+    from deeptutor_jupyter.agent.events import Event
+
+    events = []
+    for seq, kind, data, ts in store.events_with_time(turn_id, after_seq):
+        try:
+            events.append(Event.from_row(kind, seq, turn_id, data, ts))
+        except ValidationError:
+            log.warning("skipped the unreadable event %s #%d of turn %s", kind, seq, turn_id)
+    return events
 
 
 class SessionReads:

@@ -134,8 +134,8 @@ async def run_turn(
         executed.append(call)
         return await registry.execute(call, ctx)
 
-    def emit(kind: str, **data: Any) -> None:
-        events.append((kind, data))
+    def emit(event: Any) -> None:
+        events.append((event.type, event.model_dump(exclude_unset=True, exclude={"type"})))
 
     loop = AgentLoop(
         model,
@@ -609,7 +609,10 @@ async def test_an_executor_that_raises_is_an_error_result_not_a_crash(
         raise KeyError("no executor")
 
     loop = AgentLoop(
-        model, execute, lambda kind, **d: events.append((kind, d)), tools=[{"type": "function"}]
+        model,
+        execute,
+        lambda e: events.append((e.type, e.model_dump(exclude_unset=True, exclude={"type"}))),
+        tools=[{"type": "function"}],
     )
     try:
         result = await loop.run(SYSTEM, [], QUESTION)
@@ -803,7 +806,11 @@ async def test_a_retry_wait_becomes_a_notice_with_its_countdown(server: FakeLLMS
     async def execute(call: ToolCall) -> ToolResult:
         raise AssertionError("no tool runs")
 
-    loop = AgentLoop(model, execute, lambda kind, **data: events.append((kind, data)))
+    loop = AgentLoop(
+        model,
+        execute,
+        lambda e: events.append((e.type, e.model_dump(exclude_unset=True, exclude={"type"}))),
+    )
     try:
         result = await loop.run(SYSTEM, [], QUESTION)
     finally:

@@ -306,6 +306,8 @@ def test_kernel_restart_resumes_the_exact_turn(tmp_path):
                     ]
                 )
                 assert "application/vnd.deeptutor.trace+json" in final[-1]
+                # The resumed turn says first what was answered, as the live turn would have.
+                assert "**You answered:** Analyse first" in final[-1]["text/markdown"]
         finally:
             k.shutdown()
 

@@ -41,9 +41,9 @@ async def ask_and_answer(
 ) -> dict[str, Any]:
     seen: dict[str, Any] = {}
 
-    def emit(kind: str, **data: Any) -> None:
-        if kind == "user_input_required":
-            seen.update(data)
+    def emit(event: Any) -> None:
+        if event.type == "user_input_required":
+            seen.update(event.model_dump(exclude={"type", "explore"}))
 
     task = asyncio.get_running_loop().create_task(
         coordinator.ask(
@@ -88,7 +88,7 @@ async def test_free_text_never_reaches_the_audit_file(store: Store, tmp_path: Pa
             turn_id="turn-a",
             call=ToolCall("call_n", "ask_user", "{}"),
             args=refused,
-            emit=lambda kind, **d: seen.update(d) if kind == "user_input_required" else None,
+            emit=lambda e: seen.update(e.model_dump()) if e.type == "user_input_required" else None,
             snapshot=None,
         )
     )

@@ -31,7 +31,7 @@ from deeptutor_jupyter.interaction.coordinator import (
     UnknownRequest,
     check_answer,
 )
-from deeptutor_jupyter.interaction.schema import AskUserArgs
+from deeptutor_jupyter.interaction.schema import AskUserArgs, AskUserResult
 from deeptutor_jupyter.providers.base import ToolCall
 from deeptutor_jupyter.store.db import PendingRow, Store
 from deeptutor_jupyter.tools.base import ToolResult
@@ -108,8 +108,8 @@ async def start_ask(
 ) -> Asked:
     emitted: list[tuple[str, dict[str, Any]]] = []
 
-    def emit(kind: str, **data: Any) -> None:
-        emitted.append((kind, data))
+    def emit(event: Any) -> None:
+        emitted.append((event.type, event.model_dump(exclude_unset=True, exclude={"type"})))
 
     task = asyncio.get_running_loop().create_task(
         coordinator.ask(
@@ -191,7 +191,7 @@ async def test_the_form_and_the_turn_state_are_saved_together_or_not_at_all(
             turn_id="turn-1",
             call=ToolCall("call_ask_1", "ask_user", "{}"),
             args=args_of(),
-            emit=lambda *_a, **_k: None,
+            emit=lambda _e: None,
             snapshot={"not json": {1, 2}},
         )
     assert store.pending_for() == []
@@ -205,7 +205,7 @@ async def test_submit_resolves_the_waiting_ask_with_the_reference_result(
     asked = await start_ask(coordinator, "multiple", allowCustom=True)
     result = coordinator.submit(SESSION, asked.request_id, ["safe", "implement"], "and tests")
     expected = {"selections": ["safe", "implement"], "customInput": "and tests", "cancelled": False}
-    assert result == expected
+    assert result.wire() == expected
     tool = await asyncio.wait_for(asked.task, 5)
     assert json.loads(tool.content) == expected and tool.data == expected
     assert not tool.is_error and not tool.stop_turn
@@ -371,7 +371,7 @@ async def test_not_resumable_is_refused_in_a_process_that_cannot_continue_the_tu
         other.submit(SESSION, asked.request_id, ["safe"])
         assert len(orphaned) == 1
         assert orphaned[0][0].tool_call_id == "call_ask_1"
-        assert orphaned[0][1] == {"selections": ["safe"], "customInput": "", "cancelled": False}
+        assert orphaned[0][1] == AskUserResult(selections=["safe"]).wire()
     finally:
         other_store.close()
     # The first process's waiter was not resolved by the other process (no shared Future).
@@ -597,7 +597,7 @@ async def test_an_unwritable_audit_log_never_strands_the_turn(
     )
     asked = await start_ask(coordinator)
     result = coordinator.submit(SESSION, asked.request_id, ["safe"])
-    assert result["selections"] == ["safe"]
+    assert result.selections == ["safe"]
     tool = await asyncio.wait_for(asked.task, 5)
     assert json.loads(tool.content)["selections"] == ["safe"]
     with pytest.raises(AlreadyAnswered):

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from deeptutor_jupyter.agent.events import QuizRequired, QuizResolved
 from deeptutor_jupyter.interaction.audit import AuditLog
 from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
 from deeptutor_jupyter.interaction.owners import Owner
@@ -123,7 +124,9 @@ async def ask_quiz(p: Process, grader: Any = None) -> tuple[asyncio.Task[Any], s
             turn_id="t-1",
             call=ToolCall("call_q", "make_quiz", json.dumps(QUIZ)),
             args=MakeQuizArgs.model_validate(QUIZ),
-            emit=lambda event, **data: shown.append(data) if event == "quiz_required" else None,
+            emit=lambda event: (
+                shown.append(event.model_dump()) if isinstance(event, QuizRequired) else None
+            ),
             snapshot={"version": 1, "saved": "turn"},
             grader=grader,
         )
@@ -149,7 +152,7 @@ async def test_every_kind_is_a_row_of_the_one_pending_table(pair):
             args=AskUserArgs.model_validate(
                 {"title": "Go on?", "mode": "single", "options": [{"id": "y", "label": "Yes"}]}
             ),
-            emit=lambda *_a, **_k: None,
+            emit=lambda _event: None,
             snapshot=None,
         )
     )
@@ -200,7 +203,7 @@ async def test_a_quiz_whose_owner_is_gone_is_resumed_by_the_one_that_answers(hom
         [(row, given)] = b.orphans
         assert row.request_id == quiz_id and given == result
         assert b.calls.tool_result(row, given).data == result
-        assert b.calls.resolved_event(row, given)[0] == "quiz_resolved"
+        assert isinstance(b.calls.resolved_event(row, given), QuizResolved)
         # The saved turn stays until the resumed turn checkpoints again (TutorSession.resume).
         assert b.store.turn_state(quiz_id) == {"version": 1}
     finally:

@@ -19,6 +19,7 @@ import pytest
 
 from deeptutor_jupyter.interaction.audit import AuditLog
 from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator, tool_result_of
+from deeptutor_jupyter.interaction.schema import AskUserResult
 from deeptutor_jupyter.providers import make_model
 from deeptutor_jupyter.providers.base import ChatModel
 from deeptutor_jupyter.runtime.context import ModelProfile, TurnContext
@@ -87,12 +88,12 @@ async def ask_then_die(
     log = EventLog(TURN, store)
     turn = orch.start_turn(ctx, new_model(server, made), log)
     for _ in range(1000):
-        if any(e.type == "user_input_required" for e in log.events):
+        if any(e.body.type == "user_input_required" for e in log.events):
             break
         await asyncio.sleep(0.005)
     else:
-        raise AssertionError([e.type for e in log.events])
-    request_id = next(e.data["id"] for e in log.events if e.type == "user_input_required")
+        raise AssertionError([e.body.type for e in log.events])
+    request_id = next(e.fields()["id"] for e in log.events if e.body.type == "user_input_required")
     saved = store.turn_state(request_id)
     assert saved is not None and saved["version"] == STATE_VERSION
     assert saved["loop"]["current_call"]["id"] == "call_ask_1"
@@ -112,7 +113,8 @@ async def resume(
     log = EventLog(TURN, store)
     snapshot = read_saved(saved)  # read back typed, as TutorSession.resume does
     assert snapshot is not None and snapshot.waiting_on == "call_ask_1"
-    turn = orch.resume_turn(snapshot, tool_result_of(dict(ANSWER)), new_model(server, made), log)
+    answer = tool_result_of(AskUserResult.model_validate(ANSWER))
+    turn = orch.resume_turn(snapshot, answer, new_model(server, made), log)
     assert turn.task is not None
     await asyncio.wait_for(turn.task, 20)
     return store, turn

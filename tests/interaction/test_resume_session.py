@@ -73,7 +73,7 @@ from deeptutor_jupyter.runtime.session import TutorSession
 async def main():
     a = TutorSession("lesson_a.ipynb", resolve=lambda f: resolve_settings(flags=f))
     turn = a.ask("Help me with my project", a.resolve({}))
-    while not any(e.type == "user_input_required" for e in turn.log.events):
+    while not any(e.body.type == "user_input_required" for e in turn.log.events):
         await asyncio.sleep(0.01)
     print(turn.turn_id, max(e.seq for e in turn.log.events), flush=True)
     await asyncio.sleep(600)

@@ -203,6 +203,6 @@ async def test_orchestrator_returns_bad_arguments_to_the_model_without_asking(
     assert "Invalid arguments for tool 'ask_user'" in tool[0]["content"]
     assert "'single' needs at least one option" in tool[0]["content"]
     assert store.pending_for() == []
-    assert not any(e.type == "user_input_required" for e in log.events)
+    assert not any(e.body.type == "user_input_required" for e in log.events)
     assert not (tmp_path / "audit.jsonl").exists()
     store.close()

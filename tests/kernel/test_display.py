@@ -2,32 +2,35 @@
 
 from __future__ import annotations
 
+from deeptutor_jupyter.agent.events import Content, ErrorEvent, UserInputRequired, UserInputResolved
 from deeptutor_jupyter.kernel.display import asked_from_events, turn_markdown
 from deeptutor_jupyter.runtime.events import EventLog
 
 
 def _ask(log: EventLog, request_id: str, mode: str, title: str, options=()) -> None:
     log.emit(
-        "user_input_required",
-        id=request_id,
-        tool_call_id="call_" + request_id,
-        session_id="s1",
-        expires_at=2e9,
-        title=title,
-        mode=mode,
-        options=[{"id": i, "label": label} for i, label in options],
+        UserInputRequired(
+            id=request_id,
+            tool_call_id="call_" + request_id,
+            session_id="s1",
+            expires_at=2e9,
+            title=title,
+            mode=mode,
+            options=[{"id": i, "label": label} for i, label in options],
+        )
     )
 
 
 def _answer(log: EventLog, request_id: str, selections=(), custom="", **extra) -> None:
     log.emit(
-        "user_input_resolved",
-        id=request_id,
-        tool_call_id="call_" + request_id,
-        selections=list(selections),
-        custom_input=custom,
-        cancelled=extra.pop("cancelled", False),
-        **extra,
+        UserInputResolved(
+            id=request_id,
+            tool_call_id="call_" + request_id,
+            selections=list(selections),
+            custom_input=custom,
+            cancelled=extra.pop("cancelled", False),
+            **extra,
+        )
     )
 
 
@@ -35,7 +38,7 @@ def test_asked_from_events_gives_labels_and_free_text_in_order():
     log = EventLog("t1")
     topics = [("lin", "Linear algebra"), ("prob", "Probability"), ("calc", "Calculus")]
     _ask(log, "a1", "multiple", "Which topics?", topics)
-    log.emit("content", text="thinking about it")
+    log.emit(Content(text="thinking about it"))
     _answer(log, "a1", ["lin", "calc"], "also some proofs")
     _ask(log, "a2", "text", "Your level?")
     _answer(log, "a2", custom="first year\nbut rusty")
@@ -91,7 +94,11 @@ def test_error_cards_show_commands_as_code_not_backticks():
     from deeptutor_jupyter.kernel.widgets.turn_view import error_card
 
     card = error_card(
-        {"message": "The key was rejected <b>401</b>.", "hint": "`%tutor config` shows the key."}
+        ErrorEvent(
+            kind="auth",
+            message="The key was rejected <b>401</b>.",
+            hint="`%tutor config` shows the key.",
+        )
     )
     assert "<code>%tutor config</code> shows the key." in card.value
     assert "`" not in card.value and "&lt;b&gt;401&lt;/b&gt;" in card.value

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import time
 
+from deeptutor_jupyter.agent.events import RoundStarted
 from deeptutor_jupyter.kernel.widgets.turn_view import TurnView
 from deeptutor_jupyter.runtime.events import Event
 
 
 def notice(seq: int, **data: object) -> Event:
-    return Event("notice", seq, "turn-1", dict(data), time.time())
+    return Event.from_row("notice", seq, "turn-1", dict(data), time.time())
 
 
 def test_a_retry_notice_shows_a_countdown_on_the_status_line() -> None:
@@ -27,6 +28,6 @@ async def test_the_countdown_gives_way_to_the_answer() -> None:
     view = TurnView(model_label="openai/gpt", language="zh")
     view.handle(notice(1, text="x", retry_in=30.0, reason="rate limited by OpenAI"))
     assert "30 秒后重试" in view.status.value
-    view.handle(Event("round_started", 2, "turn-1", {"round": 1}, time.time()))
+    view.handle(Event(RoundStarted(round=1, phase="exploration"), 2, "turn-1", time.time()))
     view._render_status()
     assert "重试" not in view.status.value

@@ -72,4 +72,4 @@ async def test_a_finished_view_closes_what_it_no_longer_shows() -> None:
 def _event(kind: str, seq: int, **data: object):  # type: ignore[no-untyped-def]
     from deeptutor_jupyter.runtime.events import Event
 
-    return Event(kind, seq, "turn-1", dict(data), time.time())  # type: ignore[arg-type]
+    return Event.from_row(kind, seq, "turn-1", dict(data), time.time())

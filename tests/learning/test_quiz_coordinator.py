@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from deeptutor_jupyter.agent.events import ToolCallStarted
 from deeptutor_jupyter.interaction.audit import AuditLog
 from deeptutor_jupyter.interaction.pending import PendingCalls
 from deeptutor_jupyter.interaction.quiz import (
@@ -87,7 +88,9 @@ async def start(coordinator: QuizCoordinator, grader: Any = None) -> tuple[Any, 
             turn_id="t-1",
             call=ToolCall("call_quiz_1", "make_quiz", json.dumps(QUIZ)),
             args=MakeQuizArgs.model_validate(QUIZ),
-            emit=lambda event, **data: emitted.append((event, data)),
+            emit=lambda e: emitted.append(
+                (e.type, e.model_dump(exclude_unset=True, exclude={"type"}))
+            ),
             grader=grader,
         )
     )
@@ -234,15 +237,18 @@ async def test_orchestrator_pauses_on_make_quiz_and_sends_the_grade_for_that_cal
         events: list[Event] = []
         log.subscribe(events.append)
         turn = orch.start_turn(ctx, model, log, ToolDeps(quizzes=coordinator))
-        while not any(e.type == "quiz_required" for e in events) and not turn.task.done():
+        while not any(e.body.type == "quiz_required" for e in events) and not turn.task.done():
             await asyncio.sleep(0.01)
-        body = next(e for e in events if e.type == "quiz_required").data
+        body = next(e for e in events if e.body.type == "quiz_required").fields()
         await coordinator.submit("s-1", body["id"], {**RIGHT, "q3": "no idea"})
         await turn.task
     finally:
         await model.aclose()
         store.close()
     assert turn.answer == "Well done on the others."
+    # The make_quiz call's event is saved and reaches browsers: the public view, no answers.
+    (call,) = [e.body for e in events if isinstance(e.body, ToolCallStarted)]
+    assert "3 squared?" in call.arguments and '"answer"' not in call.arguments
     grading = server.requests[1].body
     assert "tools" not in grading or not grading["tools"]
     assert "no idea" in grading["messages"][1]["content"]

@@ -6,25 +6,34 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from deeptutor_jupyter.runtime.event_types import parse_event
+from deeptutor_jupyter.agent.events import (
+    Content,
+    Done,
+    Notice,
+    Thinking,
+    ToolCallStarted,
+    TurnStarted,
+    parse_event,
+)
 from deeptutor_jupyter.runtime.events import Event, EventLog
 from deeptutor_jupyter.runtime.session import TutorSession
+from deeptutor_jupyter.runtime.session_reads import stored_events
 from deeptutor_jupyter.store.db import Store
 from deeptutor_jupyter.store.event_rows import coalesce
 
 
 def record(store: Store) -> list[Event]:
     log = EventLog("t-1", store)
-    log.emit("turn_started", session_id="s", question="q", model="m")
+    log.emit(TurnStarted(session_id="s", question="q", model="m"))
     for word in ["Read", "ing ", "notes"]:
-        log.emit("content", text=word, explore=True)
+        log.emit(Content(text=word, explore=True))
     for word in ["hm", "m, ", "think"]:
-        log.emit("thinking", text=word)
+        log.emit(Thinking(text=word))
     for i in range(200):
-        log.emit("content", text=f"tok{i} ")
-    log.emit("tool_call", id="c1", name="calculate", arguments="{}")
-    log.emit("content", text="alone")
-    log.emit("done", status="done")
+        log.emit(Content(text=f"tok{i} "))
+    log.emit(ToolCallStarted(id="c1", name="calculate", arguments="{}"))
+    log.emit(Content(text="alone"))
+    log.emit(Done(status="done"))
     return log.events
 
 
@@ -43,7 +52,9 @@ def test_text_runs_are_one_row_each_and_replay_gives_every_event_back(tmp_path: 
         for after in range(0, len(events) + 1):
             replayed = store.events_with_time("t-1", after)
             want = [e for e in events if e.seq > after]
-            assert [(s, t, d) for s, t, d, _ in replayed] == [(e.seq, e.type, e.data) for e in want]
+            assert [(s, t, d) for s, t, d, _ in replayed] == [
+                (e.seq, e.body.type, e.fields()) for e in want
+            ]
             for seq, kind, data, ts in replayed:  # the typed contract still holds
                 parse_event({**data, "type": kind, "seq": seq, "turn_id": "t-1", "ts": ts})
     finally:
@@ -58,16 +69,20 @@ def test_a_view_reconnecting_in_the_middle_of_a_run_rebuilds_the_exact_answer(
     try:
         events = record(store)
         answer = "".join(
-            e.data["text"] for e in events if e.type == "content" and not e.data.get("explore")
+            e.fields()["text"]
+            for e in events
+            if e.body.type == "content" and not e.fields().get("explore")
         )
-        middle = next(e.seq for e in events if e.data.get("text") == "tok100 ")
+        middle = next(e.seq for e in events if e.fields().get("text") == "tok100 ")
         seen = [e for e in events if e.seq <= middle]
         got: list[Event] = []
         live = session.subscribe("t-1", got.append, after_seq=middle)
         assert live is False  # the turn is not running here: replayed from the store
         shown = [*seen, *got]
         text = "".join(
-            e.data["text"] for e in shown if e.type == "content" and not e.data.get("explore")
+            e.fields()["text"]
+            for e in shown
+            if e.body.type == "content" and not e.fields().get("explore")
         )
         assert text == answer
         assert [e.seq for e in got] == list(range(middle + 1, events[-1].seq + 1))
@@ -95,3 +110,51 @@ def test_only_consecutive_text_of_one_kind_and_flag_merges() -> None:
         (6, "thinking", "e"),
         (7, "notice", "n"),
     ]
+
+
+def test_a_row_holds_what_the_emitter_set_as_before_events_were_typed(tmp_path: Path) -> None:
+    # Old stores replay and the panel's generated types stay true: a row is the fields the
+    # emitter gave, no defaults added; on the wire they sit beside type, seq, turn_id, ts.
+    store = Store(tmp_path / "state.db")
+    try:
+        log = EventLog("t-1", store, start_seq=4)
+        log.emit(Done(status="error", answer=""))
+        log.emit(Notice(text="wait", retry_in=2.0, reason="limited", status=429))
+        rows = [(s, k, d) for s, k, d, _ in store.events_with_time("t-1")]
+        assert rows == [
+            (5, "done", {"status": "error", "answer": ""}),
+            (6, "notice", {"text": "wait", "retry_in": 2.0, "reason": "limited", "status": 429}),
+        ]
+        first = log.events[0]
+        assert first.envelope() == {
+            "status": "error",
+            "answer": "",
+            "type": "done",
+            "seq": 5,
+            "turn_id": "t-1",
+            "ts": first.ts,
+        }
+        assert parse_event(first.envelope()) == first
+    finally:
+        store.close()
+
+
+def test_a_row_no_model_fits_is_left_out_of_a_replay_not_the_rows_after_it(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path / "state.db")
+    try:
+        store.append_events(
+            [
+                ("t-1", 1, "content", {"text": "a"}, 1.0),
+                ("t-1", 2, "done", {"status": "exploded"}, 2.0),  # not a status
+                ("t-1", 3, "notice", {"text": "n"}, 3.0),
+            ]
+        )
+        replayed = stored_events(store, "t-1")
+        assert [(e.seq, e.body) for e in replayed] == [
+            (1, Content(text="a")),
+            (3, Notice(text="n")),
+        ]
+    finally:
+        store.close()

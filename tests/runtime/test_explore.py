@@ -56,8 +56,8 @@ class Recorder:
     def __init__(self) -> None:
         self.events: list[tuple[str, dict[str, Any]]] = []
 
-    def __call__(self, type: str, **data: Any) -> None:
-        self.events.append((type, data))
+    def __call__(self, event: Any) -> None:
+        self.events.append((event.type, event.model_dump(exclude_unset=True, exclude={"type"})))
 
 
 def tool_names(body: dict[str, Any]) -> list[str]:

@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
+from deeptutor_jupyter.agent.events import Content, ToolCallFinished
 from deeptutor_jupyter.providers import make_model
 from deeptutor_jupyter.providers.base import ChatModel
 from deeptutor_jupyter.runtime.context import ModelProfile, TurnContext
 from deeptutor_jupyter.runtime.events import Event, EventLog
-from deeptutor_jupyter.runtime.orchestrator import STOPPED_NOTE, Orchestrator
+from deeptutor_jupyter.runtime.orchestrator import STOPPED_NOTE, Orchestrator, _hits, _streamed_text
 from deeptutor_jupyter.store.db import Store
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
 
@@ -69,14 +70,14 @@ async def test_a_turn_is_persisted_with_its_events_and_history(server, store, mo
     turn, events = await run(orch, context("What is 2+2?"), model_for(server))
     assert turn.status == "done" and turn.answer == "It is 4."
     assert repr(turn) == f"Turn({turn.turn_id!r}, status='done', answer='It is 4.')"  # short in Out
-    types = [e.type for e in events]
+    types = [e.body.type for e in events]
     assert types[0] == "turn_started" and types[-1] == "done"
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     assert "tool_call" in types and "tool_result" in types
     saved = store.events("turn-1")
 
-    assert [(seq, typ) for seq, typ, _ in saved] == [(e.seq, e.type) for e in events]
-    assert [d for _, _, d in saved] == [e.data for e in events]  # replay is exact
+    assert [(seq, typ) for seq, typ, _ in saved] == [(e.seq, e.body.type) for e in events]
+    assert [d for _, _, d in saved] == [e.fields() for e in events]  # replay is exact
     assert store.events("turn-1", after_seq=len(events) - 1)[0][1] == "done"
     row = store.get_turn("turn-1")
     assert row is not None and row.status == "done" and row.answer == "It is 4."
@@ -90,10 +91,10 @@ async def test_provider_failure_becomes_an_error_event_and_no_history(server, st
     server.add(Reply(status=401, error="Incorrect API key provided"))
     orch = Orchestrator(store)
     turn, events = await run(orch, context("hi"), model_for(server, api_key="sk-bad"))
-    errors = [e.data for e in events if e.type == "error"]
+    errors = [e.fields() for e in events if e.body.type == "error"]
     assert turn.status == "error"
     assert errors and errors[0]["kind"] == "auth" and errors[0]["hint"]
-    assert events[-1].type == "done" and events[-1].data["status"] == "error"
+    assert events[-1].body.type == "done" and events[-1].fields()["status"] == "error"
     assert store.history("s-1") == []
     row = store.get_turn("turn-1")
     assert row is not None and row.status == "error" and row.error
@@ -104,15 +105,16 @@ async def test_cancel_keeps_a_valid_history_and_ends_with_done(server, store, mo
     orch = Orchestrator(store)
     log = EventLog("turn-1", store)
     turn = orch.start_turn(context("long"), model_for(server), log)
-    while not any(e.type == "content" for e in log.events):
+    while not any(e.body.type == "content" for e in log.events):
         await asyncio.sleep(0.01)
     turn.cancel("Stopped by the learner.")
     assert turn.task is not None
     await turn.task
     assert turn.status == "cancelled"
-    assert log.events[-1].type == "done" and log.events[-1].data["status"] == "cancelled"
+    assert log.events[-1].body.type == "done" and log.events[-1].fields()["status"] == "cancelled"
     assert any(
-        e.type == "notice" and "Stopped by the learner" in e.data["text"] for e in log.events
+        e.body.type == "notice" and "Stopped by the learner" in e.fields()["text"]
+        for e in log.events
     )
     history = store.history("s-1")
     assert [m["role"] for m in history] == ["user", "assistant"]
@@ -130,11 +132,11 @@ async def test_a_full_disk_is_reported_and_the_answer_still_arrives(server, stor
     orch = Orchestrator(store)
     turn, events = await run(orch, context("long answer please"), model_for(server))
     assert turn.status == "done" and turn.answer == "x" * 20000
-    notices = [e.data["text"] for e in events if e.type == "notice"]
+    notices = [e.fields()["text"] for e in events if e.body.type == "notice"]
     assert any("full" in n for n in notices), notices
     # The event log says once, not per batch, that it cannot save.
     assert sum("not being saved" in n for n in notices) == 1, notices
-    assert events[-1].type == "done"
+    assert events[-1].body.type == "done"
 
 
 async def test_history_is_sent_to_the_model(server, store, model_for):
@@ -161,7 +163,20 @@ async def test_a_turn_cancelled_before_it_started_still_ends_with_done(server, s
     assert turn.task is not None
     await asyncio.wait([turn.task])
     assert turn.status == "cancelled"
-    assert log.events and log.events[-1].type == "done"
-    assert log.events[-1].data["status"] == "cancelled"
+    assert log.events and log.events[-1].body.type == "done"
+    assert log.events[-1].fields()["status"] == "cancelled"
     assert not orch.running
     assert server.requests == []
+
+
+def test_the_answer_so_far_and_the_sources_are_read_from_the_typed_events() -> None:
+    # A stopped turn keeps what the learner saw (not the reading pass's notes); the sources
+    # event lists the passages every tool found.
+    log = EventLog("t")
+    log.emit(Content(text="notes ", explore=True))
+    log.emit(Content(text="The answer"))
+    log.emit(ToolCallFinished(id="c", name="kb_search", content="..", data={"hits": [{"n": 1}]}))
+    log.emit(ToolCallFinished(id="d", name="calculate", content="4"))
+    log.emit(Content(text=" so far"))
+    assert _streamed_text(log) == "The answer so far"
+    assert _hits(log) == [{"n": 1}]

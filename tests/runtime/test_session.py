@@ -42,7 +42,7 @@ async def test_a_follow_up_waits_for_the_previous_answer_and_reads_it(
         "An eigenvector.",
         "And 2*3+1?",
     ]
-    assert any(e.data.get("text") == WAITING_FOR_PREVIOUS for e in second.log.events)
+    assert any(e.fields().get("text") == WAITING_FOR_PREVIOUS for e in second.log.events)
 
 
 async def test_the_owner_beats_while_a_turn_waits_and_stops_when_it_ends(

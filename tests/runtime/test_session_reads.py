@@ -44,7 +44,7 @@ async def test_a_session_reads_its_own_notebook_and_nothing_of_another(
         [summary] = a.turn_summaries()
         assert (summary.turn_id, summary.status) == (in_a.turn_id, "done")
         replayed = a.replay(in_a.turn_id)
-        assert replayed is not None and replayed[-1].type == "done"
+        assert replayed is not None and replayed[-1].body.type == "done"
         assert summary.last_seq == replayed[-1].seq
         assert [e.seq for e in a.replay(in_a.turn_id, after_seq=2) or []] == [
             e.seq for e in replayed if e.seq > 2

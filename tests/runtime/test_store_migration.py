@@ -10,8 +10,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from deeptutor_jupyter.agent.events import parse_event
 from deeptutor_jupyter.interaction.schema import AskUserPayload
-from deeptutor_jupyter.runtime.event_types import parse_event
 from deeptutor_jupyter.store.db import SCHEMA_VERSION, Store
 
 LEGACY_PAYLOAD = {

@@ -19,8 +19,25 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from deeptutor_jupyter.agent.events import (
+    Content,
+    Done,
+    ErrorEvent,
+    Event,
+    Notice,
+    QuizRequired,
+    QuizResolved,
+    RoundStarted,
+    Sources,
+    Thinking,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEvent,
+    TurnStarted,
+    UserInputRequired,
+    UserInputResolved,
+)
 from deeptutor_jupyter.kernel.i18n import t
-from deeptutor_jupyter.runtime.events import Event
 
 FLUSH_INTERVAL = 0.08  # seconds; about 12 updates a second reads as smooth streaming
 TICK_INTERVAL = 1.0
@@ -189,7 +206,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         self.make_quiz_card: Callable[[dict[str, Any]], Any] | None = None
         self._quiz_bodies: dict[str, dict[str, Any]] = {}
         self.quiz_receipts: list[str] = []  # Markdown, for the saved notebook
-        self._answers: dict[str, tuple[dict[str, Any], float]] = {}
+        self._answers: dict[str, tuple[UserInputResolved, float]] = {}
         self.model_label = model_label
         self.status = widgets.HTML()
         self.status.add_class("dt-status")
@@ -235,97 +252,108 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
 
     # event intake ------------------------------------------------------------------------
     def handle(self, event: Event) -> None:
-        d = event.data
-        if d.get("explore"):
-            self._explore(event)
+        body = event.body
+        if body.explore:
+            self._explore(body)
             return
-        if event.type in ("content", "thinking", "round_started", "tool_call", "error"):
+        if isinstance(body, Content | Thinking | RoundStarted | ToolCallStarted | ErrorEvent):
             self._retry_at = 0.0
-        if event.type == "content":
-            self._last_content = time.monotonic()
-            self._current_text().parts.append(d["text"])
-            self._state = t("answering", self.language)
-            self._schedule()
-        elif event.type == "thinking":
-            self._thinking_parts.append(d["text"])
-            self._state = t("thinking", self.language)
-            self._schedule()
-        elif event.type == "round_started":
-            self._round, self._phase = d["round"], d.get("phase", "")
-            self._schedule()
-        elif event.type == "tool_call" and d["name"] in ("ask_user", "make_quiz"):
-            pass  # the form that follows is its card; a quiz's arguments hold its answers
-        elif event.type in ("quiz_required", "quiz_resolved"):
-            self._quiz(event)
-        elif event.type == "tool_call":
-            self._flush()
-            self._text = None  # text after a tool call starts a new block below the card
-            card = ToolCard(d["id"], d["name"], d.get("arguments", ""), self.language)
-            self._cards[d["id"]] = card
-            self.blocks.children = (*self.blocks.children, card)
-            self._state = t("using_tool", self.language).format(name=d["name"])
-        elif event.type == "tool_result":
-            done = self._cards.get(d["id"])
-            if done is not None:
-                done.finish(d.get("content", ""), d.get("is_error", False), d.get("summary", ""))
-        elif event.type == "user_input_required":
-            self._flush()
-            self._text = None
-            if self.make_card is not None:
-                form = self.make_card(dict(d))
-                self.cards[d["id"]] = form
-                self.blocks.children = (*self.blocks.children, form)
-            self._state = t("waiting_for_answer", self.language)
-            self._render_status()
-        elif event.type == "user_input_resolved":
-            from deeptutor_jupyter.kernel.interactions import update_card
+        match body:
+            case Content(text=text):
+                self._last_content = time.monotonic()
+                self._current_text().parts.append(text)
+                self._state = t("answering", self.language)
+                self._schedule()
+            case Thinking(text=text):
+                self._thinking_parts.append(text)
+                self._state = t("thinking", self.language)
+                self._schedule()
+            case RoundStarted(round=number, phase=phase):
+                self._round, self._phase = number, phase
+                self._schedule()
+            case ToolCallStarted(name="ask_user" | "make_quiz"):
+                pass  # the form that follows is its card; a quiz's arguments hold its answers
+            case ToolCallStarted():
+                self._tool_card(body)
+            case ToolCallFinished(id=call_id):
+                if (done := self._cards.get(call_id)) is not None:
+                    done.finish(body.content, body.is_error, body.summary)
+            case QuizRequired():
+                self._quiz_form(body)
+            case QuizResolved():
+                self._quiz_receipt(body)
+            case UserInputRequired():
+                self._question(body)
+            case UserInputResolved():
+                from deeptutor_jupyter.kernel.interactions import update_card
 
-            self._answers[d.get("id", "")] = (dict(d), event.ts)
-            if (form := self.cards.get(d.get("id", ""))) is not None:
-                update_card(form, d)
-            self._state = t("answering", self.language)
-        elif event.type == "notice" and d.get("retry_in") is not None:
-            # A retry after a 429/5xx: the status line counts down instead of "starting…".
-            self._retry_reason = str(d.get("reason") or d.get("text", ""))
-            self._retry_at = time.monotonic() + float(d["retry_in"])
-            self._render_status()
-        elif event.type == "notice":
-            if d.get("stage") == "compacted":  # the history was summarised: said on the status
-                self._compacted = True
+                self._answers[body.id] = (body, event.ts)
+                if (form := self.cards.get(body.id)) is not None:
+                    update_card(form, body)
+                self._state = t("answering", self.language)
+            case Notice(retry_in=float() as seconds):
+                # A retry after a 429/5xx: the status line counts down instead of "starting…".
+                self._retry_reason = body.reason or body.text
+                self._retry_at = time.monotonic() + seconds
                 self._render_status()
-            self._flush()
-            self.errors.children = (*self.errors.children, _notice(d["text"]))
-        elif event.type == "error":
-            self._flush()
-            self.errors.children = (*self.errors.children, error_card(d, self.language))
-        elif event.type == "done":
-            self._finish(d)
+            case Notice(text=text, stage=stage):
+                if stage == "compacted":  # the history was summarised: said on the status
+                    self._compacted = True
+                    self._render_status()
+                self._flush()
+                self.errors.children = (*self.errors.children, _notice(text))
+            case ErrorEvent():
+                self._flush()
+                self.errors.children = (*self.errors.children, error_card(body, self.language))
+            case Done():
+                self._finish(body)
+            case TurnStarted() | Sources():
+                pass  # the header says who answers; the sources come through show_sources
 
-    def _quiz(self, event: Event) -> None:
-        """make_quiz: the form (built from the public view, no answers), then its receipt."""
+    def _tool_card(self, call: ToolCallStarted) -> None:
+        self._flush()
+        self._text = None  # text after a tool call starts a new block below the card
+        card = ToolCard(call.id, call.name, call.arguments, self.language)
+        self._cards[call.id] = card
+        self.blocks.children = (*self.blocks.children, card)
+        self._state = t("using_tool", self.language).format(name=call.name)
+
+    def _question(self, question: UserInputRequired) -> None:
+        self._flush()
+        self._text = None
+        if self.make_card is not None:
+            form = self.make_card(question.model_dump(mode="json", exclude={"type", "explore"}))
+            self.cards[question.id] = form
+            self.blocks.children = (*self.blocks.children, form)
+        self._state = t("waiting_for_answer", self.language)
+        self._render_status()
+
+    def _quiz_form(self, quiz: QuizRequired) -> None:
+        """make_quiz: the form, built from the public view (the event never has the answers)."""
+        self._flush()
+        self._text = None
+        if self.make_quiz_card is None:
+            return  # a view without a kernel behind it cannot grade
+        body = quiz.model_dump(mode="json", exclude={"type", "explore"})
+        form = self.make_quiz_card(body)
+        self.cards[quiz.id] = form
+        self._quiz_bodies[quiz.id] = body
+        self.blocks.children = (*self.blocks.children, form)
+        self._state = t("waiting_for_answer", self.language)
+        self._render_status()
+
+    def _quiz_receipt(self, graded: QuizResolved) -> None:
         from deeptutor_jupyter.kernel.widgets import quiz_card
 
-        d = event.data
-        if event.type == "quiz_required":
-            self._flush()
-            self._text = None
-            if self.make_quiz_card is None:
-                return  # a view without a kernel behind it cannot grade
-            form = self.make_quiz_card(dict(d))
-            self.cards[d["id"]] = form
-            self._quiz_bodies[d["id"]] = dict(d)
-            self.blocks.children = (*self.blocks.children, form)
-            self._state = t("waiting_for_answer", self.language)
-            self._render_status()
-            return
-        body = self._quiz_bodies.get(d.get("id", ""), {})
-        self.quiz_receipts.append(quiz_card.receipt_markdown(body, d))
-        form = self.cards.get(d.get("id", ""))
+        result = graded.model_dump(mode="json", exclude={"type", "explore"})
+        body = self._quiz_bodies.get(graded.id, {})
+        self.quiz_receipts.append(quiz_card.receipt_markdown(body, result))
+        form = self.cards.get(graded.id)
         if form is not None and form.state != "graded":
-            form.show_receipt(d)
+            form.show_receipt(result)
         self._state = t("answering", self.language)
 
-    def _explore(self, event: Event) -> None:
+    def _explore(self, body: TurnEvent) -> None:
         """The attachment-reading pass goes into one collapsed card, apart from the answer."""
         if self._reading is None:
             self._reading_text = widgets.HTML()
@@ -333,13 +361,13 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
             self._reading.add_class("dt-explore")
             self._reading.titles = (f"📎 {t('reading_attachments', self.language)}",)
             self.blocks.children = (*self.blocks.children, self._reading)
-        d = event.data
-        if event.type == "content":
-            self._reading_parts.append(d["text"])
-        elif event.type == "tool_call":
-            self._reading_parts.append(f"\n[{d['name']} {d.get('arguments', '')}]\n")
-        elif event.type == "notice" and d.get("stage") == "end":
-            self._reading.titles = (f"📎 {t('read_attachments', self.language)}",)
+        match body:
+            case Content(text=text):
+                self._reading_parts.append(text)
+            case ToolCallStarted(name=name, arguments=arguments):
+                self._reading_parts.append(f"\n[{name} {arguments}]\n")
+            case Notice(stage="end"):
+                self._reading.titles = (f"📎 {t('read_attachments', self.language)}",)
         self._reading_text.value = _pre("".join(self._reading_parts))
 
     def show_sources(self, markdown: str) -> None:
@@ -423,20 +451,18 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
             if not self.finished and not (streaming and now - self._status_at < STREAMING_TICK):
                 self._render_status()
 
-    def _finish(self, data: dict[str, Any]) -> None:
+    def _finish(self, done: Done) -> None:
         self.finished = True
         self._flush()
         # Receipts said "continuing…" while the turn ran; now it has finished.
         for request_id, (answer, ts) in self._answers.items():
             form = self.cards.get(request_id)
             if form is not None and form.state == "answered":
-                selections = list(answer.get("selections", []))
-                form.show_receipt(selections, answer.get("custom_input", ""), ts, status="done")
+                form.show_receipt(list(answer.selections), answer.custom_input, ts, status="done")
         if self._ticker is not None:
             self._ticker.cancel()
-        status = data.get("status", "done")
-        words = t(f"status_{status}", self.language)
-        usage = data.get("usage") or {}
+        words = t(f"status_{done.status}", self.language)
+        usage = done.usage
         if usage.get("total_tokens"):
             words += f" · {usage['total_tokens']:,} tokens"
         self._render_status(final=words)
@@ -480,9 +506,9 @@ def _close_tree(widget: Any) -> None:
             part.close()
 
 
-def error_card(data: dict[str, Any], language: str = "en") -> widgets.HTML:
-    hint = data.get("hint") or ""
-    body = f"<b>{html.escape(t('error_title', language))}</b> {with_code(data.get('message', ''))}"
+def error_card(error: ErrorEvent, language: str = "en") -> widgets.HTML:
+    hint = error.hint
+    body = f"<b>{html.escape(t('error_title', language))}</b> {with_code(error.message)}"
     if hint:
         body += f"<br><b>{html.escape(t('how_to_fix', language))}</b> {with_code(hint)}"
     card = widgets.HTML(
