@@ -32,6 +32,7 @@ from deeptutor_jupyter.hub.auth import (
     required_scope,
 )
 from deeptutor_jupyter.hub.batch import GroupCommit
+from deeptutor_jupyter.hub.mastery import MasteryStore, ReportLimiter
 from deeptutor_jupyter.hub.packs import PackStore
 from deeptutor_jupyter.hub.quota import QuotaStore, Refusal, Ticket
 from deeptutor_jupyter.hub.request import ChatBody, RequestError, parse_chat_body
@@ -70,6 +71,8 @@ class GatewayState:
     )
 
     _commits: GroupCommit | None = None
+    _mastery: MasteryStore | None = None
+    mastery_limiter: ReportLimiter = field(default_factory=ReportLimiter)
     _overrides: dict[str, Limits] = field(default_factory=dict)
     _overrides_until: float = 0.0
     _overrides_loading: asyncio.Future[Any] | None = None
@@ -79,6 +82,12 @@ class GatewayState:
         if self._commits is None:
             self._commits = GroupCommit(self.quota, self.executor)
         return self._commits
+
+    @property
+    def mastery(self) -> MasteryStore:
+        if self._mastery is None:
+            self._mastery = MasteryStore(self.quota.engine, self.quota.clock)
+        return self._mastery
 
     def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:

@@ -55,6 +55,9 @@ class GatewayConfig(BaseModel):
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     auth_cache_seconds: int = Field(60, ge=0)
     upstream_timeout: float = Field(300.0, gt=0)
+    # A replica that has not beaten for this long is dead: its requests' holds are given back
+    # (hub/lease.py).
+    hold_lease_seconds: int = Field(60, ge=3)
     # Aggregates of fewer students than this are hidden on the instructor page.
     min_group_size: int = Field(5, ge=1)
 
