@@ -48,7 +48,6 @@ if TYPE_CHECKING:
 FIRST_WAIT = 20.0
 REFRESH = 300.0
 TIMEOUT = 15.0
-TOKEN_ENV = "JUPYTERHUB_API_TOKEN"
 
 
 # --- keeping them current -------------------------------------------------------------------
@@ -131,13 +130,13 @@ _syncs_lock = threading.Lock()
 
 def sync_for(home: Path, environ: Mapping[str, str] | None = None) -> CourseSync | None:
     """The home's sync with the course service, when this kernel was spawned by such a hub."""
-    from deeptutor_jupyter.config import hub_service
+    from deeptutor_jupyter.config import hub_service, hub_token
 
     env = os.environ if environ is None else environ
     service = hub_service(env)
     if service is None:
         return None
-    token = env.get(TOKEN_ENV, "").strip()
+    token = hub_token(env)
     with _syncs_lock:
         sync = _syncs.get(str(home))
         if sync is None or sync.service != service or sync.token != token:
@@ -230,13 +229,13 @@ def send_mastery(
     """Post ``{objective: {"p": probability, "n": graded answers}}`` to the course service in
     the background (None: no service, or nothing to report). Failures are quiet: the learner's
     own progress is unaffected, and the next graded quiz sends the whole picture again."""
-    from deeptutor_jupyter.config import hub_service
+    from deeptutor_jupyter.config import hub_service, hub_token
 
     env = os.environ if environ is None else environ
     service = hub_service(env)
     if service is None or not report:
         return None
-    token = env.get(TOKEN_ENV, "").strip()
+    token = hub_token(env)
 
     def post() -> None:
         import httpx

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
@@ -82,6 +83,50 @@ def test_the_key_is_nowhere_in_the_students_server(alice_env: dict[str, str]) ->
     assert alice_env["DEEPTUTOR_HUB_SERVICE_URL"].endswith("/services/deeptutor/v1")
     assert alice_env["JUPYTERHUB_API_TOKEN"]
     assert UPSTREAM_KEY not in json.dumps(alice_env)
+
+
+def test_a_process_in_the_services_place_receives_no_token_that_opens_a_server(
+    hub: Hub, alice_env: dict[str, str], tmp_path: Path
+) -> None:
+    """S2: after a crash a student's process bound the service's port and received the next
+    kernel's token. The kernel now sends a token minted for the service alone."""
+    with FakeLLMServer(models=["fake-model"]) as squatter:
+        squatter.add(Reply(text="captured"))
+        env = dict(alice_env)
+        env.update(
+            DEEPTUTOR_HUB_SERVICE_URL=f"{squatter.url}",  # whoever listens where the service did
+            DEEPTUTOR_HOME=str(tmp_path / "home"),
+            DEEPTUTOR_AUTO_CONSOLIDATE="false",
+            JPY_SESSION_NAME=str(tmp_path / "lesson.ipynb"),
+            IPYTHONDIR=str(tmp_path / "ipython"),
+        )
+        k = KernelDriver(env, cwd=tmp_path)
+        try:
+            k.execute("%load_ext deeptutor_jupyter")
+            k.execute("%tutor What is a limit?")
+            k.wait_for(lambda: any(r.path.endswith("/chat/completions") for r in squatter.requests))
+        finally:
+            k.shutdown()
+        sent = {r.headers.get("authorization", "") for r in squatter.requests}
+    tokens = {h.removeprefix("Bearer ").strip() for h in sent if h}
+    assert tokens == {alice_env["DEEPTUTOR_HUB_TOKEN"]}
+    assert alice_env["JUPYTERHUB_API_TOKEN"] not in tokens
+    for token in tokens:
+        opened = httpx.get(
+            f"{hub.url}/user/alice/api/contents",
+            headers={"Authorization": f"token {token}"},
+            follow_redirects=False,
+            timeout=30,
+        )
+        assert opened.status_code == 403, opened.status_code
+        # ... while it does what the tutor needs.
+        models = httpx.get(
+            f"{hub.service}/v1/models", headers={"Authorization": f"Bearer {token}"}, timeout=30
+        )
+        assert models.status_code == 200
+    # The server's own token (which opens the server) is not accepted by the service.
+    server_token = {"Authorization": f"Bearer {alice_env['JUPYTERHUB_API_TOKEN']}"}
+    assert httpx.get(f"{hub.service}/v1/models", headers=server_token).status_code == 403
 
 
 def test_tutor_in_a_students_kernel_goes_through_the_course_service(

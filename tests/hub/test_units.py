@@ -53,8 +53,12 @@ def test_configure_gives_the_key_to_the_service_only() -> None:
     assert env["TZ"] == "UTC"  # the teacher's own entries stay
     assert env["DEEPTUTOR_HUB_SERVICE_URL"] == "http://127.0.0.1:10101/services/deeptutor/v1"
     assert env["DEEPTUTOR_HUB_MODEL"] == "deepseek-chat"
-    assert KEY not in json.dumps(dict(env))
-    assert "access:services!service=deeptutor" in c.Spawner.server_token_scopes
+    assert KEY not in json.dumps({k: v for k, v in env.items() if isinstance(v, str)})
+    # The kernel's token is minted per spawn for the service alone; the server's token, which
+    # opens the student's server, gets no access to the service.
+    minted = env["DEEPTUTOR_HUB_TOKEN"]
+    assert minted.scopes == ["access:services!service=deeptutor", "read:users:groups!user"]
+    assert "server_token_scopes" not in c.Spawner
     user_role = next(r for r in c.JupyterHub.load_roles if r["name"] == "user")
     assert user_role["scopes"] == ["self", "access:services!service=deeptutor"]
     # Calling it twice (a reloaded config) does not duplicate the service.
