@@ -145,6 +145,8 @@ def _course(args: argparse.Namespace) -> int:
                 f"{pack['name']}: {what} version {pack['version']} for {audience} "
                 f"({len(pack['files'])} files, sha256 {pack['sha256'][:12]})"
             )
+            if done.get("warning"):
+                print(f"warning: {done['warning']}", file=sys.stderr)
             return 0
         if args.action == "withdraw":
             r = httpx.delete(f"{url}/packs/{args.target}", headers=headers, timeout=30)

@@ -24,7 +24,7 @@ from deeptutor_jupyter.hub.gateway import ChatCompletionsHandler, GatewayState, 
 from deeptutor_jupyter.hub.instructor import instructor_routes, student_routes
 from deeptutor_jupyter.hub.lease import keep
 from deeptutor_jupyter.hub.mastery import MasteryStore
-from deeptutor_jupyter.hub.pack_routes import pack_routes
+from deeptutor_jupyter.hub.pack_routes import hub_group_counter, pack_routes
 from deeptutor_jupyter.hub.packs import PackStore
 from deeptutor_jupyter.hub.quota import QuotaStore, make_engine
 from deeptutor_jupyter.hub.settings import ServiceConfigError, load_config, upstream_key
@@ -68,6 +68,9 @@ def state_from_env(environ: Mapping[str, str]) -> tuple[GatewayState, str]:
         has_scope=has_scope,
         service_name=environ.get("JUPYTERHUB_SERVICE_NAME", "deeptutor"),
     )
+    api_url, token = environ.get("JUPYTERHUB_API_URL", ""), environ.get("JUPYTERHUB_API_TOKEN", "")
+    if api_url and token:
+        state.group_members = hub_group_counter(api_url, token, state)
     return state, environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/deeptutor/")
 
 

@@ -130,6 +130,10 @@ def _add_roles(c: Any, name: str) -> None:
     if scope not in scopes:
         scopes.append(scope)
     roles.append({**(user_role or {}), "name": "user", "scopes": scopes})
+    # The service reads groups, to warn an instructor who publishes a pack to an empty one.
+    own = f"{name}-service"
+    roles = [r for r in roles if r.get("name") != own]
+    roles.append({"name": own, "scopes": ["list:groups", "read:groups"], "services": [name]})
     c.JupyterHub.load_roles = roles
 
 

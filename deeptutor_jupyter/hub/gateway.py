@@ -13,7 +13,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -62,6 +62,8 @@ class GatewayState:
     has_scope: Callable[[Identity, str], bool]
     service_name: str = "deeptutor"
     packs: PackStore | None = None  # course packs (hub/packs.py); None leaves their routes out
+    # How many members a hub group has (hub/pack_routes.py), to warn of a mistyped group.
+    group_members: Callable[[str], Awaitable[int | None]] | None = None
     # The upstream client is aiohttp (JupyterHub's own dependency): its C parser relays a chunk
     # for a fraction of httpx's cost, which was most of the gateway's CPU per stream
     # (benchmarks/hub_gateway.py). Made on first use, inside the service's event loop.

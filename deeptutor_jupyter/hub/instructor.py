@@ -25,7 +25,7 @@ from tornado.web import HTTPError, RequestHandler, authenticated
 from deeptutor_jupyter.hub.gateway import ApiHandler, GatewayState
 from deeptutor_jupyter.hub.mastery import MasteryRow, mastery_values
 from deeptutor_jupyter.hub.packs import PackInfo
-from deeptutor_jupyter.hub.quota import UsageRow
+from deeptutor_jupyter.hub.quota import DayRow, UsageRow
 from deeptutor_jupyter.hub.settings import Limits
 
 
@@ -117,7 +117,9 @@ class InstructorPage(InstructorHandler):
             self.state.mastery.by_objective, self.state.config.min_group_size
         )
         packs = await self.state.db(self.state.packs.latest) if self.state.packs else []
-        self.finish(_page(self.state, totals, overrides, mastery, packs, self.xsrf_form_html()))
+        today = await self.state.db(self.state.quota.today_all)
+        xsrf = self.xsrf_form_html()
+        self.finish(_page(self.state, totals, overrides, mastery, packs, xsrf, today))
 
     @authenticated
     async def post(self) -> None:
@@ -136,6 +138,8 @@ class InstructorPage(InstructorHandler):
             raise HTTPError(400, "name the student")
         if action == "forget_student":
             await self.state.db(self.state.mastery.forget_student, student)
+        elif action == "reset_day":
+            await self.state.db(self.state.quota.reset_day, student)
         elif self.get_body_argument("reset", ""):
             await self.state.db(self.state.quota.set_student_override, student, None)
         else:
@@ -184,8 +188,10 @@ class InstructorJsonHandler(InstructorHandler):
             self.state.mastery.by_objective, self.state.config.min_group_size
         )
         overrides = await self.state.db(self.state.quota.overrides)
+        today = await self.state.db(self.state.quota.today_all)
         self.finish(
             {
+                "today": {r.student: dataclasses.asdict(r) for r in today},
                 "usage": await self.totals(),
                 "limits": self.state.config.limits.model_dump(),
                 "overrides": {k: v.model_dump() for k, v in overrides.items()},
@@ -203,8 +209,16 @@ def _page(
     mastery: list[MasteryRow],
     packs: list[PackInfo],
     xsrf: str,
+    today: list[DayRow],
 ) -> str:
     e = html.escape
+    today_rows = "".join(
+        f"<tr><td>{e(r.student)}</td><td>{r.used}</td><td>{r.held}</td><td>{r.refused}</td>"
+        f'<td><form method="post">{xsrf}<input type="hidden" name="action" value="reset_day">'
+        f'<input type="hidden" name="student" value="{e(r.student)}">'
+        "<button>Give today's budget back</button></form></td></tr>"
+        for r in today
+    )
     default = state.config.limits
     rows = "".join(
         f"<tr><td>{e(name)}</td><td>{t['requests']}</td><td>{t['prompt_tokens']}</td>"
@@ -232,7 +246,10 @@ def _page(
     )
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>Tutor: your course</title>
 <style>body{{font-family:sans-serif;margin:2em}}td,th{{padding:.2em .8em;text-align:left}}</style>
-</head><body><h1>Tutor usage, last 31 days</h1>
+</head><body><h1>Today (UTC)</h1>
+<table><tr><th>Student</th><th>Tokens used</th><th>Held by running answers</th>
+<th>Refused requests</th><th></th></tr>{today_rows}</table>
+<h1>Tutor usage, last 31 days</h1>
 <p>Course default: {e(_limits_text(default))}. <a href="usage.csv">Export CSV</a></p>
 <table><tr><th>Student</th><th>Requests</th><th>Prompt tokens</th><th>Answer tokens</th>
 <th>Own limits</th></tr>{rows}</table>
@@ -271,9 +288,17 @@ def student_routes(prefix: str, state: GatewayState) -> list[Any]:
     ]
 
 
+class ServiceRoot(RequestHandler):
+    """The hub's Services menu links to the service's root: send the visitor to the page."""
+
+    def get(self) -> None:
+        self.redirect(self.request.path.rstrip("/") + "/instructor/")
+
+
 def instructor_routes(prefix: str, state: GatewayState) -> list[Any]:
     args = {"state": state}
     return [
+        (prefix.rstrip("/") + "/?", ServiceRoot),
         (prefix + "oauth_callback", HubOAuthCallbackHandler),
         (prefix + "instructor/?", InstructorPage, args),
         (prefix + "instructor/usage.csv", UsageCsvHandler, args),

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from deeptutor_jupyter.hub.quota import Clock, insert_missing, metadata, utc_now
+from deeptutor_jupyter.hub.quota import Clock, add_column, insert_missing, metadata, utc_now
 
 MAX_OBJECTIVES_PER_REPORT = 200
 REPORTS_PER_MINUTE = 10
@@ -127,7 +127,7 @@ class MasteryStore:
         self.engine = engine
         self.clock = clock
         metadata.create_all(engine, tables=[mastery, shown])
-        _add_pending_column(engine)
+        add_column(engine, "deeptutor_mastery", "pending", "INTEGER NOT NULL DEFAULT 1")
 
     def report(self, student: str, values: dict[str, tuple[float, int]]) -> None:
         """The student's latest mastery per objective: (probability, graded answers)."""
@@ -207,15 +207,3 @@ class MasteryStore:
                     mastery.update().where(mastery.c.objective.in_(objectives)).values(pending=0)
                 )
             return int(gone)
-
-
-def _add_pending_column(engine: sa.Engine) -> None:
-    """A database from before ``pending`` gets the column (every old row counts as pending)."""
-    columns = {c["name"] for c in sa.inspect(engine).get_columns("deeptutor_mastery")}
-    if "pending" not in columns:
-        with engine.begin() as conn:
-            conn.execute(
-                sa.text(
-                    "ALTER TABLE deeptutor_mastery ADD COLUMN pending INTEGER NOT NULL DEFAULT 1"
-                )
-            )

@@ -40,6 +40,8 @@ budget_day = sa.Table(
     sa.Column("day", sa.String(10), primary_key=True),
     sa.Column("used", sa.BigInteger, nullable=False, default=0),
     sa.Column("held", sa.BigInteger, nullable=False, default=0),
+    # Requests refused today (budget or rate), for the instructor's page.
+    sa.Column("refused", sa.Integer, nullable=False, server_default="0"),
 )
 rate_minute = sa.Table(
     "deeptutor_rate_minute",
@@ -190,6 +192,9 @@ ON CONFLICT (student, day, model) DO UPDATE SET
 requests = deeptutor_usage_day.requests + 1,
 prompt_tokens = deeptutor_usage_day.prompt_tokens + excluded.prompt_tokens,
 completion_tokens = deeptutor_usage_day.completion_tokens + excluded.completion_tokens"""
+_COUNT_REFUSAL = """INSERT INTO deeptutor_budget_day (student, day, used, held, refused)
+VALUES (:student, :day, 0, 0, 1)
+ON CONFLICT (student, day) DO UPDATE SET refused = deeptutor_budget_day.refused + 1"""
 _ADD_HOLD = """INSERT INTO deeptutor_hold
 (id, student, day, held, prompt, replica, incarnation, started)
 VALUES (:id, :student, :day, :held, :prompt, :replica, :incarnation, :started)"""
@@ -254,6 +259,7 @@ class QuotaStore:
         self._swept: dict[str, int] = {}  # student -> the minute their old rows were removed
         self._batch_conn: sa.Connection | None = None
         metadata.create_all(engine)
+        add_column(engine, "deeptutor_budget_day", "refused", "INTEGER NOT NULL DEFAULT 0")
 
     # --- limits -----------------------------------------------------------------------------
 
@@ -342,6 +348,7 @@ class QuotaStore:
         minute = int(now.timestamp() // 60)
         per_minute = limits.requests_per_minute
         if per_minute is not None and not self._take_minute_slot(conn, student, minute, per_minute):
+            _run(conn, _COUNT_REFUSAL, {"student": student, "day": day})
             return Refusal(
                 "rate_limited",
                 f"You are sending questions faster than your course allows "
@@ -354,6 +361,7 @@ class QuotaStore:
         if per_minute is not None:
             # A refused request should not also cost a slot of the minute.
             _run(conn, _GIVE_SLOT_BACK, {"student": student, "minute": minute})
+        _run(conn, _COUNT_REFUSAL, {"student": student, "day": day})
         return Refusal("budget_exhausted", budget_message())
 
     def _hold(
@@ -454,6 +462,26 @@ class QuotaStore:
             ).first()
         return (int(row.used), int(row.held)) if row is not None else (0, 0)
 
+    def today_all(self) -> list[DayRow]:
+        """Every student's day so far: used, held by running requests, refused."""
+        day = self.clock().strftime("%Y-%m-%d")
+        query = sa.select(budget_day).where(budget_day.c.day == day).order_by(budget_day.c.student)
+        with self.engine.connect() as conn:
+            return [
+                DayRow(r.student, int(r.used), int(r.held), int(r.refused))
+                for r in conn.execute(query)
+            ]
+
+    def reset_day(self, student: str) -> None:
+        """An instructor gives a student today's budget back (running requests keep their holds)."""
+        day = self.clock().strftime("%Y-%m-%d")
+        with self.engine.begin() as conn:
+            conn.execute(
+                budget_day.update()
+                .where(budget_day.c.student == student, budget_day.c.day == day)
+                .values(used=0, refused=0)
+            )
+
     def usage(self, student: str | None = None, days: int = 31) -> list[UsageRow]:
         since = (self.clock() - dt.timedelta(days=days)).strftime("%Y-%m-%d")
         query = sa.select(usage_day).where(usage_day.c.day >= since)
@@ -462,6 +490,21 @@ class QuotaStore:
         query = query.order_by(usage_day.c.day.desc(), usage_day.c.student, usage_day.c.model)
         with self.engine.connect() as conn:
             return [UsageRow(**row._asdict()) for row in conn.execute(query)]
+
+
+@dataclass(frozen=True)
+class DayRow:
+    student: str
+    used: int
+    held: int
+    refused: int
+
+
+def add_column(engine: sa.Engine, table: str, column: str, definition: str) -> None:
+    """A database made by an earlier version gets a column added since."""
+    if column not in {c["name"] for c in sa.inspect(engine).get_columns(table)}:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {column} {definition}"))
 
 
 def budget_message() -> str:

@@ -185,6 +185,44 @@ def course_status(home: Path) -> str:
     return "\n".join(lines)
 
 
+def budget_status(environ: Mapping[str, str] | None = None) -> str:
+    """``%tutor budget``: today's tokens used, held and left, from the service (Markdown)."""
+    import datetime as dt
+
+    import httpx
+
+    from deeptutor_jupyter.config import hub_service, hub_token
+
+    env = os.environ if environ is None else environ
+    service = hub_service(env)
+    if service is None:
+        return "No course service: your budget is your provider's (docs/hub.md)."
+    try:
+        r = httpx.get(
+            f"{service.url}/usage",
+            headers={"Authorization": f"Bearer {hub_token(env)}"},
+            timeout=TIMEOUT,
+        )
+        r.raise_for_status()
+        data = r.json()
+        used, held = int(data["used_today"]), int(data["held_now"])
+        daily = data["limits"]["daily_tokens"]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+        return f"⚠ The course service did not say ({type(exc).__name__}); try again later."
+    now = dt.datetime.now(dt.UTC)
+    midnight = (now + dt.timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    hours, minutes = divmod(int((midnight - now).total_seconds()) // 60, 60)
+    head = f"**Today's tutor budget** (course service `{service.name}`): "
+    if daily is None:
+        return head + f"no daily limit; {used:,} tokens used today."
+    left = max(0, int(daily) - used - held)
+    running = f", {held:,} held by answers still running" if held else ""
+    return (
+        head + f"{used:,} of {int(daily):,} tokens used{running}, **{left:,} left**. "
+        f"It resets at 00:00 UTC (in {hours} h {minutes} min)."
+    )
+
+
 TUTOR_MD_CHARS = 20_000
 
 

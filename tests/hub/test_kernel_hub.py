@@ -192,3 +192,7 @@ def test_a_spent_budget_shows_a_card_in_the_students_cell(
     assert BUDGET_WORDS in text
     assert "Ask your instructor for more." in text
     assert upstream.requests == []
+    # The student can see it coming: %tutor budget says what is used and left today.
+    said = json.dumps([m["content"] for m in k.outputs_of(k.execute("%tutor budget"))])
+    assert "of 20,000 tokens used" in said and "**0 left**" in said
+    assert "resets at 00:00 UTC" in said

@@ -251,3 +251,40 @@ def test_a_crashed_service_gives_the_holds_back_when_it_starts_again(
     assert held == 0 and used > before[0]
     r = httpx.get(f"{hub.service}/v1/usage", headers=auth(erin), timeout=30)
     assert any(row["model"] == "interrupted" for row in r.json()["usage"])
+
+
+def test_the_instructor_sees_today_with_refusals_and_can_give_a_day_back(
+    hub: Hub, upstream: FakeLLMServer
+) -> None:
+    dan = hub.token_for("dan", [SERVICE_SCOPE])  # honours: 50,000 a day
+    upstream.add(
+        Reply(text="Long answer.", usage={"prompt_tokens": 30_000, "completion_tokens": 19_990})
+    )
+    assert chat(hub, dan).status_code == 200
+    assert chat(hub, dan).status_code == 429
+    teacher = auth(hub.token_for("ms-lee"))
+    summary = httpx.get(f"{hub.service}/instructor/summary.json", headers=teacher).json()
+    assert summary["today"]["dan"] == {"student": "dan", "used": 49_990, "held": 0, "refused": 1}
+    page = httpx.get(f"{hub.service}/instructor/", headers=teacher).text
+    assert "Refused requests" in page and "<td>dan</td><td>49990</td><td>0</td><td>1</td>" in page
+
+    r = httpx.post(
+        f"{hub.service}/instructor/",
+        data={"action": "reset_day", "student": "dan"},
+        headers=teacher,
+        follow_redirects=False,
+    )
+    assert r.status_code == 302
+    summary = httpx.get(f"{hub.service}/instructor/summary.json", headers=teacher).json()
+    assert summary["today"]["dan"]["used"] == 0
+    upstream.add(Reply(text="Again."))
+    assert sse_text(chat(hub, dan)) == "Again."
+    # The usage history keeps what was used; only the day's budget came back.
+    assert summary["usage"]["dan"]["prompt_tokens"] >= 30_000
+
+
+def test_the_hubs_services_link_leads_to_the_instructor_page(hub: Hub) -> None:
+    for url in (f"{hub.service}/", hub.service):
+        r = httpx.get(url, follow_redirects=False)
+        assert r.status_code == 302, url
+        assert r.headers["location"].endswith("/services/deeptutor/instructor/")
