@@ -46,6 +46,9 @@ ERROR_TYPE = "course_service"
 # A tutor's request with a long conversation and a notebook is well under a megabyte; the cap
 # keeps one student from making the service hold hundreds of them in memory.
 MAX_BODY_BYTES = 8 << 20
+# A body announced larger than this is refused before it is read; between the two, it is read
+# and dropped (never held) so that the refusal reaches the student through the proxy.
+DRAIN_BODY_BYTES = 64 << 20
 OVERRIDE_CACHE_SECONDS = 5.0
 # Response headers of the upstream worth passing on; hop-by-hop ones are tornado's business.
 _PASSED_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-request-id")
@@ -225,20 +228,22 @@ class ChatCompletionsHandler(ApiHandler):
             return  # refused: the body is never read
         self._marks = [("auth", time.perf_counter() - started)]
         declared = self.request.headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-            self._too_large()
+        if declared.isdigit() and int(declared) > DRAIN_BODY_BYTES:
+            self._too_large()  # and the connection closes: not worth reading
             return
         connection = self.request.connection
         if connection is not None and hasattr(connection, "set_max_body_size"):
-            connection.set_max_body_size(MAX_BODY_BYTES)
+            connection.set_max_body_size(DRAIN_BODY_BYTES)
 
     def data_received(self, chunk: bytes) -> None:
+        # Past MAX_BODY_BYTES the rest is read and dropped, and the 413 goes out once it has
+        # arrived: answered mid-body, the connection closes under a proxy still sending it,
+        # and configurable-http-proxy then answers 503 instead of passing the 413 on.
         if self._finished:
             return
         self._size += len(chunk)
         if self._size > MAX_BODY_BYTES:
             self._chunks = []
-            self._too_large()
             return
         self._chunks.append(chunk)
 
@@ -252,6 +257,9 @@ class ChatCompletionsHandler(ApiHandler):
     async def post(self) -> None:
         identity = self._identity
         if identity is None or self._finished:
+            return
+        if self._size > MAX_BODY_BYTES:
+            self._too_large()
             return
         try:
             body, raw = parse_chat_body(b"".join(self._chunks))
