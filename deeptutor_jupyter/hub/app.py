@@ -79,9 +79,10 @@ async def serve(environ: Mapping[str, str]) -> None:
     where = urlparse(environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:10101"))
     app = make_app(state, prefix)
     app.listen(where.port or 80, address=where.hostname or "127.0.0.1", xheaders=True)
-    # Listening, this process is the only one of its name: an earlier one's holds go back now.
+    # Listening, this process is the only one of its name: an earlier one's holds go back now,
+    # before the loop serves a request (so none of this process's holds predates its beat).
     lease = state.config.hold_lease_seconds
-    await state.db(keep, state.quota, lease)
+    keep(state.quota, lease)
     log.info("deeptutor course service on %s%s", where.geturl(), prefix)
     while True:
         await asyncio.sleep(lease / 3)
