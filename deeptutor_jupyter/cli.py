@@ -117,10 +117,11 @@ def _course(args: argparse.Namespace) -> int:
 
     import httpx
 
+    from deeptutor_jupyter.config import hub_token
     from deeptutor_jupyter.runtime.course_files import PackError, publish
 
     url = (args.url or os.environ.get("DEEPTUTOR_HUB_SERVICE_URL", "")).strip().rstrip("/")
-    token = os.environ.get("JUPYTERHUB_API_TOKEN", "").strip()
+    token = hub_token(os.environ)
     if not url or not token:
         print(
             "deeptutor-jupyter course: run it in a terminal of your hub server (it needs "
@@ -144,6 +145,8 @@ def _course(args: argparse.Namespace) -> int:
                 f"{pack['name']}: {what} version {pack['version']} for {audience} "
                 f"({len(pack['files'])} files, sha256 {pack['sha256'][:12]})"
             )
+            if done.get("warning"):
+                print(f"warning: {done['warning']}", file=sys.stderr)
             return 0
         if args.action == "withdraw":
             r = httpx.delete(f"{url}/packs/{args.target}", headers=headers, timeout=30)

@@ -51,6 +51,9 @@ CUSTOM_PROVIDER = "custom"
 HUB_PROVIDER = "hub"
 HUB_URL_ENV = "DEEPTUTOR_HUB_SERVICE_URL"
 HUB_TOKEN_ENV = "JUPYTERHUB_API_TOKEN"
+# The token configure() mints for the course service alone (docs/hub.md); preferred to the
+# server's own token, which opens the student's server.
+HUB_SERVICE_TOKEN_ENV = "DEEPTUTOR_HUB_TOKEN"
 _NOT_SET = "—"
 
 
@@ -291,6 +294,16 @@ class HubService:
     model: str | None
 
 
+def hub_token(environ: Mapping[str, str]) -> str:
+    """The token the kernel sends the course service: the service-only one when the hub gave
+    it (``DEEPTUTOR_HUB_TOKEN``), else the server's ``JUPYTERHUB_API_TOKEN``."""
+    for var in (HUB_SERVICE_TOKEN_ENV, HUB_TOKEN_ENV):
+        token = environ.get(var, "").strip()
+        if token:
+            return token
+    return ""
+
+
 def hub_service(environ: Mapping[str, str] | None = None) -> HubService | None:
     """The course's service when the hub set ``DEEPTUTOR_HUB_SERVICE_URL`` and a hub token exists.
 
@@ -299,7 +312,7 @@ def hub_service(environ: Mapping[str, str] | None = None) -> HubService | None:
     """
     env = os.environ if environ is None else environ
     url = env.get(HUB_URL_ENV, "").strip()
-    if not url or not env.get(HUB_TOKEN_ENV, "").strip():
+    if not url or not hub_token(env):
         return None
     name = env.get("DEEPTUTOR_HUB_SERVICE_NAME", "").strip() or "deeptutor"
     model = env.get("DEEPTUTOR_HUB_MODEL", "").strip() or None
@@ -349,9 +362,10 @@ def _resolve_key(layers: _Layers, environ: Mapping[str, str], file_data: Mapping
     spec = find_provider(layers.values["provider"]) if "provider" in layers.values else None
     if spec is not None and spec.name == HUB_PROVIDER:
         # Only the hub's own token goes to the course service, never a personal provider key.
-        token = environ.get(HUB_TOKEN_ENV, "").strip()
+        token = hub_token(environ)
         if token:
-            layers.offer("api_key", token, f"env {HUB_TOKEN_ENV}")
+            var = HUB_SERVICE_TOKEN_ENV if environ.get(HUB_SERVICE_TOKEN_ENV) else HUB_TOKEN_ENV
+            layers.offer("api_key", token, f"env {var}")
         return
     candidates = [(KEY_ENV, f"env {KEY_ENV}")]
     candidates += [(var, f"env {var}") for var in (spec.key_envs if spec else ())]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import socket
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -21,7 +22,9 @@ from tornado.web import Application
 from deeptutor_jupyter.hub.auth import hub_token_checker
 from deeptutor_jupyter.hub.gateway import ChatCompletionsHandler, GatewayState, ModelsHandler
 from deeptutor_jupyter.hub.instructor import instructor_routes, student_routes
-from deeptutor_jupyter.hub.pack_routes import pack_routes
+from deeptutor_jupyter.hub.lease import keep
+from deeptutor_jupyter.hub.mastery import MasteryStore
+from deeptutor_jupyter.hub.pack_routes import hub_group_counter, pack_routes
 from deeptutor_jupyter.hub.packs import PackStore
 from deeptutor_jupyter.hub.quota import QuotaStore, make_engine
 from deeptutor_jupyter.hub.settings import ServiceConfigError, load_config, upstream_key
@@ -52,15 +55,22 @@ def state_from_env(environ: Mapping[str, str]) -> tuple[GatewayState, str]:
     key = upstream_key(environ)
     check, has_scope = hub_token_checker(config.auth_cache_seconds)
     engine = make_engine(config.db_url)
+    where = urlparse(environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:10101"))
+    # The name holds are kept under (hub/lease.py): one process at a time can listen here.
+    replica = environ.get("DEEPTUTOR_HUB_REPLICA") or f"{socket.gethostname()}:{where.port}"
     state = GatewayState(
         config=config,
         key=key,
-        quota=QuotaStore(engine),
+        quota=QuotaStore(engine, replica=replica),
         packs=PackStore(engine),
+        _mastery=MasteryStore(engine),
         check_token=check,
         has_scope=has_scope,
         service_name=environ.get("JUPYTERHUB_SERVICE_NAME", "deeptutor"),
     )
+    api_url, token = environ.get("JUPYTERHUB_API_URL", ""), environ.get("JUPYTERHUB_API_TOKEN", "")
+    if api_url and token:
+        state.group_members = hub_group_counter(api_url, token, state)
     return state, environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/deeptutor/")
 
 
@@ -69,8 +79,17 @@ async def serve(environ: Mapping[str, str]) -> None:
     where = urlparse(environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:10101"))
     app = make_app(state, prefix)
     app.listen(where.port or 80, address=where.hostname or "127.0.0.1", xheaders=True)
+    # Listening, this process is the only one of its name: an earlier one's holds go back now,
+    # before the loop serves a request (so none of this process's holds predates its beat).
+    lease = state.config.hold_lease_seconds
+    keep(state.quota, lease)
     log.info("deeptutor course service on %s%s", where.geturl(), prefix)
-    await asyncio.Event().wait()
+    while True:
+        await asyncio.sleep(lease / 3)
+        try:
+            await state.db(keep, state.quota, lease)
+        except Exception as exc:  # a database hiccup must not stop the service
+            log.warning("could not renew the hold lease: %s", type(exc).__name__)
 
 
 def main() -> int:

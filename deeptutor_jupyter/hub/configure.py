@@ -4,11 +4,14 @@ It adds what docs/hub.md spells out by hand:
 
 - the managed service (``python -m deeptutor_jupyter.hub``) with its settings and the upstream
   key in the *service's* environment only (or the path of a key file readable by the hub user);
-- a role giving every user ``access:services!service=<name>``, and the same scope on the tokens
-  of students' servers (``c.Spawner.server_token_scopes``), so a kernel's
-  ``JUPYTERHUB_API_TOKEN`` is accepted by the service;
-- ``c.Spawner.environment`` entries that let a student's kernel find the service. The key is
-  never among them.
+- a role giving every user ``access:services!service=<name>``;
+- ``c.Spawner.environment`` entries that let a student's kernel find the service, and
+  ``DEEPTUTOR_HUB_TOKEN``: a token minted at each spawn that may use this service and read the
+  user's groups, nothing else. The kernel sends it instead of the server's
+  ``JUPYTERHUB_API_TOKEN``, which opens the student's server: whoever receives a request meant
+  for the service (on a one-machine hub, a student's process that bound the service's port
+  while it restarted) gets no more than tutor access as that student. The key is never among
+  the entries.
 
 This module imports nothing beyond the standard library, so ``jupyterhub_config.py`` stays quick.
 """
@@ -25,10 +28,28 @@ from typing import Any
 SERVICE_URL_ENV = "DEEPTUTOR_HUB_SERVICE_URL"
 SERVICE_NAME_ENV = "DEEPTUTOR_HUB_SERVICE_NAME"
 SERVICE_MODEL_ENV = "DEEPTUTOR_HUB_MODEL"
+KERNEL_TOKEN_ENV = "DEEPTUTOR_HUB_TOKEN"
 
-# What a server token may do by default (JupyterHub's "server" role), plus reading the user's
-# own groups so group limits apply.
-_SERVER_SCOPES = ("users:activity!user", "access:servers!server", "read:users:groups!user")
+
+class KernelToken:
+    """A ``c.Spawner.environment`` value: the kernel's token for the service, minted per spawn.
+
+    It may use the service and read the user's own groups (so group limits apply), nothing
+    more. The previous spawn's token of the same server is deleted, so tokens do not pile up.
+    """
+
+    def __init__(self, service: str) -> None:
+        self.scopes = [f"access:services!service={service}", "read:users:groups!user"]
+        self.note = f"deeptutor kernel token ({service})"
+
+    def __call__(self, spawner: Any) -> str:
+        user = spawner.user
+        note = f"{self.note} {spawner.name or ''}".strip()
+        for old in list(user.api_tokens):
+            if old.note == note:
+                user.db.delete(old)
+        user.db.commit()
+        return str(user.new_api_token(scopes=self.scopes, note=note))
 
 
 def configure(
@@ -88,14 +109,12 @@ def configure(
     c.JupyterHub.services = [s for s in _list(c.JupyterHub, "services") if s.get("name") != name]
     c.JupyterHub.services.append(service)
     _add_roles(c, name)
-    scope = f"access:services!service={name}"
-    current = _list(c.Spawner, "server_token_scopes") or list(_SERVER_SCOPES)
-    c.Spawner.server_token_scopes = [*current, *(s for s in (scope,) if s not in current)]
     prefix = f"/services/{name}/"
     spawner_env = dict(_dict(c.Spawner, "environment"))
     spawner_env[SERVICE_URL_ENV] = kernel_url or f"http://{service_host}:{port}{prefix}v1"
     spawner_env[SERVICE_NAME_ENV] = name
     spawner_env[SERVICE_MODEL_ENV] = models[0]
+    spawner_env[KERNEL_TOKEN_ENV] = KernelToken(name)
     c.Spawner.environment = spawner_env
     return service
 
@@ -111,6 +130,10 @@ def _add_roles(c: Any, name: str) -> None:
     if scope not in scopes:
         scopes.append(scope)
     roles.append({**(user_role or {}), "name": "user", "scopes": scopes})
+    # The service reads groups, to warn an instructor who publishes a pack to an empty one.
+    own = f"{name}-service"
+    roles = [r for r in roles if r.get("name") != own]
+    roles.append({"name": own, "scopes": ["list:groups", "read:groups"], "services": [name]})
     c.JupyterHub.load_roles = roles
 
 

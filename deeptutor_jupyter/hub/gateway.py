@@ -13,7 +13,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -32,6 +32,7 @@ from deeptutor_jupyter.hub.auth import (
     required_scope,
 )
 from deeptutor_jupyter.hub.batch import GroupCommit
+from deeptutor_jupyter.hub.mastery import MasteryStore, ReportLimiter
 from deeptutor_jupyter.hub.packs import PackStore
 from deeptutor_jupyter.hub.quota import QuotaStore, Refusal, Ticket
 from deeptutor_jupyter.hub.request import ChatBody, RequestError, parse_chat_body
@@ -45,6 +46,9 @@ ERROR_TYPE = "course_service"
 # A tutor's request with a long conversation and a notebook is well under a megabyte; the cap
 # keeps one student from making the service hold hundreds of them in memory.
 MAX_BODY_BYTES = 8 << 20
+# A body announced larger than this is refused before it is read; between the two, it is read
+# and dropped (never held) so that the refusal reaches the student through the proxy.
+DRAIN_BODY_BYTES = 64 << 20
 OVERRIDE_CACHE_SECONDS = 5.0
 # Response headers of the upstream worth passing on; hop-by-hop ones are tornado's business.
 _PASSED_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-request-id")
@@ -61,6 +65,8 @@ class GatewayState:
     has_scope: Callable[[Identity, str], bool]
     service_name: str = "deeptutor"
     packs: PackStore | None = None  # course packs (hub/packs.py); None leaves their routes out
+    # How many members a hub group has (hub/pack_routes.py), to warn of a mistyped group.
+    group_members: Callable[[str], Awaitable[int | None]] | None = None
     # The upstream client is aiohttp (JupyterHub's own dependency): its C parser relays a chunk
     # for a fraction of httpx's cost, which was most of the gateway's CPU per stream
     # (benchmarks/hub_gateway.py). Made on first use, inside the service's event loop.
@@ -70,6 +76,8 @@ class GatewayState:
     )
 
     _commits: GroupCommit | None = None
+    _mastery: MasteryStore | None = None
+    mastery_limiter: ReportLimiter = field(default_factory=ReportLimiter)
     _overrides: dict[str, Limits] = field(default_factory=dict)
     _overrides_until: float = 0.0
     _overrides_loading: asyncio.Future[Any] | None = None
@@ -79,6 +87,12 @@ class GatewayState:
         if self._commits is None:
             self._commits = GroupCommit(self.quota, self.executor)
         return self._commits
+
+    @property
+    def mastery(self) -> MasteryStore:
+        if self._mastery is None:
+            self._mastery = MasteryStore(self.quota.engine, self.quota.clock)
+        return self._mastery
 
     def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -214,20 +228,22 @@ class ChatCompletionsHandler(ApiHandler):
             return  # refused: the body is never read
         self._marks = [("auth", time.perf_counter() - started)]
         declared = self.request.headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-            self._too_large()
+        if declared.isdigit() and int(declared) > DRAIN_BODY_BYTES:
+            self._too_large()  # and the connection closes: not worth reading
             return
         connection = self.request.connection
         if connection is not None and hasattr(connection, "set_max_body_size"):
-            connection.set_max_body_size(MAX_BODY_BYTES)
+            connection.set_max_body_size(DRAIN_BODY_BYTES)
 
     def data_received(self, chunk: bytes) -> None:
+        # Past MAX_BODY_BYTES the rest is read and dropped, and the 413 goes out once it has
+        # arrived: answered mid-body, the connection closes under a proxy still sending it,
+        # and configurable-http-proxy then answers 503 instead of passing the 413 on.
         if self._finished:
             return
         self._size += len(chunk)
         if self._size > MAX_BODY_BYTES:
             self._chunks = []
-            self._too_large()
             return
         self._chunks.append(chunk)
 
@@ -241,6 +257,9 @@ class ChatCompletionsHandler(ApiHandler):
     async def post(self) -> None:
         identity = self._identity
         if identity is None or self._finished:
+            return
+        if self._size > MAX_BODY_BYTES:
+            self._too_large()
             return
         try:
             body, raw = parse_chat_body(b"".join(self._chunks))

@@ -2,11 +2,12 @@
 
 - ``{prefix}v1/usage``: a student's own usage (token auth, like the gateway). There is no way to
   name another student here: B asking for A gets a 403.
-- ``{prefix}v1/mastery``: a student's kernel reports mastery per objective, numbers in [0, 1]
-  only (no text beyond the objective's id).
+- ``{prefix}v1/mastery``: a student's kernel reports mastery per course objective, numbers in
+  [0, 1] only, bounded and rate limited (hub/mastery.py).
 - ``{prefix}instructor/``: hub OAuth (HubOAuthenticated), instructors only (``instructors`` names
-  or ``instructor_groups``): usage per student, per-student limits, mastery per objective with
-  groups smaller than ``min_group_size`` hidden; ``usage.csv`` exports the usage.
+  or ``instructor_groups``): usage per student, per-student limits, mastery per objective as
+  hub/mastery.py releases it, forgetting an objective's or a student's mastery rows;
+  ``usage.csv`` exports the usage.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import csv
 import dataclasses
 import html
 import io
-import re
 from collections import defaultdict
 from typing import Any
 
@@ -23,11 +23,10 @@ from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
 from tornado.web import HTTPError, RequestHandler, authenticated
 
 from deeptutor_jupyter.hub.gateway import ApiHandler, GatewayState
+from deeptutor_jupyter.hub.mastery import MasteryRow, mastery_values
 from deeptutor_jupyter.hub.packs import PackInfo
-from deeptutor_jupyter.hub.quota import MasteryRow, UsageRow
+from deeptutor_jupyter.hub.quota import DayRow, UsageRow
 from deeptutor_jupyter.hub.settings import Limits
-
-_OBJECTIVE_RE = re.compile(r"^[\w.:/-]{1,120}$")
 
 
 def _usage_json(rows: list[UsageRow]) -> list[dict[str, Any]]:
@@ -58,45 +57,24 @@ class OwnUsageHandler(ApiHandler):
 
 
 class MasteryReportHandler(ApiHandler):
+    """Reports bounded as hub/mastery.py says; a student sending too often gets a 429."""
+
     async def post(self) -> None:
         identity = await self.identify()
         if identity is None:
             return
-        values = _mastery_values(self.request.body)
+        state = self.state
+        wait = state.mastery_limiter.wait_for(identity.name)
+        if wait:
+            self.fail(429, "rate_limited", "Too many mastery reports; try later.", wait)
+            return
+        objectives = await state.db(state.packs.objectives) if state.packs else set()
+        values = mastery_values(self.request.body, objectives)
         if isinstance(values, str):
             self.fail(400, "invalid_mastery", values)
             return
-        await self.state.db(self.state.quota.report_mastery, identity.name, values)
+        await state.db(state.mastery.report, identity.name, values)
         self.finish({"stored": len(values)})
-
-
-def _mastery_values(raw: bytes) -> dict[str, tuple[float, int]] | str:
-    """``{"objective-id": {"p": 0.7, "n": 3}, ...}`` (or a bare probability), else the reason.
-
-    Numbers only: an objective's id, its mastery probability and how many graded answers it
-    rests on. A report with anything else (an answer, a note) is refused whole.
-    """
-    import json
-
-    try:
-        data = json.loads(raw or b"")
-    except ValueError:
-        return "The body is not JSON."
-    if not isinstance(data, dict) or not data or len(data) > 500:
-        return "Send an object of up to 500 objective ids mapped to numbers between 0 and 1."
-    out: dict[str, tuple[float, int]] = {}
-    for key, value in data.items():
-        if not isinstance(key, str) or not _OBJECTIVE_RE.match(key):
-            return "Objective ids are short names (letters, digits, . : / - _), not text."
-        p, n = (value.get("p"), value.get("n", 0)) if isinstance(value, dict) else (value, 0)
-        if isinstance(value, dict) and not set(value) <= {"p", "n"}:
-            return f"The report of {key} may hold only p (mastery) and n (graded answers)."
-        if not isinstance(p, int | float) or isinstance(p, bool) or not 0 <= p <= 1:
-            return f"The mastery of {key} must be a number between 0 and 1."
-        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 1_000_000:
-            return f"The count of graded answers of {key} must be a whole number."
-        out[key] = (float(p), n)
-    return out
 
 
 class InstructorHandler(HubOAuthenticated, RequestHandler):  # type: ignore[misc]
@@ -136,18 +114,33 @@ class InstructorPage(InstructorHandler):
         totals = await self.totals()
         overrides = await self.state.db(self.state.quota.overrides)
         mastery = await self.state.db(
-            self.state.quota.mastery_by_objective, self.state.config.min_group_size
+            self.state.mastery.by_objective, self.state.config.min_group_size
         )
         packs = await self.state.db(self.state.packs.latest) if self.state.packs else []
-        self.finish(_page(self.state, totals, overrides, mastery, packs, self.xsrf_form_html()))
+        today = await self.state.db(self.state.quota.today_all)
+        xsrf = self.xsrf_form_html()
+        self.finish(_page(self.state, totals, overrides, mastery, packs, xsrf, today))
 
     @authenticated
     async def post(self) -> None:
+        """The page's forms: a student's limits, or forgetting mastery rows."""
         self.instructor()
+        action = self.get_body_argument("action", "limits")
+        if action == "forget_objective":
+            objective = self.get_body_argument("objective", "").strip()
+            if not objective:
+                raise HTTPError(400, "name the objective")
+            await self.state.db(self.state.mastery.forget_objective, objective)
+            self.redirect(self.request.path)
+            return
         student = self.get_body_argument("student", "").strip()
         if not student:
             raise HTTPError(400, "name the student")
-        if self.get_body_argument("reset", ""):
+        if action == "forget_student":
+            await self.state.db(self.state.mastery.forget_student, student)
+        elif action == "reset_day":
+            await self.state.db(self.state.quota.reset_day, student)
+        elif self.get_body_argument("reset", ""):
             await self.state.db(self.state.quota.set_student_override, student, None)
         else:
             limits = Limits(
@@ -192,11 +185,13 @@ class InstructorJsonHandler(InstructorHandler):
     async def get(self) -> None:
         self.instructor()
         mastery = await self.state.db(
-            self.state.quota.mastery_by_objective, self.state.config.min_group_size
+            self.state.mastery.by_objective, self.state.config.min_group_size
         )
         overrides = await self.state.db(self.state.quota.overrides)
+        today = await self.state.db(self.state.quota.today_all)
         self.finish(
             {
+                "today": {r.student: dataclasses.asdict(r) for r in today},
                 "usage": await self.totals(),
                 "limits": self.state.config.limits.model_dump(),
                 "overrides": {k: v.model_dump() for k, v in overrides.items()},
@@ -214,23 +209,33 @@ def _page(
     mastery: list[MasteryRow],
     packs: list[PackInfo],
     xsrf: str,
+    today: list[DayRow],
 ) -> str:
     e = html.escape
+    today_rows = "".join(
+        f"<tr><td>{e(r.student)}</td><td>{r.used}</td><td>{r.held}</td><td>{r.refused}</td>"
+        f'<td><form method="post">{xsrf}<input type="hidden" name="action" value="reset_day">'
+        f'<input type="hidden" name="student" value="{e(r.student)}">'
+        "<button>Give today's budget back</button></form></td></tr>"
+        for r in today
+    )
     default = state.config.limits
     rows = "".join(
         f"<tr><td>{e(name)}</td><td>{t['requests']}</td><td>{t['prompt_tokens']}</td>"
         f"<td>{t['completion_tokens']}</td><td>{e(_limits_text(overrides.get(name)))}</td></tr>"
         for name, t in sorted(totals.items())
     )
-    hidden = f"fewer than {state.config.min_group_size} students"
+    hidden = f"waiting for {state.config.min_group_size} students' reports"
     mastery_rows = "".join(
         f"<tr><td>{e(r.objective)}</td><td>{r.students}</td>"
         + (
             f"<td>{hidden}</td><td></td>"
             if r.mean is None
-            else f"<td>{r.mean:.2f}</td><td>{r.mastered} of {r.students}</td>"
+            else f"<td>{r.mean:.2f}</td><td>{r.mastered} of {r.shown_students}</td>"
         )
-        + "</tr>"
+        + f'<td><form method="post">{xsrf}<input type="hidden" name="action" '
+        f'value="forget_objective"><input type="hidden" name="objective" '
+        f'value="{e(r.objective)}"><button>Forget</button></form></td></tr>'
         for r in mastery
     )
     pack_rows = "".join(
@@ -241,7 +246,10 @@ def _page(
     )
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>Tutor: your course</title>
 <style>body{{font-family:sans-serif;margin:2em}}td,th{{padding:.2em .8em;text-align:left}}</style>
-</head><body><h1>Tutor usage, last 31 days</h1>
+</head><body><h1>Today (UTC)</h1>
+<table><tr><th>Student</th><th>Tokens used</th><th>Held by running answers</th>
+<th>Refused requests</th><th></th></tr>{today_rows}</table>
+<h1>Tutor usage, last 31 days</h1>
 <p>Course default: {e(_limits_text(default))}. <a href="usage.csv">Export CSV</a></p>
 <table><tr><th>Student</th><th>Requests</th><th>Prompt tokens</th><th>Answer tokens</th>
 <th>Own limits</th></tr>{rows}</table>
@@ -250,9 +258,13 @@ def _page(
 <input name="daily_tokens" placeholder="tokens a day"><input name="requests_per_minute"
 placeholder="requests a minute"><button>Save</button>
 <button name="reset" value="1">Back to the default</button></form>
-<h2>Mastery per objective</h2><table><tr><th>Objective</th><th>Students</th><th>Mean</th>
-<th>Mastered</th></tr>
+<h2>Mastery per objective</h2>
+<p>A mean is computed again only after {state.config.min_group_size} students have reported
+since the last one, so no single student's value can be worked out from two means.</p>
+<table><tr><th>Objective</th><th>Students</th><th>Mean</th><th>Mastered</th><th></th></tr>
 {mastery_rows}</table>
+<form method="post">{xsrf}<input type="hidden" name="action" value="forget_student">
+<input name="student" placeholder="student"><button>Forget this student's mastery</button></form>
 <h2>Course packs</h2><p>Publish a folder from a terminal of your hub server:
 <code>deeptutor-jupyter course publish FOLDER --group GROUP</code> (docs/hub.md).</p>
 <table><tr><th>Pack</th><th>For</th><th>Version</th><th>Files</th><th>By</th><th>When</th></tr>
@@ -276,9 +288,17 @@ def student_routes(prefix: str, state: GatewayState) -> list[Any]:
     ]
 
 
+class ServiceRoot(RequestHandler):
+    """The hub's Services menu links to the service's root: send the visitor to the page."""
+
+    def get(self) -> None:
+        self.redirect(self.request.path.rstrip("/") + "/instructor/")
+
+
 def instructor_routes(prefix: str, state: GatewayState) -> list[Any]:
     args = {"state": state}
     return [
+        (prefix.rstrip("/") + "/?", ServiceRoot),
         (prefix + "oauth_callback", HubOAuthCallbackHandler),
         (prefix + "instructor/?", InstructorPage, args),
         (prefix + "instructor/usage.csv", UsageCsvHandler, args),

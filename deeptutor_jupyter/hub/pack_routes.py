@@ -10,7 +10,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import quote
+
+import aiohttp
 
 from deeptutor_jupyter.hub.auth import Identity
 from deeptutor_jupyter.hub.gateway import ApiHandler, GatewayState
@@ -61,7 +65,24 @@ class PackHandlerByName(PackHandler):
             self.fail(400, "pack_refused", str(exc))
             return
         self.set_status(201 if new else 200)
-        self.finish({"pack": info.public(), "new_version": new})
+        reply: dict[str, Any] = {"pack": info.public(), "new_version": new}
+        warning = await self._audience_warning(info.audience)
+        if warning:
+            reply["warning"] = warning
+        self.finish(reply)
+
+    async def _audience_warning(self, group: str) -> str | None:
+        """Words for a pack published to a group nobody is in (a typo publishes to no one)."""
+        if group == EVERYONE or self.state.group_members is None:
+            return None
+        members = await self.state.group_members(group)
+        if members is None:
+            return None  # the hub could not be asked: no guess
+        if members < 0:
+            return f"The hub has no group {group!r}: no student receives this pack. Check the name."
+        if members == 0:
+            return f"The hub's group {group!r} has no members yet: no student receives this pack."
+        return None
 
     async def delete(self, name: str) -> None:
         if await self.instructor() is None:
@@ -93,6 +114,31 @@ class PackArchiveHandler(PackHandler):
         self.set_header("X-Pack-SHA256", found[0].sha256)
         self.set_header("Cache-Control", "private, max-age=31536000, immutable")
         self.finish(found[1])
+
+
+def hub_group_counter(
+    api_url: str, token: str, state: GatewayState
+) -> Callable[[str], Awaitable[int | None]]:
+    """How many members a hub group has (-1: no such group; None: the hub did not say), asked
+    with the service's own token (configure() gives it ``read:groups``)."""
+
+    async def members(group: str) -> int | None:
+        url = f"{api_url.rstrip('/')}/groups/{quote(group, safe='')}"
+        try:
+            async with state.session().get(
+                url,
+                headers={"Authorization": f"token {token}"},
+                timeout=aiohttp.ClientTimeout(total=10),
+            ) as r:
+                if r.status == 404:
+                    return -1
+                if r.status != 200:
+                    return None
+                return len((await r.json()).get("users") or [])
+        except (aiohttp.ClientError, TimeoutError, ValueError):
+            return None
+
+    return members
 
 
 def pack_routes(prefix: str, state: GatewayState) -> list[Any]:

@@ -154,6 +154,7 @@ class PackStore:
 
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
+        self._objectives: dict[str, frozenset[str]] = {}  # by archive SHA-256
         metadata.create_all(engine, tables=[packs])
 
     def publish(
@@ -215,6 +216,19 @@ class PackStore:
         with self.engine.connect() as conn:
             return [_info(row) for row in conn.execute(query)]
 
+    def objectives(self) -> set[str]:
+        """The objective ids the latest packs' TUTOR.md list (``## Objectives``), as the
+        kernel computes them (runtime/course.py): the only ids a mastery report may name."""
+        ids: set[str] = set()
+        for info in self.latest():
+            known = self._objectives.get(info.sha256)
+            if known is None:
+                found = self.archive(info.name, info.version)
+                known = objectives_of(found[1]) if found is not None else frozenset()
+                self._objectives[info.sha256] = known
+            ids.update(known)
+        return ids
+
     def for_student(self, groups: tuple[str, ...]) -> list[PackInfo]:
         return [p for p in self.latest() if p.audience == EVERYONE or p.audience in groups]
 
@@ -232,6 +246,21 @@ class PackStore:
             )
         ).first()
         return _info(row) if row is not None else None
+
+
+def objectives_of(archive: bytes) -> frozenset[str]:
+    from deeptutor_jupyter.learning.path import objectives_from_titles, objectives_in_tutor_md
+
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+        for member in tar:
+            if member.isfile() and safe_member_path(member.name) == PurePosixPath("TUTOR.md"):
+                handle = tar.extractfile(member)
+                if handle is None:
+                    break
+                text = handle.read(MAX_UNPACKED_BYTES).decode("utf-8-sig", errors="replace")
+                titles = objectives_in_tutor_md(text)
+                return frozenset(o.id for o in objectives_from_titles(titles))
+    return frozenset()
 
 
 def _info(row: Any) -> PackInfo:

@@ -19,6 +19,8 @@ import contextlib
 import datetime as dt
 import os
 import re
+import socket
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +40,8 @@ budget_day = sa.Table(
     sa.Column("day", sa.String(10), primary_key=True),
     sa.Column("used", sa.BigInteger, nullable=False, default=0),
     sa.Column("held", sa.BigInteger, nullable=False, default=0),
+    # Requests refused today (budget or rate), for the instructor's page.
+    sa.Column("refused", sa.Integer, nullable=False, server_default="0"),
 )
 rate_minute = sa.Table(
     "deeptutor_rate_minute",
@@ -56,22 +60,34 @@ usage_day = sa.Table(
     sa.Column("prompt_tokens", sa.BigInteger, nullable=False, default=0),
     sa.Column("completion_tokens", sa.BigInteger, nullable=False, default=0),
 )
+# Every running request's hold, so a hold left by a process that died (a crash, a killed pod)
+# can be given back instead of staying until the day ends: by the same replica when it starts
+# again (a new incarnation), by any replica once the dead one's lease has run out.
+holds = sa.Table(
+    "deeptutor_hold",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("student", sa.String(255), nullable=False),
+    sa.Column("day", sa.String(10), nullable=False),
+    sa.Column("held", sa.BigInteger, nullable=False),
+    sa.Column("prompt", sa.BigInteger, nullable=False),
+    sa.Column("replica", sa.String(255), nullable=False, index=True),
+    sa.Column("incarnation", sa.String(32), nullable=False),
+    sa.Column("started", sa.BigInteger, nullable=False),
+)
+replicas = sa.Table(
+    "deeptutor_replica",
+    metadata,
+    sa.Column("name", sa.String(255), primary_key=True),
+    sa.Column("incarnation", sa.String(32), nullable=False),
+    sa.Column("beat", sa.BigInteger, nullable=False),
+)
 student_limits = sa.Table(
     "deeptutor_student_limits",
     metadata,
     sa.Column("student", sa.String(255), primary_key=True),
     sa.Column("daily_tokens", sa.BigInteger, nullable=True),
     sa.Column("requests_per_minute", sa.Integer, nullable=True),
-)
-mastery = sa.Table(
-    "deeptutor_mastery",
-    metadata,
-    sa.Column("student", sa.String(255), primary_key=True),
-    sa.Column("objective", sa.String(255), primary_key=True),
-    sa.Column("value", sa.Float, nullable=False),
-    # Graded answers behind the value (the kernel's BKT evidence count), never the answers.
-    sa.Column("answers", sa.Integer, nullable=False, server_default="0"),
-    sa.Column("updated", sa.String(32), nullable=False),
 )
 
 
@@ -100,6 +116,7 @@ class Ticket:
     day: str
     held: int
     answer: int = 0
+    id: str = ""  # its row in deeptutor_hold; "" for none
 
 
 @dataclass(frozen=True)
@@ -175,6 +192,13 @@ ON CONFLICT (student, day, model) DO UPDATE SET
 requests = deeptutor_usage_day.requests + 1,
 prompt_tokens = deeptutor_usage_day.prompt_tokens + excluded.prompt_tokens,
 completion_tokens = deeptutor_usage_day.completion_tokens + excluded.completion_tokens"""
+_COUNT_REFUSAL = """INSERT INTO deeptutor_budget_day (student, day, used, held, refused)
+VALUES (:student, :day, 0, 0, 1)
+ON CONFLICT (student, day) DO UPDATE SET refused = deeptutor_budget_day.refused + 1"""
+_ADD_HOLD = """INSERT INTO deeptutor_hold
+(id, student, day, held, prompt, replica, incarnation, started)
+VALUES (:id, :student, :day, :held, :prompt, :replica, :incarnation, :started)"""
+_DROP_HOLD = "DELETE FROM deeptutor_hold WHERE id = :id"
 _NAMED = re.compile(r":(\w+)")
 _by_style: dict[tuple[str, str], str] = {}
 
@@ -201,7 +225,7 @@ def _style(conn: sa.Connection, sql: str) -> str:
     return text
 
 
-def _insert_missing(conn: sa.Connection, table: sa.Table, values: dict[str, Any]) -> None:
+def insert_missing(conn: sa.Connection, table: sa.Table, values: dict[str, Any]) -> None:
     """INSERT the row unless it exists, in the dialect's own words (both speak ON CONFLICT)."""
     dialect = conn.dialect.name
     if dialect == "postgresql":
@@ -223,12 +247,19 @@ def _insert_missing(conn: sa.Connection, table: sa.Table, values: dict[str, Any]
 class QuotaStore:
     """Admission, settlement and reports over one engine; every method is one short transaction."""
 
-    def __init__(self, engine: sa.Engine, clock: Clock = utc_now) -> None:
+    def __init__(
+        self, engine: sa.Engine, clock: Clock = utc_now, replica: str | None = None
+    ) -> None:
         self.engine = engine
         self.clock = clock
+        # Who holds this process's tokens (hub/lease.py): a name that outlives a restart (the
+        # service's host and port), and this process's own incarnation of it.
+        self.replica = replica or f"{socket.gethostname()}:{os.getpid()}"
+        self.incarnation = uuid.uuid4().hex
         self._swept: dict[str, int] = {}  # student -> the minute their old rows were removed
         self._batch_conn: sa.Connection | None = None
         metadata.create_all(engine)
+        add_column(engine, "deeptutor_budget_day", "refused", "INTEGER NOT NULL DEFAULT 0")
 
     # --- limits -----------------------------------------------------------------------------
 
@@ -317,6 +348,7 @@ class QuotaStore:
         minute = int(now.timestamp() // 60)
         per_minute = limits.requests_per_minute
         if per_minute is not None and not self._take_minute_slot(conn, student, minute, per_minute):
+            _run(conn, _COUNT_REFUSAL, {"student": student, "day": day})
             return Refusal(
                 "rate_limited",
                 f"You are sending questions faster than your course allows "
@@ -325,10 +357,11 @@ class QuotaStore:
             )
         ticket = self._hold(conn, student, day, limits.daily_tokens, max(0, prompt), answer)
         if ticket is not None:
-            return ticket
+            return self._record_hold(conn, ticket, max(0, prompt), now)
         if per_minute is not None:
             # A refused request should not also cost a slot of the minute.
             _run(conn, _GIVE_SLOT_BACK, {"student": student, "minute": minute})
+        _run(conn, _COUNT_REFUSAL, {"student": student, "day": day})
         return Refusal("budget_exhausted", budget_message())
 
     def _hold(
@@ -358,6 +391,29 @@ class QuotaStore:
                 return Ticket(student, day, hold, granted)
         return None
 
+    def _record_hold(
+        self, conn: sa.Connection, ticket: Ticket, prompt: int, now: dt.datetime
+    ) -> Ticket:
+        hold_id = uuid.uuid4().hex
+        row = {
+            "id": hold_id,
+            "student": ticket.student,
+            "day": ticket.day,
+            "held": ticket.held,
+            "prompt": min(prompt, ticket.held),
+            "replica": self.replica,
+            "incarnation": self.incarnation,
+            "started": int(now.timestamp()),
+        }
+        _run(conn, _ADD_HOLD, row)
+        return Ticket(ticket.student, ticket.day, ticket.held, ticket.answer, hold_id)
+
+    def _drop_hold(self, conn: sa.Connection, ticket: Ticket) -> int:
+        """The hold still to give back: none when a sweep already gave it back (hub/lease.py)."""
+        if not ticket.id:
+            return ticket.held
+        return ticket.held if _run(conn, _DROP_HOLD, {"id": ticket.id}) == 1 else 0
+
     def _take_minute_slot(
         self, conn: sa.Connection, student: str, minute: int, per_minute: int
     ) -> bool:
@@ -374,7 +430,8 @@ class QuotaStore:
         return taken
 
     def release_in(self, conn: sa.Connection, ticket: Ticket) -> None:
-        params = {"student": ticket.student, "day": ticket.day, "used": 0, "held": ticket.held}
+        held = self._drop_hold(conn, ticket)
+        params = {"student": ticket.student, "day": ticket.day, "used": 0, "held": held}
         _run(conn, _SETTLE_BUDGET, params)
 
     def settle_in(
@@ -383,7 +440,8 @@ class QuotaStore:
         # An upstream's count is taken within sane bounds: a number the database cannot hold
         # would fail the settlement and leave the hold in place for the rest of the day.
         prompt, completion = _bounded(prompt), _bounded(completion)
-        budget = {"student": ticket.student, "day": ticket.day, "held": ticket.held}
+        held = self._drop_hold(conn, ticket)
+        budget = {"student": ticket.student, "day": ticket.day, "held": held}
         _run(conn, _SETTLE_BUDGET, {**budget, "used": prompt + completion})
         usage = {"student": ticket.student, "day": ticket.day, "model": model}
         _run(conn, _COUNT_USAGE, {**usage, "prompt": prompt, "completion": completion})
@@ -404,6 +462,26 @@ class QuotaStore:
             ).first()
         return (int(row.used), int(row.held)) if row is not None else (0, 0)
 
+    def today_all(self) -> list[DayRow]:
+        """Every student's day so far: used, held by running requests, refused."""
+        day = self.clock().strftime("%Y-%m-%d")
+        query = sa.select(budget_day).where(budget_day.c.day == day).order_by(budget_day.c.student)
+        with self.engine.connect() as conn:
+            return [
+                DayRow(r.student, int(r.used), int(r.held), int(r.refused))
+                for r in conn.execute(query)
+            ]
+
+    def reset_day(self, student: str) -> None:
+        """An instructor gives a student today's budget back (running requests keep their holds)."""
+        day = self.clock().strftime("%Y-%m-%d")
+        with self.engine.begin() as conn:
+            conn.execute(
+                budget_day.update()
+                .where(budget_day.c.student == student, budget_day.c.day == day)
+                .values(used=0, refused=0)
+            )
+
     def usage(self, student: str | None = None, days: int = 31) -> list[UsageRow]:
         since = (self.clock() - dt.timedelta(days=days)).strftime("%Y-%m-%d")
         query = sa.select(usage_day).where(usage_day.c.day >= since)
@@ -413,54 +491,20 @@ class QuotaStore:
         with self.engine.connect() as conn:
             return [UsageRow(**row._asdict()) for row in conn.execute(query)]
 
-    def report_mastery(self, student: str, values: dict[str, tuple[float, int]]) -> None:
-        """The student's latest mastery per objective: (probability, graded answers)."""
-        stamp = self.clock().isoformat(timespec="seconds")
-        with self.engine.begin() as conn:
-            for objective, (value, answers) in sorted(values.items()):
-                key = {"student": student, "objective": objective}
-                fields = {"value": value, "answers": answers, "updated": stamp}
-                _insert_missing(conn, mastery, {**key, **fields})
-                conn.execute(
-                    mastery.update()
-                    .where(mastery.c.student == student, mastery.c.objective == objective)
-                    .values(**fields)
-                )
-
-    def mastery_by_objective(self, min_students: int) -> list[MasteryRow]:
-        """Per objective: how many students reported, and, when at least ``min_students`` did,
-        the mean probability and how many have mastered it (85%, three answers)."""
-        mastered = sa.func.sum(
-            sa.case((sa.and_(mastery.c.value >= 0.85, mastery.c.answers >= 3), 1), else_=0)
-        )
-        query = sa.select(
-            mastery.c.objective, sa.func.count(), sa.func.avg(mastery.c.value), mastered
-        ).group_by(mastery.c.objective)
-        with self.engine.connect() as conn:
-            rows = conn.execute(query.order_by(mastery.c.objective)).all()
-        out = []
-        for objective, n, mean, done in rows:
-            shown = n >= min_students and mean is not None
-            out.append(
-                MasteryRow(
-                    str(objective),
-                    int(n),
-                    float(mean) if shown else None,
-                    int(done or 0) if shown else None,
-                )
-            )
-        return out
-
 
 @dataclass(frozen=True)
-class MasteryRow:
-    """One objective on the instructor's page; ``mean`` and ``mastered`` are None when fewer
-    students than the smallest group shown reported it."""
+class DayRow:
+    student: str
+    used: int
+    held: int
+    refused: int
 
-    objective: str
-    students: int
-    mean: float | None
-    mastered: int | None
+
+def add_column(engine: sa.Engine, table: str, column: str, definition: str) -> None:
+    """A database made by an earlier version gets a column added since."""
+    if column not in {c["name"] for c in sa.inspect(engine).get_columns(table)}:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {column} {definition}"))
 
 
 def budget_message() -> str:

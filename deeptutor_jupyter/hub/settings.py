@@ -53,8 +53,13 @@ class GatewayConfig(BaseModel):
     # The name the upstream takes that limit under (OpenAI's reasoning models want
     # max_completion_tokens); a request that names its own keeps its name.
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
-    auth_cache_seconds: int = Field(60, ge=0)
+    # How long the hub's answer about a token is reused: a revoked token works at most this
+    # long. Ten seconds cost each active student one hub request per ten seconds at most.
+    auth_cache_seconds: int = Field(10, ge=0, le=300)
     upstream_timeout: float = Field(300.0, gt=0)
+    # A replica that has not beaten for this long is dead: its requests' holds are given back
+    # (hub/lease.py).
+    hold_lease_seconds: int = Field(60, ge=3)
     # Aggregates of fewer students than this are hidden on the instructor page.
     min_group_size: int = Field(5, ge=1)
 

@@ -283,6 +283,14 @@ def _course(_magics: TutorMagics, call: Call) -> None:
     show_markdown(course_status(call.resolved.settings.home))
 
 
+@command("budget", "budget", "your course's tutor budget: used today, left, when it resets")
+def _budget(_magics: TutorMagics, _call: Call) -> None:
+    from deeptutor_jupyter.kernel.display import show_markdown
+    from deeptutor_jupyter.runtime.course import budget_status
+
+    show_markdown(budget_status())
+
+
 @command("why", "why", "explain the last error of this kernel")
 def _why(magics: TutorMagics, call: Call) -> None:
     _ask(magics, call)

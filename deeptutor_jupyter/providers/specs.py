@@ -234,7 +234,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         name="hub",
         label="your course's tutor service",
         aliases=("course",),
-        key_envs=("JUPYTERHUB_API_TOKEN",),
+        key_envs=("DEEPTUTOR_HUB_TOKEN", "JUPYTERHUB_API_TOKEN"),
         thinking_style="reasoning_content",
         docs_hint="Ask your instructor; the course's service is set up by your JupyterHub",
     ),

@@ -48,7 +48,6 @@ if TYPE_CHECKING:
 FIRST_WAIT = 20.0
 REFRESH = 300.0
 TIMEOUT = 15.0
-TOKEN_ENV = "JUPYTERHUB_API_TOKEN"
 
 
 # --- keeping them current -------------------------------------------------------------------
@@ -131,13 +130,13 @@ _syncs_lock = threading.Lock()
 
 def sync_for(home: Path, environ: Mapping[str, str] | None = None) -> CourseSync | None:
     """The home's sync with the course service, when this kernel was spawned by such a hub."""
-    from deeptutor_jupyter.config import hub_service
+    from deeptutor_jupyter.config import hub_service, hub_token
 
     env = os.environ if environ is None else environ
     service = hub_service(env)
     if service is None:
         return None
-    token = env.get(TOKEN_ENV, "").strip()
+    token = hub_token(env)
     with _syncs_lock:
         sync = _syncs.get(str(home))
         if sync is None or sync.service != service or sync.token != token:
@@ -186,6 +185,44 @@ def course_status(home: Path) -> str:
     return "\n".join(lines)
 
 
+def budget_status(environ: Mapping[str, str] | None = None) -> str:
+    """``%tutor budget``: today's tokens used, held and left, from the service (Markdown)."""
+    import datetime as dt
+
+    import httpx
+
+    from deeptutor_jupyter.config import hub_service, hub_token
+
+    env = os.environ if environ is None else environ
+    service = hub_service(env)
+    if service is None:
+        return "No course service: your budget is your provider's (docs/hub.md)."
+    try:
+        r = httpx.get(
+            f"{service.url}/usage",
+            headers={"Authorization": f"Bearer {hub_token(env)}"},
+            timeout=TIMEOUT,
+        )
+        r.raise_for_status()
+        data = r.json()
+        used, held = int(data["used_today"]), int(data["held_now"])
+        daily = data["limits"]["daily_tokens"]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+        return f"⚠ The course service did not say ({type(exc).__name__}); try again later."
+    now = dt.datetime.now(dt.UTC)
+    midnight = (now + dt.timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    hours, minutes = divmod(int((midnight - now).total_seconds()) // 60, 60)
+    head = f"**Today's tutor budget** (course service `{service.name}`): "
+    if daily is None:
+        return head + f"no daily limit; {used:,} tokens used today."
+    left = max(0, int(daily) - used - held)
+    running = f", {held:,} held by answers still running" if held else ""
+    return (
+        head + f"{used:,} of {int(daily):,} tokens used{running}, **{left:,} left**. "
+        f"It resets at 00:00 UTC (in {hours} h {minutes} min)."
+    )
+
+
 TUTOR_MD_CHARS = 20_000
 
 
@@ -230,13 +267,13 @@ def send_mastery(
     """Post ``{objective: {"p": probability, "n": graded answers}}`` to the course service in
     the background (None: no service, or nothing to report). Failures are quiet: the learner's
     own progress is unaffected, and the next graded quiz sends the whole picture again."""
-    from deeptutor_jupyter.config import hub_service
+    from deeptutor_jupyter.config import hub_service, hub_token
 
     env = os.environ if environ is None else environ
     service = hub_service(env)
     if service is None or not report:
         return None
-    token = env.get(TOKEN_ENV, "").strip()
+    token = hub_token(env)
 
     def post() -> None:
         import httpx

@@ -194,3 +194,19 @@ class Hub:
             self.proc.kill()
             self.proc.wait()
         self.log.close()
+
+
+def service_pid(hub: Hub) -> int | None:
+    """The course service process the hub runs (its child running deeptutor_jupyter.hub)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == hub.proc.pid and b"deeptutor_jupyter.hub" in cmdline:
+            return int(entry.name)
+    return None

@@ -97,6 +97,15 @@ def test_only_instructors_publish_and_each_student_sees_the_packs_of_their_group
     teacher = hub.token_for("ms-lee")
     again = cli(hub, teacher, "publish", str(published), "--group", "class-a")
     assert again.returncode == 0 and "unchanged, still version 1" in again.stdout
+    assert "warning" not in again.stderr  # class-a has members
+
+    typo = make_pack(tmp_path / "typo")
+    mistyped = cli(hub, teacher, "publish", str(typo), "--group", "clas-a")
+    assert mistyped.returncode == 0, mistyped.stderr
+    assert "warning: The hub has no group 'clas-a': no student receives this pack." in (
+        mistyped.stderr
+    )
+    assert cli(hub, teacher, "withdraw", "typo").returncode == 0
 
     alice = hub.token_for("alice", [SERVICE_SCOPE])
     refused = cli(hub, alice, "publish", str(published), "--name", "mine")

@@ -197,8 +197,22 @@ def test_an_upstream_that_drops_mid_answer_ends_the_students_stream_with_an_erro
     assert "stopped answering" in events[-1]["error"]["message"]
 
 
-def test_group_limits_apply_to_a_server_token(hub: Hub) -> None:
-    # The scopes configure() gives a server's token, which include reading the user's groups.
+def test_a_revoked_token_stops_working_within_the_auth_cache_time(hub: Hub) -> None:
+    made = hub.admin("POST", "/users/carol/tokens", json={"scopes": [SERVICE_SCOPE]})
+    token, token_id = made.json()["token"], made.json()["id"]
+    headers = {"Authorization": f"Bearer {token}"}
+    assert httpx.get(f"{hub.service}/v1/models", headers=headers).status_code == 200
+    assert hub.admin("DELETE", f"/users/carol/tokens/{token_id}").status_code == 204
+    revoked = time.monotonic()
+    # auth_cache_seconds is 10 by default (it was 60): the cached answer expires by then.
+    while httpx.get(f"{hub.service}/v1/models", headers=headers).status_code == 200:
+        assert time.monotonic() - revoked < 10 + 3, "a revoked token kept working"
+        time.sleep(0.25)
+    assert httpx.get(f"{hub.service}/v1/models", headers=headers).status_code == 403
+
+
+def test_group_limits_apply_to_a_kernel_token(hub: Hub) -> None:
+    # The scopes of the token configure() mints for kernels, which include reading the groups.
     server_like = [SERVICE_SCOPE, "read:users:groups!user"]
     dan = hub.token_for("dan", server_like)
     mine = httpx.get(f"{hub.service}/v1/usage", headers={"Authorization": f"Bearer {dan}"})

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
@@ -84,6 +85,50 @@ def test_the_key_is_nowhere_in_the_students_server(alice_env: dict[str, str]) ->
     assert UPSTREAM_KEY not in json.dumps(alice_env)
 
 
+def test_a_process_in_the_services_place_receives_no_token_that_opens_a_server(
+    hub: Hub, alice_env: dict[str, str], tmp_path: Path
+) -> None:
+    """S2: after a crash a student's process bound the service's port and received the next
+    kernel's token. The kernel now sends a token minted for the service alone."""
+    with FakeLLMServer(models=["fake-model"]) as squatter:
+        squatter.add(Reply(text="captured"))
+        env = dict(alice_env)
+        env.update(
+            DEEPTUTOR_HUB_SERVICE_URL=f"{squatter.url}",  # whoever listens where the service did
+            DEEPTUTOR_HOME=str(tmp_path / "home"),
+            DEEPTUTOR_AUTO_CONSOLIDATE="false",
+            JPY_SESSION_NAME=str(tmp_path / "lesson.ipynb"),
+            IPYTHONDIR=str(tmp_path / "ipython"),
+        )
+        k = KernelDriver(env, cwd=tmp_path)
+        try:
+            k.execute("%load_ext deeptutor_jupyter")
+            k.execute("%tutor What is a limit?")
+            k.wait_for(lambda: any(r.path.endswith("/chat/completions") for r in squatter.requests))
+        finally:
+            k.shutdown()
+        sent = {r.headers.get("authorization", "") for r in squatter.requests}
+    tokens = {h.removeprefix("Bearer ").strip() for h in sent if h}
+    assert tokens == {alice_env["DEEPTUTOR_HUB_TOKEN"]}
+    assert alice_env["JUPYTERHUB_API_TOKEN"] not in tokens
+    for token in tokens:
+        opened = httpx.get(
+            f"{hub.url}/user/alice/api/contents",
+            headers={"Authorization": f"token {token}"},
+            follow_redirects=False,
+            timeout=30,
+        )
+        assert opened.status_code == 403, opened.status_code
+        # ... while it does what the tutor needs.
+        models = httpx.get(
+            f"{hub.service}/v1/models", headers={"Authorization": f"Bearer {token}"}, timeout=30
+        )
+        assert models.status_code == 200
+    # The server's own token (which opens the server) is not accepted by the service.
+    server_token = {"Authorization": f"Bearer {alice_env['JUPYTERHUB_API_TOKEN']}"}
+    assert httpx.get(f"{hub.service}/v1/models", headers=server_token).status_code == 403
+
+
 def test_tutor_in_a_students_kernel_goes_through_the_course_service(
     alice_kernel: KernelDriver, upstream: FakeLLMServer, tmp_path: Path
 ) -> None:
@@ -147,3 +192,7 @@ def test_a_spent_budget_shows_a_card_in_the_students_cell(
     assert BUDGET_WORDS in text
     assert "Ask your instructor for more." in text
     assert upstream.requests == []
+    # The student can see it coming: %tutor budget says what is used and left today.
+    said = json.dumps([m["content"] for m in k.outputs_of(k.execute("%tutor budget"))])
+    assert "of 20,000 tokens used" in said and "**0 left**" in said
+    assert "resets at 00:00 UTC" in said

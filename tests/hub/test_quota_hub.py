@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import html
 import io
+import os
+import re
+import signal
+import sqlite3
+import tarfile
+import time
 
 import httpx
 import pytest
 
+from deeptutor_jupyter.hub.mastery import REPORTS_PER_MINUTE
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
-from tests.hub.harness import Hub
+from tests.hub.harness import Hub, service_pid
 from tests.hub.test_gateway_hub import SERVICE_SCOPE, chat, sse_text
 
 pytestmark = pytest.mark.hub
@@ -104,7 +112,33 @@ def test_the_instructor_page_uses_hub_oauth_and_exports_csv(
         assert browser.get(f"{hub.service}/instructor/").status_code == 403
 
 
+def publish_objectives(hub: Hub, *titles: str) -> None:
+    """A pack whose TUTOR.md lists ``titles``: the course's objectives (hub/mastery.py)."""
+    text = "# Course\n\n## Objectives\n\n" + "".join(f"- {t}\n" for t in titles)
+    data = text.encode()
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        info = tarfile.TarInfo("TUTOR.md")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    r = httpx.put(
+        f"{hub.service}/v1/packs/objectives",
+        content=buffer.getvalue(),
+        headers=auth(hub.token_for("ms-lee")),
+    )
+    assert r.status_code in (200, 201), r.text
+
+
+def mastery_summary(hub: Hub) -> dict[str, dict[str, object]]:
+    summary = httpx.get(
+        f"{hub.service}/instructor/summary.json", headers=auth(hub.token_for("ms-lee"))
+    ).json()
+    assert "I confused" not in str(summary)
+    return {m["objective"]: m for m in summary["mastery"]}
+
+
 def test_mastery_is_numbers_only_and_small_groups_are_hidden(hub: Hub) -> None:
+    publish_objectives(hub, "Derivatives", "Integrals")
     students = ("alice", "bob", "carol", "dan", "erin")
     for i, name in enumerate(students):
         token = hub.token_for(name, [SERVICE_SCOPE])
@@ -113,17 +147,16 @@ def test_mastery_is_numbers_only_and_small_groups_are_hidden(hub: Hub) -> None:
             values["integrals"] = 0.9
         r = httpx.post(f"{hub.service}/v1/mastery", json=values, headers=auth(token))
         assert r.status_code == 200, r.text
-    text_report = httpx.post(
-        f"{hub.service}/v1/mastery",
-        json={"my notes on what I got wrong": "I confused dx and dy"},
-        headers=auth(hub.token_for("alice", [SERVICE_SCOPE])),
-    )
-    assert text_report.status_code == 400
+    alice = auth(hub.token_for("alice", [SERVICE_SCOPE]))
+    for words, bad in (
+        ("not one of the course's objectives", {"my notes on what I got wrong": 0.5}),
+        ("not one of the course's objectives", {"derivatives-2": 0.5}),
+        ("between 0 and 1", {"derivatives": "I confused dx and dy"}),
+    ):
+        refused = httpx.post(f"{hub.service}/v1/mastery", json=bad, headers=alice)
+        assert refused.status_code == 400 and words in refused.json()["error"]["message"]
 
-    summary = httpx.get(
-        f"{hub.service}/instructor/summary.json", headers=auth(hub.token_for("ms-lee"))
-    ).json()
-    by_objective = {m["objective"]: m for m in summary["mastery"]}
+    by_objective = mastery_summary(hub)
     assert by_objective["derivatives"]["students"] == 5
     assert by_objective["derivatives"]["mean"] == pytest.approx(0.4)
     assert by_objective["integrals"] == {
@@ -131,6 +164,127 @@ def test_mastery_is_numbers_only_and_small_groups_are_hidden(hub: Hub) -> None:
         "students": 2,
         "mean": None,
         "mastered": None,
+        "shown_students": None,
         "hidden": True,
     }
-    assert "I confused" not in str(summary)
+    # A sixth student reports: the mean of six minus the mean of five would be their value,
+    # so the figure stays as it was (hub/mastery.py) while the count of reports moves.
+    sixth = hub.token_for("ms-lee", [SERVICE_SCOPE])
+    r = httpx.post(f"{hub.service}/v1/mastery", json={"derivatives": 1.0}, headers=auth(sixth))
+    assert r.status_code == 200
+    after = mastery_summary(hub)["derivatives"]
+    assert after["students"] == 6 and after["shown_students"] == 5
+    assert after["mean"] == pytest.approx(0.4)
+
+
+def test_mastery_reports_are_rate_limited_and_the_instructor_can_forget_them(hub: Hub) -> None:
+    publish_objectives(hub, "Derivatives", "Integrals", "Series")
+    carol = auth(hub.token_for("carol", [SERVICE_SCOPE]))
+    codes = [
+        httpx.post(f"{hub.service}/v1/mastery", json={"series": 0.5}, headers=carol).status_code
+        for _ in range(REPORTS_PER_MINUTE + 1)
+    ]
+    # carol may have reported once in the test before; the limit is per minute.
+    assert codes[-1] == 429 and set(codes[:-1]) <= {200, 429} and codes.count(200) >= 1
+    assert mastery_summary(hub)["series"]["students"] == 1
+
+    with contextlib.closing(hub.browser_login("ms-lee")) as browser:
+        page = browser.get(f"{hub.service}/instructor/")
+        assert "series" in page.text and "Forget" in page.text
+        found = re.search(r'name="_xsrf" value="([^"]+)"', page.text)
+        assert found is not None
+        xsrf = html.unescape(found.group(1))
+        form = {"action": "forget_objective", "objective": "series"}
+        refused = browser.post(f"{hub.service}/instructor/", data=form)
+        assert refused.status_code == 403  # no XSRF token: the page's own forms carry one
+        assert "series" in mastery_summary(hub)
+        done = browser.post(f"{hub.service}/instructor/", data={**form, "_xsrf": xsrf})
+        assert done.status_code == 200
+        assert "series" not in mastery_summary(hub)
+        form = {"action": "forget_student", "student": "alice", "_xsrf": xsrf}
+        assert browser.post(f"{hub.service}/instructor/", data=form).status_code == 200
+    assert mastery_summary(hub)["integrals"]["students"] == 1  # bob's row only
+
+
+def budget_row(hub: Hub, student: str) -> tuple[int, int]:
+    """(used, held) of the student's day, read from the service's SQLite file."""
+    path = hub.db_url.removeprefix("sqlite:///")
+    with contextlib.closing(sqlite3.connect(path, timeout=30)) as db:
+        row = db.execute(
+            "SELECT used, held FROM deeptutor_budget_day WHERE student = ? ORDER BY day DESC",
+            (student,),
+        ).fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+def test_a_crashed_service_gives_the_holds_back_when_it_starts_again(
+    hub: Hub, upstream: FakeLLMServer
+) -> None:
+    erin = hub.token_for("erin", [SERVICE_SCOPE])
+    before = budget_row(hub, "erin")
+    upstream.add(Reply(chunks=[f"w{i} " for i in range(2000)], chunk_delay=0.05))
+    body = {"model": "fake-model", "messages": [{"role": "user", "content": "long"}]}
+    pid = service_pid(hub)
+    assert pid is not None
+    with (
+        httpx.Client(timeout=30) as client,
+        client.stream(
+            "POST",
+            f"{hub.service}/v1/chat/completions",
+            json={**body, "stream": True, "max_tokens": 3000},
+            headers=auth(erin),
+        ) as r,
+    ):
+        for chunk in r.iter_text():
+            if "w3" in chunk:
+                break
+        used, held = budget_row(hub, "erin")
+        assert held > 3000 and used == before[0]
+        os.kill(pid, signal.SIGKILL)  # mid-answer: no settlement, no release
+    # The hub starts its managed service again (it polls every 30 s); the new process, on the
+    # same port, gives back what the dead one held and bills the prompt it had sent.
+    deadline = time.monotonic() + 120
+    while (service_pid(hub) in (None, pid)) or budget_row(hub, "erin")[1] != 0:
+        assert time.monotonic() < deadline, hub.log_text()
+        time.sleep(0.5)
+    used, held = budget_row(hub, "erin")
+    assert held == 0 and used > before[0]
+    r = httpx.get(f"{hub.service}/v1/usage", headers=auth(erin), timeout=30)
+    assert any(row["model"] == "interrupted" for row in r.json()["usage"])
+
+
+def test_the_instructor_sees_today_with_refusals_and_can_give_a_day_back(
+    hub: Hub, upstream: FakeLLMServer
+) -> None:
+    dan = hub.token_for("dan", [SERVICE_SCOPE])  # honours: 50,000 a day
+    upstream.add(
+        Reply(text="Long answer.", usage={"prompt_tokens": 30_000, "completion_tokens": 19_990})
+    )
+    assert chat(hub, dan).status_code == 200
+    assert chat(hub, dan).status_code == 429
+    teacher = auth(hub.token_for("ms-lee"))
+    summary = httpx.get(f"{hub.service}/instructor/summary.json", headers=teacher).json()
+    assert summary["today"]["dan"] == {"student": "dan", "used": 49_990, "held": 0, "refused": 1}
+    page = httpx.get(f"{hub.service}/instructor/", headers=teacher).text
+    assert "Refused requests" in page and "<td>dan</td><td>49990</td><td>0</td><td>1</td>" in page
+
+    r = httpx.post(
+        f"{hub.service}/instructor/",
+        data={"action": "reset_day", "student": "dan"},
+        headers=teacher,
+        follow_redirects=False,
+    )
+    assert r.status_code == 302
+    summary = httpx.get(f"{hub.service}/instructor/summary.json", headers=teacher).json()
+    assert summary["today"]["dan"]["used"] == 0
+    upstream.add(Reply(text="Again."))
+    assert sse_text(chat(hub, dan)) == "Again."
+    # The usage history keeps what was used; only the day's budget came back.
+    assert summary["usage"]["dan"]["prompt_tokens"] >= 30_000
+
+
+def test_the_hubs_services_link_leads_to_the_instructor_page(hub: Hub) -> None:
+    for url in (f"{hub.service}/", hub.service):
+        r = httpx.get(url, follow_redirects=False)
+        assert r.status_code == 302, url
+        assert r.headers["location"].endswith("/services/deeptutor/instructor/")

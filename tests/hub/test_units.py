@@ -11,7 +11,16 @@ import pytest
 from traitlets.config import Config
 
 from deeptutor_jupyter.hub import configure
-from deeptutor_jupyter.hub.quota import MasteryRow, QuotaStore, Refusal, Ticket, make_engine
+from deeptutor_jupyter.hub.lease import INTERRUPTED, keep
+from deeptutor_jupyter.hub.mastery import (
+    MAX_OBJECTIVES_PER_REPORT,
+    MasteryRow,
+    MasteryStore,
+    ReportLimiter,
+    mastery_values,
+)
+from deeptutor_jupyter.hub.packs import PackStore
+from deeptutor_jupyter.hub.quota import QuotaStore, Refusal, Ticket, make_engine
 from deeptutor_jupyter.hub.settings import (
     GatewayConfig,
     Limits,
@@ -44,8 +53,12 @@ def test_configure_gives_the_key_to_the_service_only() -> None:
     assert env["TZ"] == "UTC"  # the teacher's own entries stay
     assert env["DEEPTUTOR_HUB_SERVICE_URL"] == "http://127.0.0.1:10101/services/deeptutor/v1"
     assert env["DEEPTUTOR_HUB_MODEL"] == "deepseek-chat"
-    assert KEY not in json.dumps(dict(env))
-    assert "access:services!service=deeptutor" in c.Spawner.server_token_scopes
+    assert KEY not in json.dumps({k: v for k, v in env.items() if isinstance(v, str)})
+    # The kernel's token is minted per spawn for the service alone; the server's token, which
+    # opens the student's server, gets no access to the service.
+    minted = env["DEEPTUTOR_HUB_TOKEN"]
+    assert minted.scopes == ["access:services!service=deeptutor", "read:users:groups!user"]
+    assert "server_token_scopes" not in c.Spawner
     user_role = next(r for r in c.JupyterHub.load_roles if r["name"] == "user")
     assert user_role["scopes"] == ["self", "access:services!service=deeptutor"]
     # Calling it twice (a reloaded config) does not duplicate the service.
@@ -164,19 +177,88 @@ def test_a_request_refused_for_budget_gives_its_minute_slot_back(tmp_path: Path)
     assert isinstance(quota.admit("erin", limits, 100), Ticket)  # the second slot
 
 
-def test_student_overrides_and_mastery(tmp_path: Path) -> None:
+def test_student_overrides(tmp_path: Path) -> None:
     quota = store(tmp_path, Clock())
     quota.set_student_override("alice", Limits(daily_tokens=9, requests_per_minute=None))
     assert quota.student_override("alice") == Limits(daily_tokens=9, requests_per_minute=None)
     quota.set_student_override("alice", None)
     assert quota.student_override("alice") is None
+
+
+def test_a_mastery_figure_changes_only_after_enough_new_reports(tmp_path: Path) -> None:
+    marks = MasteryStore(make_engine(f"sqlite:///{tmp_path}/m.sqlite"), clock=Clock())
     for i, name in enumerate(["a", "b", "c"]):
-        quota.report_mastery(name, {"limits": (i / 2, 3)})
-    quota.report_mastery("a", {"limits": (1.0, 4)})  # a later report replaces the earlier
-    assert quota.mastery_by_objective(3) == [
-        MasteryRow("limits", 3, pytest.approx((1.0 + 0.5 + 1.0) / 3), 2)
+        marks.report(name, {"limits": (i / 2, 3)})
+    marks.report("a", {"limits": (1.0, 4)})  # a later report replaces the earlier
+    assert marks.by_objective(4) == [MasteryRow("limits", 3, None, None)]  # too few
+    first = MasteryRow("limits", 3, pytest.approx((1.0 + 0.5 + 1.0) / 3, abs=0.01), 2, 3)
+    assert marks.by_objective(3) == [first]
+    # A fourth student reports: the figure would give away their value (4 * new - 3 * old),
+    # so it stays until three students (the smallest group shown) have reported again.
+    marks.report("d", {"limits": (0.0, 5)})
+    assert marks.by_objective(3) == [MasteryRow("limits", 4, first.mean, 2, 3)]
+    marks.report("d", {"limits": (0.1, 5)})  # the same student again counts once
+    marks.report("a", {"limits": (1.0, 5)})
+    assert marks.by_objective(3)[0].shown_students == 3
+    marks.report("b", {"limits": (0.5, 5)})
+    assert marks.by_objective(3) == [
+        MasteryRow("limits", 4, pytest.approx((1.0 + 0.5 + 1.0 + 0.1) / 4, abs=0.01), 2, 4)
     ]
-    assert quota.mastery_by_objective(4) == [MasteryRow("limits", 3, None, None)]
+    # Forgetting a student withdraws the figure until enough new reports arrive: the figures
+    # before and after cannot be subtracted either.
+    assert marks.forget_student("d") == 1
+    assert marks.by_objective(3) == [MasteryRow("limits", 3, None, None)]
+    for name in ("a", "b", "c"):
+        marks.report(name, {"limits": (0.5, 3)})
+    assert marks.by_objective(3) == [MasteryRow("limits", 3, 0.5, 0, 3)]
+    assert marks.forget_objective("limits") == 3
+    assert marks.by_objective(3) == []
+
+
+def test_a_mastery_report_names_course_objectives_with_numbers_only() -> None:
+    course = {"limits", "derivatives"}
+    assert mastery_values(b'{"limits": {"p": 0.5, "n": 2}, "derivatives": 1}', course) == {
+        "limits": (0.5, 2),
+        "derivatives": (1.0, 0),
+    }
+    refusals = {
+        b'{"my-notes": 0.5}': "not one of the course's objectives",
+        b'{"limits": 1.5}': "between 0 and 1",
+        b'{"limits": {"p": 0.5, "n": 1e30}}': "whole number",
+        b'{"limits": {"p": 0.5, "n": 2, "answer": "x"}}': "only p (mastery) and n",
+        b'{"limits": true}': "between 0 and 1",
+        b"[1]": "Send an object",
+    }
+    for body, words in refusals.items():
+        reason = mastery_values(body, course)
+        assert isinstance(reason, str) and words in reason, body
+    assert "lists no objectives" in str(mastery_values(b'{"limits": 0.5}', set()))
+    many = json.dumps({f"o{i}": 0.5 for i in range(MAX_OBJECTIVES_PER_REPORT + 1)}).encode()
+    assert "up to 200" in str(mastery_values(many, {f"o{i}" for i in range(300)}))
+
+
+def test_mastery_reports_are_rate_limited_per_student() -> None:
+    limiter = ReportLimiter(per_minute=2)
+    assert [limiter.wait_for("a", now=100.0) for _ in range(2)] == [0, 0]
+    assert limiter.wait_for("a", now=110.0) == 50
+    assert limiter.wait_for("b", now=110.0) == 0  # per student
+    assert limiter.wait_for("a", now=160.5) == 0  # the minute has passed
+
+
+def test_a_pack_knows_its_objectives_as_the_kernel_does(tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    text = b"# Calc\n\n## Objectives\n\n- Limits: the idea\n- Derivatives\n- Limits\n"
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        info = tarfile.TarInfo("TUTOR.md")
+        info.size = len(text)
+        tar.addfile(info, io.BytesIO(text))
+    packs = PackStore(make_engine(f"sqlite:///{tmp_path}/p.sqlite"))
+    assert packs.objectives() == set()
+    packs.publish("calc", None, buffer.getvalue(), "ms-lee")
+    assert packs.objectives() == {"limits", "derivatives", "limits-2"}
 
 
 def test_the_scanner_finds_usage_split_across_chunks() -> None:
@@ -279,3 +361,41 @@ def test_a_plain_tutor_request_passes_as_sent() -> None:
     body, raw = parse_chat_body(json.dumps(sent).encode())
     assert raw == sent
     assert (body.stream, body.asked_tokens) == (True, 900)
+
+
+def test_holds_of_a_dead_replica_go_back_after_its_lease(tmp_path: Path) -> None:
+    clock = Clock()
+    clock.now = dt.datetime(2026, 12, 3, 10, 0, 0, tzinfo=dt.UTC)
+    engine = make_engine(f"sqlite:///{tmp_path}/q.sqlite")
+    a = QuotaStore(engine, clock=clock, replica="host-a:10101")
+    b = QuotaStore(engine, clock=clock, replica="host-b:10101")
+    limits = Limits(daily_tokens=1000, requests_per_minute=None)
+    keep(a, 60), keep(b, 60)
+    ticket = a.admit("alice", limits, 400, prompt=100)
+    live = b.admit("bob", limits, 400, prompt=100)
+    assert isinstance(ticket, Ticket) and isinstance(live, Ticket)
+    clock.now += dt.timedelta(seconds=59)
+    assert keep(b, 60) == 0  # a's lease has not run out yet
+    clock.now += dt.timedelta(seconds=2)
+    assert keep(b, 60) == 1  # a died: alice's hold goes back, her prompt is billed
+    assert a.today("alice") == (100, 0)
+    assert b.today("bob") == (0, 500)  # b's own running request keeps its hold
+    assert [(r.model, r.prompt_tokens) for r in a.usage("alice")] == [(INTERRUPTED, 100)]
+    # a was only slow: its settlement arrives after the sweep and gives nothing back twice.
+    a.settle(ticket, "m", 100, 50)
+    assert a.today("alice") == (250, 0)
+
+
+def test_a_restarted_service_gives_back_its_earlier_holds_at_once(tmp_path: Path) -> None:
+    clock = Clock()
+    engine = make_engine(f"sqlite:///{tmp_path}/q.sqlite")
+    limits = Limits(daily_tokens=1000, requests_per_minute=None)
+    before = QuotaStore(engine, clock=clock, replica="host:10101")
+    keep(before, 60)
+    assert isinstance(before.admit("alice", limits, 950, prompt=50), Ticket)
+    assert isinstance(before.admit("alice", limits, 900), Refusal)  # held: nothing left
+    after = QuotaStore(engine, clock=clock, replica="host:10101")  # the same port, restarted
+    assert keep(after, 60) == 1
+    assert after.today("alice") == (50, 0)
+    assert isinstance(after.admit("alice", limits, 900), Ticket)
+    assert keep(after, 60) == 0  # its own running request stays held
