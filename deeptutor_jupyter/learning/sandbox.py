@@ -307,6 +307,19 @@ def _file_words(name: str | None) -> str:
     return "tests" if name == "tests.py" else "your code"
 
 
+def sandbox_status(mode: SandboxMode) -> str:
+    """One line for ``%tutor config``: whether code answers of quizzes are run here, and why."""
+    sandbox = Sandbox(mode=mode)
+    if sandbox.isolation == "bwrap":
+        return "Code answers of quizzes run in bubblewrap (no network, no access to your files)."
+    if sandbox.isolation == "unsafe":
+        return (
+            'Code answers of quizzes run WITHOUT isolation (`sandbox = "unsafe"`): the tests '
+            "can read your files and keys. Only for a single-user laptop."
+        )
+    return sandbox.reason
+
+
 async def grade_code(q: CodeQuestion, given: str, sandbox: Sandbox) -> QuestionResult:
     if not given.strip():
         return QuestionResult(

@@ -21,7 +21,7 @@ from deeptutor_jupyter.interaction.audit import AuditLog
 from deeptutor_jupyter.interaction.quiz import QuizCoordinator
 from deeptutor_jupyter.learning import sandbox as sandbox_module
 from deeptutor_jupyter.learning.quiz import CodeQuestion
-from deeptutor_jupyter.learning.sandbox import Sandbox, bwrap_works, grade_code
+from deeptutor_jupyter.learning.sandbox import Sandbox, bwrap_works, grade_code, sandbox_status
 from deeptutor_jupyter.store.learning import LearningStore
 from tests.learning.test_quiz_coordinator import RIGHT, right_grader, start
 
@@ -188,6 +188,15 @@ async def test_an_ungraded_code_answer_gives_no_mastery_evidence(no_bwrap, tmp_p
         assert len(learning.evidence()) == 3 and len(learning.cards()) == 3  # q1-q3 only
     finally:
         learning.close()
+
+
+def test_config_says_whether_code_answers_run_and_why(monkeypatch):
+    monkeypatch.setattr(sandbox_module, "bwrap_works", lambda python=None: False)
+    assert "apt-get install bubblewrap" in sandbox_status("bwrap")
+    assert '"refuse"' in sandbox_status("refuse")
+    assert "WITHOUT isolation" in sandbox_status("unsafe")
+    monkeypatch.setattr(sandbox_module, "bwrap_works", lambda python=None: True)
+    assert "run in bubblewrap" in sandbox_status("bwrap")
 
 
 def test_the_mode_is_a_setting(monkeypatch, tmp_path):
