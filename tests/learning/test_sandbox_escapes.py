@@ -18,10 +18,12 @@ import pytest
 
 from deeptutor_jupyter.config import resolve_settings
 from deeptutor_jupyter.interaction.audit import AuditLog
+from deeptutor_jupyter.interaction.pending import PendingCalls
 from deeptutor_jupyter.interaction.quiz import QuizCoordinator
 from deeptutor_jupyter.learning import sandbox as sandbox_module
 from deeptutor_jupyter.learning.quiz import CodeQuestion
 from deeptutor_jupyter.learning.sandbox import Sandbox, bwrap_works, grade_code, sandbox_status
+from deeptutor_jupyter.store.db import Store
 from deeptutor_jupyter.store.learning import LearningStore
 from tests.learning.test_quiz_coordinator import RIGHT, right_grader, start
 
@@ -178,15 +180,18 @@ async def test_refuse_mode_never_runs_code(tmp_path):
 
 async def test_an_ungraded_code_answer_gives_no_mastery_evidence(no_bwrap, tmp_path):
     learning = LearningStore(tmp_path / "state.db")
+    store = Store(tmp_path / "state.db")
     try:
         audit = AuditLog(tmp_path / "audit" / "quizzes.jsonl")
-        coordinator = QuizCoordinator(learning, audit, sandbox=Sandbox(mode="bwrap"))
+        calls = PendingCalls(store)
+        coordinator = QuizCoordinator(learning, calls, audit, sandbox=Sandbox(mode="bwrap"))
         task, emitted = await start(coordinator, right_grader)
         result = await coordinator.submit("s-1", emitted[0][1]["id"], RIGHT, seconds=20)
         await task
         assert "not graded" in result["results"][3]["feedback"]
         assert len(learning.evidence()) == 3 and len(learning.cards()) == 3  # q1-q3 only
     finally:
+        store.close()
         learning.close()
 
 
