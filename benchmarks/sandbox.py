@@ -4,7 +4,7 @@ Variants, interleaved in every iteration so drift on a busy machine hits all of 
 
 * **bare python -c**: ``subprocess.run([python, "-I", "-S", "-c", code + tests])``, the least a
   separate process costs (the same base interpreter and flags the sandbox uses);
-* **sandbox, rlimit**: ``Sandbox(isolation="rlimit").run_sync``: a fresh temp folder, the runner
+* **sandbox, rlimit**: ``Sandbox(mode="unsafe").run_sync``: a fresh temp folder, the runner
   file, resource limits, the audit hook, the outcome read back;
 * **sandbox, bwrap**: the same inside bubblewrap (new namespaces, read-only mounts), when it
   works on this machine.
@@ -62,11 +62,11 @@ def main() -> None:
         subprocess.run([python, "-I", "-S", "-c", CODE + TESTS], check=True, env={})
 
     variants: dict[str, Callable[[], object]] = {"bare python -c": bare}
-    rlimit = Sandbox(isolation="rlimit")
+    rlimit = Sandbox(mode="unsafe")
     variants["sandbox, rlimit"] = lambda: _check(rlimit.run_sync(CODE, TESTS, 5))
     has_bwrap = bwrap_works(python)
     if has_bwrap:
-        bwrap = Sandbox(isolation="bwrap")
+        bwrap = Sandbox(mode="bwrap")
         variants["sandbox, bwrap"] = lambda: _check(bwrap.run_sync(CODE, TESTS, 5))
     for action in variants.values():  # warm-up, not counted
         action()

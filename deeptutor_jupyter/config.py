@@ -43,6 +43,10 @@ __all__ = [
 ]
 
 Language = Literal["en", "zh"]
+# How code answers of quizzes are graded (docs/learning.md#the-code-sandbox): "bwrap" runs the
+# model's tests in bubblewrap and refuses to run them where bubblewrap cannot work; "refuse" never
+# runs them; "unsafe" runs them with resource limits and an audit hook only (no isolation).
+SandboxMode = Literal["bwrap", "refuse", "unsafe"]
 
 HOME_ENV = "DEEPTUTOR_HOME"
 KEY_ENV = "DEEPTUTOR_API_KEY"
@@ -109,6 +113,8 @@ class Settings(BaseModel):
     # On a JupyterHub with a course service: send the course your mastery per objective
     # (numbers only: probability and graded answers, never answers). False keeps it here.
     share_progress: bool = True
+    # Where the tests of code questions run; "unsafe" is for a single-user laptop only.
+    sandbox: SandboxMode = "bwrap"
 
     @field_validator("provider", mode="before")
     @classmethod

@@ -18,7 +18,7 @@ if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-
   echo "==> installing bubblewrap from Debian's packages (quiz code sandbox)"
   { apt-get install -y -qq bubblewrap >/dev/null 2>&1 ||
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; }; } ||
-    echo "bubblewrap could not be installed; the sandbox falls back to resource limits." >&2
+    echo "bubblewrap could not be installed; code answers of quizzes will not be run (docs/learning.md)." >&2
 fi
 stamp=.venv/.deeptutor-installed
 want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)"

@@ -269,9 +269,11 @@ def _help(_magics: TutorMagics, _call: Call) -> None:
 def _config(_magics: TutorMagics, call: Call) -> None:
     from deeptutor_jupyter.config import render_settings_markdown
     from deeptutor_jupyter.kernel.display import show_markdown
+    from deeptutor_jupyter.learning.sandbox import sandbox_status
 
     assert call.resolved is not None
-    show_markdown(render_settings_markdown(call.resolved))
+    status = sandbox_status(call.resolved.settings.sandbox)  # says why when code is not run
+    show_markdown(render_settings_markdown(call.resolved) + "\n" + status + "\n")
 
 
 @command("course", "course", "your course's packs (on a JupyterHub with a course service)")

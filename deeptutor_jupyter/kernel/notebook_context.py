@@ -331,6 +331,11 @@ def preview(value: Any) -> dict[str, Any]:
     grow with the value; a user's ``__repr__`` may still be slow, hence ``describe`` below.
     """
     info: dict[str, Any] = {"type": type_name(value)}
+    if issubclass(type(value), type):
+        # A class: its attributes and repr go through its metaclass, which may run anything;
+        # its name, read from the slots, is all a tutor needs.
+        info["preview"] = f"<class '{class_name(value)}'>"
+        return info
     for attr in ("shape", "dtype"):
         with contextlib.suppress(Exception):
             if hasattr(value, attr):
@@ -356,8 +361,25 @@ def preview(value: Any) -> dict[str, Any]:
 
 
 def type_name(value: Any) -> str:
-    cls = type(value)  # type() never runs the learner's code, unlike value.__class__
-    return f"{cls.__module__}.{cls.__qualname__}"
+    return class_name(type(value))  # type() never runs the learner's code, unlike __class__
+
+
+_MODULE = type.__dict__["__module__"]
+_QUALNAME = type.__dict__["__qualname__"]
+
+
+def class_name(cls: type) -> str:
+    """``module.qualname`` read from the class's own slots, never through ``cls.__module__``:
+    a metaclass may define those as properties, and this runs on the kernel's loop too (after
+    a timeout), where a slow property froze the kernel for a minute (issue 23)."""
+    try:
+        module = _MODULE.__get__(cls, type)
+    except Exception:
+        module = None
+    qualname = _QUALNAME.__get__(cls, type)
+    module = module if type(module) is str else "?"
+    qualname = qualname if type(qualname) is str else "?"
+    return f"{module}.{qualname}"
 
 
 class _Abandoned(BaseException):
@@ -371,6 +393,12 @@ async def describe(value: Any, timeout: float = INSPECT_SECONDS) -> dict[str, An
     coroutine can be cancelled at once. A thread cannot be killed, so an abandoned one is sent
     an exception it raises at its next bytecode: a spinning ``__repr__`` in Python stops there;
     one stuck inside C code finishes on its own, on a daemon thread that never blocks exit.
+
+    What cannot be bounded: C code that holds the GIL (a C extension's ``__repr__`` or
+    ``__len__`` that never releases it) stops every thread of the kernel, the loop included,
+    until it returns; no timeout can run meanwhile. Only a separate process could bound that,
+    and the value is not in one. Nothing of the learner's runs on the loop itself: the type's
+    name is read from its slots (``class_name``).
     """
     loop = asyncio.get_running_loop()
     done: asyncio.Future[dict[str, Any]] = loop.create_future()

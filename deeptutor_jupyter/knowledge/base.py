@@ -27,7 +27,7 @@ from typing import Any
 from deeptutor_jupyter._files import move
 from deeptutor_jupyter.knowledge import bm25, storage
 from deeptutor_jupyter.knowledge.chunkstore import StoreWriter
-from deeptutor_jupyter.knowledge.discover import discover
+from deeptutor_jupyter.knowledge.discover import MAX_FILE_BYTES, discover
 from deeptutor_jupyter.knowledge.filetable import FileTable
 from deeptutor_jupyter.knowledge.ingest import IngestError, ingest_file, relative_path
 from deeptutor_jupyter.knowledge.model import (
@@ -258,7 +258,7 @@ class KnowledgeBase:
         read or parsed (said in ``report.errors``)."""
         stamp = {"path": rel, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
         try:
-            data, digest = storage.read_source(path)
+            data, digest = storage.read_source(path, expect=st, limit=MAX_FILE_BYTES)
         except OSError as exc:
             report.errors.append(f"{rel}: cannot be read ({exc.strerror or exc})")
             return None

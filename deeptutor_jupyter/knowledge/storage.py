@@ -34,9 +34,11 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import errno
 import hashlib
 import os
 import shutil
+import stat
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -122,11 +124,35 @@ def _range_lines(store: Path, entry: dict[str, Any]) -> list[bytes]:
     return lines
 
 
-def read_source(path: str) -> tuple[bytes, str]:
+def read_source(
+    path: str, *, expect: os.stat_result | None = None, limit: int | None = None
+) -> tuple[bytes, str]:
     """A source file's bytes and their SHA-256, in one read: the hash says whether it changed,
-    and the same bytes are chunked when it did."""
-    with open(path, "rb") as fh:
-        data = fh.read()
+    and the same bytes are chunked when it did.
+
+    The file may have been swapped since it was found (discover.py): it is opened without
+    following a link (``O_NOFOLLOW``) and without waiting on a FIFO (``O_NONBLOCK``), and
+    the open descriptor must be a regular file, the same one that was found (``expect``: its
+    device and inode), no larger than ``limit``. A folder on the way swapped for a link gives
+    another inode, so it is refused too. OSError (with a reason) otherwise.
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, "it became a link after it was found") from None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (it was replaced after it was found)")
+        if expect is not None and (st.st_dev, st.st_ino) != (expect.st_dev, expect.st_ino):
+            raise OSError(errno.ESTALE, "it was replaced after it was found; refresh again")
+        os.set_blocking(fd, True)
+        data = fh.read() if limit is None else fh.read(limit + 1)
+    if limit is not None and len(data) > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit // 2**20} MB")
     return data, hashlib.sha256(data).hexdigest()
 
 

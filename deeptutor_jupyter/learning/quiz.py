@@ -115,7 +115,8 @@ class QuestionResult(BaseModel):
     given: Any
     feedback: str
     score: float = Field(ge=0, le=1)  # 1 right, 0 wrong, between: partly right
-    graded_by: Literal["code", "tests", "tutor"] = "code"
+    # "none": not graded at all (a code answer where no sandbox may run it): no mastery evidence.
+    graded_by: Literal["code", "tests", "tutor", "none"] = "code"
 
 
 class QuizAnswerError(DeepTutorError, ValueError):

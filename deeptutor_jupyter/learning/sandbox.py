@@ -1,46 +1,69 @@
 """Run a learner's code against a model's tests, away from the learner's files, network and kernel.
 
 The tests of a ``code`` question are written by a model, so they are untrusted: they run in a
-child process, never in the notebook's kernel. Each run gets a fresh temporary folder as its
-working directory and HOME, an empty environment, and the limits that learning/sandbox_child.py
-sets on itself (CPU, memory, open files, file size, no core dump) plus a wall-clock timeout here.
+child process, never in the notebook's kernel, and only where that child can be isolated. The
+``sandbox`` setting decides (docs/learning.md#the-code-sandbox):
 
-Where bubblewrap (``bwrap``, Debian package ``bubblewrap``) works, the child also runs in new
-namespaces (``--unshare-all``: no network, its own pids) with only the Python install and system
-libraries mounted read-only, so files outside the folder are not even visible. Without it, an
-audit hook inside the child refuses sockets, processes and writes outside the folder; that is a
-fence against accidents and careless tests, not against a determined attacker (docs/learning.md).
+* ``"bwrap"`` (default): bubblewrap (Debian package ``bubblewrap``) runs the child in new
+  namespaces (no network, its own pids, so nothing of the kernel's ``/proc`` is there) with only
+  the Python install and system libraries mounted read-only, an empty environment and a fresh
+  folder as the only writable place; when the child ends, its pid namespace dies with every
+  process it started. Where bubblewrap cannot run (often in Docker and Kubernetes), code answers
+  are **not run** and the result says why and how to enable it: never a silent fallback.
+* ``"refuse"``: never run them.
+* ``"unsafe"``: the child runs with resource limits and an audit hook only. The hook stops
+  careless tests, not a determined one (native code, ``_posixsubprocess``, ``/proc``): for a
+  single-user laptop where the learner accepts that.
+
+The child limits itself (learning/sandbox_child.py: CPU, memory, open files, file size); a
+wall-clock timeout here kills it. Its verdict comes back on a private pipe with a nonce it read
+from stdin, so nothing the learner's code prints can pass for it; what it prints is drained
+through pipes and capped without touching the verdict.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import math
 import os
+import secrets
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Literal
+from typing import Literal
 
+from deeptutor_jupyter.config import SandboxMode
 from deeptutor_jupyter.learning.quiz import CodeQuestion, QuestionResult
+from deeptutor_jupyter.learning.sandbox_proc import ChildRun, Limits, run_child
 
-Status = Literal["passed", "failed", "error", "timeout", "memory"]
-Isolation = Literal["bwrap", "rlimit"]
+Status = Literal["passed", "failed", "error", "timeout", "memory", "not_run"]
+Isolation = Literal["bwrap", "unsafe", "none"]
 
 MEMORY_MB = 256
 FILE_BYTES = 1 << 20
 STARTUP_GRACE_S = 3.0  # the interpreter's start is not the learner's time
-MARKER = "\x00DEEPTUTOR-SANDBOX-RESULT "
 CHILD = Path(__file__).with_name("sandbox_child.py")
-OUTPUT_LIMIT = 64_000
+OUTPUT_LIMIT = 64_000  # bytes kept of each of the child's stdout and stderr
+VERDICT_LIMIT = 1 << 20
+
+NOT_RUN_NO_BWRAP = (
+    "Code answers are not run on this machine, so this one was not graded: the tests are written "
+    "by a model and need an isolated sandbox, and bubblewrap (`bwrap`) is missing or may not "
+    "create namespaces here (common in Docker and Kubernetes). To enable grading, install "
+    "bubblewrap (`apt-get install bubblewrap`) where unprivileged user namespaces are allowed "
+    "(in a container: run it with them allowed). On a single-user laptop you may instead set "
+    '`sandbox = "unsafe"` in settings.toml, which runs the tests without isolation.'
+)
+NOT_RUN_REFUSED = (
+    'Code answers are not run here (the `sandbox` setting is "refuse"), so this one was not graded.'
+)
 
 
 @dataclass(frozen=True)
@@ -51,7 +74,7 @@ class Outcome:
     file: str | None = None
     source: str = ""  # the text of that line
     output: str = ""  # what the code printed (capped)
-    isolation: Isolation = "rlimit"
+    isolation: Isolation = "none"
     seconds: float = 0.0
 
     @property
@@ -59,27 +82,43 @@ class Outcome:
         return self.status == "passed"
 
 
+def configured_mode() -> SandboxMode:
+    """The ``sandbox`` setting (settings.toml, ``DEEPTUTOR_SANDBOX``)."""
+    from deeptutor_jupyter.config import resolve_settings
+
+    return resolve_settings().settings.sandbox
+
+
 @dataclass
 class Sandbox:
-    """``isolation=None`` picks bubblewrap when it works here, else the rlimit child."""
+    """``mode=None`` reads the ``sandbox`` setting; ``isolation`` is what this machine gives it."""
 
+    mode: SandboxMode | None = None
     memory_mb: int = MEMORY_MB
-    isolation: Isolation | None = None
     python: str = field(default_factory=lambda: sandbox_python())
+    # Tests switch it off to show that bubblewrap alone holds; it stays on in use.
+    audit_hook: bool = True
+    isolation: Isolation = field(init=False, default="none")
+    reason: str = field(init=False, default="")
 
     def __post_init__(self) -> None:
-        if self.isolation is None:
-            forced = os.environ.get("DEEPTUTOR_SANDBOX", "")
-            if forced in ("bwrap", "rlimit"):
-                self.isolation = forced  # type: ignore[assignment]
-            else:
-                self.isolation = "bwrap" if bwrap_works(self.python) else "rlimit"
+        if self.mode is None:
+            self.mode = configured_mode()
+        if self.mode == "unsafe":
+            self.isolation = "unsafe"
+        elif self.mode == "bwrap" and bwrap_works(self.python):
+            self.isolation = "bwrap"
+        else:
+            self.isolation = "none"
+            self.reason = NOT_RUN_REFUSED if self.mode == "refuse" else NOT_RUN_NO_BWRAP
 
     async def run(self, code: str, tests: str, timeout_s: float = 5.0) -> Outcome:
         """Off the event loop: the kernel stays responsive while the child runs."""
         return await asyncio.to_thread(self.run_sync, code, tests, timeout_s)
 
     def run_sync(self, code: str, tests: str, timeout_s: float = 5.0) -> Outcome:
+        if self.isolation == "none":
+            return Outcome("not_run", self.reason)
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="deeptutor-sandbox-") as base:
             work = Path(base) / "work"
@@ -91,49 +130,38 @@ class Sandbox:
                 "cpu_seconds": max(1, math.ceil(timeout_s)),
                 "memory_bytes": self.memory_mb << 20,
                 "file_bytes": FILE_BYTES,
+                "audit_hook": self.audit_hook,
             }
-            (work / "config.json").write_text(json.dumps(config), encoding="utf-8")
-            out_path, err_path = Path(base) / "stdout", Path(base) / "stderr"
-            with out_path.open("wb") as out, err_path.open("wb") as err:
-                timed_out, code_ = self._spawn(work, out, err, timeout_s + STARTUP_GRACE_S)
-            stdout = _tail(out_path)
-            stderr = _tail(err_path)
-        outcome = _read_outcome(stdout, stderr, code_, timed_out, timeout_s)
+            nonce = secrets.token_hex(16)
+            run = self._spawn(work, config, nonce, timeout_s + STARTUP_GRACE_S)
+        outcome = _read_outcome(run, nonce, timeout_s)
         return Outcome(
             **{**outcome.__dict__, "isolation": self.isolation, "seconds": _since(started)}
         )
 
-    def _spawn(self, work: Path, out: IO[bytes], err: IO[bytes], wall_s: float) -> tuple[bool, int]:
-        argv = [self.python, "-I", "-S", "-B", "runner.py"]
-        if self.isolation == "bwrap":
-            argv = bwrap_argv(self.python, work) + argv
-            cwd, env = None, {}
-        else:
-            cwd, env = str(work), {"HOME": str(work), "TMPDIR": str(work)}
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            start_new_session=True,  # one process group to kill, away from the kernel's signals
+    def _spawn(
+        self, work: Path, config: Mapping[str, object], nonce: str, wall_s: float
+    ) -> ChildRun:
+        child = [self.python, "-I", "-S", "-B", "runner.py"]
+
+        def argv_for(verdict_fd: int, info_fd: int | None) -> list[str]:
+            (work / "config.json").write_text(
+                json.dumps({**config, "verdict_fd": verdict_fd}), encoding="utf-8"
+            )
+            if self.isolation == "bwrap":
+                return bwrap_argv(self.python, work, info_fd) + child
+            return child
+
+        bwrap = self.isolation == "bwrap"
+        return run_child(
+            argv_for,
+            cwd=None if bwrap else str(work),
+            env={} if bwrap else {"HOME": str(work), "TMPDIR": str(work)},
+            stdin=nonce.encode() + b"\n",
+            wall_s=wall_s,
+            limits=Limits(verdict=VERDICT_LIMIT, output=OUTPUT_LIMIT),
+            bwrap=bwrap,
         )
-        # A timer kills the group; a blocking wait() returns at once when the child ends
-        # (wait(timeout=...) polls with sleeps of up to 50 ms, which was most of the cost).
-        fired = threading.Event()
-
-        def kill() -> None:
-            fired.set()
-            _kill_group(proc)
-
-        timer = threading.Timer(wall_s, kill)
-        timer.start()
-        try:
-            returncode = proc.wait()
-        finally:
-            timer.cancel()
-        return fired.is_set(), returncode
 
 
 def sandbox_python() -> str:
@@ -157,15 +185,22 @@ def _system_mounts(python: str) -> list[str]:
     return args
 
 
-def bwrap_argv(python: str, work: Path) -> list[str]:
+def bwrap_argv(python: str, work: Path, info_fd: int | None = None) -> list[str]:
     bwrap = shutil.which("bwrap") or "bwrap"
+    # --unshare-all includes --unshare-net (no network, not even loopback to the kernel's ports)
+    # and --unshare-pid (a fresh /proc without the kernel's pids and environment). --as-pid-1:
+    # the child is the namespace's init, so when it ends every process it started is killed
+    # before bwrap returns (learning/sandbox_proc.py). --die-with-parent: if the kernel dies,
+    # so does the sandbox.
     return [
         bwrap,
         "--unshare-all",
         "--die-with-parent",
+        "--as-pid-1",
         "--new-session",
         "--cap-drop",
         "ALL",
+        *(["--info-fd", str(info_fd)] if info_fd is not None else []),
         *_system_mounts(python),
         "--proc",
         "/proc",
@@ -212,19 +247,6 @@ def bwrap_works(python: str | None = None) -> bool:
     return ok
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _tail(path: Path) -> str:
-    with path.open("rb") as f:
-        f.seek(0, os.SEEK_END)
-        size = f.tell()
-        f.seek(max(0, size - OUTPUT_LIMIT))
-        return f.read().decode("utf-8", errors="replace")
-
-
 def _since(started: float) -> float:
     return round(time.monotonic() - started, 4)
 
@@ -232,12 +254,12 @@ def _since(started: float) -> float:
 _CPU_SIGNALS = {signal.SIGXCPU, signal.SIGKILL}
 
 
-def _read_outcome(
-    stdout: str, stderr: str, returncode: int, timed_out: bool, timeout_s: float
-) -> Outcome:
-    for line in reversed(stdout.splitlines()):
-        if line.startswith(MARKER):
-            data = json.loads(line[len(MARKER) :])
+def _read_outcome(run: ChildRun, nonce: str, timeout_s: float) -> Outcome:
+    """The verdict is the pipe's line that starts with the nonce; anything else is ignored."""
+    tag = nonce + " "
+    for line in reversed(run.verdict.decode("utf-8", errors="replace").splitlines()):
+        if line.startswith(tag):
+            data = json.loads(line[len(tag) :])
             return Outcome(
                 status=data["status"],
                 message=str(data.get("message", "")),
@@ -246,11 +268,12 @@ def _read_outcome(
                 source=str(data.get("source", "")),
                 output=str(data.get("output", "")),
             )
-    if timed_out or _signal_of(returncode) in _CPU_SIGNALS:
+    stderr = run.stderr.decode("utf-8", errors="replace")
+    if run.timed_out or _signal_of(run.returncode) in _CPU_SIGNALS:
         return Outcome("timeout", f"the code did not finish within {timeout_s:g} s")
     if "MemoryError" in stderr:
         return Outcome("memory", "the code ran out of memory")
-    last = stderr.strip().splitlines()[-1:] or [f"exit status {returncode}"]
+    last = stderr.strip().splitlines()[-1:] or [f"exit status {run.returncode}"]
     return Outcome("error", f"the code crashed: {last[0][:300]}")
 
 
@@ -275,11 +298,26 @@ def feedback_of(outcome: Outcome, timeout_s: float) -> str:
         return f"The tests did not finish within {timeout_s:g} s (an endless loop?)."
     if outcome.status == "memory":
         return "The code ran out of memory."
+    if outcome.status == "not_run":
+        return outcome.message
     return f"The code raised an error{where}: {outcome.message}"
 
 
 def _file_words(name: str | None) -> str:
     return "tests" if name == "tests.py" else "your code"
+
+
+def sandbox_status(mode: SandboxMode) -> str:
+    """One line for ``%tutor config``: whether code answers of quizzes are run here, and why."""
+    sandbox = Sandbox(mode=mode)
+    if sandbox.isolation == "bwrap":
+        return "Code answers of quizzes run in bubblewrap (no network, no access to your files)."
+    if sandbox.isolation == "unsafe":
+        return (
+            'Code answers of quizzes run WITHOUT isolation (`sandbox = "unsafe"`): the tests '
+            "can read your files and keys. Only for a single-user laptop."
+        )
+    return sandbox.reason
 
 
 async def grade_code(q: CodeQuestion, given: str, sandbox: Sandbox) -> QuestionResult:
@@ -294,6 +332,10 @@ async def grade_code(q: CodeQuestion, given: str, sandbox: Sandbox) -> QuestionR
         )
     outcome = await sandbox.run(given, q.tests, q.timeout_s)
     words = feedback_of(outcome, q.timeout_s)
+    if outcome.status == "not_run":  # no grade: no mastery evidence, no review card
+        return QuestionResult(
+            id=q.id, correct=False, given=given, score=0.0, feedback=words, graded_by="none"
+        )
     if q.explanation:
         words += f" {q.explanation}"
     return QuestionResult(

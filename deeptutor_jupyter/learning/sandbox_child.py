@@ -1,10 +1,13 @@
 """The program the sandbox runs (learning/sandbox.py copies it into a fresh folder).
 
-It runs with ``python -I -S`` and only the standard library. It limits itself before reading any
-untrusted text (CPU, address space, open files, file size, no core dump), installs an audit hook
-that refuses network, processes and writes outside its folder (the only fence when bubblewrap is
-missing, a second one when it is there), then runs the learner's code and the model's tests in one
-namespace. The last line of its stdout is the outcome, after a marker the parent looks for.
+It runs with ``python -I -S`` and only the standard library. It reads a nonce from stdin, limits
+itself before reading any untrusted text (CPU, address space, open files, file size, no core
+dump), installs an audit hook that refuses network, processes and writes outside its folder (a
+second fence inside bubblewrap; the only one, and a weak one, in the "unsafe" mode), then runs the
+learner's code and the model's tests in one namespace. The outcome goes to the private pipe whose
+number config.json names, tagged with the nonce: printing a fake outcome grades nothing. (Code
+that digs the nonce out of this process's memory can fake its own grade: it runs here, after all.
+It can reach nothing outside the sandbox by that.)
 """
 
 from __future__ import annotations
@@ -12,14 +15,15 @@ from __future__ import annotations
 import json
 import os
 import resource
+import signal
 import sys
 import traceback
 from collections.abc import Callable
 from pathlib import PurePath
 from typing import Any
 
-MARKER = "\x00DEEPTUTOR-SANDBOX-RESULT "
 OUTPUT_LIMIT = 4000
+MESSAGE_LIMIT = 2000
 
 _REFUSED_EVENTS = {
     "socket.__new__": "network access",
@@ -61,9 +65,16 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 MAX_WRITES = 64
 
 
+def _out_of_cpu(signum: int, frame: object) -> None:
+    os._exit(128 + signal.SIGXCPU)  # the parent reads 128 + signal as that signal
+
+
 def _limit(cpu_seconds: int, memory_bytes: int, file_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+    # Under bwrap --as-pid-1 this process is a namespace's init, which ignores SIGXCPU unless it
+    # has a handler; the hard limit's SIGKILL a second later gets through either way.
+    signal.signal(signal.SIGXCPU, _out_of_cpu)
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
     resource.setrlimit(resource.RLIMIT_NOFILE, (32, 32))
@@ -133,14 +144,15 @@ def _where(exc: BaseException, sources: dict[str, list[str]]) -> tuple[str | Non
     return found
 
 
-def _run(report: Callable[[dict[str, Any]], None]) -> None:
+def _run(report: Callable[[dict[str, Any]], None], hook: bool) -> None:
     root = os.getcwd()
     with open("solution.py", encoding="utf-8") as f:
         solution = f.read()
     with open("tests.py", encoding="utf-8") as f:
         tests = f.read()
     sources = {"solution.py": solution.splitlines(), "tests.py": tests.splitlines()}
-    _install_hook(root)
+    if hook:
+        _install_hook(root)
     captured = _Capped()
     sys.stdout = sys.stderr = captured
     namespace: dict[str, Any] = {"__name__": "__main__"}
@@ -172,20 +184,24 @@ def _run(report: Callable[[dict[str, Any]], None]) -> None:
     if name in sources and line and 0 < line <= len(sources[name]):
         result["source"] = sources[name][line - 1].strip()
     result["output"] = captured.text()
+    result["message"] = result["message"][:MESSAGE_LIMIT]
     report(result)
 
 
 def main() -> None:
+    nonce = os.read(0, 64).decode("ascii").strip()  # not sys.stdin: no buffer keeps a copy
     with open("config.json", encoding="utf-8") as f:
         config = json.load(f)
-    real_out = os.dup(1)
+    verdict_fd = config["verdict_fd"]
 
     def report(result: dict[str, Any]) -> None:
-        os.write(real_out, (MARKER + json.dumps(result) + "\n").encode("utf-8"))
+        data = (nonce + " " + json.dumps(result) + "\n").encode("utf-8")
+        while data:
+            data = data[os.write(verdict_fd, data) :]
 
     _limit(config["cpu_seconds"], config["memory_bytes"], config["file_bytes"])
     try:
-        _run(report)
+        _run(report, hook=config.get("audit_hook", True))
     except MemoryError:
         report({"status": "memory", "message": "the code ran out of memory"})
 

@@ -212,11 +212,8 @@ class AnthropicModel(HTTPModel):
                 raise malformed(endpoint, f"an event is not JSON: {sse.data[:80]!r}") from None
             if not isinstance(data, dict):
                 raise malformed(endpoint, f"an event is not a JSON object: {sse.data[:80]!r}")
-            handled = self._handle(data, state)
-            for event in handled:
+            for event in self._handle(data, state):
                 yield event
-            if not handled:
-                yield Progress()  # alive (a tool-input fragment, a ping event): not idle
             if state.done:
                 break
         if not state.done:
@@ -225,7 +222,9 @@ class AnthropicModel(HTTPModel):
         yield RoundEnd(state.finish_reason, state.tool_calls(), state.usage())
 
     @staticmethod
-    def _handle(data: dict[str, Any], state: _Round) -> list[ProviderEvent]:
+    def _handle(data: dict[str, Any], state: _Round) -> list[ProviderEvent | Progress]:
+        """The events of one SSE event. Progress only for bytes of an answer (a tool's name or
+        input): pings, empty deltas and bookkeeping events do not keep an idle stream alive."""
         kind = data.get("type")
         if kind == "message_start":
             usage = (data.get("message") or {}).get("usage") or {}
@@ -240,6 +239,7 @@ class AnthropicModel(HTTPModel):
                     block.get("name", ""),
                     [],
                 )
+                return [Progress()] if block.get("name") else []
             elif block.get("type") == "text" and block.get("text"):
                 return [TextDelta(block["text"])]
         elif kind == "content_block_delta":
@@ -250,8 +250,9 @@ class AnthropicModel(HTTPModel):
                 return [ThinkingDelta(delta["thinking"])]
             if delta.get("type") == "input_json_delta":
                 slot = state.tools.get(int(data.get("index", 0)))
-                if slot is not None:
-                    slot[2].append(delta.get("partial_json", ""))
+                if slot is not None and delta.get("partial_json"):
+                    slot[2].append(delta["partial_json"])
+                    return [Progress()]
         elif kind == "message_delta":
             stop = (data.get("delta") or {}).get("stop_reason")
             state.finish_reason = _FINISH.get(stop, stop) if stop else state.finish_reason

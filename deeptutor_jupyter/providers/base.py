@@ -73,9 +73,10 @@ class Waiting:
 
 @dataclass(frozen=True)
 class Progress:
-    """The stream is alive but sent nothing to show (a tool-call fragment, a usage chunk).
+    """The stream sent part of the answer that is not shown (a tool call's name or arguments).
 
-    Resets the idle timeout in providers/retry.py, which drops it; keep-alive comments do not.
+    Resets the idle timeout in providers/retry.py, which drops it. Keep-alive comments, pings,
+    empty chunks and usage-only chunks are not progress and do not reset it.
     """
 
 

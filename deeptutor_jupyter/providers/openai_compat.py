@@ -195,7 +195,7 @@ class OpenAICompatModel(HTTPModel):
                 or _usage((chunk.get("x_groq") or {}).get("usage"))
                 or usage
             )
-            shown = False
+            shown = moved = False
             for choice in chunk.get("choices") or []:
                 if choice.get("index", 0) != 0:
                     continue
@@ -210,9 +210,12 @@ class OpenAICompatModel(HTTPModel):
                     yield TextDelta(content)
                 for fragment in delta.get("tool_calls") or []:
                     tools.add(fragment)
+                    moved = moved or _has_bytes(fragment)
                 finish_reason = choice.get("finish_reason") or finish_reason
-            if not shown:
-                yield Progress()  # alive (a tool-call fragment, usage): not idle
+            if moved and not shown:
+                # Bytes of a tool call: not idle. Chunks without choices, `delta: {}` or
+                # `content: ""` are not progress, so they cannot keep a stalled stream open.
+                yield Progress()
         if not done and finish_reason is None:
             raise IncompleteStream("the stream ended before the answer was complete")
         if done:
@@ -245,3 +248,9 @@ class OpenAICompatModel(HTTPModel):
         finish = choices[0].get("finish_reason")
         events.append(RoundEnd(finish, tools.finish(), _usage(body.get("usage"))))
         return events
+
+
+def _has_bytes(fragment: Any) -> bool:
+    """A tool-call fragment that carries part of the call (its name or its arguments)."""
+    function = fragment.get("function") if isinstance(fragment, dict) else None
+    return isinstance(function, dict) and bool(function.get("name") or function.get("arguments"))

@@ -42,8 +42,9 @@ class Reply:
     ignore_stream: bool = False
     # Misbehave on the wire (see deeptutor_jupyter/testing/faults.py): "reset" ends the stream
     # with a TCP reset after ``break_after`` deltas, "stall" sends the headers and then nothing,
-    # "keepalive" sends only SSE comments (every ``chunk_delay``, 0.2 s by default). The last two
-    # go on until the client hangs up or the server stops.
+    # "keepalive" sends only SSE comments (every ``chunk_delay``, 0.2 s by default), "empty" only
+    # chunks that carry nothing (no choices, ``delta: {}``, ``content: ""``). The last three go
+    # on until the client hangs up or the server stops.
     fault: str | None = None
 
 

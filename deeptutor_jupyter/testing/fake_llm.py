@@ -32,6 +32,13 @@ from deeptutor_jupyter.testing._script import (
 
 __all__ = ["FakeLLMServer", "RecordedRequest", "Reply", "ToolCallSpec"]
 
+# What the "empty" fault sends, in turn: valid OpenAI-style chunks that carry nothing.
+_EMPTY_CHUNKS = (
+    b'data: {"choices": []}\n\n',
+    b'data: {"choices": [{"index": 0, "delta": {}}]}\n\n',
+    b'data: {"choices": [{"index": 0, "delta": {"content": ""}}]}\n\n',
+)
+
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
@@ -306,7 +313,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header(name, value)
             self.end_headers()
             self.wfile.flush()
-            if reply.fault in ("stall", "keepalive"):
+            if reply.fault in ("stall", "keepalive", "empty"):
                 self._idle(reply)
                 return
             deltas = 0
@@ -330,11 +337,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _idle(self, reply: Reply) -> None:
-        """Hold the stream open without content: silence, or keep-alive comments only."""
+        """Hold the stream open without content: silence, keep-alive comments or empty chunks."""
         interval = reply.chunk_delay or 0.2
+        sent = 0
         while self.owner._sleep(interval):
             if reply.fault == "keepalive":
                 self._write_chunk(b": keep-alive\n\n")
+            elif reply.fault == "empty":
+                self._write_chunk(_EMPTY_CHUNKS[sent % len(_EMPTY_CHUNKS)])
+                sent += 1
         self._drop()
 
     def _reset(self) -> None:

@@ -40,6 +40,12 @@ def keep_alive_only(interval: float = 0.2) -> Reply:
     return Reply(fault="keepalive", chunk_delay=interval)
 
 
+def empty_chunks_only(interval: float = 0.2) -> Reply:
+    """An event stream of valid but empty chunks only (no choices, ``delta: {}``,
+    ``content: ""``), which keep the read timeout from firing and show nothing."""
+    return Reply(fault="empty", chunk_delay=interval)
+
+
 def malformed_json() -> Reply:
     """An event whose data is not JSON."""
     return Reply(raw_sse=["data: {this is not json", ""])

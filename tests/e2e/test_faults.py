@@ -115,6 +115,13 @@ def test_keep_alive_only_meets_the_idle_timeout(k: KernelDriver, server: FakeLLM
     assert "sent nothing for 2.5 s" in words and "idle_timeout" in words
 
 
+def test_empty_chunks_only_meet_the_idle_timeout(k: KernelDriver, server: FakeLLMServer):
+    server.add(faults.empty_chunks_only(interval=0.2))
+    view = ask(k, "%tutor empty chunks please")
+    words = failed_with(k, view)
+    assert "sent nothing for 2.5 s" in words and "idle_timeout" in words
+
+
 def test_malformed_json(k: KernelDriver, server: FakeLLMServer):
     server.add(faults.malformed_json())
     view = ask(k, "%tutor malformed please")
@@ -200,4 +207,4 @@ def test_z_nothing_saved_was_lost(k: KernelDriver, server: FakeLLMServer, home: 
     saved = turns(home)
     assert saved[0] == ("What is the answer?", "done", FIRST_ANSWER)
     statuses = [s for _, s, _ in saved]
-    assert statuses.count("error") == 6 and statuses[-1] == "done"
+    assert statuses.count("error") == 7 and statuses[-1] == "done"

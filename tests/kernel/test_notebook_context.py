@@ -153,6 +153,45 @@ async def test_a_repr_that_never_ends_gives_a_result_in_words(monkeypatch: pytes
     assert "Spins" in result.content and "timed_out" in str(result.data)
 
 
+class SlowMeta(type):
+    """A metaclass whose properties are slow: none of them may run while inspecting."""
+
+    calls = 0
+
+    @property
+    def __module__(cls):  # type: ignore[override]
+        SlowMeta.calls += 1
+        time.sleep(0.3)
+        return "slow"
+
+    @property
+    def shape(cls):
+        SlowMeta.calls += 1
+        time.sleep(0.3)
+        return (1,)
+
+
+class Learners(metaclass=SlowMeta):
+    pass
+
+
+@pytest.mark.parametrize("which", ["instance", "class"])
+async def test_metaclass_properties_never_run_when_inspecting(
+    monkeypatch: pytest.MonkeyPatch, which: str
+):
+    # Issue 23: the type's name was read through the metaclass, on the kernel loop, after the
+    # timeout: a slow property there froze the kernel.
+    monkeypatch.setattr(SlowMeta, "calls", 0)
+    value = Learners() if which == "instance" else Learners
+    tool = InspectVariableTool(SimpleNamespace(user_ns={"v": value}))
+    ctx = ToolContext(session_id="s", turn_id="t", workspace=Path("."))
+    result = await tool.run(InspectArgs(name="v"), ctx)
+    assert SlowMeta.calls == 0 and not result.is_error
+    assert "test_notebook_context.Learners" in result.content
+    assert nbc.type_name(value).endswith(("SlowMeta", "Learners"))
+    assert SlowMeta.calls == 0
+
+
 @pytest.mark.parametrize(
     "encoding",
     ["utf-16", "utf-16-be", "utf-8-sig", "utf-32", "latin-1", "cp1252", "utf-8"],

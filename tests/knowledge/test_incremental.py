@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -115,9 +116,9 @@ def test_refresh_reads_and_tokenises_only_what_changed(
         kb_base.append_token_ids,
     )
 
-    def spy_read(path: str) -> tuple[bytes, str]:
+    def spy_read(path: str, **kw: Any) -> tuple[bytes, str]:
         hashed.append(Path(path))
-        return real_read(path)
+        return real_read(path, **kw)
 
     monkeypatch.setattr(kb_base.storage, "read_source", spy_read)
     monkeypatch.setattr(
@@ -276,6 +277,71 @@ def test_links_to_files_outside_the_folder_are_skipped_and_named(tmp_path: Path)
     assert kb.search("password") == []
     (problem,) = report.errors
     assert "leak.md" in problem and "outside the folder" in problem
+
+
+def _swap_after_discovery(monkeypatch: pytest.MonkeyPatch, swap: Any) -> None:
+    """Run ``swap`` between discovery and reading: the race of issue 23, item 7."""
+    real = kb_base.discover
+
+    def discover_then_swap(sources: list[str], errors: list[str]) -> Any:
+        found = real(sources, errors)
+        swap()
+        return found
+
+    monkeypatch.setattr(kb_base, "discover", discover_then_swap)
+
+
+@pytest.mark.parametrize("how", ["file", "folder"])
+def test_a_file_swapped_for_a_link_after_discovery_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "n001.md").write_text("# Secret\n\nmy bank password hint", encoding="utf-8")
+    course = _corpus(tmp_path / "course", n=2)
+    (course / "sub").mkdir()
+    (course / "sub" / "n001.md").write_text("# Plain\n\nnothing here", encoding="utf-8")
+
+    def swap() -> None:
+        if how == "file":  # the file itself becomes a link
+            (course / "n001.md").unlink()
+            (course / "n001.md").symlink_to(private / "n001.md")
+        else:  # a folder on the way becomes a link to a folder with a file of the same name
+            (course / "sub" / "n001.md").unlink()
+            (course / "sub").rmdir()
+            (course / "sub").symlink_to(private, target_is_directory=True)
+
+    _swap_after_discovery(monkeypatch, swap)
+    kb = KnowledgeBase(tmp_path / "home", "k", root=tmp_path)
+    report = kb.add_sources([course])
+    assert kb.search("password") == []
+    (problem,) = report.errors
+    assert "n001.md" in problem and "after it was found" in problem
+
+
+def test_a_file_swapped_for_a_fifo_after_discovery_does_not_hang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    course = _corpus(tmp_path / "course", n=2)
+    fifo = course / "n001.md"
+
+    def swap() -> None:
+        fifo.unlink()
+        os.mkfifo(fifo)
+
+    _swap_after_discovery(monkeypatch, swap)
+    kb = KnowledgeBase(tmp_path / "home", "k", root=tmp_path)
+    done: list[Any] = []
+    worker = threading.Thread(target=lambda: done.append(kb.add_sources([course])), daemon=True)
+    worker.start()
+    worker.join(30)
+    if worker.is_alive():  # blocked opening the FIFO: let it go before failing
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(5)
+    assert done, "indexing hung on a FIFO"
+    (problem,) = done[0].errors
+    assert "n001.md" in problem and "not a regular file" in problem
+    assert done[0].added == 1
 
 
 @pytest.mark.parametrize(

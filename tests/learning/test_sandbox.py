@@ -14,11 +14,11 @@ from deeptutor_jupyter.learning.sandbox_child import _inside
 SQUARE = "def f(x):\n    return x * x\n"
 
 
-@pytest.fixture(params=["bwrap", "rlimit"])
+@pytest.fixture(params=["bwrap", "unsafe"])
 def sandbox(request) -> Sandbox:
     if request.param == "bwrap" and not bwrap_works():
         pytest.skip("bubblewrap cannot create namespaces on this machine")
-    return Sandbox(isolation=request.param)
+    return Sandbox(mode=request.param)
 
 
 def test_passing_code(sandbox):
@@ -118,18 +118,18 @@ def test_reading_a_file_outside_is_refused_with_bwrap(tmp_path):
         pytest.skip("bubblewrap cannot create namespaces on this machine")
     secret = tmp_path / "secret.txt"
     secret.write_text("top secret")
-    outcome = Sandbox(isolation="bwrap").run_sync("", f"print(open({str(secret)!r}).read())", 5)
+    outcome = Sandbox(mode="bwrap").run_sync("", f"print(open({str(secret)!r}).read())", 5)
     assert outcome.status == "error" and "FileNotFoundError" in outcome.message
     assert "top secret" not in outcome.output
 
 
 async def test_grade_code_turns_the_outcome_into_a_result():
     q = CodeQuestion(id="q4", kind="code", prompt="square", tests="assert f(2) == 4", timeout_s=5)
-    right = await grade_code(q, SQUARE, Sandbox(isolation="rlimit"))
+    right = await grade_code(q, SQUARE, Sandbox(mode="unsafe"))
     assert right.correct and right.graded_by == "tests" and right.feedback == "All tests passed."
-    wrong = await grade_code(q, "def f(x):\n    return 2 * x + 1\n", Sandbox(isolation="rlimit"))
+    wrong = await grade_code(q, "def f(x):\n    return 2 * x + 1\n", Sandbox(mode="unsafe"))
     assert not wrong.correct and "A test failed (line 1 of the tests" in wrong.feedback
-    empty = await grade_code(q, "  ", Sandbox(isolation="rlimit"))
+    empty = await grade_code(q, "  ", Sandbox(mode="unsafe"))
     assert not empty.correct
 
 

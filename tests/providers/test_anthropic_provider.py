@@ -244,3 +244,28 @@ async def test_stream_without_message_stop_is_broken(server: FakeLLMServer, slee
     with pytest.raises(ProviderError) as caught:
         await collect(make(server.url, sleep=sleeps))
     assert caught.value.kind == "stream_broken"
+
+
+async def test_pings_and_empty_deltas_do_not_keep_a_stream_alive(server: FakeLLMServer) -> None:
+    start = {"type": "message_start", "message": {"usage": {"input_tokens": 3}}}
+    empties = [
+        {"type": "ping"},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta"}},
+    ]
+    lines = ["event: message_start", f"data: {json.dumps(start)}", ""]
+    for i in range(200):
+        event = empties[i % len(empties)]
+        lines += [f"event: {event['type']}", f"data: {json.dumps(event)}", ""]
+    server.add(Reply(raw_sse=lines, chunk_delay=0.02))  # about 4 s of nothing, 20 ms apart
+    with pytest.raises(ProviderError) as caught:
+        await collect(make(server.url, idle_timeout=0.5))
+    assert caught.value.kind == "timeout" and "sent nothing for 0.5 s" in caught.value.message
+
+
+async def test_tool_input_fragments_keep_a_stream_alive(server: FakeLLMServer) -> None:
+    args = '{"q": "' + "fractions " * 40 + '"}'
+    server.add(Reply(tool_calls=[ToolCallSpec("search", args, id="t1")], chunk_delay=0.15))
+    events = await collect(make(server.url, idle_timeout=0.6))
+    end = events[-1]
+    assert isinstance(end, RoundEnd) and end.tool_calls[0].arguments == args

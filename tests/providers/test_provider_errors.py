@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from deeptutor_jupyter.providers.errors import (
     retry_after_seconds,
 )
 from deeptutor_jupyter.providers.openai_compat import OpenAICompatModel
-from deeptutor_jupyter.testing import NO_REPLY_LEFT, FakeLLMServer, Reply, ToolCallSpec
+from deeptutor_jupyter.testing import NO_REPLY_LEFT, FakeLLMServer, Reply, ToolCallSpec, faults
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
 
@@ -119,6 +120,26 @@ async def test_a_stream_of_keep_alives_only_times_out_as_idle(server: FakeLLMSer
     error = await failure(make(server.url, idle_timeout=0.5))
     assert error.kind == "timeout"
     assert "sent nothing for 0.5 s" in error.message and "idle_timeout" in error.hint
+
+
+async def test_empty_chunks_do_not_keep_a_stream_alive(server: FakeLLMServer) -> None:
+    # No choices, `delta: {}`, `content: ""` and a tool fragment without bytes: none is progress.
+    server.add(faults.empty_chunks_only(interval=0.05))
+    server.add(
+        Reply(
+            raw_sse=[
+                'data: {"choices": [{"index": 0, "delta": {"tool_calls": '
+                '[{"index": 0, "function": {"arguments": ""}}]}}]}',
+                "",
+            ]
+            * 200,
+            chunk_delay=0.02,
+        )
+    )
+    for _ in range(2):
+        async with asyncio.timeout(10):  # the empty-chunk fault never ends on its own
+            error = await failure(make(server.url, idle_timeout=0.5))
+        assert error.kind == "timeout" and "sent nothing for 0.5 s" in error.message
 
 
 async def test_tool_call_fragments_keep_a_stream_alive(server: FakeLLMServer) -> None:

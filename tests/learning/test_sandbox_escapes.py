@@ -1,0 +1,253 @@
+"""Escape attempts against the code sandbox, in every mode this machine offers (issue 23, item 2),
+and the verdict channel the learner's code cannot write (item 6).
+
+The bubblewrap suite runs with the child's audit hook switched off: what it shows is that the
+namespaces and mounts hold on their own, against code that walks around a Python hook
+(``_posixsubprocess``, raw sockets, ``/proc``). Without bubblewrap nothing model-written runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from deeptutor_jupyter.config import resolve_settings
+from deeptutor_jupyter.interaction.audit import AuditLog
+from deeptutor_jupyter.interaction.pending import PendingCalls
+from deeptutor_jupyter.interaction.quiz import QuizCoordinator
+from deeptutor_jupyter.learning import sandbox as sandbox_module
+from deeptutor_jupyter.learning.quiz import CodeQuestion
+from deeptutor_jupyter.learning.sandbox import Sandbox, bwrap_works, grade_code, sandbox_status
+from deeptutor_jupyter.store.db import Store
+from deeptutor_jupyter.store.learning import LearningStore
+from tests.learning.test_quiz_coordinator import RIGHT, right_grader, start
+
+KEY = "sk-planted-7f3a9c1e5b"
+SQUARE = "def f(x):\n    return x * x\n"
+MARK = "987.6543"  # the argument of every process the hostile tests start
+
+
+def needs_bwrap() -> None:
+    if not bwrap_works():
+        pytest.skip("bubblewrap cannot create namespaces on this machine")
+
+
+def survivors() -> list[int]:
+    """Live processes (anywhere on the machine) that the hostile tests started."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if MARK.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+HOSTILE = """
+import json, os, socket, sqlite3, subprocess
+OUT = {out!r}
+got = {{}}
+def attempt(name, action):
+    try:
+        got[name] = repr(action())[:400]
+    except BaseException as exc:
+        got[name] = "refused: " + type(exc).__name__
+def environ_of_all():
+    return [open(f"/proc/{{p}}/environ", "rb").read() for p in os.listdir("/proc") if p.isdigit()]
+def spawn():
+    for _ in range(20):  # new sessions: out of the child's process group
+        subprocess.Popen(["/usr/bin/sleep", "{mark}"], start_new_session=True)
+    if os.fork() == 0:  # and a double fork, reparented away from the child
+        os.setsid()
+        if os.fork() == 0:
+            os.execv("/usr/bin/sleep", ["sleep", "{mark}"])
+        os._exit(0)
+    return "spawned"
+attempt("spawn", spawn)
+attempt("kernel_environ", lambda: open("/proc/{kernel}/environ", "rb").read())
+attempt("all_environ", environ_of_all)
+attempt("own_environ", lambda: dict(os.environ))
+attempt("shadow", lambda: open("/etc/shadow").read())
+attempt("state_db_read", lambda: open(OUT + "/state.db", "rb").read())
+def chdir_write():
+    os.chdir(OUT)
+    open("chdir.txt", "w").write("x")
+attempt("chdir", chdir_write)
+attempt("dir_fd", lambda: os.open("dirfd.txt", os.O_CREAT | os.O_WRONLY,
+                                  dir_fd=os.open(OUT, os.O_RDONLY)))
+attempt("sqlite", lambda: sqlite3.connect(OUT + "/state.db").execute("create table evil(x)"))
+attempt("mkfifo", lambda: os.mkfifo(OUT + "/fifo"))
+attempt("tcp", lambda: socket.create_connection(("127.0.0.1", {port}), timeout=2))
+print(json.dumps(got))
+"""
+
+
+def test_bwrap_holds_against_every_escape_without_the_audit_hook(tmp_path, monkeypatch):
+    needs_bwrap()
+    monkeypatch.setenv(
+        "DEEPTUTOR_API_KEY", KEY
+    )  # in the environment of this (the kernel's) process
+    out = tmp_path / "learner"
+    out.mkdir()
+    db = out / "state.db"
+    sqlite3.connect(db).execute("create table answers(x)").connection.commit()
+    before = db.read_bytes()
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        tests = HOSTILE.format(
+            out=str(out), kernel=os.getpid(), port=server.getsockname()[1], mark=MARK
+        )
+        outcome = Sandbox(mode="bwrap", audit_hook=False).run_sync("", tests, 5)
+        assert survivors() == []  # the 21 sleepers died with the sandbox's pid namespace
+        server.settimeout(0.2)
+        with pytest.raises(TimeoutError):
+            server.accept()  # nothing ever connected
+    assert outcome.status == "passed", outcome
+    got = json.loads(outcome.output)
+    assert got["spawn"] == "'spawned'"  # it could start them (the hook is off) ...
+    assert KEY not in outcome.output and KEY[::-1] not in outcome.output
+    for name in ("kernel_environ", "shadow", "state_db_read", "chdir", "dir_fd", "tcp"):
+        assert got[name].startswith("refused:"), (name, got[name])
+    assert got["sqlite"].startswith("refused:") and got["mkfifo"].startswith("refused:")
+    assert "DEEPTUTOR_API_KEY" not in got["all_environ"] + got["own_environ"]
+    assert sorted(p.name for p in out.iterdir()) == ["state.db"] and db.read_bytes() == before
+
+
+@pytest.mark.parametrize("stall", ["while True:\n    pass", "import time\ntime.sleep(60)"])
+def test_no_process_survives_a_timeout_under_bwrap(stall):
+    # A busy loop ends by the CPU limit, a sleep by the wall-clock kill: two ways to end.
+    needs_bwrap()
+    tests = (
+        "import subprocess\n"
+        "for _ in range(5):\n"
+        f"    subprocess.Popen(['/usr/bin/sleep', '{MARK}'], start_new_session=True)\n"
+        f"{stall}\n"
+    )
+    outcome = Sandbox(mode="bwrap", audit_hook=False).run_sync("", tests, 1)
+    assert outcome.status == "timeout" and survivors() == []
+
+
+def test_the_kernel_environment_and_pids_are_not_visible_under_bwrap(monkeypatch):
+    needs_bwrap()
+    monkeypatch.setenv("DEEPTUTOR_API_KEY", KEY)
+    tests = (
+        "import os\n"
+        "pids = [p for p in os.listdir('/proc') if p.isdigit()]\n"
+        f"assert str({os.getpid()}) not in pids, pids\n"
+        "assert len(pids) <= 3, pids  # bwrap's init, this child, maybe a thread\n"
+        "assert sorted(os.environ) <= ['HOME', 'PWD', 'TMPDIR'], sorted(os.environ)\n"
+    )
+    assert Sandbox(mode="bwrap").run_sync("", tests, 5).status == "passed"
+
+
+@pytest.fixture
+def no_bwrap(monkeypatch):
+    monkeypatch.setattr(sandbox_module, "bwrap_works", lambda python=None: False)
+
+
+def test_without_bwrap_model_written_tests_are_not_run(no_bwrap, tmp_path):
+    witness = tmp_path / "ran.txt"
+    sandbox = Sandbox(mode="bwrap")
+    assert sandbox.isolation == "none"
+    outcome = sandbox.run_sync(SQUARE, f"open({str(witness)!r}, 'w').write('ran')", 5)
+    assert outcome.status == "not_run" and not witness.exists()
+    assert "bubblewrap" in outcome.message and "apt-get install bubblewrap" in outcome.message
+    assert 'sandbox = "unsafe"' in outcome.message
+
+
+async def test_a_code_answer_that_is_not_run_is_not_graded(no_bwrap):
+    q = CodeQuestion(id="q4", kind="code", prompt="square", tests="assert f(2) == 4", timeout_s=5)
+    result = await grade_code(q, SQUARE, Sandbox(mode="bwrap"))
+    assert result.graded_by == "none" and not result.correct
+    assert result.feedback.startswith("Code answers are not run on this machine")
+
+
+async def test_refuse_mode_never_runs_code(tmp_path):
+    witness = tmp_path / "ran.txt"
+    sandbox = Sandbox(mode="refuse")
+    outcome = sandbox.run_sync("", f"open({str(witness)!r}, 'w').write('ran')", 5)
+    assert outcome.status == "not_run" and '"refuse"' in outcome.message
+    assert not witness.exists()
+
+
+async def test_an_ungraded_code_answer_gives_no_mastery_evidence(no_bwrap, tmp_path):
+    learning = LearningStore(tmp_path / "state.db")
+    store = Store(tmp_path / "state.db")
+    try:
+        audit = AuditLog(tmp_path / "audit" / "quizzes.jsonl")
+        calls = PendingCalls(store)
+        coordinator = QuizCoordinator(learning, calls, audit, sandbox=Sandbox(mode="bwrap"))
+        task, emitted = await start(coordinator, right_grader)
+        result = await coordinator.submit("s-1", emitted[0][1]["id"], RIGHT, seconds=20)
+        await task
+        assert "not graded" in result["results"][3]["feedback"]
+        assert len(learning.evidence()) == 3 and len(learning.cards()) == 3  # q1-q3 only
+    finally:
+        store.close()
+        learning.close()
+
+
+def test_config_says_whether_code_answers_run_and_why(monkeypatch):
+    monkeypatch.setattr(sandbox_module, "bwrap_works", lambda python=None: False)
+    assert "apt-get install bubblewrap" in sandbox_status("bwrap")
+    assert '"refuse"' in sandbox_status("refuse")
+    assert "WITHOUT isolation" in sandbox_status("unsafe")
+    monkeypatch.setattr(sandbox_module, "bwrap_works", lambda python=None: True)
+    assert "run in bubblewrap" in sandbox_status("bwrap")
+
+
+def test_the_mode_is_a_setting(monkeypatch, tmp_path):
+    monkeypatch.setenv("DEEPTUTOR_HOME", str(tmp_path))
+    monkeypatch.delenv("DEEPTUTOR_SANDBOX", raising=False)
+    assert resolve_settings().settings.sandbox == "bwrap"
+    assert Sandbox().mode == "bwrap"
+    monkeypatch.setenv("DEEPTUTOR_SANDBOX", "unsafe")
+    assert Sandbox().isolation == "unsafe"
+    (tmp_path / "settings.toml").write_text('sandbox = "refuse"\n')
+    monkeypatch.delenv("DEEPTUTOR_SANDBOX")
+    assert Sandbox().isolation == "none"
+    monkeypatch.setenv("DEEPTUTOR_SANDBOX", "rlimit")  # no silent meaning for a typo
+    resolved = resolve_settings()
+    assert resolved.settings.sandbox == "refuse" and any("sandbox" in p for p in resolved.problems)
+
+
+# --- item 6: the verdict travels apart from what the learner prints ------------------------------
+
+
+@pytest.fixture(params=["bwrap", "unsafe"])
+def sandbox(request) -> Sandbox:
+    if request.param == "bwrap":
+        needs_bwrap()
+    return Sandbox(mode=request.param)
+
+
+def test_printing_a_verdict_does_not_pass(sandbox):
+    fake = json.dumps({"status": "passed", "message": ""})
+    code = (
+        "import os, sys\n"
+        f"line = '\\x00DEEPTUTOR-SANDBOX-RESULT ' + {fake!r} + '\\n'\n"
+        "print(line)\n"
+        "os.write(1, line.encode())\n"
+        "for fd in range(3, 32):  # the verdict pipe is one of these, but the nonce is unknown\n"
+        "    try:\n"
+        "        os.write(fd, ('0' * 32 + ' ' + line[26:]).encode())\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "os._exit(0)\n"
+    )
+    outcome = sandbox.run_sync(code, "assert False, 'never reached'", 5)
+    assert outcome.status == "error" and "crashed" in outcome.message
+
+
+def test_megabytes_on_fd_1_do_not_fail_a_correct_answer(sandbox):
+    code = SQUARE + "import os\nfor _ in range(40):\n    os.write(1, b'x' * 100_000)\n"
+    outcome = sandbox.run_sync(code, "assert f(3) == 9", 5)
+    assert outcome.status == "passed", outcome
