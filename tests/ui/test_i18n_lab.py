@@ -66,6 +66,16 @@ def switch_to_chinese(page: Any) -> None:
     wait_for_notebook(page)
 
 
+def choose_setting(page: Any, select: str, label: str) -> None:
+    """Pick ``label`` in the settings editor, brought to the front first: the notebook beside
+    it can become the current tab meanwhile (twice seen, at different steps), hiding the form."""
+    page.evaluate(
+        "() => window.jupyterapp.commands.execute('settingeditor:open', {query: 'DeepTutor'})"
+    )
+    page.locator(select).wait_for(state="visible")
+    page.locator(select).select_option(label=label)
+
+
 def panel_placeholder(page: Any) -> str:
     return str(page.locator(".jp-DeepTutorChat-input textarea").get_attribute("placeholder"))
 
@@ -110,7 +120,7 @@ def test_the_panel_speaks_chinese_and_follows_its_settings(
         )
         form = "#jp-main-dock-panel fieldset[id='jp-SettingsEditor-deeptutor-jupyter:plugin']"
         page.locator(form).wait_for()
-        page.locator(f"{form} select[id$='_sendKey']").select_option(label="Enter")
+        choose_setting(page, f"{form} select[id$='_sendKey']", "Enter")
         page.wait_for_function(
             "() => document.querySelector('.jp-DeepTutorChat-input textarea')"
             "?.placeholder.includes('Enter 发送，Shift+Enter 换行')"
@@ -134,14 +144,8 @@ def test_the_panel_speaks_chinese_and_follows_its_settings(
             )
         )
 
-        # The tab shown first, changed in the same editor, switches the open panel. The
-        # editor is brought to the front again: the turn's notebook may have been activated
-        # meanwhile (its save after the turn), which hides the editor's form.
-        page.evaluate(
-            "() => window.jupyterapp.commands.execute('settingeditor:open', {query: 'DeepTutor'})"
-        )
-        page.locator(f"{form} select[id$='_openTab']").wait_for(state="visible")
-        page.locator(f"{form} select[id$='_openTab']").select_option(label="记忆")
+        # The tab shown first, changed in the same editor, switches the open panel.
+        choose_setting(page, f"{form} select[id$='_openTab']", "记忆")
         page.locator(".jp-DeepTutorPanel-tab.jp-mod-active", has_text="记忆").wait_for()
         active = page.locator(".jp-DeepTutorPanel-tab.jp-mod-active").inner_text()
     assert lang.startswith("zh")

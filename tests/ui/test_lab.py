@@ -47,6 +47,12 @@ def lab(tmp_path: Path, fake_llm: FakeLLMServer) -> Iterator[str]:
         JUPYTER_CONFIG_DIR=str(tmp_path / "jupyter-config"),
         IPYTHONDIR=str(tmp_path / "ipython"),
     )
+    # JupyterLab asks whether to fetch its news in a toast that covers the panel's Ask button
+    # (bottom right): the learner's answer, "no", is given here.
+    notification = tmp_path / "jupyter-config" / "lab" / "user-settings" / "@jupyterlab"
+    notification = notification / "apputils-extension" / "notification.jupyterlab-settings"
+    notification.parent.mkdir(parents=True, exist_ok=True)
+    notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
     log = (tmp_path / "lab.log").open("w")
     proc = subprocess.Popen(
         [
@@ -142,6 +148,33 @@ def lab_page(name: str) -> Iterator[Any]:
             browser.close()
 
 
+def wait_for_final_bundle(page: Any, cell: int, text: str) -> None:
+    """Until the open notebook's model holds the turn's final bundle in ``cell``: the kernel
+    sends it after the answer's last delta (with the trace), so seeing the text on the page is
+    not enough before a save."""
+    page.wait_for_function(
+        """([cell, text]) => {
+            const model = window.jupyterapp.shell.currentWidget?.content?.model;
+            const outputs = model?.cells.get(cell)?.toJSON().outputs ?? [];
+            return outputs.some(o => {
+                const md = o.data?.['text/markdown'];
+                const shown = Array.isArray(md) ? md.join('') : (md ?? '');
+                return shown.includes(text) && o.data['application/vnd.deeptutor.trace+json'];
+            });
+        }""",
+        arg=[cell, text],
+    )
+
+
+def save_until_on_disk(page: Any, path: Path, text: str, timeout: float = 30.0) -> None:
+    """Save the open notebook and wait until the file holds ``text`` (the save is async)."""
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    deadline = time.monotonic() + timeout
+    while text not in path.read_text(encoding="utf-8"):
+        assert time.monotonic() < deadline, f"{text!r} never reached {path.name}"
+        time.sleep(0.1)
+
+
 def ask_reply(call_id: str) -> Reply:
     options = [
         {"id": "safe", "label": "Analyse first", "recommended": True},
@@ -206,8 +239,9 @@ def test_a_turn_and_a_form_in_real_jupyterlab(lab: str, fake_llm: FakeLLMServer,
         page.locator(".dt-ask-submit").click()
         page.get_by_text("Good: we analyse first.").wait_for()
         page.locator(".dt-ask-receipt").wait_for(timeout=10000)
-        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
-        time.sleep(1.5)
+        wait_for_final_bundle(page, 1, "An **eigenvector** keeps its direction.")
+        wait_for_final_bundle(page, 2, "Good: we analyse first.")
+        save_until_on_disk(page, tmp_path / "lesson.ipynb", "Good: we analyse first.")
 
     sent = [
         m
@@ -324,9 +358,8 @@ def test_a_turn_that_ends_after_a_page_reload_is_saved_with_its_answer_and_trace
         page.reload()
         open_notebook(page, lab, "streaming.ipynb")
         page.get_by_text("the end.").first.wait_for()
-        page.wait_for_timeout(1500)  # the final bundle follows the last delta
-        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
-        page.wait_for_timeout(1000)
+        wait_for_final_bundle(page, 1, "the end.")
+        save_until_on_disk(page, tmp_path / "streaming.ipynb", "the end.")
     saved = nbformat.read(tmp_path / "streaming.ipynb", as_version=4)
     bundles = [o.get("data", {}) for o in saved.cells[1].outputs]
     final = [b for b in bundles if "the end." in b.get("text/markdown", "")]
