@@ -217,3 +217,11 @@ def test_progress_chart_is_a_png_and_leaves_pyplot_alone():
     png = progress_png(path, {"groups": Mastery(0.9, 4)}, [1, 0, 2])
     assert png is not None and png.startswith(b"\x89PNG\r\n\x1a\n")
     assert ("matplotlib.pyplot" in sys.modules) == had_pyplot
+
+
+def test_the_next_review_reads_as_words_not_day_s():
+    from deeptutor_jupyter.kernel.quiz_cards import time_until
+
+    now = time.time()
+    assert time_until(now + 86400 + 60) == "in 1 day"
+    assert time_until(now + 3 * 86400 + 60) == "in 3 days"
