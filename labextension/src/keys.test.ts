@@ -16,6 +16,12 @@ describe('keys typed in a form', () => {
     expect(keyAction('Tab', { ...none, ctrl: true }, true)).toBe('contain');
     expect(keyAction('Escape', none, true)).toBe('leave');
     expect(keyAction('Escape', none, false)).toBe('leave');
+    // Save and the command palette still work mid-answer; other accelerators stay in the form.
+    expect(keyAction('s', { ...none, ctrl: true }, true)).toBe('pass');
+    expect(keyAction('s', { ...none, meta: true }, false)).toBe('pass');
+    expect(keyAction('C', { ...none, ctrl: true, shift: true }, false)).toBe('pass');
+    expect(keyAction('Enter', { ...none, ctrl: true }, false)).toBe('contain');
+    expect(keyAction('c', { ...none, ctrl: true }, true)).toBe('contain');
   });
 
   it('Tab pads to the next multiple of four at the caret', () => {

@@ -5,9 +5,10 @@
  * form inserted cells, turned the quiz's cell raw or restarted the kernel, and Tab left the
  * code box (ipywidgets' text boxes stop their own keys, but Tab moved the focus to the Submit
  * button, which does not). Each form root (the classes below, set by the kernel's widgets and
- * the panel) gets a keydown listener that stops the event before it leaves the root, and the
- * `data-lm-suppress-shortcuts` attribute @lumino/commands honours; Tab and Shift+Tab indent
- * and dedent in code boxes; Escape leaves the form for the notebook (command mode).
+ * the panel) gets a keydown listener that stops the event before it leaves the root, except
+ * Save and the command palette. Not `data-lm-suppress-shortcuts`: @lumino/commands honours it
+ * for every binding, Save included. Tab and Shift+Tab indent and dedent in code boxes; Escape
+ * leaves the form for the notebook (command mode).
  */
 
 /** The roots of every form the tutor renders in a cell (kernel/widgets) or in the panel. */
@@ -86,14 +87,23 @@ export function indentEdit(value: string, start: number, end: number, dedent: bo
   };
 }
 
-/** What a key in a form does: stay in the form, indent or dedent code, or leave the form. */
+/** What a key in a form does: stay in the form, indent or dedent code, leave the form, or
+ * pass on to JupyterLab (only Save and the command palette: a learner saves mid-answer). */
 export function keyAction(
   key: string,
   mods: { shift: boolean; ctrl: boolean; alt: boolean; meta: boolean },
   inCodeBox: boolean
-): 'contain' | 'indent' | 'dedent' | 'leave' {
+): 'contain' | 'indent' | 'dedent' | 'leave' | 'pass' {
   if (key === 'Escape') {
     return 'leave';
+  }
+  const accel = mods.ctrl || mods.meta;
+  if (
+    accel &&
+    !mods.alt &&
+    (key.toLowerCase() === 's' || (mods.shift && key.toLowerCase() === 'c'))
+  ) {
+    return 'pass';
   }
   if (key === 'Tab' && inCodeBox && !mods.ctrl && !mods.alt && !mods.meta) {
     return mods.shift ? 'dedent' : 'indent';
@@ -123,8 +133,16 @@ function leave(target: HTMLElement): void {
 /** At the root, bubbling: nothing typed in the form goes further (ipywidgets' text boxes stop
  * their own keys already; buttons, radios and checkboxes did not, so after Tab left the code box
  * the next keys reached the notebook). */
-function stop(event: Event): void {
-  event.stopPropagation();
+function stop(event: KeyboardEvent): void {
+  const mods = {
+    shift: event.shiftKey,
+    ctrl: event.ctrlKey,
+    alt: event.altKey,
+    meta: event.metaKey
+  };
+  if (keyAction(event.key, mods, false) !== 'pass') {
+    event.stopPropagation();
+  }
 }
 
 /** At capture, before the form's own handlers (which stop the event): Tab and Shift+Tab in a
@@ -140,7 +158,7 @@ function onCapturedKey(event: KeyboardEvent, target: HTMLElement): void {
     event.preventDefault();
     event.stopPropagation();
     leave(target);
-  } else if (action !== 'contain' && box !== null) {
+  } else if ((action === 'indent' || action === 'dedent') && box !== null) {
     event.preventDefault();
     applyIndent(box, action === 'dedent');
   }
@@ -152,7 +170,6 @@ function contain(root: HTMLElement): void {
     return;
   }
   root.dataset.dtKeys = 'contained';
-  root.setAttribute('data-lm-suppress-shortcuts', '');
   root.addEventListener('keydown', stop);
 }
 

@@ -1,5 +1,5 @@
 """Keys typed into a cell's quiz form stay in the form, in real JupyterLab and Chromium (issue 21):
-Tab indents in the code box, "a b m r y 0 0" and Shift+Enter are text, not notebook shortcuts
+Tab indents in the code box, "a b m r y 0 0", Ctrl+Enter and Shift+Enter are text, not notebook shortcuts
 (no cell inserted, none turned raw or Markdown, no "Restart Kernel?" dialog), and Escape leaves the
 form for the notebook. Then Submit with blanks asks first, and "Submit anyway" sends the typed
 code. Screenshots: tests/ui/artifacts/form-keys*.png."""
@@ -65,9 +65,11 @@ def test_keys_in_a_quiz_code_box_stay_there_and_blanks_ask_first(
         page.keyboard.type("#")
         for key in ["a", "b", "m", "r", "y", "0", "0"]:  # notebook shortcuts in command mode
             page.keyboard.press(key)
-        page.keyboard.press("Shift+Enter")  # "run cell" in a notebook; a newline here
+        page.keyboard.press("Control+Enter")  # "run cell": would start the quiz's turn again
+        page.keyboard.press("Shift+Enter")  # "run cell and advance"; a newline here
         page.wait_for_timeout(500)  # any command the keys triggered has run by now
         typed = code.input_value()
+        requests = len(fake_llm.requests)
         after = notebook_state(page)
         still_focused = page.evaluate(FOCUS_JS)
         card.screenshot(path=str(ARTIFACTS / "form-keys-typed.png"))
@@ -89,6 +91,7 @@ def test_keys_in_a_quiz_code_box_stay_there_and_blanks_ask_first(
     assert typed == TYPED
     assert after == before  # no cell inserted, none changed type, no dialog
     assert still_focused and left
+    assert requests == 1  # the quiz's turn only: nothing re-ran the cell
     result = json.loads(tool_messages(fake_llm, "call_quiz_1")[0]["content"])
     by_id = {r["id"]: r for r in result["results"]}
     assert by_id["q3"]["given"] == TYPED and by_id["q3"]["correct"] is True
