@@ -1,8 +1,8 @@
 """Keys typed into a cell's quiz form stay in the form, in real JupyterLab and Chromium (issue 21):
-Tab indents in the code box, "a b m r y 0 0", Ctrl+Enter and Shift+Enter are text, not notebook shortcuts
-(no cell inserted, none turned raw or Markdown, no "Restart Kernel?" dialog), and Escape leaves the
-form for the notebook. Then Submit with blanks asks first, and "Submit anyway" sends the typed
-code. Screenshots: tests/ui/artifacts/form-keys*.png."""
+Tab indents in the code box; "a b m r y 0 0", Ctrl+Enter and Shift+Enter are text, not notebook
+shortcuts (no cell inserted, none turned raw or Markdown, no "Restart Kernel?" dialog, no re-run);
+Escape leaves the form for the notebook. Then Submit with blanks asks first, and "Submit anyway"
+sends the typed code. Screenshots: tests/ui/artifacts/form-keys*.png."""
 
 from __future__ import annotations
 
