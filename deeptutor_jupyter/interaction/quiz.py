@@ -58,6 +58,8 @@ from deeptutor_jupyter.learning.quiz import (
     empty_answer,
     grade_choice,
     grade_numeric,
+    is_blank,
+    not_answered,
     public_view,
     quiz_result,
 )
@@ -394,7 +396,9 @@ class QuizCoordinator:
         results = []
         for q in quiz.questions:
             given = answers.get(q.id, empty_answer(q))
-            if isinstance(q, ChoiceQuestion):
+            if is_blank(q, given):  # no grader runs on a blank (no model call, no sandbox)
+                results.append(not_answered(q, given))
+            elif isinstance(q, ChoiceQuestion):
                 results.append(grade_choice(q, list(given)))
             elif isinstance(q, NumericQuestion):
                 results.append(grade_numeric(q, str(given)))
@@ -454,10 +458,13 @@ def tool_result_of(result: Result) -> ToolResult:
             stop_turn=True,
         )
     right = sum(1 for r in result["results"] if r["correct"])
+    blank = sum(1 for r in result["results"] if r.get("answered") is False)
+    blanks = f", {blank} not answered" if blank else ""
     return ToolResult(
         content=json.dumps(result, ensure_ascii=False),
         data=result,
-        summary=f"quiz graded: {right}/{len(result['results'])} right, score {result['score']}",
+        summary=f"quiz graded: {right}/{len(result['results'])} right{blanks}, "
+        f"score {result['score']}",
     )
 
 

@@ -27,6 +27,8 @@ def record_grades(
     for r in results:
         if r.graded_by == "none":  # not graded (no sandbox here): it says nothing of mastery
             continue
+        if not r.answered:  # a blank is no attempt: no evidence, no rating (docs/learning.md)
+            continue
         q = by_id[r.id]
         objective = objectives.get(r.id, quiz.objective)
         options = len(q.options) if isinstance(q, ChoiceQuestion) else 0

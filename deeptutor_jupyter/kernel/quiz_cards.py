@@ -94,4 +94,6 @@ def time_until(ts: float) -> str:
         return f"in {max(1, round(delta / 60))} min"
     if delta < 86400:
         return f"in {round(delta / 3600)} h"
-    return f"in {round(delta / 86400)} day(s)"
+    from deeptutor_jupyter.kernel.display import plural
+
+    return f"in {plural(round(delta / 86400), 'day', 'days')}"

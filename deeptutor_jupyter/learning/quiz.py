@@ -117,6 +117,9 @@ class QuestionResult(BaseModel):
     score: float = Field(ge=0, le=1)  # 1 right, 0 wrong, between: partly right
     # "none": not graded at all (a code answer where no sandbox may run it): no mastery evidence.
     graded_by: Literal["code", "tests", "tutor", "none"] = "code"
+    # False: left blank (docs/learning.md "Blanks"): shown as not answered, no mastery evidence,
+    # no review rating.
+    answered: bool = True
 
 
 class QuizAnswerError(DeepTutorError, ValueError):
@@ -144,7 +147,7 @@ def public_view(quiz: MakeQuizArgs) -> dict[str, Any]:
 def check_answers(quiz: MakeQuizArgs, answers: dict[str, Any]) -> None:
     """Raise QuizAnswerError for an answer that cannot be graded as given (fixable by the learner).
 
-    A missing answer is not an error: it is graded as wrong, so a learner may skip a question.
+    A missing answer is not an error: it is graded as not answered (:func:`not_answered`).
     """
     known = {q.id: q for q in quiz.questions}
     unknown = [key for key in answers if key not in known]
@@ -242,12 +245,37 @@ def _with(q: _Question, words: str) -> str:
     return f"{words} {q.explanation}".strip() if q.explanation else words
 
 
+def is_blank(q: _Question, given: Any) -> bool:
+    """Nothing chosen, nothing typed, or the starter code left as it was."""
+    if isinstance(q, ChoiceQuestion):
+        return not given
+    text = str(given).strip()
+    if isinstance(q, CodeQuestion):
+        return not text or text == q.starter.strip()
+    return not text
+
+
+def not_answered(q: _Question, given: Any) -> QuestionResult:
+    """A blank: score 0 like a wrong answer in the quiz's score, but marked ``answered=False``
+    so it gives no mastery evidence and no review rating (interaction/quiz_record.py)."""
+    words = "Not answered."
+    if isinstance(q, ChoiceQuestion):
+        labels = {o.id: o.label for o in q.options}
+        words += f" The correct answer: {', '.join(labels[a] for a in q.answer)}."
+    elif isinstance(q, NumericQuestion):
+        words += f" The answer: {q.answer:g}{' ' + q.unit if q.unit else ''}."
+    return QuestionResult(
+        id=q.id, correct=False, given=given, score=0.0, feedback=_with(q, words), answered=False
+    )
+
+
 def empty_answer(q: _Question) -> Any:
     return [] if isinstance(q, ChoiceQuestion) else ""
 
 
 def quiz_result(results: list[QuestionResult]) -> dict[str, Any]:
-    """The tool result the model reads: ``{"score", "results": [{id, correct, given, feedback}]}``.
+    """The tool result the model reads: ``{"score", "results": [{id, correct, given, feedback}]}``;
+    a blank adds ``"answered": false`` to its item.
 
     The score is the mean of the question scores, so a half-right multiple choice counts half.
     """
@@ -264,5 +292,7 @@ def quiz_result(results: list[QuestionResult]) -> dict[str, Any]:
             item["score"] = r.score
         if r.graded_by == "tutor":
             item["graded_by"] = TUTOR_GRADED
+        if not r.answered:
+            item["answered"] = False
         items.append(item)
     return {"score": round(score, 3), "results": items}

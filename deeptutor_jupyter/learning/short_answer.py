@@ -12,7 +12,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from deeptutor_jupyter.learning.quiz import TUTOR_GRADED, QuestionResult, ShortQuestion
+from deeptutor_jupyter.learning.quiz import QuestionResult, ShortQuestion
 
 Complete = Callable[[list[dict[str, Any]]], Awaitable[str]]
 
@@ -60,9 +60,8 @@ def parse_grading(q: ShortQuestion, given: str, reply: str) -> QuestionResult:
 
 
 def _result(q: ShortQuestion, given: str, score: float, feedback: str) -> QuestionResult:
-    words = f"({TUTOR_GRADED}) {feedback}".strip()
-    if q.explanation:
-        words += f" {q.explanation}"
+    # No "(graded by the tutor)" here: the receipt marks it once, from graded_by.
+    words = f"{feedback.strip()} {q.explanation}".strip()
     return QuestionResult(
         id=q.id,
         correct=score >= PASS_SCORE,

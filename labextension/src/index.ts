@@ -21,6 +21,7 @@ import {
 } from './context';
 import { TutorPanel } from './panel';
 import { keepOutputsTrue } from './displays';
+import { containFormKeys } from './keys';
 import { keepNotebooksCleanOnVersion } from './language';
 import { addKnowledgeCommand } from './kbcommand';
 import { DOMAIN, __, useBundle } from './i18n';
@@ -57,6 +58,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
   ) => {
     // Before any label is made: commands and tabs read the bundle when they are built.
     useBundle(translator ? translator.load(DOMAIN) : null);
+    // Keys typed in the tutor's forms never reach notebook shortcuts (keys.ts).
+    containFormKeys(document);
     // With no notebook open, the panel offers a conversation in a kernel of its own.
     const scratch = async (): Promise<ISessionContext> => {
       const context = new SessionContext({

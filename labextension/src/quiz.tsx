@@ -9,6 +9,7 @@ import { __ } from './i18n';
 import {
   QuizAnswers,
   QuizQuestion,
+  blankQuestion,
   choose,
   initialAnswers,
   quizProblem,
@@ -35,6 +36,8 @@ export function QuizCard(props: QuizCardProps): React.ReactElement {
   const [answers, setAnswers] = React.useState<QuizAnswers>(() => initialAnswers(questions));
   const [error, setError] = React.useState<string | null>(null);
   const [busy, setBusy] = React.useState(false);
+  /** Submit with blanks asks first: this is the question shown, with Go back / Submit anyway. */
+  const [asking, setAsking] = React.useState<string | null>(null);
   const [graded, setGraded] = React.useState<QuizResolved | null>(null);
   const opened = React.useRef(Date.now());
   const resolved = props.resolved ?? graded;
@@ -60,11 +63,13 @@ export function QuizCard(props: QuizCardProps): React.ReactElement {
             {receipt.lines.map(line => (
               <div
                 key={line.id}
-                className={`jp-DeepTutorQuiz-result ${line.correct ? 'jp-mod-right' : 'jp-mod-wrong'}`}
+                className={`jp-DeepTutorQuiz-result ${
+                  !line.answered ? 'jp-mod-blank' : line.correct ? 'jp-mod-right' : 'jp-mod-wrong'
+                }`}
               >
                 <div>
                   <span className="jp-DeepTutorQuiz-mark">
-                    {line.correct ? '\u2713' : '\u2717'}
+                    {!line.answered ? '\u2013' : line.correct ? '\u2713' : '\u2717'}
                   </span>{' '}
                   {line.prompt}
                 </div>
@@ -83,7 +88,13 @@ export function QuizCard(props: QuizCardProps): React.ReactElement {
   }
 
   const problem = quizProblem(questions, answers);
-  const submit = async () => {
+  const submit = async (confirmed: boolean) => {
+    const blank = blankQuestion(questions, answers);
+    if (blank && !confirmed && asking === null) {
+      setAsking(blank);
+      return;
+    }
+    setAsking(null);
     setBusy(true);
     setError(null);
     try {
@@ -113,12 +124,25 @@ export function QuizCard(props: QuizCardProps): React.ReactElement {
         />
       ))}
       {error ? <div className="jp-DeepTutorQuiz-error">{error}</div> : null}
+      {asking ? (
+        <div className="jp-DeepTutorQuiz-confirm" role="alertdialog">
+          <span className="jp-DeepTutorQuiz-confirmText">
+            {asking} {__('Blanks are graded as not answered.')}
+          </span>
+          <button className="jp-Button jp-mod-styled jp-mod-reject" onClick={() => setAsking(null)}>
+            {__('Go back')}
+          </button>
+          <button className="jp-Button jp-mod-styled jp-mod-warn" onClick={() => void submit(true)}>
+            {__('Submit anyway')}
+          </button>
+        </div>
+      ) : null}
       <div className="jp-DeepTutorQuiz-buttons">
         <button
           className="jp-Button jp-mod-styled jp-mod-accept"
           disabled={busy || problem !== null}
           title={problem ?? ''}
-          onClick={() => void submit()}
+          onClick={() => void submit(false)}
         >
           {busy ? __('Grading\u2026') : __('Submit answers')}
         </button>

@@ -1,12 +1,14 @@
 import { describe, expect, it } from 'vitest';
 
 import {
+  blankQuestion,
   choose,
   initialAnswers,
   quizProblem,
   quizQuestions,
   quizReceipt,
-  submission
+  submission,
+  unansweredCount
 } from './quizform';
 import { QuizRequired, QuizResolved } from './schema';
 
@@ -68,8 +70,22 @@ describe('a quiz form in the panel', () => {
     expect(quizProblem(questions, answers)).toBe('Answer at least one question.');
     const some = { ...answers, q2: ' 3 m/s ' };
     expect(quizProblem(questions, some)).toBeNull();
-    // The starter code counts as an answer once sent (it may be graded), but alone it is not one.
-    expect(submission(questions, some)).toEqual({ q2: ' 3 m/s ', q4: 'def sq(x):\n    ...' });
+    // The starter code unchanged is a blank, like the kernel's is_blank: not sent.
+    expect(submission(questions, some)).toEqual({ q2: ' 3 m/s ' });
+    const code = { ...some, q4: 'def sq(x):\n    return x * x' };
+    expect(submission(questions, code)).toEqual({ q2: ' 3 m/s ', q4: code.q4 });
+  });
+
+  it('counts the blanks Submit asks about first', () => {
+    const answers = initialAnswers(questions);
+    expect(unansweredCount(questions, answers)).toBe(4);
+    const some = { ...answers, q1: ['b'], q4: 'def sq(x):\n    ...\n' };
+    expect(unansweredCount(questions, some)).toBe(3); // the starter left as it was is blank
+    expect(blankQuestion(questions, some)).toBe('3 of 4 questions are not answered.');
+    const full = { ...some, q2: '3', q3: 'because', q4: 'def sq(x):\n    return x * x' };
+    expect(unansweredCount(questions, full)).toBe(0);
+    expect(blankQuestion(questions, full)).toBeNull();
+    expect(blankQuestion(questions.slice(1, 2), { q2: '' })).toBe('The question is not answered.');
   });
 
   it('shows the graded receipt with the labels chosen', () => {
@@ -83,14 +99,16 @@ describe('a quiz form in the panel', () => {
       score: 0.5,
       results: [
         { id: 'q1', correct: true, given: ['b'], feedback: 'Correct.' },
-        { id: 'q2', correct: false, given: '', feedback: 'No answer was given.' }
+        { id: 'q2', correct: false, given: '', feedback: 'No answer was given.' },
+        { id: 'q4', correct: false, given: 'x', feedback: 'Not answered.', answered: false }
       ]
     };
     const receipt = quizReceipt(quiz, resolved);
     expect(receipt.score).toBe('Score 50%');
-    expect(receipt.lines.map(l => [l.prompt, l.correct, l.given])).toEqual([
-      ['Which is 2 squared?', true, 'four'],
-      ['Speed?', false, '(no answer)']
+    expect(receipt.lines.map(l => [l.prompt, l.correct, l.answered, l.given, l.code])).toEqual([
+      ['Which is 2 squared?', true, true, 'four', false],
+      ['Speed?', false, true, '(no answer)', false],
+      ['Write sq.', false, false, '(not answered)', false]
     ]);
     const closed = quizReceipt(quiz, { ...resolved, cancelled: true, reason: 'timeout' });
     expect(closed.closed).toBe('This quiz timed out.');

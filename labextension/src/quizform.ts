@@ -90,26 +90,51 @@ export function choose(
   return { ...answers, [question.id]: next };
 }
 
-/** Why the form cannot be sent yet, or null. A skipped question is allowed (graded wrong);
- * an answer the grader cannot read (a numeric "abc") is refused by the kernel in words. */
+/** Nothing chosen, nothing typed, or the starter code unchanged (learning/quiz.py `is_blank`). */
+export function isBlank(question: QuizQuestion, given: string[] | string | undefined): boolean {
+  if (Array.isArray(given)) {
+    return given.length === 0;
+  }
+  const text = (given ?? '').trim();
+  return !text || (question.kind === 'code' && text === question.starter.trim());
+}
+
+/** How many questions are blank: Submit asks first when there are any. */
+export function unansweredCount(questions: readonly QuizQuestion[], answers: QuizAnswers): number {
+  return questions.filter(q => isBlank(q, answers[q.id])).length;
+}
+
+/** What Submit asks when some questions are blank, or null when none is. */
+export function blankQuestion(
+  questions: readonly QuizQuestion[],
+  answers: QuizAnswers
+): string | null {
+  const blank = unansweredCount(questions, answers);
+  if (!blank) {
+    return null;
+  }
+  return questions.length === 1
+    ? __('The question is not answered.')
+    : __('%1 of %2 questions are not answered.', blank, questions.length);
+}
+
+/** Why the form cannot be sent yet, or null. A skipped question is allowed (graded "not
+ * answered", after asking); an answer the grader cannot read (a numeric "abc") is refused by the
+ * kernel in words. */
 export function quizProblem(
   questions: readonly QuizQuestion[],
   answers: QuizAnswers
 ): string | null {
-  const answered = questions.some(q => {
-    const given = answers[q.id];
-    const starter = q.kind === 'code' ? q.starter : '';
-    return Array.isArray(given) ? given.length > 0 : !!given?.trim() && given !== starter;
-  });
+  const answered = questions.some(q => !isBlank(q, answers[q.id]));
   return answered ? null : __('Answer at least one question.');
 }
 
-/** What the kernel grades: only the questions answered (a skipped one counts as wrong). */
+/** What the kernel grades: only the questions answered (a skipped one is graded "not answered"). */
 export function submission(questions: readonly QuizQuestion[], answers: QuizAnswers): QuizAnswers {
   const out: QuizAnswers = {};
   for (const q of questions) {
     const given = answers[q.id];
-    if (Array.isArray(given) ? given.length > 0 : !!given?.trim()) {
+    if (given !== undefined && !isBlank(q, given)) {
       out[q.id] = given;
     }
   }
@@ -120,6 +145,8 @@ export interface ReceiptLine {
   id: string;
   prompt: string;
   correct: boolean;
+  /** False for a blank: shown as "not answered", neither right nor wrong. */
+  answered: boolean;
   given: string;
   feedback: string;
   code: boolean;
@@ -145,13 +172,15 @@ export function quizReceipt(quiz: QuizRequired, resolved: QuizResolved): Receipt
   const questions = new Map(quizQuestions(quiz).map(q => [q.id, q]));
   const lines = (resolved.results ?? []).map(item => {
     const q = questions.get(str(item.id));
+    const answered = item.answered !== false;
     return {
       id: str(item.id),
       prompt: q?.prompt ?? str(item.id),
       correct: item.correct === true,
-      given: givenText(item.given, q),
+      answered,
+      given: answered ? givenText(item.given, q) : __('(not answered)'),
       feedback: str(item.feedback),
-      code: q?.kind === 'code'
+      code: q?.kind === 'code' && answered
     };
   });
   const score = __('Score %1%', Math.round((resolved.score ?? 0) * 100));

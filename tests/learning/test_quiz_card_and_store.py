@@ -59,8 +59,10 @@ def test_submit_sends_the_answers_once_and_then_shows_the_receipt():
     _how, radio, _ = card.controls["q1"]
     radio.value = "b"
     card.controls["q2"][1].value = "3 m/s"
-    card.submit_button.click()
-    card.submit_button.click()  # a double click sends nothing more
+    card.submit_button.click()  # q3 and q4 are blank: it asks first
+    assert sent == []
+    card.submit_button.click()  # the second click submits anyway
+    card.submit_button.click()  # a third sends nothing more
     assert len(sent) == 1 and sent[0][0]["q1"] == ["b"] and sent[0][0]["q2"] == "3 m/s"
     assert sent[0][0]["q4"].startswith("def f(x)")  # the starter, unchanged
     card.show_error("q2: not a number")
@@ -73,16 +75,63 @@ def test_submit_sends_the_answers_once_and_then_shows_the_receipt():
                 "id": "q3",
                 "correct": False,
                 "given": "x",
-                "feedback": "(graded by the tutor) No.",
+                "feedback": "No.",
                 "graded_by": "graded by the tutor",
             },
         ],
     }
     card.show_receipt(result)
     text = all_state(card)
-    assert card.state == "graded" and "Because B." in text and "graded by the tutor" in text
+    assert (
+        card.state == "graded" and "Because B." in text and text.count("graded by the tutor") == 1
+    )
     md = receipt_markdown(body(), result)
     assert "score 50%" in md and "✅" in md and "❌" in md and "_(graded by the tutor)_" in md
+
+
+def test_submit_with_blanks_asks_first_and_go_back_keeps_the_form_open():
+    sent: list[dict[str, Any]] = []
+    card = QuizCard(body(), on_submit=lambda answers, seconds: sent.append(answers))
+    assert card.confirm.layout.display == "none"
+    card.controls["q1"][1].value = "b"
+    card.submit_button.click()
+    # q2, q3 empty and q4 the starter unchanged: three of four blank, said in words, not sent.
+    assert sent == [] and card.state == "open" and card.confirm.layout.display == "flex"
+    assert "3 of 4 questions are not answered" in card.confirm_text.value
+    card.back_button.click()
+    assert card.confirm.layout.display == "none" and sent == []
+    card.controls["q2"][1].value = "3 m/s"
+    card.submit_button.click()  # asks again: two still blank
+    assert sent == [] and "2 of 4" in card.confirm_text.value
+    card.anyway_button.click()
+    assert len(sent) == 1 and card.state == "submitted" and card.confirm.layout.display == "none"
+
+
+def test_a_full_form_submits_at_once_and_blanks_show_as_not_answered():
+    sent: list[dict[str, Any]] = []
+    card = QuizCard(body(), on_submit=lambda answers, seconds: sent.append(answers))
+    card.controls["q1"][1].value = "b"
+    card.controls["q2"][1].value = "3"
+    card.controls["q3"][1].value = "x"
+    card.controls["q4"][1].value = "def f(x):\n    return 1"
+    card.submit_button.click()
+    assert len(sent) == 1 and card.confirm.layout.display == "none"
+    result = {
+        "score": 0.0,
+        "results": [
+            {
+                "id": "q2",
+                "correct": False,
+                "given": "",
+                "feedback": "Not answered.",
+                "answered": False,
+            },
+        ],
+    }
+    card.show_receipt(result)
+    assert "(not answered)" in all_state(card) and "✗" not in all_state(card)
+    md = receipt_markdown(body(), result)
+    assert "your answer: (not answered)" in md and "❌" not in md
 
 
 def test_multiple_answers_use_checkboxes():
@@ -94,7 +143,7 @@ def test_multiple_answers_use_checkboxes():
     how, boxes, _ids = card.controls["q1"]
     assert how == "multiple" and all(isinstance(x, widgets.Checkbox) for x in boxes)
     boxes[1].value = True
-    card.submit()
+    card.submit(confirmed=True)
     assert sent[0]["q1"] == ["b"]
     assert "Eigenvalues, check 1" in form_markdown(b) and '"answer"' not in form_markdown(b)
 
@@ -168,3 +217,11 @@ def test_progress_chart_is_a_png_and_leaves_pyplot_alone():
     png = progress_png(path, {"groups": Mastery(0.9, 4)}, [1, 0, 2])
     assert png is not None and png.startswith(b"\x89PNG\r\n\x1a\n")
     assert ("matplotlib.pyplot" in sys.modules) == had_pyplot
+
+
+def test_the_next_review_reads_as_words_not_day_s():
+    from deeptutor_jupyter.kernel.quiz_cards import time_until
+
+    now = time.time()
+    assert time_until(now + 86400 + 60) == "in 1 day"
+    assert time_until(now + 3 * 86400 + 60) == "in 3 days"

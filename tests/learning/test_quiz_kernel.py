@@ -81,6 +81,20 @@ def submit(k: KernelDriver, card: str) -> None:
     k.click(button[0])
 
 
+def submit_anyway(k: KernelDriver, card: str, blanks: str) -> None:
+    """Submit with blanks: the card asks first ("2 of 3 questions ..."), then Submit anyway."""
+    submit(k, card)
+    k.wait_for(
+        lambda: [
+            c
+            for c in k.with_class("dt-quiz-confirm-text")
+            if blanks in str(k.widgets[c].get("value", ""))
+        ]
+    )
+    anyway = [c for c in k.with_class("dt-quiz-anyway") if c in k.descendants(card)]
+    k.click(anyway[0])
+
+
 def tool_messages(server: FakeLLMServer, call_id: str) -> list[dict[str, Any]]:
     return [
         m
@@ -169,7 +183,7 @@ def test_a_wrong_answer_is_graded_wrong_and_a_bad_number_is_sent_back(
     card = card_of(kernel)
     texts = of_model(kernel, card, "TextModel")
     update(kernel, texts[0], value="three")
-    submit(kernel, card)
+    submit_anyway(kernel, card, "2 of 3 questions are not answered")
     errors = kernel.wait_for(
         lambda: [
             c
@@ -179,10 +193,11 @@ def test_a_wrong_answer_is_graded_wrong_and_a_bad_number_is_sent_back(
     )
     assert errors
     update(kernel, texts[0], value="3 km/h")
-    submit(kernel, card)
+    submit_anyway(kernel, card, "2 of 3 questions are not answered")
     kernel.wait_for(lambda: "Let us go over it." in answer_text(kernel), timeout=60)
     result = json.loads(tool_messages(fake_llm, "call_quiz_1")[0]["content"])
     assert [r["correct"] for r in result["results"]] == [False, False, False]
+    assert [r.get("answered", True) for r in result["results"]] == [False, True, False]
     assert "'km/h' is not the unit asked for" in result["results"][1]["feedback"]
 
 

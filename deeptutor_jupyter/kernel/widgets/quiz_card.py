@@ -26,6 +26,7 @@ _SMALL = "font-size:85%;opacity:0.75"
 # Marks every font has (emoji need a colour-emoji font, which many machines lack).
 _RIGHT = '<b style="color:var(--jp-success-color1, #2e7d32)">✓</b>'
 _WRONG = '<b style="color:var(--jp-error-color1, #c62828)">✗</b>'
+_BLANK = '<b style="opacity:0.6">–</b>'
 _ERROR = "color:var(--jp-error-color1, #c62828)"
 
 
@@ -68,8 +69,21 @@ class QuizCard(widgets.VBox):  # type: ignore[misc]
         self.submit_button = widgets.Button(description="Submit answers", button_style="primary")
         self.submit_button.add_class("dt-quiz-submit")
         self.submit_button.on_click(lambda _b: self.submit())
+        # Submit with blanks asks first (docs/learning.md "Blanks"): go back, or submit anyway.
+        self.confirm_text = _html("", "dt-quiz-confirm-text")
+        self.back_button = widgets.Button(description="Go back")
+        self.back_button.add_class("dt-quiz-back")
+        self.back_button.on_click(lambda _b: self.go_back())
+        self.anyway_button = widgets.Button(description="Submit anyway", button_style="warning")
+        self.anyway_button.add_class("dt-quiz-anyway")
+        self.anyway_button.on_click(lambda _b: self.submit(confirmed=True))
+        self.confirm = widgets.HBox(
+            [self.confirm_text, self.back_button, self.anyway_button],
+            layout=_fit(display="none", flex_flow="row wrap", align_items="center"),
+        )
+        self.confirm.add_class("dt-quiz-confirm")
         kwargs.setdefault("layout", _fit())
-        super().__init__(children=[*rows, self.error, self.submit_button], **kwargs)
+        super().__init__(children=[*rows, self.error, self.confirm, self.submit_button], **kwargs)
         self.add_class("dt-quiz")
 
     def _question(self, number: int, q: Mapping[str, Any]) -> widgets.VBox:
@@ -119,9 +133,34 @@ class QuizCard(widgets.VBox):  # type: ignore[misc]
                 out[qid] = str(control.value)
         return out
 
-    def submit(self) -> None:
+    def unanswered(self) -> int:
+        """Questions left blank: nothing chosen, nothing typed, or the starter code unchanged."""
+        starters = {str(q.get("id")): str(q.get("starter") or "").strip() for q in self.questions}
+        blank = 0
+        for qid, given in self.answers().items():
+            text = "" if isinstance(given, list) else given.strip()
+            if not given or (not isinstance(given, list) and text in ("", starters.get(qid))):
+                blank += 1
+        return blank
+
+    def go_back(self) -> None:
+        self.confirm.layout.display = "none"
+        self.confirm_text.value = ""
+
+    def submit(self, *, confirmed: bool = False) -> None:
         if self.state != "open" or self.on_submit is None:
             return
+        asking = self.confirm.layout.display != "none"
+        blank = self.unanswered()
+        if blank and not (confirmed or asking):  # a second click on Submit is a "submit anyway"
+            total = len(self.controls)
+            self.confirm_text.value = (
+                f"<b>{blank} of {total} {'question is' if total == 1 else 'questions are'}"
+                " not answered.</b> Blanks are graded as not answered. "
+            )
+            self.confirm.layout.display = "flex"
+            return
+        self.go_back()
         self.state = "submitted"
         self.submit_button.disabled = True
         self.submit_button.description = "Grading…"
@@ -167,9 +206,10 @@ def receipt_html(body: Mapping[str, Any], result: Mapping[str, Any]) -> str:
     parts = [f"<b>Quiz: {_text(body.get('title', ''))} · score {score:.0%}</b>"]
     for item in result.get("results") or []:
         q = questions.get(str(item.get("id")), {})
-        mark = _RIGHT if item.get("correct") else _WRONG
-        given = _given_text(item.get("given"), q)
-        code = q.get("kind") == "code"
+        blank = item.get("answered") is False
+        mark = _BLANK if blank else _RIGHT if item.get("correct") else _WRONG
+        given = "(not answered)" if blank else _given_text(item.get("given"), q)
+        code = q.get("kind") == "code" and not blank
         shown = f"<pre>{html.escape(given)}</pre>" if code else f"<i>{_text(given)}</i>"
         tutor = f' <span style="{_SMALL}">({TUTOR_GRADED})</span>' if item.get("graded_by") else ""
         parts.append(
@@ -189,10 +229,11 @@ def receipt_markdown(body: Mapping[str, Any], result: Mapping[str, Any]) -> str:
     lines = [f"**📝 {title}** · score {float(result.get('score') or 0):.0%}", ""]
     for item in result.get("results") or []:
         q = questions.get(str(item.get("id")), {})
-        mark = "✅" if item.get("correct") else "❌"
+        blank = item.get("answered") is False
+        mark = "–" if blank else "✅" if item.get("correct") else "❌"
         tutor = f" _({TUTOR_GRADED})_" if item.get("graded_by") else ""
-        given = _given_text(item.get("given"), q)
-        if q.get("kind") == "code":
+        given = "(not answered)" if blank else _given_text(item.get("given"), q)
+        if q.get("kind") == "code" and not blank:
             given = "code (see the quiz)"
         lines.append(f"- {mark} {q.get('prompt', '')}{tutor} — your answer: {given}")
         if item.get("feedback"):
