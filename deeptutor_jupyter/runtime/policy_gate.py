@@ -1,4 +1,4 @@
-"""How the kernel applies the policy of runtime/policy.py to a turn.
+"""How the kernel applies the policy of learning/policy.py to a turn.
 
 - ``RefusingModel`` stands in for the model when the policy is ``off`` or the hints are used
   up: the turn runs as any other (one view, one trace) but nothing leaves the machine, and it
@@ -17,6 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deeptutor_jupyter.learning.policy import (
+    CAP_REACHED,
+    DEFAULT_HINTS,
+    Decision,
+    decide,
+    find_policy,
+    hints_block,
+)
 from deeptutor_jupyter.providers.base import (
     ChatRequest,
     Compat,
@@ -24,14 +32,6 @@ from deeptutor_jupyter.providers.base import (
     ProviderEvent,
     RoundEnd,
     TextDelta,
-)
-from deeptutor_jupyter.runtime.policy import (
-    CAP_REACHED,
-    DEFAULT_HINTS,
-    Decision,
-    decide,
-    find_policy,
-    hints_block,
 )
 
 WITHHELD = "\n*[Code withheld: the instructor's policy here is hints only.]*\n"

@@ -87,7 +87,7 @@ class TutorSession(SessionReads):
         self.place: Callable[[], dict[str, Any]] = lambda: {"notebook": Path(notebook).name}
         # L2/L3 consolidation in a background thread after turns (runtime/upkeep.py).
         self.upkeep = MemoryUpkeep(self)
-        self._policy: PolicyGate | None = None  # the instructor's AI policy (runtime/policy.py)
+        self._policy: PolicyGate | None = None  # the instructor's AI policy (learning/policy.py)
 
     # opening -----------------------------------------------------------------------------
     @property

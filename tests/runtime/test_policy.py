@@ -1,4 +1,4 @@
-"""The instructor's AI policy (runtime/policy.py): parsing, windows, tags, the stricter reading
+"""The instructor's AI policy (learning/policy.py): parsing, windows, tags, the stricter reading
 of a malformed policy, and the kernel-side gate (runtime/policy_gate.py)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from deeptutor_jupyter.learning.policy import decide, find_policy, read_policy
 from deeptutor_jupyter.providers.base import ChatRequest, Compat, ProviderError, RoundEnd, TextDelta
-from deeptutor_jupyter.runtime.policy import decide, find_policy, read_policy
 from deeptutor_jupyter.runtime.policy_gate import (
     WITHHELD,
     CodeFilter,

@@ -137,12 +137,17 @@ def parse_policy(value: Any, path: str) -> PolicySource:
 
 def read_policy(path: Path) -> PolicySource | None:
     """The policy of one TUTOR.md, or None when its front matter does not mention one."""
-    from deeptutor_jupyter.skills._frontmatter import FrontMatterError, split_front_matter
-
     try:
         text = path.read_bytes().decode("utf-8-sig", errors="replace")
     except OSError:
         return None
+    return policy_in_text(text, str(path))
+
+
+def policy_in_text(text: str, where: str) -> PolicySource | None:
+    """The policy in a TUTOR.md's text (``where`` names it in errors), or None."""
+    from deeptutor_jupyter.skills._frontmatter import FrontMatterError, split_front_matter
+
     if not text.lstrip("\ufeff").startswith("---"):
         return None
     try:
@@ -150,11 +155,11 @@ def read_policy(path: Path) -> PolicySource | None:
     except FrontMatterError as exc:
         head = text.split("\n---", 2)[0] if "\n---" in text[3:] else text
         if _MENTIONS_POLICY.search(head):
-            return PolicySource(str(path), error=f"{path}: {str(exc).replace('SKILL.md', 'it')}")
+            return PolicySource(where, error=f"{where}: {str(exc).replace('SKILL.md', 'it')}")
         return None
     if "policy" not in meta:
         return None
-    return parse_policy(meta["policy"], str(path))
+    return parse_policy(meta["policy"], where)
 
 
 def find_policy(start: Path, course: Sequence[Path] = ()) -> PolicySource | None:
