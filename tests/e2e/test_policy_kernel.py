@@ -4,6 +4,7 @@ code, and past the cap says so without a request (docs/policy.md)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,10 @@ def test_off_sends_nothing_from_the_magics_and_the_panel_and_says_why(
     policy = [e for e in panel.events("notice") if e.get("stage") == "policy"]
     assert policy and str(tmp_path / "TUTOR.md") in policy[0]["text"]
 
+    # What needs no model keeps working: the review cards.
+    review = kernel.execute("%tutor review")
+    assert "Nothing to review now" in json.dumps(kernel.outputs_of(review), default=str)
+
     assert fake_llm.requests == []  # nothing reached the model, from any surface
 
 
@@ -122,3 +127,26 @@ def test_hints_ladder_withholds_code_and_stops_at_the_cap_without_a_request(
     other = kernel.execute("%tutor And exercise 2?", cell_id="ex2")
     final_markdown(kernel, other, "A nudge for exercise 2.")
     assert "This is hint 1 of 2" in system_prompt(fake_llm.requests[2])  # its own ladder
+
+
+def test_tags_select_the_exercise_cells_of_the_saved_notebook(
+    kernel: KernelDriver, fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    text = "---\npolicy:\n  - {mode: hints, tags: [exercise], hints: 1}\n  - mode: full\n---\n"
+    (tmp_path / "TUTOR.md").write_text(text, encoding="utf-8")
+    cells = [
+        {"id": "ex1", "cell_type": "code", "metadata": {"tags": ["exercise"]}, "source": ""},
+        {"id": "free", "cell_type": "code", "metadata": {}, "source": ""},
+    ]
+    notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "lesson.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    fake_llm.extend([Reply(text="A nudge."), Reply(text="A full explanation.")])
+
+    hinted = kernel.execute("%tutor Help with the exercise", cell_id="ex1")
+    final_markdown(kernel, hinted, "A nudge.")
+    assert "HINTS ONLY" in system_prompt(fake_llm.requests[0])
+
+    free = kernel.execute("%tutor Explain loops", cell_id="free")
+    md = final_markdown(kernel, free, "A full explanation.")
+    assert "HINTS ONLY" not in system_prompt(fake_llm.requests[1])
+    assert "Full help" in md
