@@ -170,13 +170,17 @@ class PolicyGate:
         packs = [p.tutor_md for p in course_packs(home, wait=0) if p.tutor_md is not None]
         return decide(find_policy(workspace, packs), tags=tags)
 
+    def close(self) -> None:
+        if self._ledger is not None:
+            self._ledger.close()
+            self._ledger = None
+
     def apply(
         self, decision: Decision, model: Any, home: Path, notebook: str, cell: str | None
     ) -> GatedTurn:
         label = (model.provider, model.model)
         if decision.mode == "off":
-            ends = decision.until.isoformat(timespec="minutes") if decision.until else ""
-            hint = f"It ends {ends}." if ends else "Quizzes and reviews still work."
+            hint = "`%tutor review` and `%tutor progress` still work; they need no model."
             return GatedTurn(decision, RefusingModel(label, decision.refusal(), hint))
         if decision.mode != "hints":
             return GatedTurn(decision, model)

@@ -175,6 +175,8 @@ class TutorSession(SessionReads):
             self._store.close()
         if self._learning is not None:
             self._learning.close()
+        if self._policy is not None:
+            self._policy.close()
 
     def housekeeping(self) -> None:
         """What a semester of use needs at each start: turns killed mid-flight are marked
