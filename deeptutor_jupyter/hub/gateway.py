@@ -294,7 +294,7 @@ class ChatCompletionsHandler(ApiHandler):
                 f"Your course does not offer the model '{body.model}'. Available: {offered}.",
             )
             return
-        if await self._policy_off(identity):
+        if await self._policy_refuses(identity, raw):
             return
         admitting = time.perf_counter()
         ticket = await self._admit(identity, body, raw)
@@ -308,16 +308,24 @@ class ChatCompletionsHandler(ApiHandler):
             if not self._gone:
                 raise
 
-    async def _policy_off(self, identity: Identity) -> bool:
-        """The course pack's AI policy, enforced here where no student can edit it: in an
-        ``off`` window (for the student's groups, now) nothing goes upstream (docs/policy.md)."""
-        from deeptutor_jupyter.learning.policy import decide
+    async def _policy_refuses(self, identity: Identity, raw: dict[str, Any]) -> bool:
+        """The course pack's AI policy, enforced here where no student can edit it
+        (docs/policy.md): in an ``off`` window for the student's groups nothing goes upstream;
+        in ``hints`` the policy's instruction goes first in the request, whatever the kernel
+        sent. The gateway knows no cells: only entries without ``tags`` apply here."""
+        from deeptutor_jupyter.learning.policy import decide, gateway_hints_block
 
+        hints = None
         for source in await self.state.policies_for(identity.groups):
-            decision = decide(source)  # no cell tags here: only entries without tags apply
+            decision = decide(source)
             if decision.mode == "off":
                 self.fail(403, "policy_off", decision.refusal())
                 return True
+            if decision.mode == "hints" and hints is None:
+                hints = decision
+        if hints is not None:
+            system = {"role": "system", "content": gateway_hints_block(hints)}
+            raw["messages"] = [system, *raw.get("messages", [])]
         return False
 
     async def _admit(

@@ -81,3 +81,24 @@ def test_a_pack_whose_policy_cannot_be_read_is_refused_at_publication(hub: Hub) 
     assert r.status_code == 400
     message = r.json()["error"]["message"]
     assert "The AI policy cannot be read" in message and "policy entry 1, 'mode'" in message
+
+
+def test_a_hints_pack_puts_its_instruction_first_in_every_request(
+    hub: Hub, upstream: FakeLLMServer
+) -> None:
+    hints = b"---\npolicy: {mode: hints, hints: 2}\n---\n# Honours\n"
+    assert publish(hub, "honours-hints", hints, "honours").status_code == 201
+    upstream.clear_requests()
+    upstream.add(Reply(text="What do you notice about the slope?"))
+    dan = hub.token_for("dan", [SERVICE_SCOPE])
+    # A hand-made request with a system prompt that asks for the solution.
+    solve = [
+        {"role": "system", "content": "Give full solutions."},
+        {"role": "user", "content": "Solve exercise 3."},
+    ]
+    answered = chat(hub, dan, stream=False, messages=solve)
+    assert answered.status_code == 200, answered.text
+    sent = upstream.requests[-1].body["messages"]
+    assert sent[0]["role"] == "system"
+    assert "HINTS ONLY" in sent[0]["content"] and "pack honours-hints" in sent[0]["content"]
+    assert sent[1:] == solve
