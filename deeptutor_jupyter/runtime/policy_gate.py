@@ -204,4 +204,8 @@ class GatedTurn:
         return self.decision.badge(self.used)
 
     def payload(self) -> dict[str, Any]:
-        return self.decision.payload(self.used)
+        return {**self.decision.payload(self.used), "refused": self.refused}
+
+    @property
+    def refused(self) -> bool:
+        return isinstance(self.model, RefusingModel)

@@ -345,7 +345,9 @@ class TutorSession(SessionReads):
             turn.trace = self._plan().record_trace(turn, log)
             if self.session_id == turn.ctx.session_id and turn.messages:
                 self.history.extend(turn.messages)
-            self.upkeep.after_turn()  # returns at once; the work runs on its own thread
+            if not (turn.ctx.metadata.get("policy") or {}).get("refused"):
+                # A turn the policy refused asks no model, not even for the memory's upkeep.
+                self.upkeep.after_turn()  # returns at once; the work runs on its own thread
 
         log.subscribe(on_event)
 

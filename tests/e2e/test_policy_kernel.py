@@ -150,3 +150,23 @@ def test_tags_select_the_exercise_cells_of_the_saved_notebook(
     md = final_markdown(kernel, free, "A full explanation.")
     assert "HINTS ONLY" not in system_prompt(fake_llm.requests[1])
     assert "Full help" in md
+
+
+def test_a_refused_turn_starts_no_memory_upkeep(tmp_path: Path) -> None:
+    """Memory consolidation asks the model too: an off window must not start it."""
+    from deeptutor_jupyter.config import write_settings
+    from tests.e2e.conftest import kernel_env
+    from tests.e2e.test_upkeep_kernel import JOIN
+
+    home = tmp_path / "home"
+    write_settings({"auto_consolidate": True, "consolidate_every": 1}, home=home)
+    (tmp_path / "TUTOR.md").write_text(OFF, encoding="utf-8")
+    with FakeLLMServer([Reply(text="must never be sent")]) as server:
+        k = KernelDriver(kernel_env(tmp_path, server, DEEPTUTOR_AUTO_CONSOLIDATE=""), tmp_path)
+        try:
+            k.execute("%load_ext deeptutor_jupyter")
+            final_markdown(k, k.execute("%tutor Help?"), "Midterm exam")
+            k.execute(JOIN)
+            assert server.requests == []
+        finally:
+            k.shutdown()
