@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,6 +111,25 @@ class HintsOnlyModel:
         return None  # the session owns the inner model and closes it
 
 
+class PolicyGuard:
+    """A turn's model that reads the policy again before each round: a turn that waited on the
+    learner (a form, a quiz) into an ``off`` window stops there instead of asking the model."""
+
+    def __init__(self, inner: Any, now: Callable[[], Decision]) -> None:
+        self.inner, self.now = inner, now
+        self.provider, self.model, self.compat = inner.provider, inner.model, inner.compat
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[ProviderEvent]:
+        decision = self.now()
+        if decision.mode == "off":
+            raise ProviderError("policy", decision.refusal())
+        async for event in self.inner.stream(request):
+            yield event
+
+    async def aclose(self) -> None:
+        return None  # the session owns the inner model and closes it
+
+
 class HintLedger:
     """Hints used per notebook and cell, in the learner's ``state.db`` (its own table)."""
 
@@ -162,9 +181,7 @@ class PolicyGate:
             self._ledger = HintLedger(db)
         return self._ledger
 
-    def gate(
-        self, home: Path, workspace: Path, notebook: str, cell: str | None, tags: tuple[str, ...]
-    ) -> Decision:
+    def gate(self, home: Path, workspace: Path, tags: tuple[str, ...]) -> Decision:
         from deeptutor_jupyter.runtime.course import course_packs
 
         packs = [p.tutor_md for p in course_packs(home, wait=0) if p.tutor_md is not None]
@@ -176,20 +193,32 @@ class PolicyGate:
             self._ledger = None
 
     def apply(
-        self, decision: Decision, model: Any, home: Path, notebook: str, cell: str | None
+        self,
+        decision: Decision,
+        model: Any,
+        home: Path,
+        notebook: str,
+        cell: str | None,
+        workspace: Path,
+        tags: tuple[str, ...] = (),
     ) -> GatedTurn:
         label = (model.provider, model.model)
         if decision.mode == "off":
             hint = "`%tutor review` and `%tutor progress` still work; they need no model."
             return GatedTurn(decision, RefusingModel(label, decision.refusal(), hint))
         if decision.mode != "hints":
-            return GatedTurn(decision, model)
+            return GatedTurn(decision, self.guard(model, home, workspace, tags))
         cap = decision.hints if decision.hints is not None else DEFAULT_HINTS
         rung = self.ledger(home).take(notebook, cell or "", cap)
         if rung is None:
             said = CAP_REACHED.format(cap=cap, source=decision.source)
             return GatedTurn(decision, RefusingModel(label, said), used=cap)
-        return GatedTurn(decision, HintsOnlyModel(model), [hints_block(decision, rung)], rung)
+        guarded = self.guard(HintsOnlyModel(model), home, workspace, tags)
+        return GatedTurn(decision, guarded, [hints_block(decision, rung)], rung)
+
+    def guard(self, model: Any, home: Path, workspace: Path, tags: tuple[str, ...]) -> Any:
+        """The model, with the policy read again before each of its rounds (PolicyGuard)."""
+        return PolicyGuard(model, lambda: self.gate(home, workspace, tags))
 
 
 @dataclass

@@ -297,9 +297,9 @@ class TutorSession(SessionReads):
 
         if self._policy is None:
             self._policy = PolicyGate()
-        cell = opts.cell_id
-        decision = self._policy.gate(home, self.workspace(), self.notebook, cell, opts.tags)
-        return self._policy.apply(decision, model, home, self.notebook, cell)
+        cell, workspace = opts.cell_id, self.workspace()
+        decision = self._policy.gate(home, workspace, opts.tags)
+        return self._policy.apply(decision, model, home, self.notebook, cell, workspace, opts.tags)
 
     async def run(
         self,
@@ -461,7 +461,13 @@ class TutorSession(SessionReads):
         if saved is None:
             return None  # submit() checked can_resume first; only if settings changed since
         resolved = self.resolve(saved.profile_flags)
-        model = self.model_for(resolved)
+        if self._policy is None:
+            from deeptutor_jupyter.runtime.policy_gate import PolicyGate
+
+            self._policy = PolicyGate()
+        # The policy applies to a resumed turn too, read again at each of its rounds.
+        home = resolved.settings.home
+        model = self._policy.guard(self.model_for(resolved), home, self.workspace(), ())
         self._store.claim_pending(row.request_id, self._owner_id() or "", self.place())
         log = EventLog(row.turn_id, self._store)  # resume_turn continues the saved seq
         self._follow(log)

@@ -17,6 +17,7 @@ from deeptutor_jupyter.runtime.policy_gate import (
     HintLedger,
     HintsOnlyModel,
     PolicyGate,
+    PolicyGuard,
     RefusingModel,
 )
 
@@ -187,10 +188,27 @@ def test_the_gate_turns_the_decision_into_the_turns_model(tmp_path: Path) -> Non
     home.mkdir()
     write(tmp_path / "w", "---\npolicy: {mode: hints, hints: 1}\n---\n")
     gate, real = PolicyGate(), Scripted("ok")
-    decision = gate.gate(home, tmp_path / "w", "nb", "c1", ())
-    first = gate.apply(decision, real, home, "nb", "c1")
-    assert isinstance(first.model, HintsOnlyModel) and "hint 1 of 1" in first.blocks[0]
+    decision = gate.gate(home, tmp_path / "w", ())
+    first = gate.apply(decision, real, home, "nb", "c1", tmp_path / "w")
+    assert isinstance(first.model.inner, HintsOnlyModel) and "hint 1 of 1" in first.blocks[0]
     assert first.badge == f"Hints only — 1 of 1 used (from {tmp_path / 'w' / 'TUTOR.md'})"
-    second = gate.apply(decision, real, home, "nb", "c1")
+    second = gate.apply(decision, real, home, "nb", "c1", tmp_path / "w")
     assert isinstance(second.model, RefusingModel) and "all 1 hints" in second.model.message
     assert second.payload()["used"] == 1
+
+
+def test_a_turn_that_waited_into_an_off_window_stops_before_its_next_round(
+    tmp_path: Path,
+) -> None:
+    home, work = tmp_path / "home", tmp_path / "w"
+    home.mkdir()
+    write(work, "---\npolicy: {mode: full}\n---\n")
+    gate, real = PolicyGate(), Scripted("round")
+    turn = gate.apply(gate.gate(home, work, ()), real, home, "nb", "c1", work)
+    assert isinstance(turn.model, PolicyGuard)
+    assert asyncio.run(_said(turn.model)) == "round"
+    # The learner answers a form after the exam began: the next round asks nothing.
+    write(work, "---\npolicy: {mode: 'off', reason: Exam now}\n---\n")
+    with pytest.raises(ProviderError) as refused:
+        asyncio.run(_said(turn.model))
+    assert "Exam now" in refused.value.message and real.asked == 1
