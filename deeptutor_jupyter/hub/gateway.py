@@ -38,6 +38,7 @@ from deeptutor_jupyter.hub.quota import QuotaStore, Refusal, Ticket
 from deeptutor_jupyter.hub.request import ChatBody, RequestError, parse_chat_body
 from deeptutor_jupyter.hub.settings import GatewayConfig, Limits
 from deeptutor_jupyter.hub.usage_stream import UsageScanner, estimate_prompt_tokens
+from deeptutor_jupyter.learning.policy import PolicySource
 
 log = logging.getLogger("deeptutor.hub")
 T = TypeVar("T")
@@ -81,6 +82,7 @@ class GatewayState:
     _overrides: dict[str, Limits] = field(default_factory=dict)
     _overrides_until: float = 0.0
     _overrides_loading: asyncio.Future[Any] | None = None
+    _policies: dict[tuple[str, ...], tuple[float, list[PolicySource]]] = field(default_factory=dict)
 
     @property
     def commits(self) -> GroupCommit:
@@ -143,6 +145,21 @@ class GatewayState:
                 if self._overrides_loading is loading:
                     self._overrides_loading = None
         return self._overrides.get(identity.name) or self.config.limits_for(identity.groups)
+
+    async def policies_for(self, groups: tuple[str, ...]) -> list[PolicySource]:
+        """The packs' policies for these groups, read at most every OVERRIDE_CACHE_SECONDS
+        (a policy the instructor publishes applies within that time, on every replica)."""
+        if self.packs is None:
+            return []
+        cached = self._policies.get(groups)
+        if cached is not None and time.monotonic() < cached[0]:
+            return cached[1]
+        found: list[PolicySource] = await self.db(self.packs.policies, groups)
+        self._policies[groups] = (time.monotonic() + OVERRIDE_CACHE_SECONDS, found)
+        return found
+
+    def forget_policies(self) -> None:
+        self._policies.clear()
 
     def forget_override(self, student: str) -> None:
         """This replica saw an instructor change a student's limits: read them again."""
@@ -277,6 +294,8 @@ class ChatCompletionsHandler(ApiHandler):
                 f"Your course does not offer the model '{body.model}'. Available: {offered}.",
             )
             return
+        if await self._policy_refuses(identity, raw):
+            return
         admitting = time.perf_counter()
         ticket = await self._admit(identity, body, raw)
         if ticket is None:
@@ -288,6 +307,26 @@ class ChatCompletionsHandler(ApiHandler):
         except asyncio.CancelledError:
             if not self._gone:
                 raise
+
+    async def _policy_refuses(self, identity: Identity, raw: dict[str, Any]) -> bool:
+        """The course pack's AI policy, enforced here where no student can edit it
+        (docs/policy.md): in an ``off`` window for the student's groups nothing goes upstream;
+        in ``hints`` the policy's instruction goes first in the request, whatever the kernel
+        sent. The gateway knows no cells: only entries without ``tags`` apply here."""
+        from deeptutor_jupyter.learning.policy import decide, gateway_hints_block
+
+        hints = None
+        for source in await self.state.policies_for(identity.groups):
+            decision = decide(source)
+            if decision.mode == "off":
+                self.fail(403, "policy_off", decision.refusal())
+                return True
+            if decision.mode == "hints" and hints is None:
+                hints = decision
+        if hints is not None:
+            system = {"role": "system", "content": gateway_hints_block(hints)}
+            raw["messages"] = [system, *raw.get("messages", [])]
+        return False
 
     async def _admit(
         self, identity: Identity, body: ChatBody, raw: dict[str, Any]

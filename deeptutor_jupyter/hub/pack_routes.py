@@ -64,6 +64,7 @@ class PackHandlerByName(PackHandler):
         except PackRefused as exc:
             self.fail(400, "pack_refused", str(exc))
             return
+        self.state.forget_policies()  # the next request here follows the new policy
         self.set_status(201 if new else 200)
         reply: dict[str, Any] = {"pack": info.public(), "new_version": new}
         warning = await self._audience_warning(info.audience)
@@ -91,6 +92,7 @@ class PackHandlerByName(PackHandler):
         if not removed:
             self.fail(404, "no_pack", f"There is no pack named {name!r}.")
             return
+        self.state.forget_policies()
         self.finish({"withdrawn": name, "versions": removed})
 
 

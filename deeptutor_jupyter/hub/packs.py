@@ -21,12 +21,15 @@ import re
 import tarfile
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
 from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.hub.quota import metadata
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.learning.policy import PolicySource
 
 EVERYONE = "*"
 MAX_ARCHIVE_BYTES = 32 * 1024 * 1024
@@ -155,6 +158,7 @@ class PackStore:
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
         self._objectives: dict[str, frozenset[str]] = {}  # by archive SHA-256
+        self._policies: dict[str, PolicySource | None] = {}  # by archive SHA-256
         metadata.create_all(engine, tables=[packs])
 
     def publish(
@@ -164,6 +168,9 @@ class PackStore:
         is not a new version, so publishing twice changes nothing for the students."""
         name, audience = check_name(name), check_group(group)
         files = manifest_of(archive, secret)
+        policy = policy_of(archive, name)
+        if policy is not None and policy.error:  # said now, not in class
+            raise PackRefused(f"The AI policy cannot be read: {policy.error}")
         digest = hashlib.sha256(archive).hexdigest()
         content = json.dumps(files, sort_keys=True)
         stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
@@ -229,6 +236,17 @@ class PackStore:
             ids.update(known)
         return ids
 
+    def policies(self, groups: tuple[str, ...]) -> list[PolicySource]:
+        """The AI policies of the latest packs for these groups (the gateway enforces them)."""
+        found = []
+        for info in self.for_student(groups):
+            if info.sha256 not in self._policies:
+                got = self.archive(info.name, info.version)
+                self._policies[info.sha256] = policy_of(got[1], info.name) if got else None
+            if (policy := self._policies[info.sha256]) is not None:
+                found.append(policy)
+        return found
+
     def for_student(self, groups: tuple[str, ...]) -> list[PackInfo]:
         return [p for p in self.latest() if p.audience == EVERYONE or p.audience in groups]
 
@@ -251,16 +269,29 @@ class PackStore:
 def objectives_of(archive: bytes) -> frozenset[str]:
     from deeptutor_jupyter.learning.path import objectives_from_titles, objectives_in_tutor_md
 
+    text = tutor_md_of(archive)
+    if text is None:
+        return frozenset()
+    return frozenset(o.id for o in objectives_from_titles(objectives_in_tutor_md(text)))
+
+
+def policy_of(archive: bytes, name: str) -> PolicySource | None:
+    """The AI policy in the pack's TUTOR.md front matter (learning/policy.py), or None."""
+    from deeptutor_jupyter.learning.policy import policy_in_text
+
+    text = tutor_md_of(archive)
+    return policy_in_text(text, f"pack {name}: TUTOR.md") if text is not None else None
+
+
+def tutor_md_of(archive: bytes) -> str | None:
     with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
         for member in tar:
             if member.isfile() and safe_member_path(member.name) == PurePosixPath("TUTOR.md"):
                 handle = tar.extractfile(member)
                 if handle is None:
-                    break
-                text = handle.read(MAX_UNPACKED_BYTES).decode("utf-8-sig", errors="replace")
-                titles = objectives_in_tutor_md(text)
-                return frozenset(o.id for o in objectives_from_titles(titles))
-    return frozenset()
+                    return None
+                return handle.read(MAX_UNPACKED_BYTES).decode("utf-8-sig", errors="replace")
+    return None
 
 
 def _info(row: Any) -> PackInfo:

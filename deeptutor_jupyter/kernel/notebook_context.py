@@ -71,6 +71,22 @@ def notebook_cells(shell: Any) -> tuple[list[dict[str, Any]], str]:
     ], "this kernel's input history"
 
 
+def cell_tags(cell_id: str | None) -> tuple[str, ...]:
+    """The tags of the cell with this id in the saved notebook (the instructor's ``exercise``
+    tags, set before the notebook was handed out), or none when it cannot be found."""
+    path = notebook_path()
+    if not cell_id or path is None:
+        return ()
+    try:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        for cell in nb.get("cells", []):
+            if isinstance(cell, dict) and cell.get("id") == cell_id:
+                return tuple(str(t) for t in (cell.get("metadata") or {}).get("tags", []))
+    except (OSError, ValueError, AttributeError):
+        pass
+    return ()
+
+
 def cell_from_history(shell: Any, number: int, errors: dict[int, str] | None = None) -> str:
     """What the learner sees as cell ``[number]``: its source, its result and its error.
 

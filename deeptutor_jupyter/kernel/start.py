@@ -37,6 +37,7 @@ def ask_in_cell(
     from IPython.display import display
 
     from deeptutor_jupyter.kernel.display import show_markdown
+    from deeptutor_jupyter.kernel.notebook_context import cell_tags
     from deeptutor_jupyter.runtime.plan import PlanError
     from deeptutor_jupyter.runtime.session import AskOptions
 
@@ -63,6 +64,7 @@ def ask_in_cell(
         attachments=list(attachments or []),
         cell_id=cell_id,
         place=tutor.place(),
+        tags=cell_tags(cell_id),  # the instructor's policy may apply to tagged cells only
     )
     try:
         turn = tutor.session.ask(question, resolved, options)
@@ -166,6 +168,9 @@ def attach_view(
             error="; ".join(errors),
             asked=asked_from_events(session.events_of(turn)),
         )
+        policy = turn.ctx.metadata.get("policy") or {}
+        if policy.get("source"):  # the badge, readable without widgets
+            md = f"_🎓 {policy['badge']}_\n\n" + md
         if sources:
             md += "\n" + sources_markdown(sources, answer=answer) + "\n"
         if view.quiz_receipts:  # graded quizzes, readable without widgets

@@ -25,6 +25,7 @@ ErrorKind = Literal[
     "bad_request",  # 400 the provider would not accept
     "stream_broken",  # the connection dropped after output had started
     "malformed",  # the reply was not what the protocol promises
+    "policy",  # the instructor's AI policy: nothing was sent (runtime/policy_gate.py)
 ]
 
 

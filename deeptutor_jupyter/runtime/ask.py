@@ -29,6 +29,8 @@ class AskOptions:
     place: dict[str, Any] | None = None
     # False where no form can be shown (a terminal): ask_user gets its degraded result.
     interactive: bool = True
+    # The tags of the cell asked about, for the instructor's policy (learning/policy.py).
+    tags: tuple[str, ...] = ()
 
 
 def new_session_id(notebook: str) -> str:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.runtime.learning import Learning
     from deeptutor_jupyter.runtime.orchestrator import Orchestrator, Turn
     from deeptutor_jupyter.runtime.plan import Planner
+    from deeptutor_jupyter.runtime.policy_gate import GatedTurn, PolicyGate
     from deeptutor_jupyter.runtime.saved_turn import SavedTurn
     from deeptutor_jupyter.runtime.watcher import Watcher
     from deeptutor_jupyter.store.db import PendingRow, QuestionState, Store
@@ -86,6 +87,7 @@ class TutorSession(SessionReads):
         self.place: Callable[[], dict[str, Any]] = lambda: {"notebook": Path(notebook).name}
         # L2/L3 consolidation in a background thread after turns (runtime/upkeep.py).
         self.upkeep = MemoryUpkeep(self)
+        self._policy: PolicyGate | None = None  # the instructor's AI policy (learning/policy.py)
 
     # opening -----------------------------------------------------------------------------
     @property
@@ -173,6 +175,8 @@ class TutorSession(SessionReads):
             self._store.close()
         if self._learning is not None:
             self._learning.close()
+        if self._policy is not None:
+            self._policy.close()
 
     def housekeeping(self) -> None:
         """What a semester of use needs at each start: turns killed mid-flight are marked
@@ -250,6 +254,8 @@ class TutorSession(SessionReads):
             no_tools=opts.no_tools,
             instructions=self._instructions(self.workspace()),
         )
+        gated = self._gate(opts, model, s.home)
+        model = gated.model  # off: never asked; hints: code blocks withheld
         # A long conversation is summarised before it outgrows the model's context.
         self.history, compaction = compact_history(self.history, s.context_budget)
         ctx = TurnContext(
@@ -260,12 +266,16 @@ class TutorSession(SessionReads):
             history=self.history,
             cell_id=opts.cell_id,
             language=s.language,
-            system_blocks=plan.system_blocks,
+            system_blocks=[*plan.system_blocks, *gated.blocks],
             enabled_tools=plan.enabled_tools,
             attachments=[str(p.resolve()) for p in opts.attachments],
             context=opts.context,
             # a resumed turn selects the same knowledge bases and shows in the same place
-            metadata={"kbs": opts.kbs, "place": opts.place or self.place()},
+            metadata={
+                "kbs": opts.kbs,
+                "place": opts.place or self.place(),
+                "policy": gated.payload(),
+            },
         )
         log = EventLog(ctx.turn_id, self._store)
         self._follow(log)
@@ -273,11 +283,23 @@ class TutorSession(SessionReads):
             ctx, model, log, plan.deps, interactive=opts.interactive, owner=self._owner_id()
         )
         self._track(turn)
-        if compaction is not None:
-            from deeptutor_jupyter.agent.events import Notice
+        from deeptutor_jupyter.agent.events import Notice
 
+        if gated.decision.source:  # the badge: the policy in force and where it comes from
+            log.emit(Notice(text=gated.badge, stage="policy", reason=gated.decision.mode))
+        if compaction is not None:
             log.emit(Notice(text=compaction.notice, stage="compacted"))
         return turn
+
+    def _gate(self, opts: AskOptions, model: ChatModel, home: Path) -> GatedTurn:
+        """The instructor's policy for this question (runtime/policy_gate.py)."""
+        from deeptutor_jupyter.runtime.policy_gate import PolicyGate
+
+        if self._policy is None:
+            self._policy = PolicyGate()
+        cell, workspace = opts.cell_id, self.workspace()
+        decision = self._policy.gate(home, workspace, opts.tags)
+        return self._policy.apply(decision, model, home, self.notebook, cell, workspace, opts.tags)
 
     async def run(
         self,
@@ -323,7 +345,9 @@ class TutorSession(SessionReads):
             turn.trace = self._plan().record_trace(turn, log)
             if self.session_id == turn.ctx.session_id and turn.messages:
                 self.history.extend(turn.messages)
-            self.upkeep.after_turn()  # returns at once; the work runs on its own thread
+            if not (turn.ctx.metadata.get("policy") or {}).get("refused"):
+                # A turn the policy refused asks no model, not even for the memory's upkeep.
+                self.upkeep.after_turn()  # returns at once; the work runs on its own thread
 
         log.subscribe(on_event)
 
@@ -437,7 +461,13 @@ class TutorSession(SessionReads):
         if saved is None:
             return None  # submit() checked can_resume first; only if settings changed since
         resolved = self.resolve(saved.profile_flags)
-        model = self.model_for(resolved)
+        if self._policy is None:
+            from deeptutor_jupyter.runtime.policy_gate import PolicyGate
+
+            self._policy = PolicyGate()
+        # The policy applies to a resumed turn too, read again at each of its rounds.
+        home = resolved.settings.home
+        model = self._policy.guard(self.model_for(resolved), home, self.workspace(), ())
         self._store.claim_pending(row.request_id, self._owner_id() or "", self.place())
         log = EventLog(row.turn_id, self._store)  # resume_turn continues the saved seq
         self._follow(log)

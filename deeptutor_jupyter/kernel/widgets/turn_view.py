@@ -296,6 +296,9 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
                 self._retry_reason = body.reason or body.text
                 self._retry_at = time.monotonic() + seconds
                 self._render_status()
+            case Notice(text=text, stage="policy"):
+                # The instructor's policy in force, with where it comes from: a badge on top.
+                self.errors.children = (_policy_badge(text), *self.errors.children)
             case Notice(text=text, stage=stage):
                 if stage == "compacted":  # the history was summarised: said on the status
                     self._compacted = True
@@ -522,6 +525,14 @@ def error_card(error: ErrorEvent, language: str = "en") -> widgets.HTML:
 def _notice(text: str) -> widgets.HTML:
     w = widgets.HTML(f'<div style="opacity:0.7;font-size:90%">ℹ {html.escape(text)}</div>')
     w.add_class("dt-notice")
+    return w
+
+
+def _policy_badge(text: str) -> widgets.HTML:
+    style = "display:inline-block;padding:1px 8px;border-radius:10px;font-size:85%;"
+    style += "border:1px solid var(--jp-border-color1,#999)"
+    w = widgets.HTML(f'<span style="{style}">🎓 {html.escape(text)}</span>')
+    w.add_class("dt-policy")
     return w
 
 
