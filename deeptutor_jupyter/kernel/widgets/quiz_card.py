@@ -58,6 +58,10 @@ class QuizCard(widgets.VBox):  # type: ignore[misc]
         self.questions = [dict(q) for q in body.get("questions") or [] if isinstance(q, Mapping)]
         self.on_submit = on_submit
         self.state = "open"
+        # Set by whoever displays the card on its own (a review, %tutor pending): once graded,
+        # that output becomes the static receipt (kernel/quiz_cards.py ``settle_display``).
+        self.display_id: str | None = None
+        self.slot: Any = None  # where a turn resumed under this card shows, if any
         self.controls: dict[str, Any] = {}
         self._opened = time.monotonic()
         title = _html(f"<b>Quiz: {_text(body.get('title') or '')}</b>", "dt-quiz-title")
@@ -192,9 +196,12 @@ def receipt_markdown(body: Mapping[str, Any], result: Mapping[str, Any]) -> str:
         mark = "✅" if item.get("correct") else "❌"
         tutor = f" _({TUTOR_GRADED})_" if item.get("graded_by") else ""
         given = _given_text(item.get("given"), q)
-        if q.get("kind") == "code":
-            given = "code (see the quiz)"
-        lines.append(f"- {mark} {q.get('prompt', '')}{tutor} — your answer: {given}")
+        if q.get("kind") == "code":  # the learner's own code, as they wrote it
+            lines.append(f"- {mark} {q.get('prompt', '')}{tutor} — your answer:")
+            fence = "~~~~" if "~~~" in given else "~~~"
+            lines += ["", f"  {fence}python", *[f"  {c}" for c in given.splitlines()], f"  {fence}"]
+        else:
+            lines.append(f"- {mark} {q.get('prompt', '')}{tutor} — your answer: {given}")
         if item.get("feedback"):
             lines.append(f"  {item['feedback']}")
     return "\n".join(lines)
