@@ -155,23 +155,28 @@ def _show_pending_quiz(
     else:  # its turn waits elsewhere (or nowhere, or it is a review): follow the store
         session.watch_question(row.request_id, _reflect_quiz(card))
     shown = pending_display_id(row.request_id)
-    display(widget_bundle(box, form_markdown(body)), raw=True, display_id=shown)  # type: ignore[no-untyped-call]
+    card.display_id, card.slot = shown, slot  # graded, the output becomes the static receipt
+    display(widget_bundle(box, form_markdown(body), shown), raw=True, display_id=shown)  # type: ignore[no-untyped-call]
 
 
 def _reflect_quiz(card: Any) -> Callable[[QuestionState], bool]:
     """A quiz card shown here whose quiz was graded, cancelled or expired elsewhere."""
+    from deeptutor_jupyter.kernel.quiz_cards import settle_display
 
     def update(state: QuestionState) -> bool:
         if state.status in ("pending", "grading") or state.result is None:
             return False
         if card.state in ("open", "submitted"):
             card.show_receipt(state.result)
+            settle_display(card, dict(state.result))
         return True
 
     return update
 
 
 def _follow_quiz(card: Any, quiz_id: str) -> Any:
+    from deeptutor_jupyter.kernel.quiz_cards import settle_display
+
     def handle(event: Event) -> None:
         from deeptutor_jupyter.agent.events import QuizResolved
 
@@ -179,6 +184,7 @@ def _follow_quiz(card: Any, quiz_id: str) -> Any:
             case QuizResolved(id=resolved_id) if resolved_id == quiz_id:
                 if card.state in ("open", "submitted"):
                     card.show_receipt(event.fields())
+                    settle_display(card, event.fields())
 
     return handle
 

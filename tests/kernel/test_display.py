@@ -102,3 +102,21 @@ def test_error_cards_show_commands_as_code_not_backticks():
     )
     assert "<code>%tutor config</code> shows the key." in card.value
     assert "`" not in card.value and "&lt;b&gt;401&lt;/b&gt;" in card.value
+
+
+def test_static_html_keeps_latex_for_mathjax_and_escapes_raw_html():
+    from deeptutor_jupyter.kernel.display import WIDGET_MIME, static_bundle
+
+    md = (
+        "**You:** eigen?\n\nSo $a*b + c*d$ in $\\{x\\}$ and\n\n$$A v = \\lambda v$$\n\n"
+        "<script>x()</script>\n\n```python\ncost = '$5'\n```\n"
+    )
+    bundle = static_bundle(md, "turn-1")
+    page = bundle["text/html"]
+    assert WIDGET_MIME not in bundle and bundle["text/markdown"] == md
+    assert "<strong>You:</strong>" in page
+    assert "$a*b + c*d$" in page and "$\\{x\\}$" in page  # no emphasis, escapes kept
+    assert "$$A v = \\lambda v$$" in page
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "cost = &#x27;$5&#x27;" in page or "cost = '$5'" in page
+    assert bundle["application/vnd.deeptutor.view+json"]["display_id"] == "turn-1"

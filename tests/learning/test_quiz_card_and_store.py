@@ -168,3 +168,22 @@ def test_progress_chart_is_a_png_and_leaves_pyplot_alone():
     png = progress_png(path, {"groups": Mastery(0.9, 4)}, [1, 0, 2])
     assert png is not None and png.startswith(b"\x89PNG\r\n\x1a\n")
     assert ("matplotlib.pyplot" in sys.modules) == had_pyplot
+
+
+def test_without_matplotlib_the_progress_chart_is_an_svg_output_of_its_own(tmp_path, monkeypatch):
+    import sys
+    import xml.etree.ElementTree as ET
+
+    from deeptutor_jupyter.kernel.progress import progress_outputs
+
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # import fails: not installed
+    store = LearningStore(tmp_path / "state.db")
+    try:
+        store.save_card(store.new_card_id("o", {"id": "q"}), {}, time.time() + 3600, 3, {})
+        chart, table = progress_outputs(store)
+    finally:
+        store.close()
+    assert "image/png" not in chart and "text/markdown" not in chart
+    svg = ET.fromstring(chart["image/svg+xml"])
+    assert svg.tag.endswith("svg") and len(svg.findall("{http://www.w3.org/2000/svg}rect")) == 14
+    assert "Review:" in table["text/markdown"] and "image/svg+xml" not in table
