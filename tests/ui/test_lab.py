@@ -36,6 +36,13 @@ def free_port() -> int:
 
 @pytest.fixture
 def lab(tmp_path: Path, fake_llm: FakeLLMServer) -> Iterator[str]:
+    with lab_server(tmp_path, fake_llm) as url:
+        yield url
+
+
+@contextmanager
+def lab_server(tmp_path: Path, fake_llm: FakeLLMServer) -> Iterator[str]:
+    """JupyterLab serving tmp_path; a second one on the same folder is "the next day"."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DEEPTUTOR_")}
     env.update(
