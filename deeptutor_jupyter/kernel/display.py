@@ -190,8 +190,9 @@ def _tool_line(name: str, summary: str, failed: bool) -> str:
     words = " ".join(summary.split())
     if len(words) > 120:
         words = words[:119] + "…"
-    mark = "⚠" if failed else "🔧"
-    return f"- {mark} `{name}`" + (f" · {words}" if words else "")
+    # Words, not an emoji mark: without an emoji font it showed as an empty box.
+    head = f"- ⚠ Tool `{name}` failed" if failed else f"- Tool `{name}`"
+    return head + (f" · {words}" if words else "")
 
 
 # Tools whose result the static rendering shows in its own way (the questions, the quiz receipt).
@@ -236,3 +237,25 @@ def quiz_receipts_from_events(events: Iterable[Event]) -> list[str]:
         else quiz_card.form_markdown(body)
         for quiz_id, body in bodies.items()
     ]
+
+
+def streamed_answer(events: Iterable[Event]) -> str:
+    """All the answer text the live view showed, runs split where a tool card or a question
+    stood: ``Done.answer`` holds only the last round (and nothing for a stopped turn)."""
+    from deeptutor_jupyter.agent.events import (
+        Content,
+        QuizRequired,
+        ToolCallStarted,
+        UserInputRequired,
+    )
+
+    runs: list[list[str]] = [[]]
+    for event in events:
+        body = event.body
+        if body.explore:
+            continue
+        if isinstance(body, Content):
+            runs[-1].append(body.text)
+        elif isinstance(body, ToolCallStarted | UserInputRequired | QuizRequired) and runs[-1]:
+            runs.append([])
+    return "\n\n".join(text for run in runs if (text := "".join(run).strip()))

@@ -178,13 +178,18 @@ def final_markdown(
     """The finished turn as Markdown: question, tool cards, the learner's answers (labels and
     typed text), the answer, errors, sources and each quiz's receipt."""
     from deeptutor_jupyter.agent.events import ErrorEvent
-    from deeptutor_jupyter.kernel.display import quiz_receipts_from_events, tool_cards_from_events
+    from deeptutor_jupyter.kernel.display import (
+        quiz_receipts_from_events,
+        streamed_answer,
+        tool_cards_from_events,
+    )
     from deeptutor_jupyter.kernel.turn_plan import sources_markdown
 
     cards = tool_cards_from_events(events)
+    answer = streamed_answer(events) or done.answer
     md = turn_markdown(
         question,
-        done.answer,
+        answer,
         model=label,
         status=done.status,
         tools=[name for name, _, _ in cards],
@@ -193,7 +198,7 @@ def final_markdown(
         tool_cards=cards,
     )
     if sources:
-        md += "\n" + sources_markdown(sources, answer=done.answer) + "\n"
+        md += "\n" + sources_markdown(sources, answer=answer) + "\n"
     receipts = quiz_receipts_from_events(events)
     if receipts:
         md += "\n" + "\n\n".join(receipts) + "\n"

@@ -93,10 +93,12 @@ def test_finished_turns_are_static_markdown_and_html_and_convert_with_nbconvert(
 
     expected = {
         plain: ["What is an eigenvalue?", "$\\lambda$", "$$A v = \\lambda v$$", "$v_1 \\neq 0$"],
-        asked: ["How should we proceed?", "Analyse first", "张老师 42", "we analyse first"],
+        # The text before the question is kept too (Done.answer holds only the last round).
+        asked: ["One question first.", "How should we proceed?", "Analyse first", "张老师 42"],
         quiz: ["Which is 2 squared?", "four", "3.001 m/s", "return x * x", "score 100%"],
     }
-    expected[quiz] += [EXPLANATION, "Nice work on squares."]
+    expected[quiz] += [EXPLANATION, "A short check.", "Nice work on squares."]
+    expected[asked] += ["we analyse first"]
     for msg_id, words in expected.items():
         bundle = final_bundle(kernel, msg_id)
         assert "text/html" in bundle and WIDGET_MIME not in bundle

@@ -82,7 +82,8 @@ def test_submit_sends_the_answers_once_and_then_shows_the_receipt():
     text = all_state(card)
     assert card.state == "graded" and "Because B." in text and "graded by the tutor" in text
     md = receipt_markdown(body(), result)
-    assert "score 50%" in md and "✅" in md and "❌" in md and "_(graded by the tutor)_" in md
+    assert "score 50%" in md and "✓ **right**" in md and "✗ **wrong**" in md
+    assert "_(graded by the tutor)_" in md
 
 
 def test_multiple_answers_use_checkboxes():

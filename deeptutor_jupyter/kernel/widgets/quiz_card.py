@@ -188,12 +188,13 @@ def receipt_markdown(body: Mapping[str, Any], result: Mapping[str, Any]) -> str:
     """The receipt as Markdown, for the saved notebook where widgets no longer render."""
     title = str(body.get("title") or "Quiz")
     if result.get("cancelled"):
-        return f"**📝 {title}**: not submitted."
+        return f"**Quiz: {title}**: not submitted."
     questions = {str(q.get("id")): q for q in body.get("questions") or []}
-    lines = [f"**📝 {title}** · score {float(result.get('score') or 0):.0%}", ""]
+    lines = [f"**Quiz: {title}** · score {float(result.get('score') or 0):.0%}", ""]
     for item in result.get("results") or []:
         q = questions.get(str(item.get("id")), {})
-        mark = "✅" if item.get("correct") else "❌"
+        # Words beside marks every font has: emoji showed as empty boxes without an emoji font.
+        mark = "✓ **right**" if item.get("correct") else "✗ **wrong**"
         tutor = f" _({TUTOR_GRADED})_" if item.get("graded_by") else ""
         given = _given_text(item.get("given"), q)
         if q.get("kind") == "code":  # the learner's own code, as they wrote it
@@ -209,7 +210,7 @@ def receipt_markdown(body: Mapping[str, Any], result: Mapping[str, Any]) -> str:
 
 def form_markdown(body: Mapping[str, Any]) -> str:
     """The open quiz as Markdown (no answers), for a notebook saved before submission."""
-    lines = [f"**📝 {body.get('title') or 'Quiz'}** (open the notebook with its kernel to answer)"]
+    lines = [f"**Quiz: {body.get('title') or ''}** (open the notebook with its kernel to answer)"]
     for number, q in enumerate(body.get("questions") or [], 1):
         lines.append(f"{number}. {q.get('prompt', '')}")
         for o in q.get("options") or []:
