@@ -139,7 +139,7 @@ def _answer_text(question: UserInputRequired | None, answer: UserInputResolved) 
     return ", ".join(parts)
 
 
-def _asked_markdown(asked: list[dict[str, str]]) -> list[str]:
+def asked_markdown(asked: list[dict[str, str]]) -> list[str]:
     lines: list[str] = []
     for item in asked:
         title = item.get("title") or "A question"
@@ -174,7 +174,7 @@ def turn_markdown(
     elif tools:
         lines += ["_Tools used: " + ", ".join(tools) + "_", ""]
     if asked:
-        lines += _asked_markdown(asked)
+        lines += asked_markdown(asked)
     if answer:
         lines += [f"**Tutor** ({model}):", "", answer, ""]
     if error:
