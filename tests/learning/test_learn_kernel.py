@@ -80,6 +80,18 @@ def test_a_path_is_proposed_confirmed_taught_quizzed_and_reviewed(
     update(kernel, lines, value="Square numbers: n times n\nSquare roots\nCubes")
     kernel.click(kernel.with_class("dt-path-confirm")[0])
     kernel.wait_for(lambda: "Learning path saved" in html_under(kernel, "dt-path-saved"))
+    # Saved, the form's output is the static path: its objectives are in the file (issue 20).
+    saved_path = kernel.wait_for(
+        lambda: [
+            m["content"]["data"]
+            for m in kernel.iopub
+            if m["header"]["msg_type"] == "update_display_data"
+            and m["content"]["transient"]["display_id"].startswith("path-")
+        ]
+    )[-1]
+    assert WIDGET_MIME not in saved_path
+    for text in (saved_path["text/markdown"], saved_path["text/html"]):
+        assert "Square numbers" in text and "Square roots" in text and "Cubes" in text
 
     # 2. %tutor learn continues: a turn on the open objective, the standing block in its prompt.
     fake_llm.extend([quiz_reply(QUIZ, "call_learn"), Reply(text="You know your squares.")])
