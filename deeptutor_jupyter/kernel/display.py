@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import html
+import re
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -39,6 +41,60 @@ def widget_bundle(widget: Any, markdown: str, display_id: str | None = None) -> 
         "text/markdown": markdown,
         "text/plain": markdown,
     }
+
+
+def static_bundle(markdown: str, display_id: str | None = None) -> dict[str, Any]:
+    """A finished output: Markdown and the same as HTML, and no widget view.
+
+    A widget needs its model, which dies with the kernel: a reopened notebook showed "Error
+    displaying widget: model not found" where the answer was (issue 20). Every frontend
+    (JupyterLab, Notebook 7, nbconvert, GitHub, VS Code) renders ``text/html``; ``text/markdown``
+    stays for the tools that read the file. The marker keeps the display id, so the sidebar
+    extension can still apply a late ``update_display_data`` to this output after a reload.
+    """
+    view: dict[str, Any] = {"static": True}
+    if display_id is not None:
+        view["display_id"] = display_id
+    return {
+        "text/html": markdown_html(markdown),
+        "text/markdown": markdown,
+        "text/plain": markdown,
+        VIEW_MIME: view,
+    }
+
+
+# $$display$$ first, then $inline$ (not $ followed by a space or a digit run like "$5 and $6").
+_MATH = re.compile(
+    r"\$\$.+?\$\$|\\\[.+?\\\]|\\\(.+?\\\)|(?<![\\$])\$(?![\s$])[^$\n]+?(?<![\s\\])\$", re.DOTALL
+)
+
+
+def markdown_html(markdown: str) -> str:
+    """Markdown as HTML for a saved notebook; LaTeX stays ``$...$`` for MathJax to typeset.
+
+    Math is cut out before the Markdown parser sees it (``a_1 * b_1`` would become emphasis)
+    and put back escaped. Raw HTML in the text is escaped, never passed through: the answer
+    comes from a model.
+    """
+    import mistune
+
+    maths: list[str] = []
+
+    def hide(match: re.Match[str]) -> str:
+        maths.append(match.group(0))
+        return f"DTMATH{len(maths) - 1}X"
+
+    hidden = _fenced_aware_sub(markdown, hide)
+    render = mistune.create_markdown(escape=True, plugins=["strikethrough", "table"])
+    body = str(render(hidden))
+    body = re.sub(r"DTMATH(\d+)X", lambda m: html.escape(maths[int(m.group(1))]), body)
+    return f'<div class="dt-static">{body}</div>'
+
+
+def _fenced_aware_sub(markdown: str, hide: Callable[[re.Match[str]], str]) -> str:
+    """Hide math everywhere except in code (fences and inline code keep their dollars)."""
+    parts = re.split(r"(```.*?(?:```|$)|~~~.*?(?:~~~|$)|`[^`\n]+`)", markdown, flags=re.DOTALL)
+    return "".join(p if i % 2 else _MATH.sub(hide, p) for i, p in enumerate(parts))
 
 
 _NOT_ANSWERED = {
@@ -83,7 +139,7 @@ def _answer_text(question: UserInputRequired | None, answer: UserInputResolved) 
     return ", ".join(parts)
 
 
-def _asked_markdown(asked: list[dict[str, str]]) -> list[str]:
+def asked_markdown(asked: list[dict[str, str]]) -> list[str]:
     lines: list[str] = []
     for item in asked:
         title = item.get("title") or "A question"
@@ -103,17 +159,22 @@ def turn_markdown(
     tools: list[str],
     error: str = "",
     asked: list[dict[str, str]] | None = None,
+    tool_cards: list[tuple[str, str, bool]] | None = None,
 ) -> str:
     """The turn as a saved notebook shows it on GitHub or nbviewer, with no kernel.
 
     ``asked`` lists the ``ask_user`` questions and the learner's answers
     (see :func:`asked_from_events`), so a reader knows what the answer builds on.
+    ``tool_cards`` (name, one-line result, failed), when known, replace the bare tool names
+    with the compact cards the live view showed (:func:`tool_cards_from_events`).
     """
     lines = [f"**You:** {question}", ""]
-    if tools:
+    if tool_cards:
+        lines += [_tool_line(*card) for card in tool_cards] + [""]
+    elif tools:
         lines += ["_Tools used: " + ", ".join(tools) + "_", ""]
     if asked:
-        lines += _asked_markdown(asked)
+        lines += asked_markdown(asked)
     if answer:
         lines += [f"**Tutor** ({model}):", "", answer, ""]
     if error:
@@ -123,3 +184,78 @@ def turn_markdown(
     elif status == "running":
         lines += ["_The tutor is answering… (open this notebook with a running kernel to see it)_"]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _tool_line(name: str, summary: str, failed: bool) -> str:
+    words = " ".join(summary.split())
+    if len(words) > 120:
+        words = words[:119] + "…"
+    # Words, not an emoji mark: without an emoji font it showed as an empty box.
+    head = f"- ⚠ Tool `{name}` failed" if failed else f"- Tool `{name}`"
+    return head + (f" · {words}" if words else "")
+
+
+# Tools whose result the static rendering shows in its own way (the questions, the quiz receipt).
+_SHOWN_ELSEWHERE = frozenset({"ask_user", "make_quiz"})
+
+
+def tool_cards_from_events(events: Iterable[Event]) -> list[tuple[str, str, bool]]:
+    """The turn's tool calls as (name, one-line summary, failed), in the order they ran."""
+    from deeptutor_jupyter.agent.events import ToolCallFinished, ToolCallStarted
+
+    cards: dict[str, list[Any]] = {}
+    for event in events:
+        body = event.body
+        if body.explore:
+            continue
+        match body:
+            case ToolCallStarted(id=call_id, name=name) if name not in _SHOWN_ELSEWHERE:
+                cards[call_id] = [name, "", False]
+            case ToolCallFinished(id=call_id) if call_id in cards:
+                cards[call_id][1:] = [body.summary or "", body.is_error]
+    return [(str(n), str(s), bool(f)) for n, s, f in cards.values()]
+
+
+def quiz_receipts_from_events(events: Iterable[Event]) -> list[str]:
+    """Each quiz of the turn as Markdown: graded (answers, right or wrong, feedback, score),
+    not submitted, or still open. From the events, so a quiz answered in another notebook or
+    before a resume is in the saved file too."""
+    from deeptutor_jupyter.agent.events import QuizRequired, QuizResolved
+    from deeptutor_jupyter.kernel.widgets import quiz_card
+
+    bodies: dict[str, dict[str, Any]] = {}
+    results: dict[str, dict[str, Any]] = {}
+    for event in events:
+        match event.body:
+            case QuizRequired(id=quiz_id) as quiz:
+                bodies[quiz_id] = quiz.model_dump(mode="json", exclude={"type", "explore"})
+            case QuizResolved(id=quiz_id) as graded:
+                results[quiz_id] = graded.model_dump(mode="json", exclude={"type", "explore"})
+    return [
+        quiz_card.receipt_markdown(body, results[quiz_id])
+        if quiz_id in results
+        else quiz_card.form_markdown(body)
+        for quiz_id, body in bodies.items()
+    ]
+
+
+def streamed_answer(events: Iterable[Event]) -> str:
+    """All the answer text the live view showed, runs split where a tool card or a question
+    stood: ``Done.answer`` holds only the last round (and nothing for a stopped turn)."""
+    from deeptutor_jupyter.agent.events import (
+        Content,
+        QuizRequired,
+        ToolCallStarted,
+        UserInputRequired,
+    )
+
+    runs: list[list[str]] = [[]]
+    for event in events:
+        body = event.body
+        if body.explore:
+            continue
+        if isinstance(body, Content):
+            runs[-1].append(body.text)
+        elif isinstance(body, ToolCallStarted | UserInputRequired | QuizRequired) and runs[-1]:
+            runs.append([])
+    return "\n\n".join(text for run in runs if (text := "".join(run).strip()))

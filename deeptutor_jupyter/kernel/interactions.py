@@ -64,8 +64,36 @@ def answer(
     if cancelled:
         card.show_cancelled(time.time())
         return
-    where = session.continues_in(body["id"])
-    card.show_receipt(selections, custom_input, time.time(), where=_where_text(where))
+    where = _where_text(session.continues_in(body["id"]))
+    card.show_receipt(selections, custom_input, time.time(), where=where)
+    if where:
+        settle_answered(tutor, body, selections, custom_input, where)
+
+
+def settle_answered(
+    tutor: KernelTutor, body: dict[str, Any], selections: list[str], custom_input: str, where: str
+) -> None:
+    """A ``%tutor pending`` card answered for a turn that goes on in another notebook: its
+    output becomes the static question and answer (by label), readable the next day without a
+    widget model (issue 20). A turn resumed under the card replaces it itself when it ends."""
+    from IPython.display import update_display
+
+    from deeptutor_jupyter.kernel.display import asked_markdown, static_bundle
+
+    request_id = str(body.get("id"))
+    slot = tutor.slots.get(request_id)
+    if request_id not in tutor.pending_boxes or (slot is not None and slot.children):
+        return
+    labels = {
+        str(o.get("id")): str(o.get("label") or o.get("id")) for o in body.get("options") or []
+    }
+    parts = [labels.get(s, s) for s in selections]
+    if custom_input:
+        parts.append(custom_input if not parts else f"other: {custom_input}")
+    asked = [{"title": str(body.get("title") or ""), "answer": ", ".join(parts)}]
+    md = "\n".join(asked_markdown(asked)) + f"\n_The tutor went on in {where}._\n"
+    shown = pending_display_id(request_id)
+    update_display(static_bundle(md, shown), raw=True, display_id=shown)  # type: ignore[no-untyped-call]
 
 
 def _where_text(place: dict[str, Any] | None) -> str:
@@ -155,23 +183,28 @@ def _show_pending_quiz(
     else:  # its turn waits elsewhere (or nowhere, or it is a review): follow the store
         session.watch_question(row.request_id, _reflect_quiz(card))
     shown = pending_display_id(row.request_id)
-    display(widget_bundle(box, form_markdown(body)), raw=True, display_id=shown)  # type: ignore[no-untyped-call]
+    card.display_id, card.slot = shown, slot  # graded, the output becomes the static receipt
+    display(widget_bundle(box, form_markdown(body), shown), raw=True, display_id=shown)  # type: ignore[no-untyped-call]
 
 
 def _reflect_quiz(card: Any) -> Callable[[QuestionState], bool]:
     """A quiz card shown here whose quiz was graded, cancelled or expired elsewhere."""
+    from deeptutor_jupyter.kernel.quiz_cards import settle_display
 
     def update(state: QuestionState) -> bool:
         if state.status in ("pending", "grading") or state.result is None:
             return False
         if card.state in ("open", "submitted"):
             card.show_receipt(state.result)
+            settle_display(card, dict(state.result))
         return True
 
     return update
 
 
 def _follow_quiz(card: Any, quiz_id: str) -> Any:
+    from deeptutor_jupyter.kernel.quiz_cards import settle_display
+
     def handle(event: Event) -> None:
         from deeptutor_jupyter.agent.events import QuizResolved
 
@@ -179,6 +212,7 @@ def _follow_quiz(card: Any, quiz_id: str) -> Any:
             case QuizResolved(id=resolved_id) if resolved_id == quiz_id:
                 if card.state in ("open", "submitted"):
                     card.show_receipt(event.fields())
+                    settle_display(card, event.fields())
 
     return handle
 

@@ -141,14 +141,17 @@ def review_command(tutor: KernelTutor, resolved: ResolvedSettings, every: bool =
     )
     body = learning.quizzes.form_body(row)
     card = make_quiz_card(tutor, body, grader)
-    display(widget_bundle(card, form_markdown(body)), raw=True)  # type: ignore[no-untyped-call]
+    card.display_id = f"review-{row.quiz_id}"  # graded, the output becomes the static receipt
+    bundle = widget_bundle(card, form_markdown(body), card.display_id)
+    display(bundle, raw=True, display_id=card.display_id)  # type: ignore[no-untyped-call]
 
 
 def progress_command(tutor: KernelTutor, resolved: ResolvedSettings) -> None:
     from IPython.display import display
 
-    from deeptutor_jupyter.kernel.progress import progress_bundle
+    from deeptutor_jupyter.kernel.progress import progress_outputs
 
     tutor.open(resolved)
     learning = learning_for(tutor, resolved.settings.home)
-    display(progress_bundle(learning.store), raw=True)  # type: ignore[no-untyped-call]
+    for bundle in progress_outputs(learning.store):
+        display(bundle, raw=True)  # type: ignore[no-untyped-call]

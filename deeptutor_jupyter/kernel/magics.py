@@ -327,6 +327,25 @@ def _pending(magics: TutorMagics, call: Call) -> None:
 
 
 @command(
+    "autoload",
+    "autoload [on|off]",
+    "load the tutor in every new kernel of this IPython profile (off by default)",
+    args={"on", "off"},
+    settings=False,
+)
+def _autoload(magics: TutorMagics, call: Call) -> None:
+    from deeptutor_jupyter.kernel.autoload import autoload
+    from deeptutor_jupyter.kernel.display import show_markdown
+
+    args = call.parsed.args
+    if args == {"on", "off"}:
+        show_markdown("`%tutor autoload on` or `%tutor autoload off`, not both.")
+        return
+    turn_on = True if "on" in args else False if "off" in args else None
+    show_markdown(autoload(magics.shell, turn_on))
+
+
+@command(
     "demo",
     "demo [off]",
     "try the tutor offline on a scripted stand-in (not a real model); off: back to your model",

@@ -1,7 +1,9 @@
 """``%tutor progress``: mastery per objective, the review forecast, and what to do next.
 
-One output bundle: a PNG chart when matplotlib is installed (it is optional), always with a
-Markdown table beside it, which is what a saved notebook shows on GitHub or without matplotlib.
+Two outputs: the chart, then the Markdown table. One bundle holding both showed only the table:
+a frontend shows one MIME type of a bundle, and JupyterLab ranks Markdown before images (issue
+20). The chart is a PNG when matplotlib is installed (it is optional), else an SVG drawn here;
+both render in JupyterLab, Notebook 7, VS Code and nbconvert.
 """
 
 from __future__ import annotations
@@ -90,7 +92,43 @@ def progress_png(
     return buffer.getvalue()
 
 
-def progress_bundle(store: LearningStore) -> dict[str, Any]:
+def progress_svg(
+    path: LearningPath | None, mastery: dict[str, Mastery], due_per_day: list[int]
+) -> str:
+    """The same two charts drawn by hand, for a kernel without matplotlib."""
+    from html import escape
+
+    objectives = path.objectives if path is not None else []
+    rows = max(len(objectives), 1)
+    height = max(180, 40 + 22 * rows)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="720" height="{height}" '
+        'font-family="sans-serif" font-size="11">',
+        '<text x="180" y="16" font-size="13">Mastery per objective</text>',
+        '<text x="480" y="16" font-size="13">Reviews due per day</text>',
+    ]
+    for i, o in enumerate(objectives):
+        y = 30 + 22 * i
+        p = mastery[o.id].p if o.id in mastery else 0.0
+        parts.append(f'<text x="4" y="{y + 13}">{escape(o.title[:24])}</text>')
+        parts.append(f'<rect x="150" y="{y}" width="{180 * p:.1f}" height="16" fill="#4c78a8"/>')
+        parts.append(f'<text x="{154 + 180 * p:.1f}" y="{y + 13}">{p:.0%}</text>')
+    top = max(due_per_day, default=0) or 1
+    width = 220 / max(len(due_per_day), 1)
+    for day, count in enumerate(due_per_day):
+        bar = (height - 60) * count / top
+        x = 470 + day * width
+        parts.append(
+            f'<rect x="{x:.1f}" y="{height - 30 - bar:.1f}" width="{width * 0.8:.1f}" '
+            f'height="{bar:.1f}" fill="#f58518"/>'
+        )
+    parts.append(f'<text x="480" y="{height - 10}">days from today</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def progress_outputs(store: LearningStore) -> list[dict[str, Any]]:
+    """The chart's bundle, then the table's: each shows in every frontend."""
     from deeptutor_jupyter.runtime.learning import current_path, masteries
 
     found = current_path(store)
@@ -99,8 +137,11 @@ def progress_bundle(store: LearningStore) -> dict[str, Any]:
     due = forecast(store)
     due_now = len(store.cards(due_before=time.time()))
     text = progress_markdown(path, mastery, due, due_now)
-    bundle: dict[str, Any] = {"text/markdown": text, "text/plain": text}
+    alt = "Progress chart: mastery per objective and reviews due per day (the table follows)."
+    chart: dict[str, Any] = {"text/plain": alt}
     png = progress_png(path, mastery, due)
     if png is not None:
-        bundle["image/png"] = base64.b64encode(png).decode("ascii")
-    return bundle
+        chart["image/png"] = base64.b64encode(png).decode("ascii")
+    else:
+        chart["image/svg+xml"] = progress_svg(path, mastery, due)
+    return [chart, {"text/markdown": text, "text/plain": text}]

@@ -63,9 +63,36 @@ async def _submit(
     except Exception as exc:  # grading itself failed: the quiz stays open, nothing is lost
         card.show_error(f"Grading failed ({type(exc).__name__}: {exc}). Submit again.")
         return
-    card.show_receipt(result, where=where_text(session.continues_in(body["id"])))
+    where = where_text(session.continues_in(body["id"]))
+    card.show_receipt(result, where=where)
+    note = ""
     if body.get("kind") == "review":
-        card.children = (*tuple(card.children), _next_review_note(session.learning().store))
+        note = next_review_text(session.learning().store)
+        card.children = (*tuple(card.children), _next_review_note(note))
+    settle_display(card, result, where=where, note=note)
+
+
+def settle_display(
+    card: QuizCard, result: dict[str, Any], *, where: str = "", note: str = ""
+) -> None:
+    """A graded quiz shown on its own (a review, a ``%tutor pending`` card) becomes its static
+    receipt: the questions, the learner's answers, right or wrong, feedback and score, readable
+    the next day without a widget model (issue 20). Not while a turn resumed under the card
+    runs: that turn's own final output (kernel/start.py) replaces the cell when it ends."""
+    from IPython.display import update_display
+
+    from deeptutor_jupyter.kernel.display import static_bundle
+    from deeptutor_jupyter.kernel.widgets.quiz_card import receipt_markdown
+
+    if card.display_id is None or (card.slot is not None and card.slot.children):
+        return
+    md = receipt_markdown(card.body, result)
+    if where:
+        md += f"\n\n_The tutor continues in {where}._"
+    if note:
+        md += f"\n\n{note}"
+    bundle = static_bundle(md + "\n", card.display_id)
+    update_display(bundle, raw=True, display_id=card.display_id)  # type: ignore[no-untyped-call]
 
 
 def where_text(place: dict[str, Any] | None) -> str:
@@ -76,12 +103,16 @@ def where_text(place: dict[str, Any] | None) -> str:
     return f"{place.get('notebook') or 'another notebook'}{cell}"
 
 
-def _next_review_note(store: LearningStore) -> Any:
-    import ipywidgets as widgets
-
+def next_review_text(store: LearningStore) -> str:
     upcoming = store.cards(limit=1)
     next_at = time_until(upcoming[0].due) if upcoming else "nothing scheduled"
-    w = widgets.HTML(f'<div style="opacity:0.75">Rescheduled. Next review: {html.escape(next_at)}')
+    return f"Rescheduled. Next review: {next_at}"
+
+
+def _next_review_note(text: str) -> Any:
+    import ipywidgets as widgets
+
+    w = widgets.HTML(f'<div style="opacity:0.75">{html.escape(text)}')
     w.add_class("dt-review-next")
     return w
 

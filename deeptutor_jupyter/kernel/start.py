@@ -11,7 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from deeptutor_jupyter.kernel.display import asked_from_events, turn_markdown, widget_bundle
+from deeptutor_jupyter.kernel.display import (
+    asked_from_events,
+    static_bundle,
+    turn_markdown,
+    widget_bundle,
+)
 from deeptutor_jupyter.kernel.i18n import t
 
 if TYPE_CHECKING:
@@ -110,7 +115,6 @@ def attach_view(
 
     from deeptutor_jupyter.agent.events import (
         Done,
-        ErrorEvent,
         Sources,
         ToolCallStarted,
         UserInputRequired,
@@ -157,34 +161,63 @@ def attach_view(
                 finished(event.body)
 
     def finished(done: Done) -> None:
-        errors = [e.body.message for e in log.events if isinstance(e.body, ErrorEvent)]
-        answer = done.answer
-        md = turn_markdown(
-            question,
-            answer,
-            model=label,
-            status=done.status,
-            tools=tools_used,
-            error="; ".join(errors),
-            asked=asked_from_events(session.events_of(turn)),
-        )
+        md = final_markdown(session.events_of(turn), done, question, label, sources)
         policy = turn.ctx.metadata.get("policy") or {}
         if policy.get("source"):  # the badge, readable without widgets
-            md = f"_🎓 {policy['badge']}_\n\n" + md
-        if sources:
-            md += "\n" + sources_markdown(sources, answer=answer) + "\n"
-        if view.quiz_receipts:  # graded quizzes, readable without widgets
-            md += "\n" + "\n\n".join(view.quiz_receipts) + "\n"
-        for display_id, widget in {turn.turn_id: view, **(also or {})}.items():
-            bundle = widget_bundle(widget, md, display_id)
-            if trace and turn.trace is not None:
-                from deeptutor_jupyter.memory import TRACE_MIME
-
-                bundle[TRACE_MIME] = turn.trace.model_dump(mode="json")
+            md = f"_{policy['badge']}_\n\n" + md
+        for display_id in (turn.turn_id, *(also or {})):
+            bundle = final_bundle(md, display_id, turn, trace)
             update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
 
     log.subscribe(on_event)
     return view
+
+
+def final_markdown(
+    events: list[Event],
+    done: Done,
+    question: str,
+    label: str,
+    sources: list[tuple[str, str]],
+) -> str:
+    """The finished turn as Markdown: question, tool cards, the learner's answers (labels and
+    typed text), the answer, errors, sources and each quiz's receipt."""
+    from deeptutor_jupyter.agent.events import ErrorEvent
+    from deeptutor_jupyter.kernel.display import (
+        quiz_receipts_from_events,
+        streamed_answer,
+        tool_cards_from_events,
+    )
+    from deeptutor_jupyter.kernel.turn_plan import sources_markdown
+
+    cards = tool_cards_from_events(events)
+    answer = streamed_answer(events) or done.answer
+    md = turn_markdown(
+        question,
+        answer,
+        model=label,
+        status=done.status,
+        tools=[name for name, _, _ in cards],
+        error="; ".join(e.body.message for e in events if isinstance(e.body, ErrorEvent)),
+        asked=asked_from_events(events),
+        tool_cards=cards,
+    )
+    if sources:
+        md += "\n" + sources_markdown(sources, answer=answer) + "\n"
+    receipts = quiz_receipts_from_events(events)
+    if receipts:
+        md += "\n" + "\n\n".join(receipts) + "\n"
+    return md
+
+
+def final_bundle(md: str, display_id: str, turn: Turn, trace: bool) -> dict[str, Any]:
+    """The cell's second life: a static rendering that needs no widget model, and the trace."""
+    bundle = static_bundle(md, display_id)
+    if trace and turn.trace is not None:
+        from deeptutor_jupyter.memory import TRACE_MIME
+
+        bundle[TRACE_MIME] = turn.trace.model_dump(mode="json")
+    return bundle
 
 
 def show_setup(

@@ -18,6 +18,17 @@ describe('after a kernel restart', () => {
     expect(settled?.['text/markdown']).toContain('%tutor pending');
   });
 
+  it('keeps a widget the kernel still holds (a page reload) and settles one it does not', () => {
+    const data = {
+      [WIDGET]: { model_id: 'abc' },
+      [VIEW_MIME]: { fallback: 'text/markdown' },
+      'text/markdown': 'The answer'
+    };
+    expect(withoutDeadWidget(data, new Set(['abc']))).toBeNull();
+    expect(withoutDeadWidget(data, new Set(['other']))?.['text/markdown']).toBe('The answer');
+    expect(withoutDeadWidget(data, new Set())).not.toBeNull(); // no kernel, or a new one
+  });
+
   it('leaves every other output alone', () => {
     expect(withoutDeadWidget({ [WIDGET]: { model_id: 'x' }, 'text/plain': 'Slider' })).toBeNull();
     expect(withoutDeadWidget({ 'text/markdown': '# plain' })).toBeNull();

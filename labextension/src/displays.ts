@@ -21,9 +21,19 @@ interface Outputs {
   set(index: number, value: unknown): void;
 }
 
-/** The data of an output without its dead widget, or null when it is not a tutor widget. */
-export function withoutDeadWidget(data: Record<string, unknown>): Record<string, unknown> | null {
+/**
+ * The data of an output without its dead widget, or null when it is not a tutor widget (or its
+ * model is among `alive`, the widget comms the kernel has open: that widget still works).
+ */
+export function withoutDeadWidget(
+  data: Record<string, unknown>,
+  alive?: ReadonlySet<string>
+): Record<string, unknown> | null {
   if (!(VIEW_MIME in data) || !(WIDGET_MIME in data) || !('text/markdown' in data)) {
+    return null;
+  }
+  const view = data[WIDGET_MIME] as { model_id?: unknown } | undefined;
+  if (alive && typeof view?.model_id === 'string' && alive.has(view.model_id)) {
     return null;
   }
   const rest: Record<string, unknown> = {};
@@ -36,7 +46,7 @@ export function withoutDeadWidget(data: Record<string, unknown>): Record<string,
 }
 
 /** Replace the dead tutor widgets of one notebook by their Markdown; how many were replaced. */
-export function settle(panel: NotebookPanel): number {
+export function settle(panel: NotebookPanel, alive?: ReadonlySet<string>): number {
   let replaced = 0;
   for (const cell of panel.content.widgets) {
     if (cell.model.type !== 'code') {
@@ -45,7 +55,7 @@ export function settle(panel: NotebookPanel): number {
     const outputs = (cell.model as unknown as { outputs: Outputs }).outputs;
     for (let i = 0; i < outputs.length; i++) {
       const item = outputs.get(i);
-      const data = withoutDeadWidget(item.data as Record<string, unknown>);
+      const data = withoutDeadWidget(item.data as Record<string, unknown>, alive);
       if (data === null) {
         continue;
       }
@@ -89,8 +99,31 @@ export function applyUpdate(
   return updated;
 }
 
+/**
+ * A notebook opened the next day: its tutor widgets belong to a kernel that is gone. Once the
+ * session is ready, every tutor widget whose model the kernel (if any) does not hold shows its
+ * Markdown, instead of "Error displaying widget: model not found". After a mere page reload the
+ * kernel still holds the models, and those widgets stay live.
+ */
+async function settleOnOpen(panel: NotebookPanel): Promise<void> {
+  await panel.sessionContext.ready;
+  const kernel = panel.sessionContext.session?.kernel;
+  let alive = new Set<string>();
+  if (kernel) {
+    try {
+      const reply = await kernel.requestCommInfo({ target_name: 'jupyter.widget' });
+      const comms = (reply.content as { comms?: Record<string, unknown> }).comms ?? {};
+      alive = new Set(Object.keys(comms));
+    } catch {
+      return; // no answer: better a live-looking widget than hiding a working one
+    }
+  }
+  settle(panel, alive);
+}
+
 export function keepOutputsTrue(notebooks: INotebookTracker): void {
   notebooks.widgetAdded.connect((_, panel) => {
+    void settleOnOpen(panel);
     panel.sessionContext.statusChanged.connect((_context, status) => {
       if (status === 'restarting' || status === 'autorestarting') {
         settle(panel);

@@ -104,6 +104,17 @@ def test_an_answer_from_notebook_b_continues_the_turn_in_notebook_a(
     # B says where the turn went on, and runs nothing of it.
     b.wait_for(lambda: "lesson_a.ipynb, cell [3]" in receipt_text(b, card_b))
     assert "Good: we analyse first." not in answer_text(b)
+    # B's saved file keeps the question answered, by label, not the open form (issue 20).
+    settled = b.wait_for(
+        lambda: [
+            m["content"]["data"]
+            for m in b.iopub
+            if m["header"]["msg_type"] == "update_display_data"
+            and "application/vnd.jupyter.widget-view+json" not in m["content"]["data"]
+        ]
+    )[-1]
+    for text in (settled["text/markdown"], settled["text/html"]):
+        assert "Analyse first" in text and "went on in lesson_a.ipynb, cell [3]" in text
     sent = tool_messages(fake_llm, "call_ask_1")
     assert len(sent) == 1
     assert json.loads(sent[0]["content"])["selections"] == ["safe"]

@@ -112,6 +112,17 @@ def test_a_quiz_asked_in_a_is_answered_in_b_and_continues_in_a(
     a.wait_for(lambda: "100%" in card_receipt(a, card_a))
     # B grades, says where the turn goes on, and runs nothing of it.
     b.wait_for(lambda: "lesson_a.ipynb, cell [3]" in card_receipt(b, card_b))
+    # B's saved file keeps the graded quiz as its static receipt, not the open form (issue 20).
+    settled = b.wait_for(
+        lambda: [
+            m["content"]["data"]
+            for m in b.iopub
+            if m["header"]["msg_type"] == "update_display_data"
+            and "application/vnd.jupyter.widget-view+json" not in m["content"]["data"]
+        ]
+    )[-1]
+    for text in (settled["text/markdown"], settled["text/html"]):
+        assert "score 100%" in text and "lesson_a.ipynb, cell [3]" in text
     assert "Graded: on in A's own cell." not in answer_text(b)
     assert len(continuations(fake_llm)) == 1 and len(fake_llm.requests) == 2
     sent = tool_messages(fake_llm, CALL)

@@ -102,3 +102,43 @@ def test_error_cards_show_commands_as_code_not_backticks():
     )
     assert "<code>%tutor config</code> shows the key." in card.value
     assert "`" not in card.value and "&lt;b&gt;401&lt;/b&gt;" in card.value
+
+
+def test_static_html_keeps_latex_for_mathjax_and_escapes_raw_html():
+    from deeptutor_jupyter.kernel.display import WIDGET_MIME, static_bundle
+
+    md = (
+        "**You:** eigen?\n\nSo $a*b + c*d$ in $\\{x\\}$ and\n\n$$A v = \\lambda v$$\n\n"
+        "<script>x()</script>\n\n```python\ncost = '$5'\n```\n"
+    )
+    bundle = static_bundle(md, "turn-1")
+    page = bundle["text/html"]
+    assert WIDGET_MIME not in bundle and bundle["text/markdown"] == md
+    assert "<strong>You:</strong>" in page
+    assert "$a*b + c*d$" in page and "$\\{x\\}$" in page  # no emphasis, escapes kept
+    assert "$$A v = \\lambda v$$" in page
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "cost = &#x27;$5&#x27;" in page or "cost = '$5'" in page
+    assert bundle["application/vnd.deeptutor.view+json"]["display_id"] == "turn-1"
+
+
+def test_the_static_turn_keeps_every_run_of_text_and_a_compact_card_per_tool():
+    from deeptutor_jupyter.agent.events import ToolCallFinished, ToolCallStarted
+    from deeptutor_jupyter.kernel.display import streamed_answer, tool_cards_from_events
+
+    log = EventLog("t3")
+    log.emit(Content(text="Let me look at "))
+    log.emit(Content(text="your cell."))
+    log.emit(ToolCallStarted(id="c1", name="read_notebook", arguments="{}"))
+    log.emit(ToolCallFinished(id="c1", name="read_notebook", content="x" * 900, summary="3 cells"))
+    log.emit(ToolCallStarted(id="c2", name="run_code", arguments="{}"))
+    log.emit(ToolCallFinished(id="c2", name="run_code", content="boom", is_error=True))
+    _ask(log, "a1", "text", "Which line?")
+    log.emit(Content(text="Line 3 divides by zero."))
+    # Done.answer of such a turn holds only the last round; a stopped one holds nothing.
+    assert streamed_answer(log.events) == ("Let me look at your cell.\n\nLine 3 divides by zero.")
+    cards = tool_cards_from_events(log.events)
+    assert cards == [("read_notebook", "3 cells", False), ("run_code", "", True)]
+    md = turn_markdown("Why?", "Line 3", model="m", status="done", tools=[], tool_cards=cards)
+    assert "- Tool `read_notebook` · 3 cells" in md and "- ⚠ Tool `run_code` failed" in md
+    assert "x" * 100 not in md  # a card, not the tool's output

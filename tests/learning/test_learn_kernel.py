@@ -24,6 +24,7 @@ from tests.learning.test_quiz_kernel import (
 pytestmark = pytest.mark.e2e
 __all__ = ["fake_llm", "kernel"]
 
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 PATH_REPLY = json.dumps(
     {
         "objectives": [
@@ -79,6 +80,18 @@ def test_a_path_is_proposed_confirmed_taught_quizzed_and_reviewed(
     update(kernel, lines, value="Square numbers: n times n\nSquare roots\nCubes")
     kernel.click(kernel.with_class("dt-path-confirm")[0])
     kernel.wait_for(lambda: "Learning path saved" in html_under(kernel, "dt-path-saved"))
+    # Saved, the form's output is the static path: its objectives are in the file (issue 20).
+    saved_path = kernel.wait_for(
+        lambda: [
+            m["content"]["data"]
+            for m in kernel.iopub
+            if m["header"]["msg_type"] == "update_display_data"
+            and m["content"]["transient"]["display_id"].startswith("path-")
+        ]
+    )[-1]
+    assert WIDGET_MIME not in saved_path
+    for text in (saved_path["text/markdown"], saved_path["text/html"]):
+        assert "Square numbers" in text and "Square roots" in text and "Cubes" in text
 
     # 2. %tutor learn continues: a turn on the open objective, the standing block in its prompt.
     fake_llm.extend([quiz_reply(QUIZ, "call_learn"), Reply(text="You know your squares.")])
@@ -98,6 +111,10 @@ def test_a_path_is_proposed_confirmed_taught_quizzed_and_reviewed(
     text = markdown_of(kernel, msg)
     assert "| ✅ | Square numbers |" in text and "| ▶ | Square roots |" in text
     assert "| 🔒 | Cubes |" in text and "`%tutor learn` to work on *Square roots*" in text
+    # The chart is an output of its own: in one bundle with the table, only the table showed.
+    shown = [m["content"]["data"] for m in kernel.outputs_of(msg) if "data" in m["content"]]
+    charts = [d for d in shown if "image/png" in d or "image/svg+xml" in d]
+    assert len(charts) == 1 and "text/markdown" not in charts[0]
 
     # 4. Review: nothing is due right after the quiz; make the cards due, then review them.
     msg = kernel.execute("%tutor review")
@@ -118,6 +135,18 @@ def test_a_path_is_proposed_confirmed_taught_quizzed_and_reviewed(
         update(kernel, radio, index=0)  # all wrong this time
     submit(kernel, review)
     kernel.wait_for(lambda: "Rescheduled" in html_under(kernel, "dt-review-next"), timeout=60)
+    # Graded, the review's output is its static receipt: the answers, the score, the next review.
+    settled = kernel.wait_for(
+        lambda: [
+            m["content"]["data"]
+            for m in kernel.iopub
+            if m["header"]["msg_type"] == "update_display_data"
+            and m["content"]["transient"]["display_id"].startswith("review-")
+        ]
+    )[-1]
+    assert WIDGET_MIME not in settled
+    for text in (settled["text/markdown"], settled["text/html"]):
+        assert "score 0%" in text and "your answer: 6" in text and "Rescheduled" in text
     msg = kernel.execute(
         "db = sqlite3.connect(" + repr(str(home / "state.db")) + ")\n"
         "print(db.execute('select count(*) from review_log').fetchone()[0],"

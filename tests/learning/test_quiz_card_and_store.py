@@ -86,7 +86,8 @@ def test_submit_sends_the_answers_once_and_then_shows_the_receipt():
         card.state == "graded" and "Because B." in text and text.count("graded by the tutor") == 1
     )
     md = receipt_markdown(body(), result)
-    assert "score 50%" in md and "✅" in md and "❌" in md and "_(graded by the tutor)_" in md
+    assert "score 50%" in md and "✓ **right**" in md and "✗ **wrong**" in md
+    assert "_(graded by the tutor)_" in md
 
 
 def test_submit_with_blanks_asks_first_and_go_back_keeps_the_form_open():
@@ -225,3 +226,22 @@ def test_the_next_review_reads_as_words_not_day_s():
     now = time.time()
     assert time_until(now + 86400 + 60) == "in 1 day"
     assert time_until(now + 3 * 86400 + 60) == "in 3 days"
+
+
+def test_without_matplotlib_the_progress_chart_is_an_svg_output_of_its_own(tmp_path, monkeypatch):
+    import sys
+    import xml.etree.ElementTree as ET
+
+    from deeptutor_jupyter.kernel.progress import progress_outputs
+
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # import fails: not installed
+    store = LearningStore(tmp_path / "state.db")
+    try:
+        store.save_card(store.new_card_id("o", {"id": "q"}), {}, time.time() + 3600, 3, {})
+        chart, table = progress_outputs(store)
+    finally:
+        store.close()
+    assert "image/png" not in chart and "text/markdown" not in chart
+    svg = ET.fromstring(chart["image/svg+xml"])
+    assert svg.tag.endswith("svg") and len(svg.findall("{http://www.w3.org/2000/svg}rect")) == 14
+    assert "Review:" in table["text/markdown"] and "image/svg+xml" not in table

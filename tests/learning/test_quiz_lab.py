@@ -47,10 +47,12 @@ def test_a_quiz_in_lab_is_answered_graded_and_explained(
         code.fill("def sq(x):\n    return x * x\n")
         page.wait_for_timeout(300)
         card.locator(".dt-quiz-submit").click()
-        page.get_by_text("Well done, all three.").wait_for()
-        receipt = page.locator(".dt-quiz-receipt")
+        # The turn has ended: its cell is the static rendering, the graded quiz included.
+        receipt = page.locator(".dt-static", has_text="Well done, all three.")
         receipt.wait_for()
-        assert "Because-the-determinant-EXPLAINED" in receipt.inner_text()
+        shown = receipt.inner_text()
+        assert "Because-the-determinant-EXPLAINED" in shown and "score 100%" in shown
+        assert "four" in shown and "3.001 m/s" in shown and "return x * x" in shown
         page.wait_for_timeout(300)
         receipt.screenshot(path=str(ARTIFACTS / "quiz-receipt.png"))
     result = json.loads(tool_messages(fake_llm, "call_quiz_1")[0]["content"])

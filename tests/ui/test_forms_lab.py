@@ -144,9 +144,12 @@ def test_each_form_mode_fits_and_answers(lab: str, fake_llm: FakeLLMServer, tmp_
         check("directory", card)
         field.press("Enter")
 
-        page.get_by_text("All set, thank you.").wait_for()
-        page.locator(".dt-ask-receipt").last.wait_for()
-        check("receipt", page.locator(".dt-ask-user").last)
+        # The turn has ended: every question and answer is in the static rendering.
+        static = page.locator(".dt-static", has_text="All set, thank you.")
+        static.wait_for()
+        check("receipt", static)
+        shown = static.inner_text()
+        assert "Walkthrough" in shown and "2026-12-24" in shown and "data/raw" in shown
 
         # The setup card: no label cut off, every field within the output area.
         setup = page.locator(".dt-setup-card")

@@ -36,6 +36,13 @@ def free_port() -> int:
 
 @pytest.fixture
 def lab(tmp_path: Path, fake_llm: FakeLLMServer) -> Iterator[str]:
+    with lab_server(tmp_path, fake_llm) as url:
+        yield url
+
+
+@contextmanager
+def lab_server(tmp_path: Path, fake_llm: FakeLLMServer) -> Iterator[str]:
+    """JupyterLab serving tmp_path; a second one on the same folder is "the next day"."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DEEPTUTOR_")}
     env.update(
@@ -237,8 +244,9 @@ def test_a_turn_and_a_form_in_real_jupyterlab(lab: str, fake_llm: FakeLLMServer,
         page.get_by_text("Which way?").wait_for()
         page.locator(".dt-ask-user label", has_text="Analyse first").first.click()
         page.locator(".dt-ask-submit").click()
-        page.get_by_text("Good: we analyse first.").wait_for()
-        page.locator(".dt-ask-receipt").wait_for(timeout=10000)
+        # The turn has ended: the form and its receipt became the static rendering.
+        page.locator(".dt-static", has_text="Good: we analyse first.").wait_for()
+        assert "Analyse first" in page.locator(".dt-static").last.inner_text()
         wait_for_final_bundle(page, 1, "An **eigenvector** keeps its direction.")
         wait_for_final_bundle(page, 2, "Good: we analyse first.")
         save_until_on_disk(page, tmp_path / "lesson.ipynb", "Good: we analyse first.")
@@ -394,13 +402,15 @@ def test_a_long_streamed_answer_renders_fences_and_math_across_blocks(
     with lab_page("lab-long-answer") as page:
         open_notebook(page, lab, "long.ipynb")
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-        page.get_by_text("That is the whole story.").wait_for(timeout=60000)
-        page.wait_for_timeout(1500)  # MathJax typesets after the Markdown renders
-        blocks = page.locator(".dt-text")
-        assert blocks.count() > 1  # the answer streamed as several Output widgets
-        code = page.locator(".dt-answer pre").all_inner_texts()
+        # While it streams, the answer is several Output widgets (tests/kernel covers their cuts).
+        page.wait_for_function("document.querySelectorAll('.dt-text').length > 1", timeout=60000)
+        # Once it has ended, the cell is the static rendering of the whole answer.
+        answer = page.locator(".dt-static", has_text="That is the whole story.")
+        answer.wait_for(timeout=60000)
+        page.wait_for_timeout(1500)  # MathJax typesets after the HTML renders
+        code = answer.locator("pre").all_inner_texts()
         assert len(code) == 8 and all("np.linalg.eigvals(A)" in c for c in code)
-        assert page.locator(".dt-answer mjx-container").count() >= 8 + 8  # inline $A$ + $$
-        shown = page.locator(".dt-answer").inner_text()
+        assert answer.locator("mjx-container").count() >= 8 + 8  # inline $A$ + $$
+        shown = answer.inner_text()
         assert "```" not in shown and "$$" not in shown  # every fence and math block closed
         assert shown.count("Part ") == 8

@@ -32,6 +32,7 @@ class PathCard(widgets.VBox):  # type: ignore[misc]
         self.kb = kb
         self.source = "learner"
         self.state = "planning"
+        self.display_id: str | None = None  # saved, that output becomes the static path
         self.title = widgets.HTML(f"<b>🧭 Learning path: {html.escape(topic)}</b>")
         self.note = widgets.HTML("<i>Planning a path…</i>")
         self.lines = widgets.Textarea(
@@ -82,6 +83,27 @@ class PathCard(widgets.VBox):  # type: ignore[misc]
         )
         receipt.add_class("dt-path-saved")
         self.children = (receipt,)
+        self._settle(path)
+
+    def _settle(self, path: LearningPath) -> None:
+        """The saved path as a static output: its objectives in the file, no widget model
+        needed to read them the next day (issue 20)."""
+        if self.display_id is None:
+            return
+        from IPython.display import update_display
+
+        from deeptutor_jupyter.kernel.display import static_bundle
+
+        lines = [f"**Learning path saved: {self.topic}**", ""]
+        for n, o in enumerate(path.objectives, 1):
+            lines.append(f"{n}. {o.title}" + (f": {o.description}" if o.description else ""))
+        lines += [
+            "",
+            f"Run `%tutor learn` to begin with **{path.objectives[0].title}**. Each objective "
+            "opens once quizzes show you master the one before.",
+        ]
+        bundle = static_bundle("\n".join(lines) + "\n", self.display_id)
+        update_display(bundle, raw=True, display_id=self.display_id)  # type: ignore[no-untyped-call]
 
 
 def _tutor_md_path(topic: str, start: Path, home: Path | None = None) -> LearningPath | None:
@@ -109,7 +131,10 @@ def propose_path(
     from deeptutor_jupyter.kernel.display import widget_bundle
 
     card = PathCard(topic, learning, kb)
-    display(widget_bundle(card, f"**🧭 Learning path:** {topic}"), raw=True)  # type: ignore[no-untyped-call]
+    card.display_id = f"path-{uuid.uuid4().hex[:10]}"
+    text = f"**Learning path:** {topic} (not started: open the notebook with its kernel to edit it)"
+    bundle = widget_bundle(card, text, card.display_id)
+    display(bundle, raw=True, display_id=card.display_id)  # type: ignore[no-untyped-call]
     from_md = _tutor_md_path(topic, tutor.workspace.resolve(), resolved.settings.home)
     if from_md is not None:
         card.propose(from_md, "From the course's TUTOR.md. Edit it if you like, then start.")

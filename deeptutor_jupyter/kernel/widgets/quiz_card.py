@@ -59,6 +59,10 @@ class QuizCard(widgets.VBox):  # type: ignore[misc]
         self.questions = [dict(q) for q in body.get("questions") or [] if isinstance(q, Mapping)]
         self.on_submit = on_submit
         self.state = "open"
+        # Set by whoever displays the card on its own (a review, %tutor pending): once graded,
+        # that output becomes the static receipt (kernel/quiz_cards.py ``settle_display``).
+        self.display_id: str | None = None
+        self.slot: Any = None  # where a turn resumed under this card shows, if any
         self.controls: dict[str, Any] = {}
         self._opened = time.monotonic()
         title = _html(f"<b>Quiz: {_text(body.get('title') or '')}</b>", "dt-quiz-title")
@@ -224,18 +228,28 @@ def receipt_markdown(body: Mapping[str, Any], result: Mapping[str, Any]) -> str:
     """The receipt as Markdown, for the saved notebook where widgets no longer render."""
     title = str(body.get("title") or "Quiz")
     if result.get("cancelled"):
-        return f"**📝 {title}**: not submitted."
+        return f"**Quiz: {title}**: not submitted."
     questions = {str(q.get("id")): q for q in body.get("questions") or []}
-    lines = [f"**📝 {title}** · score {float(result.get('score') or 0):.0%}", ""]
+    lines = [f"**Quiz: {title}** · score {float(result.get('score') or 0):.0%}", ""]
     for item in result.get("results") or []:
         q = questions.get(str(item.get("id")), {})
+        # Words beside marks every font has: emoji showed as empty boxes without an emoji font.
         blank = item.get("answered") is False
-        mark = "–" if blank else "✅" if item.get("correct") else "❌"
+        mark = (
+            "– **not answered**"
+            if blank
+            else "✓ **right**"
+            if item.get("correct")
+            else "✗ **wrong**"
+        )
         tutor = f" _({TUTOR_GRADED})_" if item.get("graded_by") else ""
         given = "(not answered)" if blank else _given_text(item.get("given"), q)
-        if q.get("kind") == "code" and not blank:
-            given = "code (see the quiz)"
-        lines.append(f"- {mark} {q.get('prompt', '')}{tutor} — your answer: {given}")
+        if q.get("kind") == "code" and not blank:  # the learner's own code, as they wrote it
+            lines.append(f"- {mark} {q.get('prompt', '')}{tutor} — your answer:")
+            fence = "~~~~" if "~~~" in given else "~~~"
+            lines += ["", f"  {fence}python", *[f"  {c}" for c in given.splitlines()], f"  {fence}"]
+        else:
+            lines.append(f"- {mark} {q.get('prompt', '')}{tutor} — your answer: {given}")
         if item.get("feedback"):
             lines.append(f"  {item['feedback']}")
     return "\n".join(lines)
@@ -243,7 +257,7 @@ def receipt_markdown(body: Mapping[str, Any], result: Mapping[str, Any]) -> str:
 
 def form_markdown(body: Mapping[str, Any]) -> str:
     """The open quiz as Markdown (no answers), for a notebook saved before submission."""
-    lines = [f"**📝 {body.get('title') or 'Quiz'}** (open the notebook with its kernel to answer)"]
+    lines = [f"**Quiz: {body.get('title') or ''}** (open the notebook with its kernel to answer)"]
     for number, q in enumerate(body.get("questions") or [], 1):
         lines.append(f"{number}. {q.get('prompt', '')}")
         for o in q.get("options") or []:
