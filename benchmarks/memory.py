@@ -41,6 +41,7 @@ from deeptutor_jupyter.memory import (  # noqa: E402
     MemoryStore,
     Section,
     TraceRecord,
+    new_trace_id,
     parse,
     render,
 )
@@ -82,7 +83,11 @@ def append_rate_with_history(history: int, n: int) -> tuple[float, float]:
         if history:
             MemoryStore(Path(home)).emit_many(record(i) for i in range(history))
         store = MemoryStore(Path(home))  # a new kernel: nothing cached yet
-        new = [record(history + i) for i in range(2 * n)]
+        # A turn's trace, as plan.py makes it: an id minted by this process (new_trace_id).
+        new = [
+            record(history + i).model_copy(update={"trace_id": new_trace_id()})
+            for i in range(2 * n)
+        ]
         start = time.perf_counter()
         for item in new[:n]:
             store.emit(item)
