@@ -91,7 +91,7 @@ def test_inspect_responsiveness_quick() -> None:
 
 def test_event_rows_quick() -> None:
     out = run("event_rows.py", "--quick")
-    for line in ("rows in state.db:", "state.db growth:", "replay exact: yes", "RESULT:"):
+    for line in ("anchor: the answer itself", "answers: state.db +", "replay exact", "RESULT:"):
         assert line in out
 
 
