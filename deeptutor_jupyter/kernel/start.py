@@ -114,6 +114,7 @@ def attach_view(
         UserInputRequired,
     )
     from deeptutor_jupyter.kernel import interactions, quiz_cards
+    from deeptutor_jupyter.kernel.release import release_finished_view
     from deeptutor_jupyter.kernel.turn_plan import source_links, sources_markdown
     from deeptutor_jupyter.kernel.widgets.turn_view import TurnView
 
@@ -170,6 +171,7 @@ def attach_view(
             md += "\n" + sources_markdown(sources, answer=answer) + "\n"
         if view.quiz_receipts:  # graded quizzes, readable without widgets
             md += "\n" + "\n\n".join(view.quiz_receipts) + "\n"
+        bundles = []
         for display_id, widget in {turn.turn_id: view, **(also or {})}.items():
             bundle = widget_bundle(widget, md, display_id)
             if trace and turn.trace is not None:
@@ -177,6 +179,8 @@ def attach_view(
 
                 bundle[TRACE_MIME] = turn.trace.model_dump(mode="json")
             update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
+            bundles.append(bundle)
+        release_finished_view(view, bundles)
 
     log.subscribe(on_event)
     return view
