@@ -98,7 +98,7 @@ def test_event_rows_quick() -> None:
 @pytest.mark.e2e
 def test_streaming_bytes_quick() -> None:
     out = run("streaming_bytes.py", "--quick")
-    for line in ("comm bytes:", "x the answer (goal < 3.0x)", "exact answer: yes", "RESULT:"):
+    for line in ("all iopub", "final display update:", "goal < 3.0x all messages", "RESULT:"):
         assert line in out
 
 
