@@ -180,7 +180,9 @@ def attach_view(
                 bundle[TRACE_MIME] = turn.trace.model_dump(mode="json")
             update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
             bundles.append(bundle)
-        release_finished_view(view, bundles)
+        if release_finished_view(view, bundles):  # the session keeps the turn, not its view
+            log.unsubscribe(view.handle)
+            log.unsubscribe(on_event)
 
     log.subscribe(on_event)
     return view

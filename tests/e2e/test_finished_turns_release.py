@@ -21,14 +21,18 @@ pytestmark = [
     ),
 ]
 
+# Live widget models, and TurnView objects still reachable (a closed view that the turn's event
+# log still held as a subscriber kept its widgets' Python state: RSS grew all the same).
 PROBE = (
-    "import json; from ipywidgets.widgets import widget as _w\n"
-    "print(json.dumps(len(_w._instances)))"
+    "import gc, json; from ipywidgets.widgets import widget as _w\n"
+    "from deeptutor_jupyter.kernel.widgets.turn_view import TurnView as _TV\n"
+    "gc.collect()\n"
+    "print(json.dumps([len(_w._instances), sum(isinstance(o, _TV) for o in gc.get_objects())]))"
 )
 
 
-def live_widgets(kernel: KernelDriver) -> int:
-    return int(json.loads(kernel.stream_text(kernel.execute(PROBE)).split()[-1]))
+def live_widgets(kernel: KernelDriver) -> list[int]:
+    return list(json.loads(kernel.stream_text(kernel.execute(PROBE)).strip().splitlines()[-1]))
 
 
 def test_live_widgets_after_50_turns_equal_those_after_5(
