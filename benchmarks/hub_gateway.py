@@ -300,10 +300,13 @@ def report(
             f"end to end, {size:>3} concurrent: direct p95 {d:7.2f} ms, gateway p95 {g:7.2f} ms"
             f" = {g / d:.2f}x, added p95 {plus:.2f} ms"
         )
-    d, g, worst = end_to_end(results)
+    # Judged on the worst size: at N the direct upstream itself may be the bottleneck (its
+    # accept backlog), which would hide what the gateway adds at 1 or 10.
+    worst, at = max((end_to_end(grown)[2], size) for size, grown in GROWTH.items())
     verdict = "met" if worst < 10 else "NOT met"
     print(
-        f"goal p95 added < 10 ms end to end vs direct upstream at {n}: {verdict} ({worst:.2f} ms)"
+        f"goal p95 added < 10 ms end to end vs direct upstream at 1, 10 and {n}: {verdict} "
+        f"({worst:.2f} ms at {at})"
     )
     per_stream = (busy - idle) / n
     print(
