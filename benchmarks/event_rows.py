@@ -1,16 +1,21 @@
-"""Rows and bytes a streamed answer adds to state.db (issue 14, row 2), and exact replay.
+"""Bytes a streamed answer adds to state.db on the real path (issue 14 row 2, issue 28 row 3).
 
-A real ``Store`` (SQLite in a temp dir) and an ``EventLog`` emit one turn: ``turn_started``, a
-tool call, ``--tokens`` content events of 4 characters (a 5 MB answer is 1.25 M of them), ``done``.
-Printed beside the floor: the answer's own size, and one row per event that is not streamed text.
+A real ``TutorSession`` (its ``Store`` in a temp home) asks a ``FakeLLMServer`` that streams an
+answer of ``--chars`` characters as token-like deltas (1-8 random letters and a space: random
+text, so zlib gains less than on prose). Every turn ends as in a kernel: the ``done`` event with
+its answer, the ``turns`` row, the history ``messages``, the content runs. The growth of the
+database file (``page_count * page_size`` after a WAL checkpoint) is measured after 1, 10 and 100
+answers, beside the anchor from the same run: the answers' own size. Goal: at most 2x.
 
-    .venv/bin/python benchmarks/event_rows.py [--tokens 1250000] [--quick]
+    .venv/bin/python benchmarks/event_rows.py [--chars 20000] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import random
 import sqlite3
 import sys
 import tempfile
@@ -19,62 +24,104 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from deeptutor_jupyter.agent.events import (
-    Content,
-    Done,
-    ToolCallFinished,
-    ToolCallStarted,
-    TurnStarted,
-)
-from deeptutor_jupyter.runtime.events import EventLog
+from deeptutor_jupyter.config import resolve_settings
+from deeptutor_jupyter.runtime.session import AskOptions, TutorSession
 from deeptutor_jupyter.store.db import Store
+from deeptutor_jupyter.testing import FakeLLMServer, Reply
+
+GOAL = 2.0
+
+
+def deltas_of(chars: int) -> list[str]:
+    rnd, out, size = random.Random(28), [], 0
+    while size < chars:
+        word = "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(0, 7)))
+        out.append(word + " ")
+        size += len(word) + 1
+    return out
+
+
+def db_bytes(path: Path) -> int:
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        pages = db.execute("PRAGMA page_count").fetchone()[0]
+        return int(pages * db.execute("PRAGMA page_size").fetchone()[0])
+
+
+async def run(chars: int, steps: list[int]) -> None:
+    deltas = deltas_of(chars)
+    answer = "".join(deltas)
+    total = steps[-1]
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        FakeLLMServer([Reply(text="Warm."), *[Reply(chunks=deltas)] * (3 * total + 10)]) as server,
+    ):
+        os.environ.update(
+            DEEPTUTOR_HOME=str(Path(tmp) / "home"),
+            DEEPTUTOR_PROVIDER="custom",
+            DEEPTUTOR_BASE_URL=server.url,
+            DEEPTUTOR_MODEL="fake",
+        )
+        session = TutorSession("bench.ipynb", resolve=lambda f: resolve_settings(flags=f))
+        resolved = session.resolve({})
+        warm = session.ask("Hello", resolved, AskOptions())
+        assert warm.task is not None
+        await warm.task
+        path = Path(tmp) / "home" / "state.db"
+        base = db_bytes(path)
+        print(f"event rows benchmark: answers of {len(answer):,} chars in {len(deltas):,} deltas")
+        print(f"anchor: the answer itself, {len(answer):,} bytes; goal <= {GOAL:.0f}x")
+        done, ratios, last = 0, [], None
+        start = time.perf_counter()
+        for step in steps:
+            while done < step:
+                last = session.ask(f"Question {done}", resolved, AskOptions())
+                assert last.task is not None
+                await last.task
+                errors = [e.fields() for e in last.log.events if e.body.type == "error"]
+                assert last.answer == answer, (last.status, errors)
+                done += 1
+            grown = db_bytes(path) - base
+            ratio = grown / (len(answer) * step)
+            ratios.append(ratio)
+            print(
+                f"  after {step:>3} answers: state.db +{grown:,} bytes = "
+                f"{grown / step:,.0f} per answer = {ratio:.2f}x the answer"
+            )
+        elapsed = time.perf_counter() - start
+        for model in session.models.values():
+            await model.aclose()
+        assert last is not None
+        store = Store(path)
+        try:
+            replayed = store.events(last.turn_id)
+            exact = [(s, t, d) for s, t, d in replayed] == [
+                (e.seq, e.body.type, e.fields()) for e in last.log.events
+            ]
+            row = store.get_turn(last.turn_id)
+            exact = exact and row is not None and row.answer == answer
+            exact = exact and replayed[-1][2].get("answer") == answer
+        finally:
+            store.close()
+    growth = ratios[-1] / ratios[0]
+    print(f"growth per answer, {steps[-1]} vs {steps[0]} answers: {growth:.2f}x (goal: flat)")
+    print(
+        f"{done} turns in {elapsed:.1f} s; replay exact (events, done.answer, turn): "
+        f"{'yes' if exact else 'NO'}"
+    )
+    ok = exact and max(ratios) <= GOAL
+    print(f"RESULT: {'PASS' if ok else 'FAIL'} {max(ratios):.2f}x the answer")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--tokens", type=int, default=250_000)
+    p.add_argument("--chars", type=int, default=20_000)
     p.add_argument("--quick", action="store_true")
     a = p.parse_args()
-    n = 2_000 if a.quick else a.tokens
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "state.db"
-        store = Store(path)
-        base = os.path.getsize(path)
-        log = EventLog("turn-1", store)
-        start = time.perf_counter()
-        log.emit(TurnStarted(session_id="s", question="q", model="m"))
-        log.emit(Content(text="Let me compute. "))
-        log.emit(ToolCallStarted(id="c1", name="calculate", arguments='{"expression": "2+2"}'))
-        log.emit(ToolCallFinished(id="c1", name="calculate", content="4"))
-        for i in range(n):
-            log.emit(Content(text=f"w{i % 100:02d} "))
-        log.emit(Done(status="done"))
-        emit_s = time.perf_counter() - start
-        store.close()
-        with sqlite3.connect(path) as db:
-            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            rows = int(db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
-        size = os.path.getsize(path) - base
-        answer = sum(
-            len(e.fields().get("text", "")) for e in log.events if e.body.type == "content"
-        )
-        store = Store(path)
-        start = time.perf_counter()
-        replayed = store.events_with_time("turn-1", 0)
-        replay_s = time.perf_counter() - start
-        store.close()
-    exact = [(s, t, d) for s, t, d, _ in replayed] == [
-        (e.seq, e.body.type, e.fields()) for e in log.events
-    ]
-    floor_rows = 6  # started, content, tool_call, tool_result, one run of content, done
-    print(f"event rows benchmark: {len(log.events):,} events, answer {answer:,} chars")
-    print(
-        f"rows in state.db: {rows:,} (floor {floor_rows}: one per event that is not streamed text)"
-    )
-    print(f"state.db growth: {size:,} bytes = {size / answer:.2f}x the answer (floor ~1x)")
-    print(f"emit+persist {emit_s:.2f} s; replay of every event {replay_s:.2f} s")
-    print(f"replay exact: {'yes' if exact else 'NO'}")
-    print(f"RESULT: {'PASS' if exact and rows <= floor_rows else 'FAIL'} rows {rows}")
+    if a.quick:
+        asyncio.run(run(4_000, [1, 3]))
+    else:
+        asyncio.run(run(a.chars, [1, 10, 100]))
 
 
 if __name__ == "__main__":

@@ -8,9 +8,11 @@ cost. Each round opens N concurrent streams directly to the upstream and N throu
 (order alternating between rounds), each from its own student token, and records per stream
 the time to the first content byte and to the end of the answer.
 
-Printed: p50/p95 of both, the gateway's added latency (p50 and p95 of gateway minus direct),
-and the gateway's memory per open stream (RSS with 2N streams held open minus RSS with N, over N).
-Goal (issue 13): p95 added under 10 ms for 100 concurrent streams.
+Printed: p50/p95 of both, the gateway's own pre-forward time (for information), end-to-end
+p95 of whole answers through the gateway beside the direct upstream (the anchor, same run) at 1,
+10 and N concurrent streams, and the gateway's memory per open stream (RSS with 2N streams held
+open minus RSS with N, over N). Goal (issues 13, 28): end-to-end p95 added under 10 ms at 100
+concurrent streams; a gateway p95 below the direct one is noise and counts as 0 added.
 
 Usage::
 
@@ -182,6 +184,21 @@ async def one_at_a_time(
     )
 
 
+GROWTH: dict[int, dict[str, list[tuple[float, float]]]] = {}
+
+
+def growth_plan(n: int, rounds: int) -> list[tuple[int, int]]:
+    """(concurrent streams, bursts of each) below n: about 200 answers a size, at least 15."""
+    return [(size, max(15, -(-200 // size)) if rounds > 1 else 3) for size in (1, 10) if size < n]
+
+
+def end_to_end(results: dict[str, list[tuple[float, float]]]) -> tuple[float, float, float]:
+    """(direct p95, gateway p95, gateway's added p95 never below 0) of whole answers, in ms."""
+    d = percentile([t * 1000 for _, t in results["direct"]], 0.95)
+    g = percentile([t * 1000 for _, t in results["gateway"]], 0.95)
+    return d, g, max(g - d, 0.0)
+
+
 async def until(predicate: Any) -> None:
     while not predicate():
         await asyncio.sleep(0.01)
@@ -212,6 +229,15 @@ async def measure(args: argparse.Namespace, upstream: str, gateway: str, pid: in
             for name, url in order if r % 2 == 0 else order[::-1]:
                 results[name] += await burst(client, url, n)
         own_in_rounds = (list(OWN_MS), {k: list(v) for k, v in PARTS_MS.items()})
+        # How it grows with the class: the same alternation at 1 and 10 concurrent streams.
+        for size, times in growth_plan(n, args.rounds):
+            grown: dict[str, list[tuple[float, float]]] = {"direct": [], "gateway": []}
+            for r in range(times):
+                order = [("direct", direct), ("gateway", via)]
+                for name, url in order if r % 2 == 0 else order[::-1]:
+                    grown[name] += await burst(client, url, size)
+            GROWTH[size] = grown
+        GROWTH[n] = results
         # The upstream's last 2n replies are slow (20 s), so the streams stay open. The
         # first n reach the concurrency the rounds already had (memory the allocator keeps);
         # the next n are beyond it, so their RSS growth is what an open stream costs.
@@ -266,13 +292,22 @@ def report(
             f"  of which {part}: p50 {percentile(values, 0.5):.2f} ms"
             f"  p95 {percentile(values, 0.95):.2f} ms"
         )
-    added = [g - d for g, d in zip(rows["gateway"], rows["direct"], strict=True)]
-    print(f"added latency, first byte: p50 {added[0]:+.2f} ms  p95 {added[1]:+.2f} ms")
-    print(f"added latency, whole answer: p50 {added[2]:+.2f} ms  p95 {added[3]:+.2f} ms")
-    # The verdict takes the larger of the two views, so upstream noise cannot make it pass.
-    worst = max(added[1], percentile(own, 0.95))
+    # The anchor is the direct upstream in the same run: the verdict is on end-to-end time (the
+    # whole answer), where a difference of two p95s below 0 is noise and counts as 0, not gain.
+    for size, grown in sorted(GROWTH.items()):
+        d, g, plus = end_to_end(grown)
+        print(
+            f"end to end, {size:>3} concurrent: direct p95 {d:7.2f} ms, gateway p95 {g:7.2f} ms"
+            f" = {g / d:.2f}x, added p95 {plus:.2f} ms"
+        )
+    # Judged on the worst size: at N the direct upstream itself may be the bottleneck (its
+    # accept backlog), which would hide what the gateway adds at 1 or 10.
+    worst, at = max((end_to_end(grown)[2], size) for size, grown in GROWTH.items())
     verdict = "met" if worst < 10 else "NOT met"
-    print(f"goal p95 added < 10 ms (first byte and gateway's own work): {verdict} ({worst:.2f} ms)")
+    print(
+        f"goal p95 added < 10 ms end to end vs direct upstream at 1, 10 and {n}: {verdict} "
+        f"({worst:.2f} ms at {at})"
+    )
     per_stream = (busy - idle) / n
     print(
         f"gateway RSS with {n} open streams {idle / 1024:.1f} MiB, {2 * n}: {busy / 1024:.1f} MiB"
@@ -301,6 +336,7 @@ def main() -> int:
     if args.quick:
         args.n, args.rounds, args.single = 10, 1, 5
     fast = 2 * args.n * (args.rounds + 1) + 2 * args.single
+    fast += sum(2 * size * times for size, times in growth_plan(args.n, args.rounds))
     upstream_proc = subprocess.Popen(
         [
             sys.executable,

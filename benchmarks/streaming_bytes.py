@@ -1,13 +1,15 @@
-"""Bytes of widget comm messages a streamed answer costs, in a real kernel (issue 14, row 1).
+"""Bytes to the browser a streamed answer costs, in a real kernel (issue 14 row 1, issue 28).
 
-One real ipykernel (driven like JupyterLab by tests/e2e/kernel_driver.py) answers one ``%tutor``
+One real ipykernel (driven like JupyterLab by tests/e2e/kernel_driver.py) answers ``%tutor``
 from a FakeLLMServer that streams a long Markdown answer (paragraphs, lists, code fences, $$
-math) one token-sized chunk every ``--chunk-delay`` seconds. Every iopub ``comm_msg`` is summed
-(its JSON content, as the browser receives it) and compared with the answer's size: the goal is
-under 3x. The answer the widgets finally show must equal the answer sent, byte for byte.
+math) one token-sized chunk every ``--chunk-delay`` seconds. Every iopub message of the turn is
+counted as it travels: its header, parent header, metadata and content frames, buffers, the
+delimiter and the signature; widget opens, updates and closes, streams, status messages and the
+final display update alike. Answers of 1/100, 1/10 and all of ``--size`` characters show how
+the cost grows; the anchor is each answer's own size, from the same run. Goal: under 3x.
 
-    .venv/bin/python benchmarks/streaming_bytes.py            # 62 kB at 50 tokens/s (~5 min)
-    .venv/bin/python benchmarks/streaming_bytes.py --quick    # 6 kB, fast chunks
+    .venv/bin/python benchmarks/streaming_bytes.py            # 620, 6,200, 62,000 chars
+    .venv/bin/python benchmarks/streaming_bytes.py --quick    # 600 and 6,000 chars
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -50,62 +53,103 @@ def tokens(text: str, width: int = 4) -> list[str]:
     return [text[i : i + width] for i in range(0, len(text), width)]
 
 
-def comm_bytes(k: KernelDriver) -> tuple[int, int]:
-    msgs = [m for m in k.iopub if m["header"]["msg_type"] in ("comm_msg", "comm_open")]
-    return sum(len(json.dumps(m["content"])) for m in msgs), len(msgs)
+WIRE_EXTRA = len(b"<IDS|MSG>") + 64  # the delimiter and the HMAC signature of every message
 
 
-def breakdown(k: KernelDriver) -> dict[str, int]:
-    """Bytes by what a message carries (opened widgets, or the state keys it updates)."""
-    out: dict[str, int] = {}
+def wire_bytes(m: dict[str, Any]) -> int:
+    """What one iopub message costs on the wire to the browser: its four JSON frames (header,
+    parent header, metadata, content), its binary buffers, the delimiter and the signature."""
+    frames = (m["header"], m["parent_header"], m["metadata"], m["content"])
+    size = sum(len(json.dumps(f, default=str).encode()) for f in frames)
+    return size + sum(len(b) for b in m.get("buffers", [])) + WIRE_EXTRA
+
+
+def final_update(k: KernelDriver, marker: str) -> dict[str, Any] | None:
+    for m in k.iopub:
+        data = (
+            m["content"].get("data", {}) if m["header"]["msg_type"] == "update_display_data" else {}
+        )
+        if marker in json.dumps(data):
+            return m
+    return None
+
+
+def one_answer(k: KernelDriver, server: FakeLLMServer, answer: str, delay: float) -> dict[str, Any]:
+    chunks = tokens(answer)
+    server.add(Reply(text=answer, chunks=chunks, chunk_delay=delay))
+    k.iopub.clear()
+    start = time.monotonic()
+    k.execute("%tutor Explain eigenvectors at length.")
+    timeout = 60 + len(chunks) * delay * 3
+    last = k.wait_for(lambda: final_update(k, "That is all."), timeout=timeout)
+    k.pump(1.0)  # what the end of the turn sends after its final display (closes)
+    elapsed = time.monotonic() - start
+    by_kind: dict[str, int] = {}
     for m in k.iopub:
         kind = m["header"]["msg_type"]
-        if kind not in ("comm_msg", "comm_open"):
-            continue
-        data = m["content"].get("data", {})
-        what = "open" if kind == "comm_open" else ",".join(sorted(data.get("state", {})))
-        out[what] = out.get(what, 0) + len(json.dumps(m["content"]))
-    return out
+        by_kind[kind] = by_kind.get(kind, 0) + wire_bytes(m)
+    data = last["content"]["data"]
+    copies = sum(1 for v in data.values() if isinstance(v, str) and answer[-200:] in v)
+    return {
+        "total": sum(by_kind.values()),
+        "comm": sum(n for kind, n in by_kind.items() if kind.startswith("comm_")),
+        "by_kind": by_kind,
+        "final": wire_bytes(last),
+        "copies": copies,
+        "mimes": sorted(data),
+        "count": len(k.iopub),
+        "elapsed": elapsed,
+    }
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--size", type=int, default=62_000, help="answer size in characters")
-    p.add_argument("--chunk-delay", type=float, default=0.02, help="seconds between tokens")
-    p.add_argument("--quick", action="store_true", help="6 kB at 1 ms a token (smoke test)")
+    p.add_argument("--size", type=int, default=62_000, help="largest answer, in characters")
+    p.add_argument("--chunk-delay", type=float, default=0.002, help="seconds between tokens")
+    p.add_argument("--quick", action="store_true", help="600 and 6,000 chars at 1 ms a token")
     a = p.parse_args()
-    size, delay = (6_000, 0.001) if a.quick else (a.size, a.chunk_delay)
-    answer = make_answer(size)
-    chunks = tokens(answer)
+    sizes = [600, 6_000] if a.quick else [a.size // 100, a.size // 10, a.size]
+    delay = 0.001 if a.quick else a.chunk_delay
     print(
-        f"streaming bytes benchmark: {len(answer):,} chars, {len(chunks):,} chunks, {delay} s each"
+        f"streaming bytes benchmark: answers of {', '.join(f'{n:,}' for n in sizes)} chars, "
+        f"4-char tokens every {delay} s; every iopub message counted as sent on the wire"
     )
+    results = []
     with tempfile.TemporaryDirectory() as tmp, FakeLLMServer() as server:
-        server.add(Reply(text=answer, chunks=chunks, chunk_delay=delay))
         k = KernelDriver(kernel_env(Path(tmp), server), cwd=Path(tmp))
         try:
             k.execute("%load_ext deeptutor_jupyter")
-            before, _ = comm_bytes(k)
-            start = time.monotonic()
-            k.execute("%tutor Explain eigenvectors at length.")
-            view = k.wait_for(lambda: k.with_class("dt-turn") and k.with_class("dt-turn")[0])
-            timeout = 60 + len(chunks) * delay * 3
-            k.wait_for(lambda: "done" in json.dumps(k.widgets), timeout=timeout)
-            k.wait_for(lambda: k.markdown_in(view) == answer, timeout=30)
-            elapsed = time.monotonic() - start
-            total, count = comm_bytes(k)
-            total -= before
-            blocks = len([c for c in k.descendants(view) if "dt-text" in str(k.widgets[c])])
-            parts = breakdown(k)
+            for size in sizes:
+                answer = make_answer(size)
+                results.append((answer, one_answer(k, server, answer, delay)))
         finally:
             k.shutdown()
-    ratio = total / len(answer.encode())
-    print(f"streamed in {elapsed:.1f} s; comm messages: {count:,} ({count / elapsed:.1f}/s)")
-    print(f"answer blocks (Output widgets): {blocks}")
-    print("bytes by kind: " + ", ".join(f"{w or '-'}={n:,}" for w, n in sorted(parts.items())))
-    print(f"comm bytes: {total:,} = {ratio:.2f}x the answer (goal < {GOAL}x)")
-    print("final widgets show the exact answer: yes")
-    print(f"RESULT: {'PASS' if ratio < GOAL else 'FAIL'} bytes/answer {ratio:.2f}x")
+    ratios = []
+    for answer, r in results:
+        n = len(answer.encode())
+        ratio = r["total"] / n
+        ratios.append(ratio)
+        print(
+            f"  answer {n:,} bytes (the anchor): all iopub {r['total']:,} bytes = {ratio:.2f}x, "
+            f"comm alone {r['comm'] / n:.2f}x, {r['count']:,} messages in {r['elapsed']:.1f} s"
+        )
+        print(
+            "    bytes by message type: "
+            + ", ".join(f"{kind}={b:,}" for kind, b in sorted(r["by_kind"].items()))
+        )
+        print(
+            f"    final display update: {r['final']:,} bytes = {r['final'] / n:.2f}x the answer, "
+            f"{r['copies']} whole copies of the answer ({', '.join(r['mimes'])})"
+        )
+    (small, rs), (large, rl) = results[0], results[-1]
+    slope = (rl["total"] - rs["total"]) / (len(large.encode()) - len(small.encode()))
+    print(
+        f"growth: {ratios[-1]:.2f}x at the largest answer vs {ratios[0]:.2f}x at the smallest; "
+        f"each more answer byte costs {slope:.2f} bytes, a turn's fixed cost ~"
+        f"{rs['total'] - slope * len(small.encode()):,.0f} bytes"
+    )
+    print(f"bytes to the browser: {ratios[-1]:.2f}x the answer (goal < {GOAL}x all messages)")
+    print(f"RESULT: {'PASS' if ratios[-1] < GOAL else 'FAIL'} all iopub {ratios[-1]:.2f}x")
 
 
 if __name__ == "__main__":

@@ -45,7 +45,9 @@ async def wait_for_turns(timeout: float = 120.0) -> list[Any]:
     """Wait in a notebook cell (``await wait_for_turns()``) until this kernel's turns finish.
 
     Returns every turn this kernel started, oldest first; each has ``.status`` and ``.answer``.
-    Awaiting keeps the kernel loop running, so the turns progress while the cell waits.
+    Awaiting keeps the kernel loop running, so the turns progress while the cell waits. When
+    turns still run after ``timeout`` seconds it raises ``TurnsStillRunning`` (a
+    ``TimeoutError``) whose ``.running`` are those turns and ``.turns`` all of them.
     """
     from deeptutor_jupyter.kernel import warm
     from deeptutor_jupyter.kernel.magics import current_tutor

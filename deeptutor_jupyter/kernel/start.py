@@ -120,6 +120,7 @@ def attach_view(
         UserInputRequired,
     )
     from deeptutor_jupyter.kernel import interactions, quiz_cards
+    from deeptutor_jupyter.kernel.release import release_finished_view
     from deeptutor_jupyter.kernel.turn_plan import source_links, sources_markdown
     from deeptutor_jupyter.kernel.widgets.turn_view import TurnView
 
@@ -165,9 +166,14 @@ def attach_view(
         policy = turn.ctx.metadata.get("policy") or {}
         if policy.get("source"):  # the badge, readable without widgets
             md = f"_{policy['badge']}_\n\n" + md
+        bundles = []
         for display_id in (turn.turn_id, *(also or {})):
             bundle = final_bundle(md, display_id, turn, trace)
             update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
+            bundles.append(bundle)
+        if release_finished_view(view, bundles):  # the session keeps the turn, not its view
+            log.unsubscribe(view.handle)
+            log.unsubscribe(on_event)
 
     log.subscribe(on_event)
     return view

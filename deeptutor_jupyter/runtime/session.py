@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.runtime.ask import AskOptions, new_session_id, profile_of
 from deeptutor_jupyter.runtime.session_reads import SessionReads
 from deeptutor_jupyter.runtime.upkeep import MemoryUpkeep
@@ -503,9 +504,14 @@ class TutorSession(SessionReads):
         return True
 
     async def wait(self, timeout: float) -> list[Turn]:
+        """Every turn, once none is running; raises ``TurnsStillRunning`` (naming them) when
+        some still run after ``timeout``: returning them as if finished hid a stuck turn."""
         pending = [t.task for t in self.turns if t.task is not None and not t.task.done()]
         if pending:
             await asyncio.wait(pending, timeout=timeout)
+        running = [t for t in self.turns if t.task is not None and not t.task.done()]
+        if running:
+            raise TurnsStillRunning(running, list(self.turns), timeout)
         return list(self.turns)
 
     def watch_question(self, request_id: str, update: Callable[[QuestionState], bool]) -> None:
@@ -513,6 +519,21 @@ class TutorSession(SessionReads):
         expired, its turn finished) until it returns True (nothing more to follow)."""
         if self._watcher is not None:
             self._watcher.follow(request_id, update)
+
+
+class TurnsStillRunning(DeepTutorError, TimeoutError):
+    """``wait_for_turns`` timed out: ``.running`` are the turns still running, ``.turns`` all
+    of them (the finished ones keep their ``.status`` and ``.answer``)."""
+
+    code = "turns_running"
+
+    def __init__(self, running: list[Turn], turns: list[Turn], timeout: float) -> None:
+        self.running, self.turns = running, turns
+        names = ", ".join(f"{t.turn_id} ({t.ctx.question[:40]!r})" for t in running)
+        super().__init__(
+            f"{len(running)} turn(s) still running after {timeout:g} s: {names}. "
+            "Wait longer (wait_for_turns(timeout=...)) or stop them with the Stop button."
+        )
 
 
 def _owner_label(store: Store, owner: str | None) -> str:

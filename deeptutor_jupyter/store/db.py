@@ -142,7 +142,9 @@ _PENDING_COLUMNS = (
 )
 # Columns added after version 1; an older state.db gets them on open.
 _ADDED_COLUMNS = {
-    "turns": ("owner",),
+    # answer_at: the messages idx holding the turn's answer, when it is that message's content
+    # (turns.answer is then NULL): the answer is kept once, not in turns and messages both.
+    "turns": ("owner", "answer_at"),
     "pending": ("owner", "place", "kind"),
     "sessions": ("title",),
     "owners": ("started",),
@@ -336,39 +338,70 @@ class Store(SQLiteFile):
     def record_turn_end(
         self, turn_id: str, status: str, answer: str | None, error: str | None = None
     ) -> None:
+        """When the turn's last message (saved just before) is the answer, the row points at it
+        instead of holding a second copy (issue 28: an answer was stored four times)."""
         with self._tx() as c:
+            at = None
+            if answer:
+                last = c.execute(
+                    "SELECT m.idx, m.message FROM turns t JOIN messages m"
+                    " ON m.session_id = t.session_id AND m.turn_id = t.id"
+                    " WHERE t.id = ? ORDER BY m.idx DESC LIMIT 1",
+                    (turn_id,),
+                ).fetchone()
+                if last is not None and json.loads(last[1]).get("content") == answer:
+                    at, answer = last[0], None
             c.execute(
-                "UPDATE turns SET status = ?, answer = ?, error = ?, finished_at = ? WHERE id = ?",
-                (status, answer, error, time.time(), turn_id),
+                "UPDATE turns SET status = ?, answer = ?, answer_at = ?, error = ?,"
+                " finished_at = ? WHERE id = ?",
+                (status, answer, at, error, time.time(), turn_id),
             )
 
     def get_turn(self, turn_id: str) -> TurnRow | None:
-        rows = self._query(
-            "SELECT id, session_id, cell_id, question, model, status, answer, error, created_at,"
-            " finished_at FROM turns WHERE id = ?",
-            (turn_id,),
-        )
-        return TurnRow(*rows[0]) if rows else None
+        rows = self._query(_TURN_ROWS + " WHERE t.id = ?", (turn_id,))
+        return _turn_row(rows[0]) if rows else None
 
     def turns(self, session_id: str) -> list[TurnRow]:
         rows = self._query(
-            "SELECT id, session_id, cell_id, question, model, status, answer, error, created_at,"
-            " finished_at FROM turns WHERE session_id = ? ORDER BY created_at",
-            (session_id,),
+            _TURN_ROWS + " WHERE t.session_id = ? ORDER BY t.created_at", (session_id,)
         )
-        return [TurnRow(*r) for r in rows]
+        return [_turn_row(r) for r in rows]
+
+    def answer_of(self, turn_id: str) -> str | None:
+        row = self.get_turn(turn_id)
+        return row.answer if row is not None else None
 
     # events ------------------------------------------------------------------------------
-    def append_events(self, rows: Iterable[tuple[str, int, str, dict[str, Any], float]]) -> None:
-        from deeptutor_jupyter.store.event_rows import coalesce
+    def append_events(self, rows: Iterable[EventRow]) -> None:
+        from deeptutor_jupyter.store.event_rows import coalesce, pack
 
         rows = coalesce(rows)  # a run of streamed text is one row (store/event_rows.py)
         with self._tx() as c:
+            rows = [self._done_without_answer(c, row) for row in rows]
             c.executemany(
                 # Never REPLACE: a seq that repeats is a bug to surface, not history to overwrite.
                 "INSERT INTO events VALUES (?, ?, ?, ?, ?)",
-                [(t, s, typ, json.dumps(d, ensure_ascii=False), ts) for t, s, typ, d, ts in rows],
+                [(t, s, typ, pack(d), ts) for t, s, typ, d, ts in rows],
             )
+
+    @staticmethod
+    def _done_without_answer(c: sqlite3.Connection, row: EventRow) -> EventRow:
+        """A ``done`` event whose answer is the turn's saved answer keeps a reference to it, not
+        a copy; ``events`` puts the answer back, so every reader of ``done.answer`` is served."""
+        turn_id, seq, kind, data, ts = row
+        if kind != "done" or not data.get("answer"):
+            return row
+        found = c.execute(_TURN_ROWS + " WHERE t.id = ?", (turn_id,)).fetchone()
+        if found is None or _turn_row(found).answer != data["answer"]:
+            return row
+        rest = {k: v for k, v in data.items() if k != "answer"}
+        return (turn_id, seq, kind, {**rest, ANSWER_REF: True}, ts)
+
+    def _with_answers(self, turn_id: str, rows: list[Any]) -> list[Any]:
+        for i, (seq, kind, data, *more) in enumerate(rows):
+            if kind == "done" and data.pop(ANSWER_REF, False):
+                rows[i] = (seq, kind, {**data, "answer": self.answer_of(turn_id) or ""}, *more)
+        return rows
 
     def last_seq(self, turn_id: str) -> int:
         rows = self._query("SELECT COALESCE(MAX(seq), 0) FROM events WHERE turn_id = ?", (turn_id,))
@@ -379,9 +412,11 @@ class Store(SQLiteFile):
             "SELECT seq, type, data FROM events WHERE turn_id = ? AND seq > ? ORDER BY seq",
             (turn_id, after_seq),
         )
-        from deeptutor_jupyter.store.event_rows import replay
+        from deeptutor_jupyter.store.event_rows import replay, unpack
 
-        return list(replay(((s, t, json.loads(d)) for s, t, d in rows), after_seq))
+        return self._with_answers(
+            turn_id, list(replay(((s, t, unpack(d)) for s, t, d in rows), after_seq))
+        )
 
     def events_with_time(
         self, turn_id: str, after_seq: int = 0
@@ -390,9 +425,11 @@ class Store(SQLiteFile):
             "SELECT seq, type, data, ts FROM events WHERE turn_id = ? AND seq > ? ORDER BY seq",
             (turn_id, after_seq),
         )
-        from deeptutor_jupyter.store.event_rows import replay
+        from deeptutor_jupyter.store.event_rows import replay, unpack
 
-        return list(replay(((s, t, json.loads(d), ts) for s, t, d, ts in rows), after_seq))
+        return self._with_answers(
+            turn_id, list(replay(((s, t, unpack(d), ts) for s, t, d, ts in rows), after_seq))
+        )
 
     # pending interactions and paused turns ------------------------------------------------
     def add_pending(self, row: PendingRow, state: dict[str, Any] | None) -> None:
@@ -591,6 +628,25 @@ class Store(SQLiteFile):
             "SELECT message FROM messages WHERE session_id = ? ORDER BY idx", (session_id,)
         )
         return [json.loads(r[0]) for r in rows]
+
+
+EventRow = tuple[str, int, str, dict[str, Any], float]
+ANSWER_REF = "_answer_of_turn"  # a saved done event whose answer is the turn's saved answer
+
+# A turn's answer is in turns.answer (older stores, or an answer that is no message's content)
+# or in the message answer_at points at.
+_TURN_ROWS = (
+    "SELECT t.id, t.session_id, t.cell_id, t.question, t.model, t.status, t.answer, t.error,"
+    " t.created_at, t.finished_at, m.message FROM turns t LEFT JOIN messages m"
+    " ON t.answer_at IS NOT NULL AND m.session_id = t.session_id AND m.idx = t.answer_at"
+)
+
+
+def _turn_row(row: tuple[Any, ...]) -> TurnRow:
+    *fields, message = row
+    if fields[6] is None and message is not None:
+        fields[6] = json.loads(message).get("content")
+    return TurnRow(*fields)
 
 
 # Version 3 renamed the camelCase fields of the ask_user and quiz events (and of the saved

@@ -5,16 +5,39 @@ add 20 MB to ``state.db`` (issue 14). ``coalesce`` merges consecutive text event
 type and ``explore`` flag into one row: its ``seq`` is the run's last, its text the run's text,
 and ``_parts`` the length of each event's text, so ``expand`` can start a replay in the middle of
 a run (a view that reconnects ``after_seq``): replay gives back every event with its own seq.
+
+A long run is saved zlib-compressed (``pack``/``unpack``): its text is already in the history
+(``messages``), and the part lengths alone cost a byte or more per delta, so an uncompressed
+run kept ``state.db`` above twice the answer (issue 28). Short rows stay JSON text, and rows of
+older stores (always JSON text) read as before.
 """
 
 from __future__ import annotations
 
+import json
+import zlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 Row = tuple[str, int, str, dict[str, Any], float]  # turn_id, seq, type, data, ts
 PARTS = "_parts"
 _TEXT_EVENTS = ("content", "thinking")
+PACK_FROM = 512  # characters of text: below, a row stays readable JSON
+
+
+def pack(data: dict[str, Any]) -> str | bytes:
+    """The row's ``data`` column: JSON text, or a zlib blob of it for a long run of text."""
+    text = json.dumps(data, ensure_ascii=False)
+    if PARTS in data and len(data.get("text", "")) >= PACK_FROM:
+        return zlib.compress(text.encode("utf-8"), 6)
+    return text
+
+
+def unpack(raw: str | bytes) -> dict[str, Any]:
+    if isinstance(raw, bytes):
+        raw = zlib.decompress(raw).decode("utf-8")
+    data: dict[str, Any] = json.loads(raw)
+    return data
 
 
 def _mergeable(row: Row) -> bool:

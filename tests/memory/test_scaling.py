@@ -62,6 +62,28 @@ def test_an_append_reads_only_the_new_bytes_of_its_own_day(
     assert "t_2_7" in store.known_trace_ids()
 
 
+def test_the_first_append_of_a_turns_own_trace_reads_nothing_of_the_day(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    MemoryStore(tmp_path).emit_many([record(i) for i in range(2_000)])
+    opened: list[Path] = []
+    real_open = Path.open
+
+    def spy_open(self: Path, mode: str = "r", *args: object, **kwargs: object) -> object:
+        if "r" in mode:
+            opened.append(self)
+        return real_open(self, mode, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(Path, "open", spy_open)
+    store = MemoryStore(tmp_path)  # a fresh kernel, a day of 2,000 traces
+    mine = record(5_000).model_copy(update={"trace_id": trace_module.new_trace_id()})
+    assert store.emit(mine)
+    assert opened == []  # not one byte of the day's file: O(1) whatever L1 holds
+    assert not store.emit(mine)  # a second append of the same record is still deduplicated
+    assert not store.emit(record(7))  # and a record not minted here is checked as before
+    assert len(store.traces()) == 2_001
+
+
 WORKER = textwrap.dedent(
     """
     import sys

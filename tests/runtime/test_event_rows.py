@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from deeptutor_jupyter.agent.events import (
     Content,
@@ -19,7 +23,7 @@ from deeptutor_jupyter.runtime.events import Event, EventLog
 from deeptutor_jupyter.runtime.session import TutorSession
 from deeptutor_jupyter.runtime.session_reads import stored_events
 from deeptutor_jupyter.store.db import Store
-from deeptutor_jupyter.store.event_rows import coalesce
+from deeptutor_jupyter.store.event_rows import PARTS, coalesce
 
 
 def record(store: Store) -> list[Event]:
@@ -156,5 +160,100 @@ def test_a_row_no_model_fits_is_left_out_of_a_replay_not_the_rows_after_it(
             (1, Content(text="a")),
             (3, Notice(text="n")),
         ]
+    finally:
+        store.close()
+
+
+def _streamed_answer(chars: int) -> list[str]:
+    """Token-like deltas of 1-8 random letters (random text: zlib gains little on it)."""
+    import random
+
+    rnd, deltas, size = random.Random(28), [], 0
+    while size < chars:
+        word = "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(0, 7)))
+        deltas.append(word + " ")
+        size += len(word) + 1
+    return deltas
+
+
+def _db_bytes(path: Path) -> int:
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        pages = db.execute("PRAGMA page_count").fetchone()[0]
+        return int(pages * db.execute("PRAGMA page_size").fetchone()[0])
+
+
+async def test_a_streamed_answer_grows_state_db_by_at_most_twice_its_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 28: the answer was stored four times (done event, turns, messages, content runs).
+    from deeptutor_jupyter.config import resolve_settings
+    from deeptutor_jupyter.runtime.session import AskOptions
+    from deeptutor_jupyter.testing import FakeLLMServer, Reply
+
+    deltas = _streamed_answer(100_000)
+    answer = "".join(deltas)
+    with FakeLLMServer([Reply(text="Warm."), *[Reply(chunks=deltas)] * 6]) as server:
+        for name, value in {
+            "DEEPTUTOR_HOME": str(tmp_path / "home"),
+            "DEEPTUTOR_PROVIDER": "custom",
+            "DEEPTUTOR_BASE_URL": server.url,
+            "DEEPTUTOR_MODEL": "fake",
+        }.items():
+            monkeypatch.setenv(name, value)
+        session = TutorSession("lesson.ipynb", resolve=lambda f: resolve_settings(flags=f))
+        resolved = session.resolve({})
+        warm = session.ask("Hello", resolved, AskOptions())
+        assert warm.task is not None
+        await asyncio.wait_for(warm.task, 30)
+        path = tmp_path / "home" / "state.db"
+        before = _db_bytes(path)
+        turn = session.ask("Tell me everything", resolved, AskOptions())
+        assert turn.task is not None
+        await asyncio.wait_for(turn.task, 60)
+        grown = _db_bytes(path) - before
+        for model in session.models.values():
+            await model.aclose()
+    assert turn.status == "done" and turn.answer == answer
+    assert grown <= 2 * len(answer) + 16_384, f"{grown:,} bytes for a {len(answer):,}-char answer"
+    # Every copy that was dropped is still read back whole, by each reader.
+    store = Store(path)
+    try:
+        row = store.get_turn(turn.turn_id)
+        assert row is not None and row.answer == answer
+        assert [t.answer for t in store.turns(row.session_id)][-1] == answer
+        replayed = store.events(turn.turn_id)
+        assert [(s, t, d) for s, t, d in replayed] == [
+            (e.seq, e.body.type, e.fields()) for e in turn.log.events
+        ]
+        assert replayed[-1][1] == "done" and replayed[-1][2]["answer"] == answer
+        assert store.history(row.session_id)[-1] == {"role": "assistant", "content": answer}
+    finally:
+        store.close()
+
+
+def test_a_store_written_before_answers_were_kept_once_reads_as_before(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    Store(path).close()
+    run = {"text": "Hello there, " * 100, PARTS: [13] * 100}
+    with sqlite3.connect(path) as db:  # the rows an older version wrote, all JSON text
+        db.execute("INSERT INTO sessions VALUES ('s', 'n.ipynb', 1, 1, NULL)")
+        db.execute(
+            "INSERT INTO turns (id, session_id, question, model, status, answer, created_at)"
+            " VALUES ('t', 's', 'q', 'm', 'done', ?, 1)",
+            (run["text"],),
+        )
+        done = {"status": "done", "answer": run["text"], "rounds": 1}
+        for seq, kind, data in [(100, "content", run), (101, "done", done)]:
+            db.execute(
+                "INSERT INTO events VALUES ('t', ?, ?, ?, 1.0)", (seq, kind, json.dumps(data))
+            )
+    store = Store(path)
+    try:
+        got = store.events("t")
+        assert len(got) == 101 and got[0] == (1, "content", {"text": "Hello there, "})
+        assert got[-1] == (101, "done", done)
+        row = store.get_turn("t")
+        assert row is not None and row.answer == run["text"]
     finally:
         store.close()

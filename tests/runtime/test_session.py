@@ -90,3 +90,36 @@ async def test_the_owner_beats_while_a_turn_waits_and_stops_when_it_ends(
             for model in session.models.values():
                 await model.aclose()
             session.close()
+
+
+async def test_wait_names_the_turns_still_running_when_its_timeout_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deeptutor_jupyter.runtime.session import TurnsStillRunning
+
+    # The second reply holds its stream open until the server stops: that turn cannot finish.
+    replies = [Reply(text="Done."), Reply(fault="keepalive", chunk_delay=0.05)]
+    with FakeLLMServer(replies) as server:
+        for name, value in {
+            "DEEPTUTOR_HOME": str(tmp_path / "home"),
+            "DEEPTUTOR_PROVIDER": "custom",
+            "DEEPTUTOR_BASE_URL": server.url,
+            "DEEPTUTOR_MODEL": "fake",
+        }.items():
+            monkeypatch.setenv(name, value)
+        session = TutorSession("lesson.ipynb", resolve=lambda f: resolve_settings(flags=f))
+        resolved = session.resolve({})
+        first = session.ask("Quick one", resolved, AskOptions())
+        assert first.task is not None
+        assert await session.wait(20) == [first]  # all finished: the turns, no error
+        stuck = session.ask("Slow one", resolved, AskOptions())
+        with pytest.raises(TurnsStillRunning) as caught:
+            await session.wait(0.2)
+        assert caught.value.running == [stuck] and caught.value.turns == [first, stuck]
+        assert isinstance(caught.value, TimeoutError) and stuck.turn_id in str(caught.value)
+        stuck.cancel("test over")
+        assert stuck.task is not None
+        await asyncio.wait_for(asyncio.wait([stuck.task]), 20)
+        for model in session.models.values():
+            await model.aclose()
+    assert first.status == "done" and stuck.status == "cancelled"
