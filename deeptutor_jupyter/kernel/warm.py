@@ -42,6 +42,8 @@ MODULES = (
     "yaml",
     "deeptutor_jupyter.config",
     "deeptutor_jupyter.kernel.start",
+    "deeptutor_jupyter.kernel.release",
+    "deeptutor_jupyter.kernel.widgets.quiz_card",  # the static rendering's quiz receipts
     "deeptutor_jupyter.kernel.widgets.turn_view",
     "deeptutor_jupyter.kernel.interactions",
     "deeptutor_jupyter.kernel.quiz_cards",
@@ -62,6 +64,8 @@ MODULES = (
     "deeptutor_jupyter.runtime.learning",
     "deeptutor_jupyter.runtime.orchestrator",
     "deeptutor_jupyter.runtime.plan",
+    "deeptutor_jupyter.runtime.policy_gate",
+    "deeptutor_jupyter.learning.policy",
     "deeptutor_jupyter.runtime.watcher",
     "deeptutor_jupyter.store.db",
     "deeptutor_jupyter.store.event_rows",

@@ -49,7 +49,10 @@ class KernelDriver:
         self.kc = self.km.client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=60)
+        # Every widget's last state, closed ones included: a finished turn closes its view once
+        # the static bundle replaces it, and tests still read what it showed last.
         self.widgets: dict[str, dict[str, Any]] = {}
+        self.closed: set[str] = set()
         self.iopub: list[dict[str, Any]] = []
         self.last_reply: dict[str, Any] = {}
 
@@ -63,8 +66,8 @@ class KernelDriver:
             data = content["data"]
             if data.get("method") in ("update", "echo_update"):
                 self.widgets[content["comm_id"]].update(data.get("state", {}))
-        elif kind == "comm_close":
-            self.widgets.pop(content["comm_id"], None)
+        elif kind == "comm_close" and content["comm_id"] in self.widgets:
+            self.closed.add(content["comm_id"])
 
     def pump(self, timeout: float = 0.05) -> None:
         deadline = time.monotonic() + timeout

@@ -76,7 +76,12 @@ def failed_with(k: KernelDriver, view: str, timeout: float = 30.0) -> str:
 
 def turns(home: Path) -> list[tuple[str, str, str | None]]:
     with sqlite3.connect(home / "home" / "state.db") as db:
-        rows = db.execute("SELECT question, status, answer FROM turns ORDER BY created_at")
+        # A turn's answer is kept once: in the row, or in the history message it points at.
+        rows = db.execute(
+            "SELECT t.question, t.status, COALESCE(t.answer, json_extract(m.message, '$.content'))"
+            " FROM turns t LEFT JOIN messages m"
+            " ON m.session_id = t.session_id AND m.idx = t.answer_at ORDER BY t.created_at"
+        )
         return [tuple(r) for r in rows]  # type: ignore[misc]
 
 

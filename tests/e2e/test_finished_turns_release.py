@@ -1,6 +1,6 @@
 """A finished turn holds no widget, in a real kernel: live widgets after 50 turns equal those
-after 5 (issue 28: 10 widgets a turn stayed alive). Needs a final display that no longer shows
-the live view (issue 20's static bundle): until then the view must stay, and this is skipped."""
+after 5 (issue 28: 10 widgets a turn stayed alive). The final display no longer shows the live
+view (issue 20's static bundle), so nothing needs it once the turn has ended."""
 
 from __future__ import annotations
 
@@ -9,17 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from deeptutor_jupyter.kernel import display
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
 from tests.e2e.kernel_driver import KernelDriver
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        not hasattr(display, "static_bundle"),
-        reason="the final display still shows the live view, which must then stay open",
-    ),
-]
+pytestmark = pytest.mark.e2e
 
 # Live widget models, and TurnView objects still reachable (a closed view that the turn's event
 # log still held as a subscriber kept its widgets' Python state: RSS grew all the same).

@@ -62,7 +62,7 @@ def test_after_warming_the_first_turn_imports_nothing_heavy(tmp_path: Path) -> N
         got = first_turn(tmp_path, server, before="assert warm.wait()")
     assert got["answer"] == "A loop repeats."
     # A module the first turn needs and kernel/warm.py misses shows up here.
-    assert got["added"] == []
+    assert got["added"] == [], got["added"]
 
 
 def test_a_question_sent_while_warming_waits_and_is_answered(tmp_path: Path) -> None:
