@@ -28,6 +28,8 @@ export interface QuizCardProps {
   onSubmit: (answers: QuizAnswers, seconds: number) => Promise<QuizResolved>;
   /** How a prompt is shown (the panel renders Markdown and LaTeX); plain text by default. */
   renderText?: (text: string) => React.ReactNode;
+  /** Where the quiz's turn goes on once graded, when that is a notebook's cell (Pending tab). */
+  continuesIn?: string;
 }
 
 export function QuizCard(props: QuizCardProps): React.ReactElement {
@@ -83,6 +85,11 @@ export function QuizCard(props: QuizCardProps): React.ReactElement {
             ))}
           </div>
         )}
+        {props.continuesIn && !receipt.closed ? (
+          <div className="jp-DeepTutorQuiz-where">
+            {__('The turn continues in %1.', props.continuesIn)}
+          </div>
+        ) : null}
       </div>
     );
   }

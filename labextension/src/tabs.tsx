@@ -94,6 +94,7 @@ export function PendingTab(props: { chat: KernelChat | null }): React.ReactEleme
           key={q.id}
           quiz={{ ...q, type: 'quiz_required', seq: 0, ts: q.created_at }}
           resolved={null}
+          continuesIn={shortPath(q.notebook)}
           onSubmit={(answers, seconds) => answerQuiz(q, answers, seconds)}
         />
       ))}

@@ -359,6 +359,51 @@ def test_a_question_asked_in_a_cell_is_answered_from_the_pending_tab(
 
 
 @needs_chromium
+def test_a_quiz_asked_in_a_cell_is_answered_from_the_pending_tab(
+    lab: str, fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    quiz = {
+        "title": "Check 1",
+        "objective": "squares",
+        "questions": [
+            {
+                "id": "q1",
+                "kind": "choice",
+                "prompt": "Which is 2 squared?",
+                "options": [{"id": "a", "label": "two"}, {"id": "b", "label": "four"}],
+                "answer": ["b"],
+            }
+        ],
+    }
+    fake_llm.extend(
+        [
+            Reply(text="A short check.", tool_calls=[ToolCallSpec("make_quiz", quiz, id="call_q")]),
+            Reply(text="Right, on we go in the cell."),
+        ]
+    )
+    write_notebook(tmp_path / "lesson.ipynb", "%load_ext deeptutor_jupyter", "%tutor Quiz me")
+    with lab_page("sidebar-pending-quiz") as page:
+        open_notebook(page, lab, "lesson.ipynb")
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        page.locator(".jp-Notebook .dt-quiz").first.wait_for()
+        open_tutor(page)
+        page.locator(".jp-DeepTutorPanel-tab", has_text="Pending").click()
+        card = page.locator("#deeptutor-panel .jp-DeepTutorQuiz", has_text="Which is 2 squared?")
+        card.wait_for()
+        card.locator("label", has_text="four").click()
+        card.locator("button", has_text="Submit answers").click()
+        # Graded once; the quiz's turn goes on in its own cell, and the receipt says where.
+        page.locator(".jp-Notebook").get_by_text("Right, on we go in the cell.").first.wait_for()
+        where = card.locator(".jp-DeepTutorQuiz-where")
+        where.wait_for()
+        receipt = card.inner_text()
+    assert "100%" in receipt
+    assert "The turn continues in" in receipt and "lesson.ipynb." in receipt
+    result = tool_result(fake_llm, "call_q")[0]
+    assert result["score"] == 1.0 and [r["correct"] for r in result["results"]] == [True]
+
+
+@needs_chromium
 def test_explain_this_error_sends_the_traceback(
     lab: str, fake_llm: FakeLLMServer, tmp_path: Path
 ) -> None:
