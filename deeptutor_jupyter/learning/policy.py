@@ -20,6 +20,8 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from deeptutor_jupyter.errors import DeepTutorError
+
 Mode = Literal["full", "hints", "off"]
 DEFAULT_HINTS = 3
 # A front matter that does not parse may still hold a policy: then the stricter reading applies.
@@ -52,8 +54,10 @@ class PolicyEntry(BaseModel):
         return not self.tags or bool(set(self.tags) & set(tags))
 
 
-class PolicyError(ValueError):
+class PolicyError(DeepTutorError, ValueError):
     """A policy that cannot be read: the message says what is wrong and where."""
+
+    code = "policy_invalid"
 
 
 @dataclass(frozen=True)

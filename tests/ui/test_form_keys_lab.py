@@ -83,9 +83,9 @@ def test_keys_in_a_quiz_code_box_stay_there_and_blanks_ask_first(
         card.screenshot(path=str(ARTIFACTS / "form-keys-confirm.png"))
         assert not tool_messages(fake_llm, "call_quiz_1")  # nothing submitted yet
         card.locator(".dt-quiz-anyway").click()
-        page.get_by_text("Noted, let us look at squares.").wait_for(timeout=60000)
-        receipt = page.locator(".dt-quiz-receipt")
-        receipt.wait_for()
+        # The turn has ended: its cell is the static rendering, the graded quiz included.
+        receipt = page.locator(".dt-static", has_text="Noted, let us look at squares.")
+        receipt.wait_for(timeout=60000)
         receipt_text = receipt.inner_text()
         receipt.screenshot(path=str(ARTIFACTS / "form-keys-receipt.png"))
     assert typed == TYPED
