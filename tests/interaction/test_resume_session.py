@@ -24,6 +24,7 @@ from deeptutor_jupyter.config import resolve_settings
 from deeptutor_jupyter.runtime.session import TutorSession
 from deeptutor_jupyter.store.db import Store
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
+from tests.runtime.fake_model_env import use_fake_model
 
 ASK_ARGS = {
     "title": "How should we proceed?",
@@ -35,13 +36,7 @@ ASK_ARGS = {
 @pytest.fixture
 def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
     with FakeLLMServer() as s:
-        for name, value in {
-            "DEEPTUTOR_HOME": str(tmp_path / "home"),
-            "DEEPTUTOR_PROVIDER": "custom",
-            "DEEPTUTOR_BASE_URL": s.url,
-            "DEEPTUTOR_MODEL": "fake",
-        }.items():
-            monkeypatch.setenv(name, value)
+        use_fake_model(monkeypatch, tmp_path / "home", s.url)
         yield s
 
 

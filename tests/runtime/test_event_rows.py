@@ -24,6 +24,7 @@ from deeptutor_jupyter.runtime.session import TutorSession
 from deeptutor_jupyter.runtime.session_reads import stored_events
 from deeptutor_jupyter.store.db import Store
 from deeptutor_jupyter.store.event_rows import PARTS, coalesce
+from tests.runtime.fake_model_env import use_fake_model
 
 
 def record(store: Store) -> list[Event]:
@@ -194,13 +195,7 @@ async def test_a_streamed_answer_grows_state_db_by_at_most_twice_its_size(
     deltas = _streamed_answer(100_000)
     answer = "".join(deltas)
     with FakeLLMServer([Reply(text="Warm."), *[Reply(chunks=deltas)] * 6]) as server:
-        for name, value in {
-            "DEEPTUTOR_HOME": str(tmp_path / "home"),
-            "DEEPTUTOR_PROVIDER": "custom",
-            "DEEPTUTOR_BASE_URL": server.url,
-            "DEEPTUTOR_MODEL": "fake",
-        }.items():
-            monkeypatch.setenv(name, value)
+        use_fake_model(monkeypatch, tmp_path / "home", server.url)
         session = TutorSession("lesson.ipynb", resolve=lambda f: resolve_settings(flags=f))
         resolved = session.resolve({})
         warm = session.ask("Hello", resolved, AskOptions())

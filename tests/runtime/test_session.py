@@ -13,6 +13,7 @@ from deeptutor_jupyter.config import resolve_settings
 from deeptutor_jupyter.runtime.orchestrator import WAITING_FOR_PREVIOUS
 from deeptutor_jupyter.runtime.session import AskOptions, TutorSession
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
+from tests.runtime.fake_model_env import use_fake_model
 
 
 async def test_a_follow_up_waits_for_the_previous_answer_and_reads_it(
@@ -20,13 +21,7 @@ async def test_a_follow_up_waits_for_the_previous_answer_and_reads_it(
 ) -> None:
     replies = [Reply(chunks=["An eigen", "vector."], chunk_delay=0.2), Reply(text="Seven.")]
     with FakeLLMServer(replies) as server:
-        for name, value in {
-            "DEEPTUTOR_HOME": str(tmp_path / "home"),
-            "DEEPTUTOR_PROVIDER": "custom",
-            "DEEPTUTOR_BASE_URL": server.url,
-            "DEEPTUTOR_MODEL": "fake",
-        }.items():
-            monkeypatch.setenv(name, value)
+        use_fake_model(monkeypatch, tmp_path / "home", server.url)
         session = TutorSession("lesson.ipynb", resolve=lambda f: resolve_settings(flags=f))
         resolved = session.resolve({})
         first = session.ask("What is an eigenvector?", resolved, AskOptions())
@@ -66,13 +61,7 @@ async def test_the_owner_beats_while_a_turn_waits_and_stops_when_it_ends(
             await asyncio.sleep(0.01)
 
     with FakeLLMServer(replies) as server:
-        for name, value in {
-            "DEEPTUTOR_HOME": str(tmp_path / "home"),
-            "DEEPTUTOR_PROVIDER": "custom",
-            "DEEPTUTOR_BASE_URL": server.url,
-            "DEEPTUTOR_MODEL": "fake",
-        }.items():
-            monkeypatch.setenv(name, value)
+        use_fake_model(monkeypatch, tmp_path / "home", server.url)
         session = TutorSession("lesson.ipynb", resolve=lambda f: resolve_settings(flags=f))
         turn = session.ask("Help me", session.resolve({}))
         assert turn.task is not None
@@ -100,13 +89,7 @@ async def test_wait_names_the_turns_still_running_when_its_timeout_passes(
     # The second reply holds its stream open until the server stops: that turn cannot finish.
     replies = [Reply(text="Done."), Reply(fault="keepalive", chunk_delay=0.05)]
     with FakeLLMServer(replies) as server:
-        for name, value in {
-            "DEEPTUTOR_HOME": str(tmp_path / "home"),
-            "DEEPTUTOR_PROVIDER": "custom",
-            "DEEPTUTOR_BASE_URL": server.url,
-            "DEEPTUTOR_MODEL": "fake",
-        }.items():
-            monkeypatch.setenv(name, value)
+        use_fake_model(monkeypatch, tmp_path / "home", server.url)
         session = TutorSession("lesson.ipynb", resolve=lambda f: resolve_settings(flags=f))
         resolved = session.resolve({})
         first = session.ask("Quick one", resolved, AskOptions())

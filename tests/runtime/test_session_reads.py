@@ -10,19 +10,14 @@ import pytest
 from deeptutor_jupyter.config import resolve_settings
 from deeptutor_jupyter.runtime.session import AskOptions, TutorSession
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
+from tests.runtime.fake_model_env import use_fake_model
 
 
 async def test_a_session_reads_its_own_notebook_and_nothing_of_another(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with FakeLLMServer([Reply(text="Four."), Reply(text="Nine.")]) as server:
-        for name, value in {
-            "DEEPTUTOR_HOME": str(tmp_path / "home"),
-            "DEEPTUTOR_PROVIDER": "custom",
-            "DEEPTUTOR_BASE_URL": server.url,
-            "DEEPTUTOR_MODEL": "fake",
-        }.items():
-            monkeypatch.setenv(name, value)
+        use_fake_model(monkeypatch, tmp_path / "home", server.url)
         a = TutorSession("a.ipynb", resolve=lambda f: resolve_settings(flags=f))
         b = TutorSession("b.ipynb", resolve=lambda f: resolve_settings(flags=f))
         assert not a.is_open and a.conversations() == [] and a.replay("turn-x") is None
