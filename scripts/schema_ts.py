@@ -209,7 +209,7 @@ def _type(schema: dict[str, Any]) -> str:
     if kind == "object":
         values = schema.get("additionalProperties", True)
         return f"Record<string, {_type(values) if isinstance(values, dict) else 'unknown'}>"
-    if not schema:
+    if not set(schema) - {"title", "default", "description"}:  # Any
         return "unknown"
     raise SystemExit(f"schema_ts: no TypeScript form for {json.dumps(schema)[:200]}")
 

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, TypeAda
 from pydantic_core import core_schema
 
 from deeptutor_jupyter.interaction.schema import AskUserPayload
+from deeptutor_jupyter.learning.quiz import GradedItem, QuizOutcome
 
 
 class _Stamp(BaseModel):
@@ -120,9 +121,15 @@ class QuizResolved(_Event):
     id: str
     tool_call_id: str
     score: float | None = None
-    results: list[dict[str, Any]] = Field(default_factory=list)
+    results: list[GradedItem] = Field(default_factory=list)
     cancelled: bool = False
     reason: str = Field("", description="timeout | turn_stopped | learner_cancelled.")
+
+    @property
+    def outcome(self) -> QuizOutcome:
+        return QuizOutcome(
+            score=self.score, results=self.results, cancelled=self.cancelled, reason=self.reason
+        )
 
 
 class Sources(_Event):

@@ -53,6 +53,7 @@ from deeptutor_jupyter.learning.quiz import (
     NumericQuestion,
     QuestionResult,
     QuizAnswerError,
+    QuizOutcome,
     ShortQuestion,
     check_answers,
     empty_answer,
@@ -61,7 +62,6 @@ from deeptutor_jupyter.learning.quiz import (
     is_blank,
     not_answered,
     public_view,
-    quiz_result,
 )
 from deeptutor_jupyter.learning.short_answer import Complete, grade_short
 from deeptutor_jupyter.messages import Message
@@ -72,9 +72,9 @@ from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 
 logger = logging.getLogger(__name__)
 
-Result = dict[str, Any]
-CANCELLED: Result = {"cancelled": True, "reason": "turn_stopped", "score": None, "results": []}
-EXPIRED: Result = {"cancelled": True, "reason": "timeout", "score": None, "results": []}
+Result = dict[str, Any]  # a stored result, as interaction/pending.py hands it on
+CANCELLED = QuizOutcome.closed("turn_stopped")
+EXPIRED = QuizOutcome.closed("timeout")
 
 
 # A quiz is refused for the same reasons as a question, with the same codes and root.
@@ -145,8 +145,15 @@ def without_quiz_answers(emit: Emit) -> Emit:
     return filtered
 
 
-def _resolved(quiz_id: str, tool_call_id: str, result: Result) -> QuizResolved:
-    return QuizResolved.model_validate({"id": quiz_id, "tool_call_id": tool_call_id, **result})
+def _resolved(quiz_id: str, tool_call_id: str, outcome: QuizOutcome) -> QuizResolved:
+    return QuizResolved(
+        id=quiz_id,
+        tool_call_id=tool_call_id,
+        score=outcome.score,
+        results=outcome.results,
+        cancelled=outcome.cancelled,
+        reason=outcome.reason,
+    )
 
 
 def _public_arguments(raw: str) -> str:
@@ -191,7 +198,7 @@ class QuizCoordinator:
         self._sandbox = sandbox  # learning/sandbox.Sandbox, made on the first code answer
         self.expiry_seconds = expiry_seconds
         self.graders: dict[str, Complete | None] = {}  # quiz id -> the model call for short
-        self.on_graded: Callable[[QuizRow, Result], None] | None = None  # L1 traces
+        self.on_graded: Callable[[QuizRow, QuizOutcome], None] | None = None  # L1 traces
         kind = QuizKind(self)
         for name in QUIZ_KINDS:
             calls.kinds[name] = kind
@@ -233,8 +240,9 @@ class QuizCoordinator:
             )
         finally:
             self.graders.pop(row.quiz_id, None)
-        emit(_resolved(row.quiz_id, call.id, result))
-        return tool_result_of(result)
+        outcome = QuizOutcome.model_validate(result)
+        emit(_resolved(row.quiz_id, call.id, outcome))
+        return tool_result_of(outcome)
 
     def open_quiz(
         self,
@@ -336,7 +344,7 @@ class QuizCoordinator:
         answers: dict[str, Any],
         seconds: float | None = None,
         grader: Complete | None = None,
-    ) -> Result:
+    ) -> QuizOutcome:
         """Grade once, from any process: the answers are read from the store, never from a
         surface. The turn goes on where the owner rule says (interaction/pending.py); a quiz
         whose turn can go on nowhere is still graded (mastery, review cards)."""
@@ -357,19 +365,20 @@ class QuizCoordinator:
         except BaseException:
             self.calls.store.release_pending(quiz_id)  # nothing lost: submit again
             raise
-        result = quiz_result(results)
-        self.calls.store.resolve_pending(quiz_id, "answered", result, time.time(), was="grading")
-        self.store.finish_quiz(quiz_id, "answered", result)
+        outcome = QuizOutcome.graded(results)
+        wire = outcome.wire()
+        self.calls.store.resolve_pending(quiz_id, "answered", wire, time.time(), was="grading")
+        self.store.finish_quiz(quiz_id, "answered", wire)
         record_grades(self.store, row, quiz, results, seconds)
         choices = [f"{r.id}:{g}" for r in results if isinstance(r.given, list) for g in r.given]
-        self._audit("answered", row, selections=choices, reason=f"score={result['score']}")
-        self.calls.deliver(pending, route, result)
+        self._audit("answered", row, selections=choices, reason=f"score={outcome.score}")
+        self.calls.deliver(pending, route, wire)
         if self.on_graded is not None:
             try:
-                self.on_graded(row, result)
+                self.on_graded(row, outcome)
             except Exception:  # a trace that cannot be written must not lose the grade
                 logger.warning("could not record the quiz trace", exc_info=True)
-        return result
+        return outcome
 
     def _open(self, session_id: str, quiz_id: str) -> tuple[PendingRow, QuizRow]:
         pending = self.calls.store.get_pending(quiz_id)
@@ -416,21 +425,21 @@ class QuizCoordinator:
         _, row = self._open(session_id, quiz_id)
         if self._close(quiz_id, "cancelled", CANCELLED):
             self._audit("cancelled", row, reason="learner")
-            self.calls.resolve_waiter(quiz_id, dict(CANCELLED, reason="learner_cancelled"))
+            self.calls.resolve_waiter(quiz_id, QuizOutcome.closed("learner_cancelled").wire())
 
     def expire(self, quiz_id: str) -> bool:
         row = self.store.get_quiz(quiz_id)
         if row is None or not self._close(quiz_id, "expired", EXPIRED):
             return False
         self._audit("expired", row, reason="timeout")
-        self.calls.resolve_waiter(quiz_id, dict(EXPIRED))
+        self.calls.resolve_waiter(quiz_id, EXPIRED.wire())
         return True
 
-    def _close(self, quiz_id: str, status: str, result: Result) -> bool:
+    def _close(self, quiz_id: str, status: str, outcome: QuizOutcome) -> bool:
         """Consumed once in the pending table; the learning record follows."""
-        if not self.calls.store.resolve_pending(quiz_id, status, result, time.time()):
+        if not self.calls.store.resolve_pending(quiz_id, status, outcome.wire(), time.time()):
             return False
-        self.store.finish_quiz(quiz_id, status, result)
+        self.store.finish_quiz(quiz_id, status, outcome.wire())
         return True
 
     def _audit(self, event: Any, row: QuizRow, **fields: Any) -> None:
@@ -448,23 +457,22 @@ class QuizCoordinator:
             logger.warning("could not write the quiz audit log", exc_info=True)
 
 
-def tool_result_of(result: Result) -> ToolResult:
-    if result.get("cancelled"):
-        reason = "timed out" if result.get("reason") == "timeout" else "cancelled"
+def tool_result_of(outcome: QuizOutcome) -> ToolResult:
+    wire = outcome.wire()
+    if outcome.cancelled:
+        reason = "timed out" if outcome.reason == "timeout" else "cancelled"
         return ToolResult(
-            content=json.dumps(result, ensure_ascii=False),
-            data=result,
+            content=json.dumps(wire, ensure_ascii=False),
+            data=wire,
             summary=f"quiz {reason}",
             stop_turn=True,
         )
-    right = sum(1 for r in result["results"] if r["correct"])
-    blank = sum(1 for r in result["results"] if r.get("answered") is False)
-    blanks = f", {blank} not answered" if blank else ""
+    blanks = f", {outcome.blank} not answered" if outcome.blank else ""
     return ToolResult(
-        content=json.dumps(result, ensure_ascii=False),
-        data=result,
-        summary=f"quiz graded: {right}/{len(result['results'])} right{blanks}, "
-        f"score {result['score']}",
+        content=json.dumps(wire, ensure_ascii=False),
+        data=wire,
+        summary=f"quiz graded: {outcome.right}/{len(outcome.results)} right{blanks}, "
+        f"score {outcome.score}",
     )
 
 
@@ -478,7 +486,7 @@ class QuizKind:
         return self.coordinator.expire(request_id)
 
     def tool_result(self, result: Result) -> ToolResult:
-        return tool_result_of(result)
+        return tool_result_of(QuizOutcome.model_validate(result))
 
     def resolved_event(self, row: PendingRow, result: Result) -> QuizResolved:
-        return _resolved(row.request_id, row.tool_call_id, result)
+        return _resolved(row.request_id, row.tool_call_id, QuizOutcome.model_validate(result))

@@ -264,8 +264,8 @@ class Channel:
                         "again.", quiz_id=data.quiz_id)  # fmt: skip
             return
         self.send(
-            {"type": "quiz_graded", "quiz_id": data.quiz_id, "score": result.get("score"),
-             "results": result.get("results", [])}
+            {"type": "quiz_graded", "quiz_id": data.quiz_id, "score": result.score,
+             "results": [r.wire() for r in result.results]}
         )  # fmt: skip
 
     def stop(self, tutor: KernelTutor, data: StopAction) -> None:

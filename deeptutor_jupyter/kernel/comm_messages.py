@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from deeptutor_jupyter.agent.events import Event
 from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.interaction.schema import Submission
+from deeptutor_jupyter.learning.quiz import GradedItem
 
 
 class _Action(BaseModel):
@@ -201,7 +202,7 @@ class QuizGradedMessage(BaseModel):
     type: Literal["quiz_graded"] = "quiz_graded"
     quiz_id: str
     score: float | None = None
-    results: list[dict[str, Any]] = Field(default_factory=list)
+    results: list[GradedItem] = Field(default_factory=list)
 
 
 class ErrorMessage(BaseModel):

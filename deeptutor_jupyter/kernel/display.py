@@ -222,15 +222,16 @@ def quiz_receipts_from_events(events: Iterable[Event]) -> list[str]:
     before a resume is in the saved file too."""
     from deeptutor_jupyter.agent.events import QuizRequired, QuizResolved
     from deeptutor_jupyter.kernel.widgets import quiz_card
+    from deeptutor_jupyter.learning.quiz import QuizOutcome
 
     bodies: dict[str, dict[str, Any]] = {}
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, QuizOutcome] = {}
     for event in events:
         match event.body:
             case QuizRequired(id=quiz_id) as quiz:
                 bodies[quiz_id] = quiz.model_dump(mode="json", exclude={"type", "explore"})
             case QuizResolved(id=quiz_id) as graded:
-                results[quiz_id] = graded.model_dump(mode="json", exclude={"type", "explore"})
+                results[quiz_id] = graded.outcome
     return [
         quiz_card.receipt_markdown(body, results[quiz_id])
         if quiz_id in results

@@ -190,13 +190,15 @@ def _show_pending_quiz(
 def _reflect_quiz(card: Any) -> Callable[[QuestionState], bool]:
     """A quiz card shown here whose quiz was graded, cancelled or expired elsewhere."""
     from deeptutor_jupyter.kernel.quiz_cards import settle_display
+    from deeptutor_jupyter.learning.quiz import QuizOutcome
 
     def update(state: QuestionState) -> bool:
         if state.status in ("pending", "grading") or state.result is None:
             return False
         if card.state in ("open", "submitted"):
-            card.show_receipt(state.result)
-            settle_display(card, dict(state.result))
+            outcome = QuizOutcome.model_validate(state.result)
+            card.show_receipt(outcome)
+            settle_display(card, outcome)
         return True
 
     return update
@@ -209,10 +211,10 @@ def _follow_quiz(card: Any, quiz_id: str) -> Any:
         from deeptutor_jupyter.agent.events import QuizResolved
 
         match event.body:
-            case QuizResolved(id=resolved_id) if resolved_id == quiz_id:
+            case QuizResolved(id=resolved_id) as graded if resolved_id == quiz_id:
                 if card.state in ("open", "submitted"):
-                    card.show_receipt(event.fields())
-                    settle_display(card, event.fields())
+                    card.show_receipt(graded.outcome)
+                    settle_display(card, graded.outcome)
 
     return handle
 

@@ -16,6 +16,7 @@ from deeptutor_jupyter.kernel.quiz_cards import _cards
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.kernel.tutor import KernelTutor
+    from deeptutor_jupyter.learning.quiz import QuizOutcome
     from deeptutor_jupyter.runtime.learning import Learning
 
 __all__ = ["confirm_path", "pending_quizzes", "start_path", "submit_quiz", "wait_for_quiz"]
@@ -62,7 +63,7 @@ async def wait_for_quiz(timeout: float = 60.0) -> dict[str, Any]:
     raise TimeoutError(f"No quiz was opened within {timeout:g} s.")
 
 
-async def submit_quiz(quiz_id: str, answers: dict[str, Any]) -> dict[str, Any]:
+async def submit_quiz(quiz_id: str, answers: dict[str, Any]) -> QuizOutcome:
     """Answer a quiz from code, of any notebook; the same door as the form's Submit. Returns
     the grade; the quiz's turn goes on in its owner's cell (or here if its kernel is gone)."""
     tutor, learning = _tutor_and_learning()

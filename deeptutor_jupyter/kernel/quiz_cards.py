@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from deeptutor_jupyter.kernel.tutor import KernelTutor
     from deeptutor_jupyter.kernel.widgets.quiz_card import QuizCard
+    from deeptutor_jupyter.learning.quiz import QuizOutcome
     from deeptutor_jupyter.store.learning import LearningStore
 
 FINAL_CODES = frozenset({"duplicate", "expired", "foreign_session", "unknown"})
@@ -72,9 +73,7 @@ async def _submit(
     settle_display(card, result, where=where, note=note)
 
 
-def settle_display(
-    card: QuizCard, result: dict[str, Any], *, where: str = "", note: str = ""
-) -> None:
+def settle_display(card: QuizCard, result: QuizOutcome, *, where: str = "", note: str = "") -> None:
     """A graded quiz shown on its own (a review, a ``%tutor pending`` card) becomes its static
     receipt: the questions, the learner's answers, right or wrong, feedback and score, readable
     the next day without a widget model (issue 20). Not while a turn resumed under the card

@@ -13,7 +13,7 @@ import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from deeptutor_jupyter.errors import DeepTutorError
 
@@ -273,26 +273,77 @@ def empty_answer(q: _Question) -> Any:
     return [] if isinstance(q, ChoiceQuestion) else ""
 
 
-def quiz_result(results: list[QuestionResult]) -> dict[str, Any]:
-    """The tool result the model reads: ``{"score", "results": [{id, correct, given, feedback}]}``;
-    a blank adds ``"answered": false`` to its item.
+class GradedItem(BaseModel):
+    """One question's grade as the model, the receipts and the trace read it."""
 
-    The score is the mean of the question scores, so a half-right multiple choice counts half.
-    """
-    score = sum(r.score for r in results) / len(results) if results else 0.0
-    items = []
-    for r in results:
-        item: dict[str, Any] = {
-            "id": r.id,
-            "correct": r.correct,
-            "given": r.given,
-            "feedback": r.feedback,
-        }
-        if r.score not in (0.0, 1.0):
-            item["score"] = r.score
-        if r.graded_by == "tutor":
-            item["graded_by"] = TUTOR_GRADED
-        if not r.answered:
-            item["answered"] = False
-        items.append(item)
-    return {"score": round(score, 3), "results": items}
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    correct: bool
+    given: Any = None
+    feedback: str = ""
+    score: float | None = Field(None, description="Only a partial score (between 0 and 1).")
+    graded_by: str | None = Field(None, description="Set when the tutor, not code, graded it.")
+    answered: bool = True  # False: left blank (docs/learning.md "Blanks")
+
+    def wire(self) -> dict[str, Any]:
+        """``{id, correct, given, feedback}``; ``score``, ``graded_by``, ``answered`` only
+        when they say something."""
+        data = self.model_dump(mode="json", exclude={"score", "graded_by", "answered"})
+        if self.score is not None:
+            data["score"] = self.score
+        if self.graded_by is not None:
+            data["graded_by"] = self.graded_by
+        if not self.answered:
+            data["answered"] = False
+        return data
+
+
+class QuizOutcome(BaseModel):
+    """How a quiz ended: graded (``score``, ``results``) or closed unanswered (``cancelled``,
+    ``reason``). The one value every surface reads; the store and the model get :meth:`wire`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    score: float | None = None
+    results: list[GradedItem] = Field(default_factory=list)
+    cancelled: bool = False
+    reason: str = Field("", description="timeout | turn_stopped | learner_cancelled.")
+
+    @classmethod
+    def graded(cls, results: list[QuestionResult]) -> QuizOutcome:
+        """The score is the mean of the question scores, so a half-right multiple choice
+        counts half."""
+        score = sum(r.score for r in results) / len(results) if results else 0.0
+        items = [
+            GradedItem(
+                id=r.id,
+                correct=r.correct,
+                given=r.given,
+                feedback=r.feedback,
+                score=r.score if r.score not in (0.0, 1.0) else None,
+                graded_by=TUTOR_GRADED if r.graded_by == "tutor" else None,
+                answered=r.answered,
+            )
+            for r in results
+        ]
+        return cls(score=round(score, 3), results=items)
+
+    @classmethod
+    def closed(cls, reason: str) -> QuizOutcome:
+        return cls(cancelled=True, reason=reason)
+
+    @property
+    def right(self) -> int:
+        return sum(1 for r in self.results if r.correct)
+
+    @property
+    def blank(self) -> int:
+        return sum(1 for r in self.results if not r.answered)
+
+    def wire(self) -> dict[str, Any]:
+        """Graded: ``{"score", "results": [...]}``; closed: ``{"cancelled": true, "reason",
+        "score": null, "results": []}``."""
+        if self.cancelled:
+            return {"cancelled": True, "reason": self.reason, "score": None, "results": []}
+        return {"score": self.score, "results": [r.wire() for r in self.results]}

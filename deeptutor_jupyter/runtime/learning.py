@@ -14,13 +14,14 @@ import contextlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.interaction.pending import PendingCalls
     from deeptutor_jupyter.interaction.quiz import QuizCoordinator
     from deeptutor_jupyter.learning.mastery import Mastery
     from deeptutor_jupyter.learning.path import LearningPath
+    from deeptutor_jupyter.learning.quiz import QuizOutcome
     from deeptutor_jupyter.runtime.session import TutorSession
     from deeptutor_jupyter.store.learning import LearningStore, QuizRow
 
@@ -84,7 +85,7 @@ def standing_text(store: LearningStore) -> str:
     return standing_block(found[1], masteries(store), due)
 
 
-def graded(session: TutorSession, learning: Learning, row: QuizRow, result: dict[str, Any]) -> None:
+def graded(session: TutorSession, learning: Learning, row: QuizRow, result: QuizOutcome) -> None:
     """A quiz was graded: its trace, and the mastery numbers for a course that asks for them."""
     record_trace(session, row, result)
     from deeptutor_jupyter.runtime.course import course_objectives, send_mastery
@@ -105,15 +106,13 @@ def mastery_report(store: LearningStore) -> dict[str, dict[str, float | int]]:
     return {o: {"p": m.p, "n": m.n} for o, m in sorted(masteries(store).items())}
 
 
-def record_trace(session: TutorSession, row: QuizRow, result: dict[str, Any]) -> None:
+def record_trace(session: TutorSession, row: QuizRow, result: QuizOutcome) -> None:
     """A graded quiz or review is an L1 trace (surface ``quiz``): ids, score, right or wrong
     per question; never the learner's answers, which may be free text or code."""
     from deeptutor_jupyter.memory import TraceRecord, new_trace_id
 
     if session.memory is None:
         return
-    results = result.get("results") or []
-    right = sum(1 for r in results if r.get("correct"))
     record = TraceRecord(
         trace_id=new_trace_id(),
         surface="quiz",
@@ -124,13 +123,13 @@ def record_trace(session: TutorSession, row: QuizRow, result: dict[str, Any]) ->
         started_at=row.created_at,
         finished_at=time.time(),
         question=str(row.spec.get("quiz", {}).get("title", "Quiz")),
-        answer_summary=f"score {result.get('score')}: {right} of {len(results)} right",
+        answer_summary=f"score {result.score}: {result.right} of {len(result.results)} right",
         notebook=session.notebook,
         quiz={
             "quiz_id": row.quiz_id,
             "objective": row.objective,
-            "score": result.get("score"),
-            "results": [{"id": r.get("id"), "correct": r.get("correct")} for r in results],
+            "score": result.score,
+            "results": [{"id": r.id, "correct": r.correct} for r in result.results],
         },
     )
     session.memory.emit(record)

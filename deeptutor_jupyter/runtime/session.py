@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.config import ResolvedSettings
     from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator, Result, Wire
     from deeptutor_jupyter.interaction.owners import Owner
+    from deeptutor_jupyter.learning.quiz import QuizOutcome
     from deeptutor_jupyter.memory import MemoryStore
     from deeptutor_jupyter.messages import Message
     from deeptutor_jupyter.providers.base import ChatModel
@@ -385,7 +386,7 @@ class TutorSession(SessionReads):
         answers: dict[str, Any],
         seconds: float | None = None,
         grader: Any = None,
-    ) -> Wire:
+    ) -> QuizOutcome:
         """Answer a quiz or review from any surface: graded once from the stored quiz; the
         turn goes on in its owner's cell, or here when its owner is gone. Raises
         ``InteractionError`` when refused."""

@@ -170,6 +170,19 @@ export interface FileAttachment {
   path: string;
 }
 
+/** One question's grade as the model, the receipts and the trace read it. */
+export interface GradedItem {
+  id: string;
+  correct: boolean;
+  given?: unknown;
+  feedback?: string;
+  /** Only a partial score (between 0 and 1). */
+  score?: number | null;
+  /** Set when the tutor, not code, graded it. */
+  graded_by?: string | null;
+  answered?: boolean;
+}
+
 /** Start a fresh conversation in this notebook (its next `%tutor` cell continues it). */
 export interface NewAction {
   action: 'new';
@@ -265,7 +278,7 @@ export interface QuizGradedMessage {
   type: 'quiz_graded';
   quiz_id: string;
   score?: number | null;
-  results?: Record<string, unknown>[];
+  results?: GradedItem[];
 }
 
 /** make_quiz's form (interaction/quiz.py): the public view only, never the answers. */
@@ -302,7 +315,7 @@ export interface QuizResolved {
   id: string;
   tool_call_id: string;
   score?: number | null;
-  results?: Record<string, unknown>[];
+  results?: GradedItem[];
   cancelled?: boolean;
   /** timeout | turn_stopped | learner_cancelled. */
   reason?: string;

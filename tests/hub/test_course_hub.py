@@ -281,7 +281,7 @@ QUIZ_AND_GRADE = (
     "for t in threading.enumerate():\n"
     "    if t.name == 'deeptutor-mastery':\n"
     "        t.join()  # the report, if one is sent, has arrived\n"
-    "print('graded', grade['score'])"
+    "print('graded', grade.score)"
 )
 
 

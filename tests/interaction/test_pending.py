@@ -178,13 +178,13 @@ async def test_a_quiz_answered_elsewhere_is_graded_there_and_continues_with_its_
     row = b.store.get_pending(quiz_id)
     assert b.calls.route(row) == "elsewhere"
     result = await b.quizzes.submit("s-1", quiz_id, RIGHT, grader=right)
-    assert result["score"] == 1.0
+    assert result.score == 1.0
     assert b.orphans == []  # B never runs A's turn
     assert not task.done()
     # A's turn sees the grade in the store (what its watcher does every quarter second).
     await until(a.calls.poll_remote)
     tool_result = await asyncio.wait_for(task, 5)
-    assert json.loads(tool_result.content) == result
+    assert json.loads(tool_result.content) == result.wire()
     assert a.store.get_pending(quiz_id).status == "answered"
     assert a.learning.get_quiz(quiz_id).status == "answered"
 
@@ -201,8 +201,8 @@ async def test_a_quiz_whose_owner_is_gone_is_resumed_by_the_one_that_answers(hom
         assert b.calls.route(b.store.get_pending(quiz_id)) == "resume"
         result = await b.quizzes.submit("s-1", quiz_id, RIGHT, grader=right)
         [(row, given)] = b.orphans
-        assert row.request_id == quiz_id and given == result
-        assert b.calls.tool_result(row, given).data == result
+        assert row.request_id == quiz_id and given == result.wire()
+        assert b.calls.tool_result(row, given).data == result.wire()
         assert isinstance(b.calls.resolved_event(row, given), QuizResolved)
         # The saved turn stays until the resumed turn checkpoints again (TutorSession.resume).
         assert b.store.turn_state(quiz_id) == {"version": 1}
@@ -303,4 +303,4 @@ async def test_the_owner_waits_while_its_quiz_is_graded_elsewhere(pair):
     release.set()
     result = await grading
     await until(a.calls.poll_remote)
-    assert (await asyncio.wait_for(task, 5)).data == result
+    assert (await asyncio.wait_for(task, 5)).data == result.wire()

@@ -65,11 +65,11 @@ AFTER = {
     "from deeptutor_jupyter.kernel.learn_api import submit_quiz, wait_for_quiz\n"
     "quiz = await wait_for_quiz()\n"
     f"grade = await submit_quiz(quiz['id'], {ANSWERS!r})\n"
-    "print('quiz', grade['score'], [r['correct'] for r in grade['results']])\n"
+    "print('quiz', grade.score, [r.correct for r in grade.results])\n"
     "_ = await deeptutor_jupyter.wait_for_turns()",
     "%tutor review --all": "review = await wait_for_quiz()\n"
     "grade = await submit_quiz(review['id'], {'r1': ['b'], 'r2': '4'})\n"
-    "print('review', grade['score'], [r['correct'] for r in grade['results']])",
+    "print('review', grade.score, [r.correct for r in grade.results])",
 }
 
 

@@ -13,12 +13,12 @@ from deeptutor_jupyter.learning.quiz import (
     MakeQuizArgs,
     NumericQuestion,
     QuizAnswerError,
+    QuizOutcome,
     ShortQuestion,
     check_answers,
     grade_choice,
     grade_numeric,
     public_view,
-    quiz_result,
 )
 from deeptutor_jupyter.learning.short_answer import grade_short, grading_messages, parse_grading
 
@@ -152,7 +152,7 @@ def test_unreadable_answers_are_refused_for_fixing_not_graded():
 
 def test_result_shape_is_the_issue_shape():
     results = [grade_choice(choice(["b"]), ["b"]), grade_numeric(numeric(), "4")]
-    out = quiz_result(results)
+    out = QuizOutcome.graded(results).wire()
     assert out["score"] == 0.5
     assert out["results"][0] == {"id": "c", "correct": True, "given": ["b"], "feedback": "Correct."}
 
@@ -188,7 +188,7 @@ def test_short_reply_parsing_is_marked_graded_by_the_tutor(reply, correct, score
     assert (result.correct, result.score) == (correct, score)
     # Marked once, by graded_by; the feedback does not repeat it (the receipt showed it twice).
     assert result.graded_by == "tutor" and "graded by the tutor" not in result.feedback
-    assert quiz_result([result])["results"][0]["graded_by"] == "graded by the tutor"
+    assert QuizOutcome.graded([result]).results[0].graded_by == "graded by the tutor"
 
 
 async def test_short_grading_uses_the_injected_call_and_survives_its_failure():
@@ -208,3 +208,42 @@ async def test_short_grading_uses_the_injected_call_and_survives_its_failure():
     assert not failed.correct and "Grading failed" in failed.feedback
     empty = await grade_short(short(), "  ", complete)
     assert not empty.correct and len(seen) == 1  # no request for an empty answer
+
+
+def test_a_grade_is_one_typed_value_from_the_store_to_every_receipt():
+    """The stored and sent form (``wire``) reads back as the same value, through the
+    ``quiz_resolved`` event too; a half score, the tutor's grading and a blank survive."""
+    from deeptutor_jupyter.agent.events import QuizResolved
+    from deeptutor_jupyter.learning.quiz import QuestionResult
+
+    graded = QuizOutcome.graded(
+        [
+            grade_choice(choice(["b"]), ["b"]),
+            QuestionResult(
+                id="s", correct=False, given="x", feedback="Half.", score=0.5, graded_by="tutor"
+            ),
+            QuestionResult(id="n", correct=False, given="", feedback="", score=0, answered=False),
+        ]
+    )
+    wire = graded.wire()
+    assert wire["results"][1] == {
+        "id": "s",
+        "correct": False,
+        "given": "x",
+        "feedback": "Half.",
+        "score": 0.5,
+        "graded_by": "graded by the tutor",
+    }
+    assert wire["results"][2]["answered"] is False and "answered" not in wire["results"][0]
+    assert (graded.right, graded.blank, graded.score) == (1, 1, 0.5)
+    for outcome in (graded, QuizOutcome.closed("timeout")):
+        again = QuizOutcome.model_validate(json.loads(json.dumps(outcome.wire())))
+        assert again == outcome
+        event = QuizResolved(id="quiz_1", tool_call_id="call_1", **outcome.wire())
+        assert event.outcome == outcome
+    assert QuizOutcome.closed("timeout").wire() == {
+        "cancelled": True,
+        "reason": "timeout",
+        "score": None,
+        "results": [],
+    }

@@ -17,9 +17,9 @@ from deeptutor_jupyter.learning import review as fsrs_review
 from deeptutor_jupyter.learning.quiz import (
     MakeQuizArgs,
     QuestionResult,
+    QuizOutcome,
     is_blank,
     not_answered,
-    quiz_result,
 )
 from deeptutor_jupyter.store.learning import LearningStore, QuizRow
 from tests.learning.test_quiz_coordinator import QUIZ, coordinator, learning, start  # noqa: F401
@@ -51,11 +51,11 @@ def test_a_blank_is_marked_not_answered_for_the_model_and_the_receipt():
     assert (blank.correct, blank.score, blank.answered) == (False, 0.0, False)
     assert blank.feedback.startswith("Not answered.") and "The correct answer: 4" in blank.feedback
     wrong = QuestionResult(id="q2", correct=False, given="8", feedback="No.", score=0.0)
-    result = quiz_result([blank, wrong])
-    assert result["results"][0]["answered"] is False
-    assert "answered" not in result["results"][1]
+    result = QuizOutcome.graded([blank, wrong])
+    assert result.results[0].answered is False
+    assert "answered" not in result.wire()["results"][1]
     assert "1 not answered" in tool_result_of(result).summary
-    assert "not answered" not in tool_result_of(quiz_result([wrong])).summary
+    assert "not answered" not in tool_result_of(QuizOutcome.graded([wrong])).summary
 
 
 async def never_grade(messages: list[dict[str, Any]]) -> str:
@@ -69,10 +69,10 @@ async def test_blanks_reach_no_grader_and_give_no_evidence_and_no_card(coordinat
     answers = {"q1": ["a"], "q4": QUIZ["questions"][3]["starter"]}
     result = await coordinator.submit("s-1", quiz_id, answers, seconds=20)
     await task
-    by_id = {r["id"]: r for r in result["results"]}
+    by_id = {r["id"]: r for r in result.wire()["results"]}
     assert by_id["q1"]["correct"] is False and "answered" not in by_id["q1"]
     assert [by_id[q].get("answered") for q in ("q2", "q3", "q4")] == [False] * 3
-    assert result["score"] == 0.0
+    assert result.score == 0.0
     # The wrong answer is evidence and a card rated Again; the blanks are neither.
     assert [(row[0], row[1]) for row in learning.evidence()] == [("squares", 0.0)]
     cards = learning.cards()

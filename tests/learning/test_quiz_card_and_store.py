@@ -17,7 +17,7 @@ from deeptutor_jupyter.kernel.widgets.quiz_card import (
 )
 from deeptutor_jupyter.learning.mastery import Mastery
 from deeptutor_jupyter.learning.path import path_from_lines
-from deeptutor_jupyter.learning.quiz import MakeQuizArgs, public_view
+from deeptutor_jupyter.learning.quiz import MakeQuizArgs, QuizOutcome, public_view
 from deeptutor_jupyter.store.learning import LearningStore, QuizRow
 from tests.learning.test_quiz import ISSUE_EXAMPLE
 
@@ -67,19 +67,21 @@ def test_submit_sends_the_answers_once_and_then_shows_the_receipt():
     assert sent[0][0]["q4"].startswith("def f(x)")  # the starter, unchanged
     card.show_error("q2: not a number")
     assert card.state == "open" and "not a number" in card.error.value
-    result = {
-        "score": 0.5,
-        "results": [
-            {"id": "q1", "correct": True, "given": ["b"], "feedback": "Correct. Because B."},
-            {
-                "id": "q3",
-                "correct": False,
-                "given": "x",
-                "feedback": "No.",
-                "graded_by": "graded by the tutor",
-            },
-        ],
-    }
+    result = QuizOutcome.model_validate(
+        {
+            "score": 0.5,
+            "results": [
+                {"id": "q1", "correct": True, "given": ["b"], "feedback": "Correct. Because B."},
+                {
+                    "id": "q3",
+                    "correct": False,
+                    "given": "x",
+                    "feedback": "No.",
+                    "graded_by": "graded by the tutor",
+                },
+            ],
+        }
+    )
     card.show_receipt(result)
     text = all_state(card)
     assert (
@@ -117,18 +119,20 @@ def test_a_full_form_submits_at_once_and_blanks_show_as_not_answered():
     card.controls["q4"][1].value = "def f(x):\n    return 1"
     card.submit_button.click()
     assert len(sent) == 1 and card.confirm.layout.display == "none"
-    result = {
-        "score": 0.0,
-        "results": [
-            {
-                "id": "q2",
-                "correct": False,
-                "given": "",
-                "feedback": "Not answered.",
-                "answered": False,
-            },
-        ],
-    }
+    result = QuizOutcome.model_validate(
+        {
+            "score": 0.0,
+            "results": [
+                {
+                    "id": "q2",
+                    "correct": False,
+                    "given": "",
+                    "feedback": "Not answered.",
+                    "answered": False,
+                },
+            ],
+        }
+    )
     card.show_receipt(result)
     assert "(not answered)" in all_state(card) and "✗" not in all_state(card)
     md = receipt_markdown(body(), result)

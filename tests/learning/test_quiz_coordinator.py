@@ -129,9 +129,9 @@ async def test_submission_is_graded_and_becomes_the_tool_result(coordinator, lea
     quiz_id = emitted[0][1]["id"]
     result = await coordinator.submit("s-1", quiz_id, RIGHT, seconds=20)
     tool_result = await task
-    assert json.loads(tool_result.content) == result
-    assert result["score"] == 1.0 and all(r["correct"] for r in result["results"])
-    assert result["results"][2]["graded_by"] == "graded by the tutor"
+    assert json.loads(tool_result.content) == result.wire()
+    assert result.score == 1.0 and all(r.correct for r in result.results)
+    assert result.results[2].graded_by == "graded by the tutor"
     assert emitted[-1][0] == "quiz_resolved" and emitted[-1][1]["tool_call_id"] == "call_quiz_1"
     # Mastery evidence for the objective, and one FSRS card per question, all reviewed once.
     assert [row[0] for row in learning.evidence()] == ["squares"] * 4
@@ -161,10 +161,7 @@ async def test_an_unreadable_answer_is_refused_and_loses_nothing(coordinator, le
         await coordinator.submit("s-1", quiz_id, {**RIGHT, "q2": "nine"})
     assert learning.get_quiz(quiz_id).status == "pending"
     result = await coordinator.submit("s-1", quiz_id, {**RIGHT, "q1": ["a"]})
-    assert (
-        result["results"][0]["correct"] is False
-        and "2 times 2." in result["results"][0]["feedback"]
-    )
+    assert result.results[0].correct is False and "2 times 2." in result.results[0].feedback
     await task
 
 

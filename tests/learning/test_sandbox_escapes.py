@@ -188,7 +188,7 @@ async def test_an_ungraded_code_answer_gives_no_mastery_evidence(no_bwrap, tmp_p
         task, emitted = await start(coordinator, right_grader)
         result = await coordinator.submit("s-1", emitted[0][1]["id"], RIGHT, seconds=20)
         await task
-        assert "not graded" in result["results"][3]["feedback"]
+        assert "not graded" in result.results[3].feedback
         assert len(learning.evidence()) == 3 and len(learning.cards()) == 3  # q1-q3 only
     finally:
         store.close()

@@ -19,8 +19,9 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from deeptutor_jupyter.learning.quiz import TUTOR_GRADED, QuizOutcome
+
 OnSubmit = Callable[[dict[str, Any], float], None]
-TUTOR_GRADED = "graded by the tutor"
 
 _SMALL = "font-size:85%;opacity:0.75"
 # Marks every font has (emoji need a colour-emoji font, which many machines lack).
@@ -179,7 +180,7 @@ class QuizCard(widgets.VBox):  # type: ignore[misc]
         self.submit_button.disabled = final
         self.submit_button.description = "Submit answers"
 
-    def show_receipt(self, result: Mapping[str, Any], *, where: str = "") -> None:
+    def show_receipt(self, result: QuizOutcome, *, where: str = "") -> None:
         """The graded card: answers, right or wrong, feedback with the explanation; ``where``
         the tutor goes on when its turn runs in another notebook."""
         self.state = "graded"
@@ -201,57 +202,51 @@ def _given_text(value: Any, question: Mapping[str, Any]) -> str:
     return str(value) if str(value).strip() else "(no answer)"
 
 
-def receipt_html(body: Mapping[str, Any], result: Mapping[str, Any]) -> str:
-    if result.get("cancelled"):
-        words = "timed out" if result.get("reason") == "timeout" else "was closed"
+def receipt_html(body: Mapping[str, Any], result: QuizOutcome) -> str:
+    if result.cancelled:
+        words = "timed out" if result.reason == "timeout" else "was closed"
         return f"<i>Quiz {_text(body.get('title', ''))}: this quiz {words}.</i>"
     questions = {str(q.get("id")): q for q in body.get("questions") or []}
-    score = float(result.get("score") or 0)
+    score = result.score or 0.0
     parts = [f"<b>Quiz: {_text(body.get('title', ''))} · score {score:.0%}</b>"]
-    for item in result.get("results") or []:
-        q = questions.get(str(item.get("id")), {})
-        blank = item.get("answered") is False
-        mark = _BLANK if blank else _RIGHT if item.get("correct") else _WRONG
-        given = "(not answered)" if blank else _given_text(item.get("given"), q)
+    for item in result.results:
+        q = questions.get(item.id, {})
+        blank = not item.answered
+        mark = _BLANK if blank else _RIGHT if item.correct else _WRONG
+        given = "(not answered)" if blank else _given_text(item.given, q)
         code = q.get("kind") == "code" and not blank
         shown = f"<pre>{html.escape(given)}</pre>" if code else f"<i>{_text(given)}</i>"
-        tutor = f' <span style="{_SMALL}">({TUTOR_GRADED})</span>' if item.get("graded_by") else ""
+        tutor = f' <span style="{_SMALL}">({TUTOR_GRADED})</span>' if item.graded_by else ""
         parts.append(
             f'<div class="dt-quiz-result" style="margin:6px 0">{mark} {_text(q.get("prompt", ""))}'
             f"{tutor}<br>Your answer: {shown}<br>"
-            f'<span style="{_SMALL}">{_text(item.get("feedback", ""))}</span></div>'
+            f'<span style="{_SMALL}">{_text(item.feedback)}</span></div>'
         )
     return "".join(parts)
 
 
-def receipt_markdown(body: Mapping[str, Any], result: Mapping[str, Any]) -> str:
+def receipt_markdown(body: Mapping[str, Any], result: QuizOutcome) -> str:
     """The receipt as Markdown, for the saved notebook where widgets no longer render."""
     title = str(body.get("title") or "Quiz")
-    if result.get("cancelled"):
+    if result.cancelled:
         return f"**Quiz: {title}**: not submitted."
     questions = {str(q.get("id")): q for q in body.get("questions") or []}
-    lines = [f"**Quiz: {title}** · score {float(result.get('score') or 0):.0%}", ""]
-    for item in result.get("results") or []:
-        q = questions.get(str(item.get("id")), {})
+    lines = [f"**Quiz: {title}** · score {result.score or 0.0:.0%}", ""]
+    for item in result.results:
+        q = questions.get(item.id, {})
         # Words beside marks every font has: emoji showed as empty boxes without an emoji font.
-        blank = item.get("answered") is False
-        mark = (
-            "– **not answered**"
-            if blank
-            else "✓ **right**"
-            if item.get("correct")
-            else "✗ **wrong**"
-        )
-        tutor = f" _({TUTOR_GRADED})_" if item.get("graded_by") else ""
-        given = "(not answered)" if blank else _given_text(item.get("given"), q)
+        blank = not item.answered
+        mark = "– **not answered**" if blank else "✓ **right**" if item.correct else "✗ **wrong**"
+        tutor = f" _({TUTOR_GRADED})_" if item.graded_by else ""
+        given = "(not answered)" if blank else _given_text(item.given, q)
         if q.get("kind") == "code" and not blank:  # the learner's own code, as they wrote it
             lines.append(f"- {mark} {q.get('prompt', '')}{tutor} — your answer:")
             fence = "~~~~" if "~~~" in given else "~~~"
             lines += ["", f"  {fence}python", *[f"  {c}" for c in given.splitlines()], f"  {fence}"]
         else:
             lines.append(f"- {mark} {q.get('prompt', '')}{tutor} — your answer: {given}")
-        if item.get("feedback"):
-            lines.append(f"  {item['feedback']}")
+        if item.feedback:
+            lines.append(f"  {item.feedback}")
     return "\n".join(lines)
 
 

@@ -348,12 +348,11 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
     def _quiz_receipt(self, graded: QuizResolved) -> None:
         from deeptutor_jupyter.kernel.widgets import quiz_card
 
-        result = graded.model_dump(mode="json", exclude={"type", "explore"})
         body = self._quiz_bodies.get(graded.id, {})
-        self.quiz_receipts.append(quiz_card.receipt_markdown(body, result))
+        self.quiz_receipts.append(quiz_card.receipt_markdown(body, graded.outcome))
         form = self.cards.get(graded.id)
         if form is not None and form.state != "graded":
-            form.show_receipt(result)
+            form.show_receipt(graded.outcome)
         self._state = t("answering", self.language)
 
     def _explore(self, body: TurnEvent) -> None:
