@@ -111,6 +111,11 @@ def asked_from_events(events: Iterable[Event]) -> list[dict[str, str]]:
     still waiting has an empty answer. Pass every event of the turn, the saved ones before a
     resume included, so each answer finds its question's option labels.
     """
+    return [a for a in asked_by_id(events).values() if a["title"] or a["answer"]]
+
+
+def asked_by_id(events: Iterable[Event]) -> dict[str, dict[str, str]]:
+    """:func:`asked_from_events` keyed by request id."""
     from deeptutor_jupyter.agent.events import UserInputRequired, UserInputResolved
 
     asked: dict[str, dict[str, str]] = {}
@@ -123,7 +128,7 @@ def asked_from_events(events: Iterable[Event]) -> list[dict[str, str]]:
             case UserInputResolved(id=request_id) as answer:
                 entry = asked.setdefault(request_id, {"title": "", "answer": ""})
                 entry["answer"] = _answer_text(questions.get(request_id), answer)
-    return [a for a in asked.values() if a["title"] or a["answer"]]
+    return asked
 
 
 def _answer_text(question: UserInputRequired | None, answer: UserInputResolved) -> str:
@@ -201,6 +206,10 @@ _SHOWN_ELSEWHERE = frozenset({"ask_user", "make_quiz"})
 
 def tool_cards_from_events(events: Iterable[Event]) -> list[tuple[str, str, bool]]:
     """The turn's tool calls as (name, one-line summary, failed), in the order they ran."""
+    return list(tool_cards_by_id(events).values())
+
+
+def tool_cards_by_id(events: Iterable[Event]) -> dict[str, tuple[str, str, bool]]:
     from deeptutor_jupyter.agent.events import ToolCallFinished, ToolCallStarted
 
     cards: dict[str, list[Any]] = {}
@@ -213,13 +222,72 @@ def tool_cards_from_events(events: Iterable[Event]) -> list[tuple[str, str, bool
                 cards[call_id] = [name, "", False]
             case ToolCallFinished(id=call_id) if call_id in cards:
                 cards[call_id][1:] = [body.summary or "", body.is_error]
-    return [(str(n), str(s), bool(f)) for n, s, f in cards.values()]
+    return {i: (str(n), str(s), bool(f)) for i, (n, s, f) in cards.items()}
+
+
+def transcript_markdown(events: Iterable[Event]) -> list[str]:
+    """The turn's body as Markdown blocks in the order the live view showed them: text the
+    tutor wrote, tool cards, each question with the learner's answer, each quiz's receipt. A
+    line written before a question stays before it."""
+    from deeptutor_jupyter.agent.events import (
+        Content,
+        QuizRequired,
+        ToolCallStarted,
+        UserInputRequired,
+    )
+
+    events = list(events)
+    cards = tool_cards_by_id(events)
+    asked = asked_by_id(events)
+    receipts = quiz_receipts_by_id(events)
+    blocks: list[str] = []
+    run: list[str] = []
+    tools: list[str] = []  # consecutive tool cards are one list
+    shown: set[str] = set()  # a question shown again after a resume is told once
+
+    def flush() -> None:
+        if text := "".join(run).strip():
+            blocks.append(text)
+        run.clear()
+        if tools:
+            blocks.append("\n".join(tools))
+            tools.clear()
+
+    for event in events:
+        body = event.body
+        if body.explore:
+            continue
+        match body:
+            case Content(text=text):
+                if tools:
+                    flush()
+                run.append(text)
+            case ToolCallStarted(id=call_id) if call_id in cards:
+                if run:
+                    flush()
+                tools.append(_tool_line(*cards[call_id]))
+            case ToolCallStarted():
+                flush()  # ask_user / make_quiz: their question or quiz follows
+            case UserInputRequired(id=request_id) if request_id not in shown:
+                shown.add(request_id)
+                flush()
+                blocks.append("\n".join(asked_markdown([asked[request_id]])).rstrip())
+            case QuizRequired(id=quiz_id) if quiz_id not in shown:
+                shown.add(quiz_id)
+                flush()
+                blocks.append(receipts[quiz_id])
+    flush()
+    return blocks
 
 
 def quiz_receipts_from_events(events: Iterable[Event]) -> list[str]:
     """Each quiz of the turn as Markdown: graded (answers, right or wrong, feedback, score),
     not submitted, or still open. From the events, so a quiz answered in another notebook or
     before a resume is in the saved file too."""
+    return list(quiz_receipts_by_id(events).values())
+
+
+def quiz_receipts_by_id(events: Iterable[Event]) -> dict[str, str]:
     from deeptutor_jupyter.agent.events import QuizRequired, QuizResolved
     from deeptutor_jupyter.kernel.widgets import quiz_card
     from deeptutor_jupyter.learning.quiz import QuizOutcome
@@ -232,12 +300,12 @@ def quiz_receipts_from_events(events: Iterable[Event]) -> list[str]:
                 bodies[quiz_id] = quiz.model_dump(mode="json", exclude={"type", "explore"})
             case QuizResolved(id=quiz_id) as graded:
                 results[quiz_id] = graded.outcome
-    return [
-        quiz_card.receipt_markdown(body, results[quiz_id])
+    return {
+        quiz_id: quiz_card.receipt_markdown(body, results[quiz_id])
         if quiz_id in results
         else quiz_card.form_markdown(body)
         for quiz_id, body in bodies.items()
-    ]
+    }
 
 
 def streamed_answer(events: Iterable[Event]) -> str:

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deeptutor_jupyter.kernel.display import (
-    asked_from_events,
     static_bundle,
     turn_markdown,
     widget_bundle,
@@ -186,33 +185,31 @@ def final_markdown(
     label: str,
     sources: list[tuple[str, str]],
 ) -> str:
-    """The finished turn as Markdown: question, tool cards, the learner's answers (labels and
-    typed text), the answer, errors, sources and each quiz's receipt."""
+    """The finished turn as Markdown, in the order it happened: the question, then the text the
+    tutor wrote, its tool cards, each question with the learner's answer (labels and typed
+    text) and each quiz's receipt; then errors and sources."""
     from deeptutor_jupyter.agent.events import ErrorEvent
-    from deeptutor_jupyter.kernel.display import (
-        quiz_receipts_from_events,
-        streamed_answer,
-        tool_cards_from_events,
-    )
+    from deeptutor_jupyter.kernel.display import streamed_answer, transcript_markdown
     from deeptutor_jupyter.kernel.turn_plan import sources_markdown
 
-    cards = tool_cards_from_events(events)
-    answer = streamed_answer(events) or done.answer
-    md = turn_markdown(
-        question,
-        answer,
-        model=label,
-        status=done.status,
-        tools=[name for name, _, _ in cards],
-        error="; ".join(e.body.message for e in events if isinstance(e.body, ErrorEvent)),
-        asked=asked_from_events(events),
-        tool_cards=cards,
-    )
+    streamed = streamed_answer(events)
+    answer = streamed or done.answer
+    blocks = transcript_markdown(events)
+    if not streamed and done.answer.strip():
+        blocks.append(done.answer.strip())  # an answer that came in one piece, not streamed
+    lines = [f"**You:** {question}", ""]
+    if blocks:
+        lines += [f"**Tutor** ({label}):", ""]
+        for block in blocks:
+            lines += [block, ""]
+    error = "; ".join(e.body.message for e in events if isinstance(e.body, ErrorEvent))
+    if error:
+        lines += [f"> ⚠ {error}", ""]
+    if done.status == "cancelled":
+        lines += ["_Stopped before the answer was finished._"]
+    md = "\n".join(lines).rstrip() + "\n"
     if sources:
         md += "\n" + sources_markdown(sources, answer=answer) + "\n"
-    receipts = quiz_receipts_from_events(events)
-    if receipts:
-        md += "\n" + "\n\n".join(receipts) + "\n"
     return md
 
 

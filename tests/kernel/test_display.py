@@ -142,3 +142,45 @@ def test_the_static_turn_keeps_every_run_of_text_and_a_compact_card_per_tool():
     md = turn_markdown("Why?", "Line 3", model="m", status="done", tools=[], tool_cards=cards)
     assert "- Tool `read_notebook` · 3 cells" in md and "- ⚠ Tool `run_code` failed" in md
     assert "x" * 100 not in md  # a card, not the tool's output
+
+
+def test_the_saved_turn_keeps_the_order_it_happened_in():
+    """Text written before a question stays before it; a tool card stands where it ran; a
+    question shown again after a resume is told once."""
+    from deeptutor_jupyter.agent.events import Done, ToolCallFinished, ToolCallStarted
+    from deeptutor_jupyter.kernel.start import final_markdown
+
+    log = EventLog("t4")
+    log.emit(Content(text="First, one question."))
+    log.emit(ToolCallStarted(id="call_a1", name="ask_user", arguments="{}"))
+    _ask(log, "a1", "single", "Which level?", [("b", "Beginner"), ("x", "Expert")])
+    _ask(log, "a1", "single", "Which level?", [("b", "Beginner"), ("x", "Expert")])  # resumed
+    _answer(log, "a1", ["b"])
+    log.emit(Content(text="Then let me compute."))
+    log.emit(ToolCallStarted(id="c1", name="calculate", arguments="{}"))
+    log.emit(ToolCallFinished(id="c1", name="calculate", content="4", summary="2+2 = 4"))
+    log.emit(Content(text="So the answer is 4."))
+    md = final_markdown(
+        log.events, Done(status="done", answer="So the answer is 4."), "Q?", "m", []
+    )
+    order = [
+        "**You:** Q?",
+        "**Tutor** (m):",
+        "First, one question.",
+        "> **Tutor asked:** Which level?",
+        "> **You answered:** Beginner",
+        "Then let me compute.",
+        "- Tool `calculate` · 2+2 = 4",
+        "So the answer is 4.",
+    ]
+    at = [md.index(part) for part in order]
+    assert at == sorted(at), md
+    assert md.count("Which level?") == 1 and md.count("So the answer is 4.") == 1
+
+
+def test_an_answer_that_was_not_streamed_is_still_saved():
+    from deeptutor_jupyter.agent.events import Done
+    from deeptutor_jupyter.kernel.start import final_markdown
+
+    md = final_markdown([], Done(status="done", answer="All in one piece."), "Q?", "m", [])
+    assert "**Tutor** (m):\n\nAll in one piece." in md
