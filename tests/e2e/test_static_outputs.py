@@ -65,9 +65,9 @@ def final_bundle(k: KernelDriver, msg_id: str) -> dict[str, Any]:
     )
 
 
-def test_finished_turns_are_static_markdown_and_html_and_convert_with_nbconvert(
-    kernel: KernelDriver, fake_llm: FakeLLMServer
-) -> None:
+def three_turns(kernel: KernelDriver, fake_llm: FakeLLMServer) -> dict[str, str]:
+    """A plain answer with LaTeX, a question answered with a choice and typed text, a quiz
+    answered in the cell: ``{msg_id: cell source}``, once each turn has ended."""
     # 1. a plain answer with LaTeX
     fake_llm.extend([Reply(text=LATEX_ANSWER)])
     plain = kernel.execute("%tutor What is an eigenvalue?")
@@ -90,7 +90,37 @@ def test_finished_turns_are_static_markdown_and_html_and_convert_with_nbconvert(
         kernel, of_model(kernel, form, "TextareaModel")[0], value="def sq(x):\n    return x * x\n"
     )
     submit(kernel, form)
+    turns = {
+        plain: "%tutor What is an eigenvalue?",
+        asked: "%tutor Help me with my project",
+        quiz: "%tutor Quiz me on squares",
+    }
+    for msg_id in turns:
+        final_bundle(kernel, msg_id)
+    return turns
 
+
+def saved_notebook(kernel: KernelDriver, turns: dict[str, str]) -> nbformat.NotebookNode:
+    """The notebook as a frontend saves it: each cell with its outputs, updates applied."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    for msg_id, source in turns.items():
+        cell = nbformat.v4.new_code_cell(source)
+        cell["outputs"] = cell_outputs(kernel, msg_id)
+        nb.cells.append(cell)
+    nbformat.validate(nb)
+    return nb
+
+
+def test_finished_turns_are_static_markdown_and_html_and_convert_with_nbconvert(
+    kernel: KernelDriver, fake_llm: FakeLLMServer
+) -> None:
+    turns = three_turns(kernel, fake_llm)
+    plain, asked, quiz = turns
     expected = {
         plain: ["What is an eigenvalue?", "$\\lambda$", "$$A v = \\lambda v$$", "$v_1 \\neq 0$"],
         # The text before the question is kept too (Done.answer holds only the last round).
@@ -114,16 +144,7 @@ def test_finished_turns_are_static_markdown_and_html_and_convert_with_nbconvert(
     )
 
     # The saved notebook, as nbconvert (and GitHub, nbviewer) shows it with no kernel.
-    nb = nbformat.v4.new_notebook()
-    for source, msg_id in (
-        ("%tutor What is an eigenvalue?", plain),
-        ("%tutor Help me with my project", asked),
-        ("%tutor Quiz me on squares", quiz),
-    ):
-        cell = nbformat.v4.new_code_cell(source)
-        cell["outputs"] = cell_outputs(kernel, msg_id)
-        nb.cells.append(cell)
-    nbformat.validate(nb)
+    nb = saved_notebook(kernel, turns)
     for cell in nb.cells:
         for output in cell["outputs"]:
             data = output.get("data", {})

@@ -5,7 +5,6 @@ checked the same way, with no label cut off."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -80,9 +79,6 @@ def test_each_form_mode_fits_and_answers(lab: str, fake_llm: FakeLLMServer, tmp_
     )
     with lab_page("forms") as page:
         open_notebook(page, lab, "forms.ipynb")
-        # JupyterLab's news toast would cover part of the screenshots.
-        with contextlib.suppress(Exception):
-            page.locator(".jp-toast-button", has_text="No").click(timeout=3000)
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
 
         def open_card(mode: str) -> Any:

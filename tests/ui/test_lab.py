@@ -41,8 +41,9 @@ def lab(tmp_path: Path, fake_llm: FakeLLMServer) -> Iterator[str]:
 
 
 @contextmanager
-def lab_server(tmp_path: Path, fake_llm: FakeLLMServer) -> Iterator[str]:
-    """JupyterLab serving tmp_path; a second one on the same folder is "the next day"."""
+def lab_server(tmp_path: Path, fake_llm: FakeLLMServer, app: str = "jupyterlab") -> Iterator[str]:
+    """JupyterLab serving tmp_path; a second one on the same folder is "the next day".
+    ``app="notebook"`` serves Notebook 7 instead."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DEEPTUTOR_")}
     env.update(
@@ -63,10 +64,11 @@ def lab_server(tmp_path: Path, fake_llm: FakeLLMServer) -> Iterator[str]:
     log = (tmp_path / "lab.log").open("w")
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+            sys.executable, "-m", app, "--no-browser", "--allow-root",
             f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1",
             f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={tmp_path}",
-            "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=",
+            *(["--LabApp.expose_app_in_browser=True", "--LabApp.news_url="]
+              if app == "jupyterlab" else []),
         ],
         env=env, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
@@ -126,12 +128,21 @@ def open_notebook(page: Any, lab: str, name: str) -> None:
     page.wait_for_function(
         "() => window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=60000
     )
-    select = page.locator(".jp-Dialog button", has_text="Select")
-    try:  # JupyterLab may ask which kernel to start; the notebook's own is preselected
-        select.wait_for(timeout=8000)
-        select.click()
-    except Exception:
-        pass
+    # JupyterLab may ask which kernel to start (the notebook's own is preselected): answer the
+    # dialog if it comes, and go on once the notebook's kernel is ready and idle, rather than
+    # waiting a fixed time for a dialog that mostly never comes.
+    ready = """() => {
+      if ([...document.querySelectorAll('.jp-Dialog button')].some(
+            (b) => b.textContent.includes('Select'))) return 'dialog';
+      const context = window.jupyterapp.shell.currentWidget?.sessionContext;
+      const kernel = context?.session?.kernel;
+      return context?.isReady && kernel && kernel.status === 'idle' ? 'ready' : false;
+    }"""
+    deadline = time.monotonic() + 60
+    while page.wait_for_function(ready, timeout=60000).json_value() == "dialog":
+        page.locator(".jp-Dialog button", has_text="Select").first.click()
+        if time.monotonic() > deadline:
+            raise AssertionError("the kernel dialog kept coming back")
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60000)
 
 

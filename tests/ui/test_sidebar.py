@@ -102,13 +102,7 @@ def test_a_saved_turn_renders_without_a_kernel(lab: str, tmp_path: Path) -> None
 
 def open_tutor(page: Any) -> None:
     """The command palette's "Tutor: open", as a learner would."""
-    # JupyterLab's "notified about news?" toast covers the panel's bottom corner.
-    news = page.locator(".jp-toast-buttonBar button", has_text="No")
-    try:
-        news.wait_for(timeout=3000)
-        news.click()
-    except Exception:
-        pass  # not shown this time
+    # JupyterLab's news toast is answered in the lab fixture's settings (tests/ui/test_lab.py).
     # The palette is opened by its command: with no widget focused (a launcher after ``?reset``)
     # Chromium sometimes delivers Ctrl+Shift+C nowhere. What is tested is our palette entry.
     page.evaluate("() => window.jupyterapp.restored.then(() => true)")

@@ -28,17 +28,6 @@ def drag(page: Any, source: Any, target: Any) -> None:
     page.mouse.up()
 
 
-def no_news(page: Any) -> None:
-    """JupyterLab asks about its news in a toast over the chat box a few seconds after start:
-    answer it as a learner would, so the drop lands on the chat box and not on the toast."""
-    news = page.locator(".jp-toast-buttonBar button", has_text="No")
-    try:
-        news.wait_for(timeout=15000)
-        news.click()
-    except Exception:
-        pass  # not asked this time
-
-
 def run_all(page: Any) -> None:
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60000)
@@ -56,7 +45,6 @@ def test_a_cell_and_a_file_dragged_into_the_chat_are_cards_of_what_the_model_saw
         run_all(page)
         page.locator(".jp-Cell .jp-InputPrompt", has_text="[2]").wait_for()
         open_tutor(page)
-        no_news(page)
         target = page.locator(".jp-DeepTutorChat-input textarea")
         # The second cell, by its prompt (where JupyterLab starts a cell drag).
         drag(page, page.locator(".jp-Cell .jp-InputPrompt", has_text="[2]"), target)
@@ -97,7 +85,6 @@ def test_a_binary_file_dropped_on_the_chat_is_refused_on_its_chip(
     with lab_page("sidebar-drag-binary") as page:
         open_notebook(page, lab, "bin.ipynb")
         open_tutor(page)
-        no_news(page)
         page.evaluate("() => window.jupyterapp.commands.execute('filebrowser:activate')")
         item = page.locator(".jp-DirListing-item", has_text="plot.png")
         item.wait_for()
@@ -208,7 +195,6 @@ def test_ask_about_this_cell_attaches_the_cell_and_the_selected_text(
         page.wait_for_function(  # the question comes next: the cursor is in the chat box
             "() => document.activeElement?.closest('.jp-DeepTutorChat-input') != null"
         )
-        no_news(page)
         page.locator(".jp-DeepTutorChat-input textarea").fill("What does this line do?")
         page.locator(".jp-DeepTutorChat-input button", has_text="Ask").click()
         turn = page.locator(".jp-DeepTutorChat-turn[data-status='done']")

@@ -245,8 +245,8 @@ def receipt_markdown(body: Mapping[str, Any], result: QuizOutcome) -> str:
             lines += ["", f"  {fence}python", *[f"  {c}" for c in given.splitlines()], f"  {fence}"]
         else:
             lines.append(f"- {mark} {q.get('prompt', '')}{tutor} — your answer: {given}")
-        if item.feedback:
-            lines.append(f"  {item.feedback}")
+        if item.feedback:  # its own paragraph of the item, not run on after the answer
+            lines += ["", f"  {item.feedback}"]
     return "\n".join(lines)
 
 
