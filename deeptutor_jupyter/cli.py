@@ -13,6 +13,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from deeptutor_jupyter.words import plural
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -92,7 +94,8 @@ def _scrub(args: argparse.Namespace) -> int:
             if args.check:
                 found = count_bundles(notebook)
                 if found:
-                    print(f"{notebook}: {found} trace bundle(s); run: deeptutor-jupyter scrub")
+                    bundles = plural(found, "trace bundle", "trace bundles")
+                    print(f"{notebook}: {bundles}; run: deeptutor-jupyter scrub")
                     status = 1
                 continue
             removed = scrub_notebook(notebook, args.output)
@@ -106,7 +109,7 @@ def _scrub(args: argparse.Namespace) -> int:
             continue
         where = f" -> {args.output}" if args.output is not None else ""
         if removed:
-            print(f"{notebook}{where}: removed {removed} trace bundle(s)")
+            print(f"{notebook}{where}: removed {plural(removed, 'trace bundle', 'trace bundles')}")
         else:
             print(f"{notebook}{where}: no trace bundles; unchanged")
     return status

@@ -103,3 +103,20 @@ def test_escaped_source_text_matches_its_runtime_value() -> None:
     data = json.loads((ROOT / PO.with_suffix(".json")).read_text(encoding="utf-8"))
     assert data["Answering…"] == ["正在回答…"]
     assert data["The tutor is not connected to this notebook’s kernel."]
+
+
+def test_no_message_counts_with_an_s_in_brackets():
+    """English counts agree with their word (deeptutor_jupyter/words.py), never "card(s)"."""
+    import ast
+    import re
+
+    package = Path(__file__).resolve().parents[1] / "deeptutor_jupyter"
+    found = [
+        f"{path.relative_to(package)}:{node.lineno}"
+        for path in package.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and re.search(r"[a-z]\(s\)", node.value.replace("http(s)", ""))
+    ]
+    assert found == []

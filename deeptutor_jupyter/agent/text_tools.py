@@ -227,7 +227,7 @@ def text_tool_instructions(tools: list[dict[str, Any]]) -> str:
         "Rules:",
         "- One <tool_call> block per call; the arguments are a JSON object that matches the "
         "tool's parameters schema.",
-        "- After your tool call block(s), stop and wait: the result comes back in the next "
+        "- After your tool call blocks, stop and wait: the result comes back in the next "
         "message. Never write a tool result yourself.",
         "- If no tool is needed, answer normally without any block.",
         "",

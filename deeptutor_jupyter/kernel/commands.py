@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
-from deeptutor_jupyter.kernel.display import plural, show_markdown, widget_bundle
+from deeptutor_jupyter.kernel.display import show_markdown, widget_bundle
+from deeptutor_jupyter.words import plural
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.config import ResolvedSettings
@@ -129,7 +130,8 @@ def memory_command(tutor: KernelTutor, resolved: ResolvedSettings, rest: str) ->
     if args.verb == "import":
         result = store.import_notebooks(Path(args.path).expanduser())
         show_markdown(
-            f"Imported **{result.added}** trace(s) from {result.notebooks} notebook(s); "
+            f"Imported **{plural(result.added, 'trace', 'traces')}** from "
+            f"{plural(result.notebooks, 'notebook', 'notebooks')}; "
             f"{result.skipped_duplicates} already known."
             + "".join(f"\n- ⚠ {e}" for e in result.errors)
         )

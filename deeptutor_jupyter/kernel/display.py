@@ -19,11 +19,6 @@ def show_markdown(text: str) -> None:
     display({"text/markdown": text, "text/plain": text}, raw=True)  # type: ignore[no-untyped-call]
 
 
-def plural(count: int, one: str, many: str) -> str:
-    """``1 entry``, ``2 entries``: English counts read as words, not ``entry(s)``."""
-    return f"{count} {one if count == 1 else many}"
-
-
 # Marks the tutor's own widget outputs for the sidebar extension (labextension/src/displays.ts):
 # after a kernel restart their widgets are dead and it shows their Markdown fallback instead; and
 # after a page reload, when JupyterLab no longer knows a display id, it still applies the

@@ -12,7 +12,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from deeptutor_jupyter.kernel.learn_commands import learning_for
-from deeptutor_jupyter.kernel.quiz_cards import _cards
+from deeptutor_jupyter.kernel.quiz_cards import _cards, show_graded
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.kernel.tutor import KernelTutor
@@ -74,7 +74,7 @@ async def submit_quiz(quiz_id: str, answers: dict[str, Any]) -> QuizOutcome:
     result = await session.submit_quiz(owner, quiz_id, answers, None, grader)
     card = _cards.get(quiz_id)
     if card is not None and card.state != "graded":
-        card.show_receipt(result)
+        show_graded(tutor, card, result)  # its output is left as the static receipt too
     return result
 
 

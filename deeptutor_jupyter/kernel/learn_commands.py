@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from deeptutor_jupyter.kernel.display import show_markdown
 from deeptutor_jupyter.kernel.quiz_cards import make_quiz_card, time_until
+from deeptutor_jupyter.words import plural
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.config import ResolvedSettings
@@ -123,7 +124,11 @@ def review_command(tutor: KernelTutor, resolved: ResolvedSettings, every: bool =
         questions.append({**due_card.question, "id": qid})
         cards[qid], objectives[qid] = due_card.card_id, due_card.objective
     quiz = MakeQuizArgs.model_validate(
-        {"title": f"Review: {len(due)} card(s) due", "objective": "", "questions": questions}
+        {
+            "title": f"Review: {plural(len(due), 'card', 'cards')} due",
+            "objective": "",
+            "questions": questions,
+        }
     )
     grader = None
     if resolved.ready:

@@ -13,6 +13,8 @@ import io
 import time
 from typing import TYPE_CHECKING, Any
 
+from deeptutor_jupyter.words import plural
+
 if TYPE_CHECKING:
     from deeptutor_jupyter.learning.mastery import Mastery
     from deeptutor_jupyter.learning.path import LearningPath
@@ -59,7 +61,10 @@ def progress_markdown(
             else "**Next:** every objective is mastered; keep it fresh with `%tutor review`."
         )
     week = sum(due_per_day[:7])
-    lines += ["", f"**Review:** {due_now} card(s) due now, {week} in the next 7 days."]
+    lines += [
+        "",
+        f"**Review:** {plural(due_now, 'card', 'cards')} due now, {week} in the next 7 days.",
+    ]
     if due_now:
         lines.append("Run `%tutor review` to do them.")
     return "\n".join(lines)

@@ -64,7 +64,15 @@ async def _submit(
     except Exception as exc:  # grading itself failed: the quiz stays open, nothing is lost
         card.show_error(f"Grading failed ({type(exc).__name__}: {exc}). Submit again.")
         return
-    where = where_text(session.continues_in(body["id"]))
+    show_graded(tutor, card, result)
+
+
+def show_graded(tutor: KernelTutor, card: QuizCard, result: QuizOutcome) -> None:
+    """The card graded, by whichever door it was answered (its Submit, ``submit_quiz``): the
+    receipt, where the turn goes on, a review's next date, and the static output it leaves."""
+    session = tutor.session
+    body = card.body
+    where = where_text(session.continues_in(str(body["id"])))
     card.show_receipt(result, where=where)
     note = ""
     if body.get("kind") == "review":
@@ -124,6 +132,6 @@ def time_until(ts: float) -> str:
         return f"in {max(1, round(delta / 60))} min"
     if delta < 86400:
         return f"in {round(delta / 3600)} h"
-    from deeptutor_jupyter.kernel.display import plural
+    from deeptutor_jupyter.words import plural
 
     return f"in {plural(round(delta / 86400), 'day', 'days')}"

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from deeptutor_jupyter.knowledge.base import KnowledgeBase
 from deeptutor_jupyter.knowledge.model import Hit, KnowledgeIndexError
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
+from deeptutor_jupyter.words import plural
 
 __all__ = ["SearchKnowledgeArgs", "SearchKnowledgeTool", "format_hits"]
 
@@ -76,7 +77,7 @@ class SearchKnowledgeTool(Tool[SearchKnowledgeArgs]):
             for h, n in zip(hits, numbers, strict=True)
         ]
         data = {"hits": rows}
-        summary = f"{len(hits)} passage(s) from {', '.join(names)}"
+        summary = f"{plural(len(hits), 'passage', 'passages')} from {', '.join(names)}"
         return ToolResult(content=content, data=data, summary=summary)
 
     def _number(self, turn_id: str, hits: list[Hit]) -> list[int]:

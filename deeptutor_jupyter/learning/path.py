@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.learning.mastery import MASTERY_THRESHOLD, MIN_EVIDENCE, Mastery
+from deeptutor_jupyter.words import plural
 
 MAX_OBJECTIVES = 12
 Status = Literal["mastered", "open", "locked"]
@@ -181,7 +182,9 @@ def standing_block(path: LearningPath, mastery: dict[str, Mastery], due_reviews:
             f"mastery after at least {MIN_EVIDENCE} graded answers. Do not teach locked ones yet."
         )
     if due_reviews:
-        lines.append(f"{due_reviews} review card(s) are due (%tutor review).")
+        lines.append(
+            f"{plural(due_reviews, 'review card is', 'review cards are')} due (%tutor review)."
+        )
     return "\n".join(lines)
 
 

@@ -53,6 +53,7 @@ from deeptutor_jupyter.knowledge.model import Chunk
 from deeptutor_jupyter.providers.base import ChatModel, Message, ToolCall
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 from deeptutor_jupyter.tools.registry import ToolRegistry
+from deeptutor_jupyter.words import plural
 
 __all__ = [
     "MAX_ATTACHMENT_BYTES",
@@ -171,7 +172,8 @@ class ReadSourceTool(Tool[ReadSourceArgs]):
         count = len(info.parts)
         number = 1 if args.part is None else args.part
         if not 1 <= number <= count:
-            return _error(f"{label} has {count} part(s), numbered 1 to {count}; not {number}.")
+            parts = plural(count, "part", "parts")
+            return _error(f"{label} has {parts}, numbered 1 to {count}; not {number}.")
         if number < count:
             footer = f"[Continue with read_source(source={json.dumps(label)}, part={number + 1}).]"
         else:

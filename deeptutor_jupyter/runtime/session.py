@@ -28,6 +28,7 @@ from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.runtime.ask import AskOptions, new_session_id, profile_of
 from deeptutor_jupyter.runtime.session_reads import SessionReads
 from deeptutor_jupyter.runtime.upkeep import MemoryUpkeep
+from deeptutor_jupyter.words import plural
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.config import ResolvedSettings
@@ -532,7 +533,7 @@ class TurnsStillRunning(DeepTutorError, TimeoutError):
         self.running, self.turns = running, turns
         names = ", ".join(f"{t.turn_id} ({t.ctx.question[:40]!r})" for t in running)
         super().__init__(
-            f"{len(running)} turn(s) still running after {timeout:g} s: {names}. "
+            f"{plural(len(running), 'turn', 'turns')} still running after {timeout:g} s: {names}. "
             "Wait longer (wait_for_turns(timeout=...)) or stop them with the Stop button."
         )
 

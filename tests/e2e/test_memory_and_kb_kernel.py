@@ -152,7 +152,7 @@ def test_memory_import_rebuilds_traces_from_a_saved_notebook(kernel, fake_llm, t
     for _ in range(2):
         msg_id = kernel.execute(f"%tutor memory import {tmp_path / 'old.ipynb'}")
     shown = json.dumps([m["content"] for m in kernel.outputs_of(msg_id)])
-    assert "Imported **0**" in shown and "1 already known" in shown
+    assert "Imported **0 traces**" in shown and "1 already known" in shown
 
 
 def test_memory_commands_open_the_workbench_and_the_forget_form(kernel, fake_llm, tmp_path):

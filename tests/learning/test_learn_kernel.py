@@ -127,7 +127,7 @@ def test_a_path_is_proposed_confirmed_taught_quizzed_and_reviewed(
     )
     before = len(kernel.with_class("dt-quiz"))
     msg = kernel.execute("%tutor review")
-    assert "Review: 3 card(s) due" in markdown_of(kernel, msg)
+    assert "Review: 3 cards due" in markdown_of(kernel, msg)
     review = kernel.wait_for(lambda: kernel.with_class("dt-quiz")[before:])[0]
     radios = of_model(kernel, review, "RadioButtonsModel")
     assert len(radios) == 3

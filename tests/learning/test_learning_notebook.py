@@ -126,3 +126,6 @@ def test_the_learning_notebook_walks_a_path_a_quiz_and_a_review(
     progress = out["%tutor progress"]
     assert "| ✅ | Eigenvalues" in progress and "| ▶ | Eigenvectors" in progress
     assert "review 0.333 [True, False, False]" in out["review = await wait_for_quiz()"]
+    # The review answered from code is saved graded, by the same door as its Submit (issue 20).
+    review = out["%tutor review --all"]
+    assert "score 33%" in review and "open the notebook with its kernel" not in review

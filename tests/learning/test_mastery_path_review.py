@@ -84,7 +84,7 @@ def test_gates_open_one_objective_at_a_time():
 def test_standing_block_says_where_the_learner_stands():
     text = standing_block(PATH, {"vectors": Mastery(0.95, 4)}, due_reviews=2)
     assert "[mastered] vectors" in text and "[open] matrices" in text
-    assert "[locked] eigenvalues" in text and "2 review card(s) are due" in text
+    assert "[locked] eigenvalues" in text and "2 review cards are due" in text
     assert "cannot declare an objective mastered" in text
 
 

@@ -155,9 +155,9 @@ def test_scrub_refuses_what_is_not_a_notebook(tmp_path: Path) -> None:
 def test_cli_scrub(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = write_notebook(tmp_path / "nb.ipynb", "t_1")
     assert main(["scrub", "--check", str(src)]) == 1
-    assert "1 trace bundle(s)" in capsys.readouterr().out
+    assert "1 trace bundle;" in capsys.readouterr().out
     assert main(["scrub", str(src), "-o", str(tmp_path / "out.ipynb")]) == 0
-    assert "removed 1 trace bundle(s)" in capsys.readouterr().out
+    assert "removed 1 trace bundle\n" in capsys.readouterr().out
     assert main(["scrub", str(src)]) == 0
     assert main(["scrub", "--check", str(src)]) == 0
     assert main(["scrub", str(src)]) == 0
