@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.runtime.watcher import Watcher
     from deeptutor_jupyter.store.db import PendingRow, QuestionState, Store
     from deeptutor_jupyter.tools.base import Tool
+    from deeptutor_jupyter.tools.mcp import McpServers
 
 __all__ = ["AskOptions", "TutorSession"]  # AskOptions lives in runtime/ask.py
 
@@ -60,6 +61,7 @@ class TutorSession(SessionReads):
         tools: Callable[[], list[Tool[Any]]] = list,
         instructions: Callable[[Path], list[str]] | None = None,
         surface: str = "notebook",
+        mcp: McpServers | None = None,
     ) -> None:
         self.notebook = notebook
         self.resolve = resolve
@@ -90,6 +92,10 @@ class TutorSession(SessionReads):
         # L2/L3 consolidation in a background thread after turns (runtime/upkeep.py).
         self.upkeep = MemoryUpkeep(self)
         self._policy: PolicyGate | None = None  # the instructor's AI policy (learning/policy.py)
+        # The MCP servers of settings.toml (tools/mcp/), started at the first turn; a caller
+        # may hand in servers it shares between sessions (a test module).
+        self.mcp: McpServers | None = mcp
+        self._owns_mcp = mcp is None  # servers handed in are stopped by whoever made them
 
     # opening -----------------------------------------------------------------------------
     @property
@@ -130,6 +136,7 @@ class TutorSession(SessionReads):
             self._orchestrator = Orchestrator(self._store, coordinator=self._coordinator)
             for tool in (*self._tools(), *runtime_tools()):
                 self._orchestrator.registry.register(tool)
+            self._open_mcp(home)
             self.memory = MemoryStore(home)
             self._planner = Planner(
                 self._orchestrator.registry,
@@ -155,6 +162,20 @@ class TutorSession(SessionReads):
             else:
                 self.new_conversation()
 
+    def _open_mcp(self, home: Path) -> None:
+        """The MCP servers configured in this home join the registry as a tool source; nothing
+        is imported from the SDK and no server starts until a turn plans its tools."""
+        from deeptutor_jupyter.tools.mcp import McpServers, read_servers
+
+        config = read_servers(home)
+        if self.mcp is None:
+            if not config.servers and not config.problems:
+                return
+            self.mcp = McpServers()
+        self.mcp.configure(config)
+        assert self._orchestrator is not None
+        self._orchestrator.registry.sources.append(self.mcp)
+
     def learning(self, home: Path | None = None) -> Learning:
         """The learning part this session owns (runtime/learning.py), opened with its store
         (``home`` names the home the caller opened, for a check)."""
@@ -179,6 +200,8 @@ class TutorSession(SessionReads):
             self._learning.close()
         if self._policy is not None:
             self._policy.close()
+        if self.mcp is not None and self._owns_mcp:
+            self.mcp.close()
 
     def housekeeping(self) -> None:
         """What a semester of use needs at each start: turns killed mid-flight are marked
@@ -223,7 +246,10 @@ class TutorSession(SessionReads):
         return model
 
     def secrets(self) -> list[str]:
-        return [k for k in self.keys if k]
+        """What every output, trace and log is scrubbed of: the model keys, and the values of
+        the MCP servers' ``env`` and ``headers``."""
+        mcp = self.mcp.secrets() if self.mcp is not None else []
+        return [k for k in (*self.keys, *mcp) if k]
 
     # asking ------------------------------------------------------------------------------
     def ask(
