@@ -2,7 +2,7 @@
 
 ``scrub`` removes the tutor's trace bundles from notebooks before they are shared; everything
 else in the file stays byte-identical. ``schema events`` / ``schema ask_user`` print the JSON
-Schema of the runtime's contracts. ``mcp`` serves the tutor over MCP (hosts/mcp_server.py).
+Schema of the runtime's contracts. ``mcp`` and ``acp`` serve the tutor to other hosts (hosts/).
 Exit codes: 0 done, 1 a file could not be scrubbed (or, with ``--check``, still holds trace
 bundles), 2 bad usage.
 """
@@ -68,7 +68,25 @@ def _parser() -> argparse.ArgumentParser:
     )
     mcp.add_argument("--http", type=int, metavar="PORT", help="streamable HTTP on this port")
     mcp.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
+    commands.add_parser(
+        "acp",
+        help="serve the tutor as an ACP agent on stdio (jupyter-ai 3 and other ACP hosts)",
+        description=(
+            "Serve the tutor as an Agent Client Protocol agent on stdio (docs/mcp.md). "
+            "Needs the [acp] extra."
+        ),
+    )
     return parser
+
+
+def _acp() -> int:
+    try:
+        from deeptutor_jupyter.hosts.acp_agent import serve
+    except ImportError as exc:
+        print(f"deeptutor-jupyter acp: {exc}; install deeptutor-jupyter[acp]", file=sys.stderr)
+        return 2
+    serve()
+    return 0
 
 
 def _mcp(args: argparse.Namespace) -> int:
@@ -206,6 +224,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _course(args)
     if args.command == "mcp":
         return _mcp(args)
+    if args.command == "acp":
+        return _acp()
     if args.command == "schema":
         import json
 

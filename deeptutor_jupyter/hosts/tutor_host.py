@@ -8,6 +8,7 @@ surface, and waits again.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from deeptutor_jupyter.errors import DeepTutorError
 
 if TYPE_CHECKING:
+    from deeptutor_jupyter.runtime.events import Event
     from deeptutor_jupyter.runtime.orchestrator import Turn
     from deeptutor_jupyter.runtime.session import TutorSession
     from deeptutor_jupyter.store.db import PendingRow
@@ -45,6 +47,8 @@ class TutorHost:
             )
         self.session = session
         self.turns: dict[str, Turn] = {}
+        # Every event of the turns the host waits on, as they come (an ACP host streams them).
+        self.on_event: Callable[[Event], None] | None = None
 
     def _resolved(self) -> Any:
         resolved = self.session.resolve({})
@@ -60,20 +64,23 @@ class TutorHost:
         )
         turn = self.session.ask(question, self._resolved(), options)
         self.turns[turn.turn_id] = turn
-        return await self.settle(turn)
+        return await self.settle(turn, after_seq=0)
 
-    async def settle(self, turn: Turn, timeout: float = 3600) -> Settled:
-        """Wait until the turn ends or waits on a question or quiz of its own."""
+    async def settle(self, turn: Turn, after_seq: int, timeout: float = 3600) -> Settled:
+        """Wait until the turn ends or waits on a question or quiz of its own; its events after
+        ``after_seq`` go to ``on_event``."""
         from deeptutor_jupyter.agent.events import Done, QuizRequired, UserInputRequired
 
         assert turn.task is not None
         changed = asyncio.Event()
 
         def on_event(event: Any) -> None:
+            if self.on_event is not None:
+                self.on_event(event)
             if isinstance(event.body, Done | UserInputRequired | QuizRequired):
                 changed.set()
 
-        turn.log.subscribe(on_event, after_seq=turn.log.events[-1].seq if turn.log.events else 0)
+        turn.log.subscribe(on_event, after_seq=after_seq)
         try:
             while True:
                 if turn.task.done():
@@ -107,13 +114,19 @@ class TutorHost:
     ) -> Settled | None:
         """Answer a waiting question; the turn's next stop when it runs here, else None."""
         row = self._row(request_id)
+        seen = self._last_seq(row)
         self.session.submit(row.session_id, request_id, selections, text, cancelled)
-        return await self._after(row)
+        return await self._after(row, seen)
 
     async def answer_quiz(self, quiz_id: str, answers: dict[str, Any]) -> Settled | None:
         row = self._row(quiz_id)
+        seen = self._last_seq(row)
         await self.session.submit_quiz(row.session_id, quiz_id, answers)
-        return await self._after(row)
+        return await self._after(row, seen)
+
+    def _last_seq(self, row: PendingRow) -> int:
+        turn = self.turns.get(row.turn_id)
+        return turn.log.events[-1].seq if turn is not None and turn.log.events else 0
 
     def _row(self, request_id: str) -> PendingRow:
         self.session.open(self.session.resolve({}))
@@ -122,9 +135,9 @@ class TutorHost:
                 return row
         raise HostError(f"Nothing waits with id {request_id!r}; see the pending tool.")
 
-    async def _after(self, row: PendingRow) -> Settled | None:
+    async def _after(self, row: PendingRow, after_seq: int) -> Settled | None:
         turn = self.turns.get(row.turn_id)
-        return await self.settle(turn) if turn is not None else None
+        return await self.settle(turn, after_seq) if turn is not None else None
 
     def pending(self) -> list[PendingRow]:
         self.session.open(self.session.resolve({}))
