@@ -295,7 +295,9 @@ class Orchestrator:
             turn.log.emit(Notice(text=WAITING_FOR_PREVIOUS))
             await asyncio.wait([turn.previous])
         turn.previous = None
-        if self.registry.sources and ctx.enabled_tools != []:
+        if self.registry.sources and (
+            ctx.enabled_tools is None or LoadToolsTool.name in ctx.enabled_tools
+        ):
             # Tool sources (MCP servers) start at the first turn that may use them, not at load.
             for note in await self.registry.discover():
                 turn.log.emit(Notice(text=note, stage="tools"))
