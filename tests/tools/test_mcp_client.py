@@ -20,7 +20,7 @@ import pytest_asyncio
 
 from deeptutor_jupyter.agent.events import Notice, ToolCallFinished
 from deeptutor_jupyter.config import resolve_settings
-from deeptutor_jupyter.runtime.session import TutorSession
+from deeptutor_jupyter.runtime.session import AskOptions, TutorSession
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
 from deeptutor_jupyter.tools.mcp import McpServers, read_servers
 from deeptutor_jupyter.tools.mcp.servers import status_markdown
@@ -31,6 +31,12 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 SERVER = Path(__file__).with_name("mcp_calc_server.py")
 TOKEN = "calc-token-5f1e9a77c2"
+BROKEN_TOKEN = "broken-token-77d1c0ffee"
+# A server that cannot start and says why on stderr, with a secret of its env.
+BROKEN = (
+    "import os, sys; sys.stderr.write('calc.toml not found ' + os.environ['BROKEN_TOKEN']); "
+    "sys.exit(3)"
+)
 
 
 def free_port() -> int:
@@ -53,7 +59,8 @@ url = "http://127.0.0.1:{port}/mcp"
 
 [mcp_servers.broken]
 command = {python}
-args = ["-c", "import sys; sys.stderr.write('calc.toml not found\\\\n'); sys.exit(3)"]
+args = ["-c", "{BROKEN}"]
+env = {{ BROKEN_TOKEN = "{BROKEN_TOKEN}" }}
 
 [mcp_servers.mute]
 command = {python}
@@ -203,6 +210,8 @@ async def test_an_env_secret_reaches_no_output_trace_or_listing(make_session, se
     assert TOKEN not in json.dumps([e.fields() for e in turn.log.events])
     listed = status_markdown(servers)  # %tutor mcp
     assert "(env: CALC_PID_FILE, CALC_TOKEN)" in listed and TOKEN not in listed
+    # A failed server's stderr is shown, without the secrets of its env.
+    assert "calc.toml not found [redacted]" in listed and BROKEN_TOKEN not in listed
     assert "| ready | `mcp__calc__add`, " in listed and "calc.toml not found" in listed
 
 
@@ -249,3 +258,23 @@ async def test_servers_start_once_and_stop_when_closed(config_dir):
     assert own.status()[0]["state"] == "stopped"
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+async def test_a_turn_that_cannot_load_tools_starts_no_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config_dir: tuple[Path, str]
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "settings.toml").write_text(config_dir[1].split("[mcp_servers.web]")[0])
+    with FakeLLMServer([Reply(text="Four.")]) as llm:
+        use_fake_model(monkeypatch, home, llm.url)
+        session = TutorSession("lesson.ipynb", resolve=lambda f: resolve_settings(flags=f))
+        options = AskOptions(user_tools=("calculate",))  # --tools calculate
+        turn = session.ask("2+2?", session.resolve({}), options)
+        assert turn.task is not None
+        await asyncio.wait_for(asyncio.wait([turn.task]), 30)
+        for model in session.models.values():
+            await model.aclose()
+    assert session.mcp is not None and session.mcp.status()[0]["state"] == "not started"
+    assert turn.answer == "Four."
+    session.close()
