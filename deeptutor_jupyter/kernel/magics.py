@@ -293,6 +293,7 @@ def _mcp(magics: TutorMagics, call: Call) -> None:
     assert call.resolved is not None
     session = magics.state.session
     session.open(call.resolved)
+    session.refresh_mcp(call.resolved.settings.home)  # settings.toml may have changed
     show_markdown(status_markdown(session.mcp))
 
 

@@ -136,7 +136,7 @@ class TutorSession(SessionReads):
             self._orchestrator = Orchestrator(self._store, coordinator=self._coordinator)
             for tool in (*self._tools(), *runtime_tools()):
                 self._orchestrator.registry.register(tool)
-            self._open_mcp(home)
+            self.refresh_mcp(home)
             self.memory = MemoryStore(home)
             self._planner = Planner(
                 self._orchestrator.registry,
@@ -162,19 +162,24 @@ class TutorSession(SessionReads):
             else:
                 self.new_conversation()
 
-    def _open_mcp(self, home: Path) -> None:
-        """The MCP servers configured in this home join the registry as a tool source; nothing
-        is imported from the SDK and no server starts until a turn plans its tools."""
+    def refresh_mcp(self, home: Path) -> None:
+        """Read the MCP servers of settings.toml again, as the course's packs allow them; they
+        join the registry as a tool source. Nothing is imported from the SDK and no server
+        starts here: a turn that plans its tools starts them (runtime/orchestrator.py)."""
+        from deeptutor_jupyter.runtime.course_files import installed
         from deeptutor_jupyter.tools.mcp import McpServers, read_servers
+        from deeptutor_jupyter.tools.mcp.config import restrict
 
-        config = read_servers(home)
+        config = restrict(read_servers(home), [(p.label(), p.root) for p in installed(home)])
         if self.mcp is None:
             if not config.servers and not config.problems:
                 return
             self.mcp = McpServers()
         self.mcp.configure(config)
         assert self._orchestrator is not None
-        self._orchestrator.registry.sources.append(self.mcp)
+        sources = self._orchestrator.registry.sources
+        if self.mcp not in sources:
+            sources.append(self.mcp)
 
     def learning(self, home: Path | None = None) -> Learning:
         """The learning part this session owns (runtime/learning.py), opened with its store
@@ -273,6 +278,7 @@ class TutorSession(SessionReads):
             self.new_conversation()
         assert self._orchestrator is not None and self._store is not None
         self._store.ensure_session(self.session_id, self.notebook)
+        self.refresh_mcp(s.home)  # settings.toml or the course's allow-list may have changed
         model = model or self.model_for(resolved)  # first: it registers the key to redact
         plan = self._plan().plan_turn(
             self.session_id,

@@ -278,3 +278,37 @@ async def test_a_turn_that_cannot_load_tools_starts_no_server(
     assert session.mcp is not None and session.mcp.status()[0]["state"] == "not started"
     assert turn.answer == "Four."
     session.close()
+
+
+async def test_a_course_pack_allow_list_leaves_out_the_other_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config_dir: tuple[Path, str]
+) -> None:
+    import hashlib
+
+    from deeptutor_jupyter.hub.packs import manifest_of
+    from deeptutor_jupyter.runtime.course_files import build_archive, install
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "settings.toml").write_text(config_dir[1])
+    pack = tmp_path / "pack"
+    pack.mkdir()
+    (pack / "TUTOR.md").write_text("---\nmcp_servers: [calc, elsewhere]\n---\nBe brief.\n")
+    archive = build_archive(pack)
+    listing = {
+        "name": "algebra",
+        "version": 1,
+        "group": None,
+        "sha256": hashlib.sha256(archive).hexdigest(),
+        "files": manifest_of(archive),
+        "published_by": "ms-lee",
+    }
+    install(home, listing, archive)
+    use_fake_model(monkeypatch, home, "http://127.0.0.1:9/v1")
+    session = TutorSession("lesson.ipynb", resolve=lambda f: resolve_settings(flags=f))
+    session.open(session.resolve({}))
+    assert session.mcp is not None
+    assert [s["name"] for s in session.mcp.status()] == ["calc"]
+    listed = status_markdown(session.mcp)
+    assert "mcp_servers.web not started: the course (algebra v1) allows calc, elsewhere" in listed
+    session.close()

@@ -91,3 +91,50 @@ def _add(found: ServersConfig, name: str, table: Any) -> str:
             f"{'.'.join(map(str, e['loc'])) or 'table'}: {e['msg']}" for e in exc.errors()
         )
     return ""
+
+
+COURSE_FILE = "TUTOR.md"
+COURSE_KEY = "mcp_servers"
+
+
+def restrict(found: ServersConfig, packs: list[tuple[str, Path]]) -> ServersConfig:
+    """The servers a course allows: a pack (label, root) whose TUTOR.md front matter has
+    ``mcp_servers: [name, ...]`` limits the learner's servers to the names its packs allow; the
+    others are left out with a problem line. Without such a pack, nothing changes."""
+    allowed: set[str] = set()
+    by: list[str] = []
+    for label, root in packs:
+        names = _allow_list(root / COURSE_FILE, found.problems, label)
+        if names is not None:
+            allowed.update(names)
+            by.append(label)
+    if not by:
+        return found
+    kept = ServersConfig({n: c for n, c in found.servers.items() if n in allowed}, found.problems)
+    for name in found.servers:
+        if name not in allowed:
+            listed = ", ".join(sorted(allowed)) or "none"
+            kept.problems.append(
+                f"mcp_servers.{name} not started: the course ({', '.join(by)}) allows {listed}"
+            )
+    return kept
+
+
+def _allow_list(path: Path, problems: list[str], label: str) -> list[str] | None:
+    from deeptutor_jupyter.skills._frontmatter import FrontMatterError, split_front_matter
+
+    try:
+        meta, _body = split_front_matter(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, FrontMatterError) as exc:
+        # A course's list that cannot be read allows nothing rather than everything.
+        problems.append(f"{label}: {COURSE_FILE} could not be read ({exc}); no server allowed")
+        return []
+    names = meta.get(COURSE_KEY) if isinstance(meta, dict) else None
+    if names is None:
+        return None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        problems.append(f"{label}: {COURSE_KEY} must be a list of server names; none allowed")
+        return []
+    return [str(n) for n in names]
