@@ -150,8 +150,10 @@ class McpConnection:
         if ctx.ask is not None:
             self._asking.append(ctx.ask)
         try:
-            result = await asyncio.wait_for(
-                self._client.call_tool(remote, arguments), self.config.timeout + 1
+            # The timeout bounds each round with the server, not the call: while the learner
+            # answers an elicitation between rounds, the server is not the one being slow.
+            result = await self._client.call_tool(
+                remote, arguments, read_timeout_seconds=self.config.timeout
             )
         except TimeoutError:
             return _error(self._hung(label, remote))

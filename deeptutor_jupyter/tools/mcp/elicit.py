@@ -80,11 +80,16 @@ def answer_of(schema: dict[str, Any], answers: list[dict[str, Any]]) -> dict[str
         elif kind == "array":
             content[name] = picked
         elif picked:
-            content[name] = picked[0]
-        elif kind == "integer":
-            content[name] = int(float(text))
-        elif kind == "number":
-            content[name] = float(text)
+            content[name] = _typed(kind, picked[0])
         else:
-            content[name] = text
+            content[name] = _typed(kind, text)
     return content
+
+
+def _typed(kind: Any, text: str) -> Any:
+    """An answer as the field's JSON type (an enum of numbers gets a number back)."""
+    if kind == "integer":
+        return int(float(text))
+    if kind == "number":
+        return float(text)
+    return text
