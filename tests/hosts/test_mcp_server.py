@@ -52,6 +52,8 @@ SCRIPT = [
     Reply(text="Six hours is plenty."),
     Reply(tool_calls=[ToolCallSpec("make_quiz", QUIZ, id="z1")]),
     Reply(text="Well done."),
+    Reply(tool_calls=[ToolCallSpec("ask_user", CHOICE, id="q3")]),
+    Reply(text="Vectors first, then."),
 ]
 
 
@@ -168,3 +170,21 @@ async def test_over_http_without_forms_the_tutor_waits_for_the_learner(world) ->
     assert graded == "Well done."
     result = next(m for m in llm.requests[5].body["messages"] if m.get("tool_call_id") == "z1")
     assert json.loads(result["content"])["score"] == 1
+
+
+async def test_a_client_on_the_older_protocol_gets_the_form_mid_call(world) -> None:
+    """Hosts on the 2025 protocol get ``elicitation/create`` while the call runs."""
+    llm, env = world
+    asked: list[str] = []
+
+    async def learner(context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"answer": "vec"})
+
+    server = StdioServerParameters(command=command()[0], args=command()[1:], env=env)
+    async with Client(server, elicitation_callback=learner, mode="legacy") as client:
+        assert not client.protocol_version.startswith("2026")
+        done = await text_of(client, "ask", {"question": "Where do we start, again?"})
+    assert asked == ["Which topic first?"] and done == "Vectors first, then."
+    answered = next(m for m in llm.requests[7].body["messages"] if m.get("tool_call_id") == "q3")
+    assert json.loads(answered["content"])["selections"] == ["vec"]
