@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import acp
 from acp.schema import (
@@ -33,6 +33,9 @@ from acp.schema import (
 
 from deeptutor_jupyter.hosts.forms import form_of, submission_of
 from deeptutor_jupyter.hosts.tutor_host import HostError, Settled, TutorHost
+from deeptutor_jupyter.tools.mcp.connection import ALLOW, DENY
+
+PermissionKind = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
 
 CHOICES = ("single", "multiple", "toggle")
 
@@ -167,25 +170,39 @@ class TutorAgent:
     async def _ask_host(self, session_id: str, row: Any) -> tuple[list[str], str, bool] | None:
         """The learner's answer through the host's structured questions, or None."""
         payload = row.payload
+        ids = [o["id"] for o in payload.get("options", [])]
+        if ids == [ALLOW, DENY]:  # a server's call waiting for approval: the host's own prompt
+            return await self._permission(
+                session_id, row, {ALLOW: "allow_once", DENY: "reject_once"}
+            )
         elicitation = self.caps.elicitation if self.caps is not None else None
         if elicitation is not None and elicitation.form is not None:
             answer = await self._form(session_id, row)
             if answer is not None:
                 return answer
         if payload.get("mode") == "single" and not payload.get("allow_custom"):
-            options = [
-                PermissionOption(option_id=o["id"], name=o["label"], kind="allow_once")
-                for o in payload["options"]
-            ]
-            call = ToolCallUpdate(tool_call_id=row.tool_call_id, title=payload["title"])
-            response = await self.client.request_permission(
-                session_id=session_id, tool_call=call, options=options
-            )
-            outcome = response.outcome
-            if isinstance(outcome, AllowedOutcome):
-                return [outcome.option_id], "", False
-            return [], "", True
+            return await self._permission(session_id, row, {})
         return None
+
+    async def _permission(
+        self, session_id: str, row: Any, kinds: dict[str, PermissionKind]
+    ) -> tuple[list[str], str, bool]:
+        """A single choice as the host's permission request (its options, in order)."""
+        payload = row.payload
+        options = [
+            PermissionOption(
+                option_id=o["id"], name=o["label"], kind=kinds.get(o["id"], "allow_once")
+            )
+            for o in payload["options"]
+        ]
+        call = ToolCallUpdate(tool_call_id=row.tool_call_id, title=payload["title"])
+        response = await self.client.request_permission(
+            session_id=session_id, tool_call=call, options=options
+        )
+        outcome = response.outcome
+        if isinstance(outcome, AllowedOutcome):
+            return [outcome.option_id], "", False
+        return [], "", True
 
     async def _form(self, session_id: str, row: Any) -> tuple[list[str], str, bool] | None:
         """An elicitation form (unstable in ACP 0.12: a host that refuses it gets the next way)."""

@@ -37,6 +37,7 @@ class Host:
         self.updates: list[Any] = []
         self.forms: list[Any] = []
         self.permissions: list[Any] = []
+        self.choice = "round"  # the option a permission request is answered with
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append(update)
@@ -50,7 +51,7 @@ class Host:
     ) -> Any:
         self.permissions.append((tool_call, options))
         return RequestPermissionResponse(
-            outcome=AllowedOutcome(outcome="selected", option_id="round")
+            outcome=AllowedOutcome(outcome="selected", option_id=self.choice)
         )
 
     def text(self) -> str:
@@ -160,3 +161,36 @@ async def test_a_question_no_host_control_fits_is_said_in_the_chat_and_the_next_
     assert host.text().endswith("Six is fine.")
     answered = next(m for m in llm.requests[1].body["messages"] if m.get("tool_call_id") == "q1")
     assert json.loads(answered["content"])["customInput"] == "6"
+
+
+async def test_an_mcp_call_waiting_for_approval_is_the_hosts_permission_request(
+    tmp_path: Path,
+) -> None:
+    host = Host()
+    host.choice = "allow_once"
+    home = tmp_path / "home"
+    home.mkdir()
+    server = ROOT / "tests" / "tools" / "mcp_calc_server.py"
+    (home / "settings.toml").write_text(
+        f"[mcp_servers.calc]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(str(server))}]\napprove = true\n"
+    )
+    replies = [
+        Reply(tool_calls=[ToolCallSpec("mcp__calc__add", {"a": 2, "b": 3}, id="m1")]),
+        Reply(text="Five."),
+    ]
+    forms = ClientCapabilities(
+        elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities())
+    )
+    with FakeLLMServer(replies) as llm:
+        response = await drive(host, tmp_path, forms, llm.url)
+    assert response.stop_reason == "end_turn" and not host.forms
+    ((call, options),) = host.permissions
+    assert call.tool_call_id == "m1" and call.title == "Allow the MCP server 'calc' to run 'add'?"
+    assert [(o.option_id, o.kind) for o in options] == [
+        ("allow_once", "allow_once"),
+        ("reject_once", "reject_once"),
+    ]
+    assert host.text() == "Five."
+    result = next(m for m in llm.requests[1].body["messages"] if m.get("tool_call_id") == "m1")
+    assert result["content"] == "5"

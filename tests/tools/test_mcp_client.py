@@ -57,6 +57,10 @@ timeout = 2
 [mcp_servers.web]
 url = "http://127.0.0.1:{port}/mcp"
 
+[mcp_servers.guarded]
+url = "http://127.0.0.1:{port}/mcp"
+approve = true
+
 [mcp_servers.broken]
 command = {python}
 args = ["-c", "{BROKEN}"]
@@ -314,3 +318,34 @@ async def test_a_course_pack_allow_list_leaves_out_the_other_servers(
     listed = status_markdown(session.mcp)
     assert "mcp_servers.web not started: the course (algebra v1) allows calc, elsewhere" in listed
     session.close()
+
+
+async def test_a_server_with_approve_asks_the_learner_before_each_call(make_session):
+    replies = [
+        Reply(tool_calls=[ToolCallSpec("mcp__guarded__add", {"a": 1, "b": 2}, id="g1")]),
+        Reply(tool_calls=[ToolCallSpec("mcp__guarded__add", {"a": 3, "b": 4}, id="g2")]),
+        Reply(text="Seven."),
+    ]
+    with FakeLLMServer(replies) as llm:
+        session = make_session(llm.url)
+        turn = session.ask("Add", session.resolve({}))
+        assert turn.task is not None
+        for choice in ("reject_once", "allow_once"):
+            deadline = time.monotonic() + 30
+            while not session.pending():  # bounded wait for the approval question
+                assert time.monotonic() < deadline and not turn.task.done()
+                await asyncio.sleep(0.02)
+            (row,) = session.pending()
+            assert row.payload["title"] == "Allow the MCP server 'guarded' to run 'add'?"
+            assert row.payload["description"].startswith("Arguments (written by the model): {")
+            session.submit(row.session_id, row.request_id, [choice])
+            while session.pending() == [row]:  # consumed, then the call goes on
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.02)
+        await asyncio.wait_for(asyncio.wait([turn.task]), 30)
+        for model in session.models.values():
+            await model.aclose()
+    second, third = llm.requests[1].body, llm.requests[2].body
+    assert result_of(second, "g1") == "The learner did not allow MCP server 'guarded' to run 'add'."
+    assert result_of(third, "g2") == "7"
+    assert turn.answer == "Seven."

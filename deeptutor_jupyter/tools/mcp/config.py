@@ -32,6 +32,8 @@ class McpServerConfig(BaseModel):
     timeout: float = Field(60.0, gt=0)
     # Seconds the server may take to start and list its tools.
     startup_timeout: float = Field(20.0, gt=0)
+    # Ask the learner before each call (the arguments are the model's): allow or deny.
+    approve: bool = False
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:

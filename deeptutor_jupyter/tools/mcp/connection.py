@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
 import tempfile
 from collections.abc import Awaitable, Callable
 from typing import IO, Any, Literal
@@ -23,6 +24,8 @@ Ask = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 # The learner-asking function of the tool call running in this task (see ``call``).
 _ASKING: contextvars.ContextVar[Ask | None] = contextvars.ContextVar("mcp_asking", default=None)
 _STDERR_TAIL = 600
+# The options of an approval question; hosts/acp_agent.py shows it as a permission request.
+ALLOW, DENY = "allow_once", "reject_once"
 
 
 class McpConnection:
@@ -146,6 +149,10 @@ class McpConnection:
         if self._client is None:
             reason = self.error or f"it is {self.state}"
             return _error(f"{label} is not available: {reason}.")
+        if self.config.approve:
+            refused = await self._approval(label, remote, arguments, ctx)
+            if refused is not None:
+                return refused
         token = _ASKING.set(ctx.ask)
         if ctx.ask is not None:
             self._asking.append(ctx.ask)
@@ -169,6 +176,29 @@ class McpConnection:
             if ctx.ask is not None:
                 self._asking.remove(ctx.ask)
         return self._result(label, remote, result)
+
+    async def _approval(
+        self, label: str, remote: str, arguments: dict[str, Any], ctx: ToolContext
+    ) -> ToolResult | None:
+        """The learner allows this call (an ask_user question of it), or the refusal."""
+        if ctx.ask is None:
+            return _error(f"{label} asks for approval of each call, and no form can be shown here.")
+        shown = json.dumps(arguments, ensure_ascii=False)
+        answer = await ctx.ask(
+            {
+                "title": f"Allow the MCP server {self.name!r} to run {remote!r}?",
+                "description": "Arguments (written by the model): "
+                + (shown if len(shown) <= 500 else shown[:500] + "…"),
+                "mode": "single",
+                "options": [
+                    {"id": ALLOW, "label": "Allow once"},
+                    {"id": DENY, "label": "Deny"},
+                ],
+            }
+        )
+        if answer.get("selections") == [ALLOW]:
+            return None
+        return _error(f"The learner did not allow {label} to run {remote!r}.")
 
     def _hung(self, label: str, remote: str) -> str:
         return (
