@@ -138,7 +138,7 @@ def _input_required(row: Any) -> InputRequiredResult:
 async def _answered(host: TutorHost, ctx: Context) -> str | InputRequiredResult:
     """The client's retry with the learner's form: submit it, go on with the turn."""
     state = json.loads(ctx.request_state or "{}")
-    row = host._row(state.get("request_id", ""))
+    row = host.row(state.get("request_id", ""))
     response = (ctx.input_responses or {}).get(row.request_id)
     settled = await _submit(
         host, row, getattr(response, "action", "cancel"), getattr(response, "content", None)

@@ -113,13 +113,13 @@ class TutorHost:
         cancelled: bool = False,
     ) -> Settled | None:
         """Answer a waiting question; the turn's next stop when it runs here, else None."""
-        row = self._row(request_id)
+        row = self.row(request_id)
         seen = self._last_seq(row)
         self.session.submit(row.session_id, request_id, selections, text, cancelled)
         return await self._after(row, seen)
 
     async def answer_quiz(self, quiz_id: str, answers: dict[str, Any]) -> Settled | None:
-        row = self._row(quiz_id)
+        row = self.row(quiz_id)
         seen = self._last_seq(row)
         await self.session.submit_quiz(row.session_id, quiz_id, answers)
         return await self._after(row, seen)
@@ -128,7 +128,8 @@ class TutorHost:
         turn = self.turns.get(row.turn_id)
         return turn.log.events[-1].seq if turn is not None and turn.log.events else 0
 
-    def _row(self, request_id: str) -> PendingRow:
+    def row(self, request_id: str) -> PendingRow:
+        """The waiting question or quiz with this id, from any conversation."""
         self.session.open(self.session.resolve({}))
         for row in self.session.pending(all_sessions=True):
             if row.request_id == request_id:

@@ -46,7 +46,7 @@ class McpConnection:
     def secrets(self) -> list[str]:
         return [s for s in self.config.secrets() if s]
 
-    def _say(self, text: str) -> str:
+    def masked(self, text: str) -> str:
         """Text about this server with its secrets masked (the turn's results are scrubbed
         again by the orchestrator; this covers ``%tutor mcp`` and the start notices)."""
         for secret in sorted(self.secrets, key=len, reverse=True):
@@ -122,7 +122,7 @@ class McpConnection:
 
     def _fail(self, why: str) -> None:
         if self.state != "failed":
-            self.state, self.error = "failed", self._say(why)
+            self.state, self.error = "failed", self.masked(why)
         self._ready.set()
 
     def _why(self, exc: BaseException) -> str:
@@ -169,7 +169,7 @@ class McpConnection:
             if "timed out" in message:
                 return _error(self._hung(label, remote))
             return _error(
-                self._say(f"{label} failed on {remote!r}: {type(exc).__name__}: {message}")
+                self.masked(f"{label} failed on {remote!r}: {type(exc).__name__}: {message}")
             )
         finally:
             _ASKING.reset(token)
@@ -207,7 +207,9 @@ class McpConnection:
         )
 
     def _result(self, label: str, remote: str, result: Any) -> ToolResult:
-        text = self._say(_text_of(result))
+        # Not scrubbed here: the orchestrator scrubs every tool result of the session's secrets,
+        # which include this server's (TutorSession.secrets).
+        text = _text_of(result)
         if result.is_error:
             message = f"{label} returned an error for {remote!r}: {text or 'no details'}"
             return _error(message)

@@ -107,7 +107,7 @@ class McpServers:
         return [
             {
                 "name": c.name,
-                "where": c._say(c.config.where()),
+                "where": c.masked(c.config.where()),
                 "transport": "http" if c.config.url else "stdio",
                 "state": c.state,
                 "error": c.error,
