@@ -2,8 +2,9 @@
 
 ``scrub`` removes the tutor's trace bundles from notebooks before they are shared; everything
 else in the file stays byte-identical. ``schema events`` / ``schema ask_user`` print the JSON
-Schema of the runtime's contracts. Exit codes: 0 done, 1 a file could not be scrubbed (or,
-with ``--check``, still holds trace bundles), 2 bad usage.
+Schema of the runtime's contracts. ``mcp`` and ``acp`` serve the tutor to other hosts (hosts/).
+Exit codes: 0 done, 1 a file could not be scrubbed (or, with ``--check``, still holds trace
+bundles), 2 bad usage.
 """
 
 from __future__ import annotations
@@ -58,7 +59,49 @@ def _parser() -> argparse.ArgumentParser:
     course.add_argument(
         "--url", help="the service's /v1 address (default: $DEEPTUTOR_HUB_SERVICE_URL)"
     )
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve the tutor over MCP (stdio, or streamable HTTP with --http PORT)",
+        description=(
+            "Serve the tutor as an MCP server (docs/mcp.md): tools ask, search_knowledge, "
+            "pending, answer, quiz, answer_quiz, with your settings and memory. Needs the "
+            "[mcp] extra."
+        ),
+    )
+    mcp.add_argument("--http", type=int, metavar="PORT", help="streamable HTTP on this port")
+    mcp.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
+    commands.add_parser(
+        "acp",
+        help="serve the tutor as an ACP agent on stdio (jupyter-ai 3 and other ACP hosts)",
+        description=(
+            "Serve the tutor as an Agent Client Protocol agent on stdio (docs/mcp.md). "
+            "Needs the [acp] extra."
+        ),
+    )
     return parser
+
+
+def _acp() -> int:
+    try:
+        from deeptutor_jupyter.hosts.acp_agent import serve
+    except ImportError as exc:
+        print(f"deeptutor-jupyter acp: {exc}; install deeptutor-jupyter[acp]", file=sys.stderr)
+        return 2
+    serve()
+    return 0
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    try:
+        from deeptutor_jupyter.hosts.mcp_server import serve
+    except ImportError as exc:
+        print(f"deeptutor-jupyter mcp: {exc}; install deeptutor-jupyter[mcp]", file=sys.stderr)
+        return 2
+    if args.http is None:
+        serve("stdio")
+    else:
+        serve("streamable-http", args.host, args.http)
+    return 0
 
 
 def _events_schema() -> dict[str, object]:
@@ -182,6 +225,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _scrub(args)
     if args.command == "course":
         return _course(args)
+    if args.command == "mcp":
+        return _mcp(args)
+    if args.command == "acp":
+        return _acp()
     if args.command == "schema":
         import json
 

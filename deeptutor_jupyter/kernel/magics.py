@@ -285,6 +285,18 @@ def _course(_magics: TutorMagics, call: Call) -> None:
     show_markdown(course_status(call.resolved.settings.home))
 
 
+@command("mcp", "mcp", "the MCP servers of settings.toml: state and tools (docs/mcp.md)")
+def _mcp(magics: TutorMagics, call: Call) -> None:
+    from deeptutor_jupyter.kernel.display import show_markdown
+    from deeptutor_jupyter.tools.mcp.servers import status_markdown
+
+    assert call.resolved is not None
+    session = magics.state.session
+    session.open(call.resolved)
+    session.refresh_mcp(call.resolved.settings.home)  # settings.toml may have changed
+    show_markdown(status_markdown(session.mcp))
+
+
 @command("budget", "budget", "your course's tutor budget: used today, left, when it resets")
 def _budget(_magics: TutorMagics, _call: Call) -> None:
     from deeptutor_jupyter.kernel.display import show_markdown

@@ -11,7 +11,7 @@ import asyncio
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -295,6 +295,12 @@ class Orchestrator:
             turn.log.emit(Notice(text=WAITING_FOR_PREVIOUS))
             await asyncio.wait([turn.previous])
         turn.previous = None
+        if self.registry.sources and (
+            ctx.enabled_tools is None or LoadToolsTool.name in ctx.enabled_tools
+        ):
+            # Tool sources (MCP servers) start at the first turn that may use them, not at load.
+            for note in await self.registry.discover():
+                turn.log.emit(Notice(text=note, stage="tools"))
         if ctx.enabled_tools is None:
             ctx.enabled_tools = [n for n in self.registry.names() if n != LoadToolsTool.name]
             ctx.enabled_tools = [n for n in ctx.enabled_tools if not self._deferred(n)]
@@ -307,11 +313,15 @@ class Orchestrator:
         )
 
         async def execute(call: ToolCall) -> ToolResult:
+            if call.name not in names and LoadToolsTool.name in names and self._deferred(call.name):
+                self._load(turn, agent, call.name)  # listed in the manifest: load it and run it
             if call.name not in names:
                 available = ", ".join(names) or "none"
+                why = self.registry.why_missing(call.name)
                 return ToolResult(
-                    content=f"Tool '{call.name}' is not available in this turn. "
-                    f"Available tools: {available}.",
+                    content=f"Tool '{call.name}' is not available in this turn"
+                    + (f": {why}" if why else "")
+                    + f". Available tools: {available}.",
                     is_error=True,
                 )
             quizzes = turn.deps.quizzes
@@ -322,7 +332,9 @@ class Orchestrator:
             elif call.name == LoadToolsTool.name:
                 result = self._load_tools(turn, agent, call)
             else:
-                result = await self.registry.execute(call, tool_ctx)
+                result = await self.registry.execute(
+                    call, self._call_context(turn, agent, call, tool_ctx)
+                )
             return redact(result, turn.deps.secrets)
 
         agent = AgentLoop(
@@ -347,7 +359,7 @@ class Orchestrator:
             waiting = [
                 t for n in self.registry.names() if (t := self._deferred(n)) and n not in names
             ]
-            blocks.append(deferred_manifest(waiting))
+            blocks.append(deferred_manifest(waiting, self.registry.unavailable()))
         return await agent.run("\n\n".join(b for b in blocks if b), ctx.history, question)
 
     def _deferred(self, name: str) -> Tool[Any] | None:
@@ -366,12 +378,10 @@ class Orchestrator:
             if name in names:
                 loaded.append(name)
             elif self._deferred(name) is not None:
-                names.append(name)
-                agent.tools.append(self.registry.schemas([name])[0])
+                self._load(turn, agent, name)
                 loaded.append(name)
             else:
                 unknown.append(name)
-        turn.deps.loaded_tools.update(loaded)
         parts = [f"Loaded: {', '.join(loaded)}. Call them directly now."] if loaded else []
         if unknown:
             known = [n for n in self.registry.names() if self._deferred(n)]
@@ -380,6 +390,31 @@ class Orchestrator:
                 f"{', '.join(known) or 'none'}."
             )
         return ToolResult(content=" ".join(parts), is_error=not loaded, summary=" ".join(parts))
+
+    def _load(self, turn: Turn, agent: Any, name: str) -> None:
+        """A deferred tool joins the turn's live list (and the session's loaded tools)."""
+        assert turn.ctx.enabled_tools is not None
+        turn.ctx.enabled_tools.append(name)
+        agent.tools.append(self.registry.schemas([name])[0])
+        turn.deps.loaded_tools.add(name)
+
+    def _call_context(
+        self, turn: Turn, agent: Any, call: ToolCall, ctx: ToolContext
+    ) -> ToolContext:
+        """The tool context of one call: where a form can be shown, a tool may ask the learner
+        (an MCP elicitation), as an ask_user question of this very call."""
+        if self.coordinator is None or not turn.interactive:
+            return ctx
+
+        async def ask(arguments: dict[str, Any]) -> dict[str, Any]:
+            assert self.coordinator is not None
+            args = AskUserArgs.model_validate(arguments)
+            result = await self.coordinator.ask(
+                call=call, args=args, emit=turn.log.emit, **self._checkpoint(turn, agent)
+            )
+            return dict(result.data or {})
+
+        return replace(ctx, ask=ask)
 
     async def _explore(self, turn: Turn, model: ChatModel, question: Message) -> Message:
         """Attachments are read by a separate pass; the answer loop gets its objective notes

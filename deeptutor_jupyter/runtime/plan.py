@@ -138,7 +138,7 @@ class Planner:
             MountContext(
                 has_kb=bool(kbs),
                 has_skills=bool(skills),
-                has_deferred=any(n not in loaded for n in deferred),
+                has_deferred=any(n not in loaded for n in deferred) or registry.pending_sources(),
                 user_tools=user_tools,
                 no_tools=no_tools,
             ),

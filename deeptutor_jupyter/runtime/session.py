@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.runtime.watcher import Watcher
     from deeptutor_jupyter.store.db import PendingRow, QuestionState, Store
     from deeptutor_jupyter.tools.base import Tool
+    from deeptutor_jupyter.tools.mcp import McpServers
 
 __all__ = ["AskOptions", "TutorSession"]  # AskOptions lives in runtime/ask.py
 
@@ -61,6 +62,7 @@ class TutorSession(SessionReads):
         tools: Callable[[], list[Tool[Any]]] = list,
         instructions: Callable[[Path], list[str]] | None = None,
         surface: str = "notebook",
+        mcp: McpServers | None = None,
     ) -> None:
         self.notebook = notebook
         self.resolve = resolve
@@ -91,6 +93,10 @@ class TutorSession(SessionReads):
         # L2/L3 consolidation in a background thread after turns (runtime/upkeep.py).
         self.upkeep = MemoryUpkeep(self)
         self._policy: PolicyGate | None = None  # the instructor's AI policy (learning/policy.py)
+        # The MCP servers of settings.toml (tools/mcp/), started at the first turn; a caller
+        # may hand in servers it shares between sessions (a test module).
+        self.mcp: McpServers | None = mcp
+        self._owns_mcp = mcp is None  # servers handed in are stopped by whoever made them
 
     # opening -----------------------------------------------------------------------------
     @property
@@ -131,6 +137,7 @@ class TutorSession(SessionReads):
             self._orchestrator = Orchestrator(self._store, coordinator=self._coordinator)
             for tool in (*self._tools(), *runtime_tools()):
                 self._orchestrator.registry.register(tool)
+            self.refresh_mcp(home)
             self.memory = MemoryStore(home)
             self._planner = Planner(
                 self._orchestrator.registry,
@@ -156,6 +163,25 @@ class TutorSession(SessionReads):
             else:
                 self.new_conversation()
 
+    def refresh_mcp(self, home: Path) -> None:
+        """Read the MCP servers of settings.toml again, as the course's packs allow them; they
+        join the registry as a tool source. Nothing is imported from the SDK and no server
+        starts here: a turn that plans its tools starts them (runtime/orchestrator.py)."""
+        from deeptutor_jupyter.runtime.course_files import installed
+        from deeptutor_jupyter.tools.mcp import McpServers, read_servers
+        from deeptutor_jupyter.tools.mcp.config import restrict
+
+        config = restrict(read_servers(home), [(p.label(), p.root) for p in installed(home)])
+        if self.mcp is None:
+            if not config.servers and not config.problems:
+                return
+            self.mcp = McpServers()
+        self.mcp.configure(config)
+        assert self._orchestrator is not None
+        sources = self._orchestrator.registry.sources
+        if self.mcp not in sources:
+            sources.append(self.mcp)
+
     def learning(self, home: Path | None = None) -> Learning:
         """The learning part this session owns (runtime/learning.py), opened with its store
         (``home`` names the home the caller opened, for a check)."""
@@ -180,6 +206,8 @@ class TutorSession(SessionReads):
             self._learning.close()
         if self._policy is not None:
             self._policy.close()
+        if self.mcp is not None and self._owns_mcp:
+            self.mcp.close()
 
     def housekeeping(self) -> None:
         """What a semester of use needs at each start: turns killed mid-flight are marked
@@ -224,7 +252,10 @@ class TutorSession(SessionReads):
         return model
 
     def secrets(self) -> list[str]:
-        return [k for k in self.keys if k]
+        """What every output, trace and log is scrubbed of: the model keys, and the values of
+        the MCP servers' ``env`` and ``headers``."""
+        mcp = self.mcp.secrets() if self.mcp is not None else []
+        return [k for k in (*self.keys, *mcp) if k]
 
     # asking ------------------------------------------------------------------------------
     def ask(
@@ -248,6 +279,7 @@ class TutorSession(SessionReads):
             self.new_conversation()
         assert self._orchestrator is not None and self._store is not None
         self._store.ensure_session(self.session_id, self.notebook)
+        self.refresh_mcp(s.home)  # settings.toml or the course's allow-list may have changed
         model = model or self.model_for(resolved)  # first: it registers the key to redact
         plan = self._plan().plan_turn(
             self.session_id,

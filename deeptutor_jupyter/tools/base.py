@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
@@ -47,6 +47,10 @@ class ToolContext:
     turn_id: str
     workspace: Path
     deps: ToolDeps = field(default_factory=ToolDeps)
+    # Ask the learner mid-call (ask_user's arguments -> its result's JSON), through the one
+    # pending-interaction path; set per call by the orchestrator where a form can be shown
+    # (an MCP server's elicitation uses it), else None.
+    ask: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
 
 
 class Tool(ABC, Generic[ArgsT]):

@@ -31,10 +31,17 @@ class LoadToolsTool(Tool[LoadToolsArgs]):
         return ToolResult(content="load_tools is not available here.", is_error=True)
 
 
-def deferred_manifest(tools: list[Tool[Any]]) -> str:
-    if not tools:
+def deferred_manifest(tools: list[Tool[Any]], unavailable: list[str] | None = None) -> str:
+    """One line a tool; ``unavailable`` lines say which configured sources failed, and why."""
+    if not tools and not unavailable:
         return ""
-    lines = [f"- {t.name}: {t.description.splitlines()[0][:160]}" for t in tools]
+    lines = [f"- {t.name}: {_first_line(t.description)[:160]}" for t in tools]
+    lines += unavailable or []
     return "Deferred tools (call load_tools with their exact names to use them):\n" + "\n".join(
         lines
     )
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0] if lines else ""

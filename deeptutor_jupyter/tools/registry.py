@@ -8,8 +8,8 @@ correct, so a bad call never ends the turn.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
@@ -19,11 +19,55 @@ from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 _QUOTE_LIMIT = 300
 
 
+class ToolSource(Protocol):
+    """Where deferred tools come from at run time (MCP servers, tools/mcp/): asked for its
+    tools when a turn starts, before the tool list and the manifest are built."""
+
+    def pending(self) -> bool:
+        """Tools may still come (so a turn mounts load_tools before they are known)."""
+        ...
+
+    async def discover(self, registry: ToolRegistry) -> list[str]:
+        """Register what is new; returns what the learner should be told (once)."""
+        ...
+
+    def unavailable(self) -> list[str]:
+        """Manifest lines for what was configured but cannot be offered, and why."""
+        ...
+
+
 class ToolRegistry:
     def __init__(self, tools: Iterable[Tool[Any]] = ()) -> None:
         self._tools: dict[str, Tool[Any]] = {}
+        self.sources: list[ToolSource] = []
         for tool in tools:
             self.register(tool)
+
+    def unregister(self, which: Callable[[str], bool]) -> None:
+        """Drop the tools whose names ``which`` accepts (a source's tools before it re-lists)."""
+        for name in [n for n in self._tools if which(n)]:
+            del self._tools[name]
+
+    def pending_sources(self) -> bool:
+        return any(source.pending() for source in self.sources)
+
+    async def discover(self) -> list[str]:
+        """Ask every source for its tools; what the learner should be told, in order."""
+        notes: list[str] = []
+        for source in self.sources:
+            notes += await source.discover(self)
+        return notes
+
+    def unavailable(self) -> list[str]:
+        return [line for source in self.sources for line in source.unavailable()]
+
+    def why_missing(self, name: str) -> str:
+        """The unavailable line (``- <prefix>*: ...``) that covers a tool name, or ""."""
+        for line in self.unavailable():
+            prefix = line.removeprefix("- ").split("*", 1)[0]
+            if prefix and name.startswith(prefix):
+                return line.removeprefix("- ")
+        return ""
 
     def register(self, tool: Tool[Any]) -> None:
         if tool.name in self._tools:
