@@ -49,6 +49,10 @@ def test_read_notebook_sees_an_edited_unsaved_cell(
         page.get_by_text("[0, 2, 4, 6, 8]").first.wait_for()
         run_cell(page, 2)
         page.get_by_text("Evens fine.").first.wait_for(timeout=60000)
+        # The tool card says what was read.
+        page.get_by_text(
+            "cells from the notebook on screen (unsaved changes included)"
+        ).first.wait_for()
     assert "evens = None" in path.read_text(encoding="utf-8")  # never saved
     seen = [
         m["content"]
