@@ -112,7 +112,7 @@ describe('the notebook on screen', () => {
         emit: (value: T) => handlers.forEach(h => h(null, value))
       };
     };
-    const kernelChanged = slot<{ newValue: unknown }>();
+    const kernelChanged = slot<{ oldValue: unknown; newValue: unknown }>();
     const disposed = slot<void>();
     const context = { session: { kernel: first as unknown }, kernelChanged };
     const cells = [{ toJSON: () => edited }];
@@ -133,8 +133,10 @@ describe('the notebook on screen', () => {
     };
     expect(ask(first)).toEqual([liveCellsReply('r', [edited])]);
     context.session.kernel = second;
-    kernelChanged.emit({ newValue: second });
+    kernelChanged.emit({ oldValue: first, newValue: second });
     expect(ask(second)).toEqual([liveCellsReply('r', [edited])]);
+    expect(first.targets.has(LIVE_TARGET)).toBe(false); // the old kernel is not served
+    context.session = null as unknown as typeof context.session; // gone before the panel
     disposed.emit();
     expect(second.targets.has(LIVE_TARGET)).toBe(false);
   });

@@ -131,18 +131,25 @@ export function serveLiveCells(notebooks: INotebookTracker): void {
   const watch = (panel: NotebookPanel) => {
     const target = (comm: Kernel.IComm, msg: KM.ICommOpenMsg) =>
       answerRequest(comm, msg.content.data, () => cellsOf(panel));
-    const serve = (kernel: Kernel.IKernelConnection | null | undefined) => {
-      kernel?.registerCommTarget(LIVE_TARGET, target);
+    const serve = (kernel: Kernel.IKernelConnection | null | undefined, on: boolean) => {
+      if (kernel && !kernel.isDisposed) {
+        if (on) {
+          kernel.registerCommTarget(LIVE_TARGET, target);
+        } else {
+          kernel.removeCommTarget(LIVE_TARGET, target);
+        }
+      }
     };
     const context = panel.sessionContext;
-    serve(context.session?.kernel);
-    context.kernelChanged.connect((_, change) => serve(change.newValue));
-    panel.disposed.connect(() => {
-      const kernel = context.session?.kernel;
-      if (kernel && !kernel.isDisposed) {
-        kernel.removeCommTarget(LIVE_TARGET, target);
-      }
+    // Remembered: the notebook's session is gone by the time the panel is disposed.
+    let served = context.session?.kernel;
+    serve(served, true);
+    context.kernelChanged.connect((_, change) => {
+      serve(served, false);
+      served = change.newValue;
+      serve(served, true);
     });
+    panel.disposed.connect(() => serve(served, false));
   };
   notebooks.forEach(watch);
   notebooks.widgetAdded.connect((_, panel) => watch(panel));
