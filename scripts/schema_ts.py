@@ -47,7 +47,13 @@ def contracts() -> tuple[dict[str, tuple[str, list[type[BaseModel]]]], list[type
     """({union name: (its doc, its models)}, the other models the surfaces read)."""
     from deeptutor_jupyter.agent.events import TurnEvent
     from deeptutor_jupyter.interaction.schema import AskUserPayload, Submission
-    from deeptutor_jupyter.kernel.comm_messages import Attachment, KernelMessage, PanelAction
+    from deeptutor_jupyter.kernel.comm_messages import (
+        Attachment,
+        KernelMessage,
+        LiveCellsReply,
+        LiveCellsRequest,
+        PanelAction,
+    )
     from deeptutor_jupyter.memory.trace import TraceRecord
     from deeptutor_jupyter.server.reads import PendingQuestion, PendingQuiz
 
@@ -57,7 +63,8 @@ def contracts() -> tuple[dict[str, tuple[str, list[type[BaseModel]]]], list[type
         "KernelMessage": ("What the kernel sends the panel, by `type`.", members(KernelMessage)),
         "Attachment": ("Context sent with a question, by `kind`.", members(Attachment)),
     }
-    return unions, [AskUserPayload, Submission, PendingQuestion, PendingQuiz, TraceRecord]
+    others = [AskUserPayload, Submission, PendingQuestion, PendingQuiz, TraceRecord]
+    return unions, [*others, LiveCellsRequest, LiveCellsReply]
 
 
 def render() -> str:
@@ -96,6 +103,7 @@ def constants() -> list[tuple[str, str, Any]]:
     """(name, where it comes from, value): the lists and patterns the panel shares with Python."""
     from deeptutor_jupyter.interaction import answers
     from deeptutor_jupyter.interaction.schema import CHOICE_MODES, Mode
+    from deeptutor_jupyter.kernel import comm_messages as comm
     from deeptutor_jupyter.kernel.comm_messages import ACTIONS
     from deeptutor_jupyter.memory.consolidate import MODES
     from deeptutor_jupyter.memory.ops import DELETE_REASONS
@@ -108,6 +116,16 @@ def constants() -> list[tuple[str, str, Any]]:
             [m for m in typing.get_args(Mode) if m in CHOICE_MODES],
         ),
         ("ACTIONS", "The panel's comm actions (kernel/comm_messages.py `PanelAction`).", ACTIONS),
+        *(
+            (name, f"The notebook on screen (comm_messages.py `{name}`).", getattr(comm, name))
+            for name in (
+                "LIVE_TARGET",
+                "LIVE_MAX_CELLS",
+                "LIVE_SOURCE_CHARS",
+                "LIVE_OUTPUT_CHARS",
+                "LIVE_MAX_TAGS",
+            )
+        ),
         ("MODES", "The consolidation modes (memory/consolidate.py `Mode`).", MODES),
         ("DELETE_REASONS", "Why an entry goes (memory/ops.py `DeleteReason`).", DELETE_REASONS),
         (
@@ -141,7 +159,7 @@ def render_contracts() -> str:
 
 
 def _constant(name: str, value: Any) -> str:
-    if isinstance(value, str):
+    if isinstance(value, str | int):
         return f"export const {name} = {_literal(value)};\n"
     items = [_literal(v) for v in value]
     one_line = f"export const {name} = [{', '.join(items)}] as const;"

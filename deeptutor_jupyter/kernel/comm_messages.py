@@ -221,6 +221,45 @@ KernelMessage = Annotated[
     Field(discriminator="type"),
 ]
 
+# The notebook on screen (kernel/live_notebook.py): the kernel opens a comm to this target and
+# the labextension (labextension/src/livecells.ts) answers with the cells it shows, unsaved
+# edits included. The limits bound what a frontend may send; the labextension cuts to them.
+LIVE_TARGET = "deeptutor.notebook"
+LIVE_MAX_CELLS = 500
+LIVE_SOURCE_CHARS = 2000  # read_notebook shows no more of a cell (notebook_context.CELL_CHARS)
+LIVE_OUTPUT_CHARS = 1500
+LIVE_MAX_TAGS = 20
+
+
+class LiveCellsRequest(BaseModel):
+    """What the kernel sends when it opens a ``deeptutor.notebook`` comm."""
+
+    request_id: str
+
+
+class LiveCell(_Action):
+    """One cell as the notebook on screen shows it, cut to the limits above."""
+
+    cell_type: Literal["code", "markdown", "raw"]
+    source: str = Field(max_length=LIVE_SOURCE_CHARS)
+    source_length: int = Field(ge=0, description="The source's length before it was cut.")
+    execution_count: int | None = Field(None, ge=0)
+    tags: list[Annotated[str, Field(max_length=100)]] = Field(
+        default_factory=list, max_length=LIVE_MAX_TAGS
+    )
+    outputs: str = Field(
+        "", max_length=LIVE_OUTPUT_CHARS, description="Its text outputs, cut at the limit."
+    )
+
+
+class LiveCellsReply(_Action):
+    """The labextension's answer: every cell of the notebook on screen, in order."""
+
+    request_id: str = Field(max_length=100)
+    cells: list[LiveCell] = Field(max_length=LIVE_MAX_CELLS)
+    total_cells: int = Field(ge=0, description="How many cells it has; only the first are sent.")
+
+
 _ACTION: TypeAdapter[PanelAction] | None = None
 _MESSAGE: TypeAdapter[KernelMessage] | None = None
 

@@ -30,6 +30,7 @@ CELL_CHARS = 2000
 NOTEBOOK_CHARS = 20000
 PREVIEW_CHARS = 1500
 TUTOR_MD_CHARS = 6000
+ON_SCREEN = "the notebook on screen (unsaved changes included)"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -124,14 +125,20 @@ def error_of_run(shell: Any, exc: BaseException) -> str:
 
 
 def render_cells(cells: list[dict[str, Any]], start: int, end: int | None) -> str:
+    """Cells as the model reads them; a cell from the notebook on screen also carries its
+    ``count`` ([N] when it ran), its full ``length`` and its text ``outputs``."""
     out: list[str] = []
     used = 0
     for index, cell in enumerate(cells[start:end], start=start):
+        ran = f", ran as [{cell['count']}]" if cell.get("count") else ""
         tags = f", tags: {', '.join(cell['tags'])}" if cell["tags"] else ""
         source = cell["source"]
-        if len(source) > CELL_CHARS:
-            source = source[:CELL_CHARS] + f"\n… ({len(cell['source']) - CELL_CHARS} more chars)"
-        block = f"[cell {index}] ({cell['type']}{tags})\n{source}\n"
+        length = max(cell.get("length", 0), len(source))
+        if length > CELL_CHARS:
+            source = source[:CELL_CHARS] + f"\n… ({length - CELL_CHARS} more chars)"
+        block = f"[cell {index}] ({cell['type']}{ran}{tags})\n{source}\n"
+        if cell.get("outputs"):
+            block += f"Output:\n{cell['outputs'].rstrip()}\n"
         if used + len(block) > NOTEBOOK_CHARS:
             out.append(f"… ({len(cells) - index} more cells not shown; ask for a range)")
             break
@@ -535,13 +542,31 @@ class ReadNotebookTool(KernelTool[ReadNotebookArgs]):
     Args: ClassVar[type[BaseModel]] = ReadNotebookArgs
 
     async def run(self, args: ReadNotebookArgs, ctx: ToolContext) -> ToolResult:
-        cells, origin = notebook_cells(self.shell)
+        from deeptutor_jupyter.kernel.live_notebook import cells_on_screen
+
+        screen = await cells_on_screen(self.shell)
+        if screen.cells is not None:
+            cells = [
+                {"type": c.cell_type, "source": c.source, "tags": c.tags,
+                 "count": c.execution_count, "length": c.source_length, "outputs": c.outputs}
+                for c in screen.cells
+            ]  # fmt: skip
+            origin, total, why = ON_SCREEN, screen.total, ""
+        else:
+            cells, origin = notebook_cells(self.shell)
+            total = len(cells)
+            why = f" Changes not saved are not included: {screen.problem}."
         if not cells:
-            return ToolResult(content="The notebook has no cells yet.", summary="empty")
+            return ToolResult(
+                content=f"The notebook has no cells yet (read from {origin}).{why}",
+                summary=f"empty, from {origin}",
+            )
         body = render_cells(cells, args.start, args.end)
+        if total > len(cells):
+            body += f"\n… ({total - len(cells)} more cells on screen were not sent)"
         return ToolResult(
-            content=f"Notebook cells from {origin} ({len(cells)} cells):\n\n{body}",
-            summary=f"{len(cells)} cells from {origin}",
+            content=f"Notebook cells from {origin} ({total} cells):{why}\n\n{body}",
+            summary=f"{total} cells from {origin}",
         )
 
 

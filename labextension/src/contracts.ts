@@ -30,6 +30,21 @@ export const ACTIONS = [
   'quiz_answer'
 ] as const;
 
+/** The notebook on screen (comm_messages.py `LIVE_TARGET`). */
+export const LIVE_TARGET = 'deeptutor.notebook';
+
+/** The notebook on screen (comm_messages.py `LIVE_MAX_CELLS`). */
+export const LIVE_MAX_CELLS = 500;
+
+/** The notebook on screen (comm_messages.py `LIVE_SOURCE_CHARS`). */
+export const LIVE_SOURCE_CHARS = 2000;
+
+/** The notebook on screen (comm_messages.py `LIVE_OUTPUT_CHARS`). */
+export const LIVE_OUTPUT_CHARS = 1500;
+
+/** The notebook on screen (comm_messages.py `LIVE_MAX_TAGS`). */
+export const LIVE_MAX_TAGS = 20;
+
 /** The consolidation modes (memory/consolidate.py `Mode`). */
 export const MODES = ['update', 'audit', 'dedup', 'merge'] as const;
 

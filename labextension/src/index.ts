@@ -23,6 +23,7 @@ import { TutorPanel } from './panel';
 import { keepOutputsTrue } from './displays';
 import { containFormKeys } from './keys';
 import { keepNotebooksCleanOnVersion } from './language';
+import { serveLiveCells } from './livecells';
 import { addKnowledgeCommand } from './kbcommand';
 import { DOMAIN, __, useBundle } from './i18n';
 import { DEFAULTS, PanelSettings, readSettings, translateSchema } from './settings';
@@ -80,6 +81,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     keepOutputsTrue(notebooks);
     keepNotebooksCleanOnVersion(notebooks);
+    // read_notebook reads the notebook on screen, panel open or not (livecells.ts).
+    serveLiveCells(notebooks);
     let settings: PanelSettings = DEFAULTS;
     panel.setNotebook(notebooks.currentWidget);
     notebooks.currentChanged.connect((_, notebook) => {

@@ -183,6 +183,31 @@ export interface GradedItem {
   answered?: boolean;
 }
 
+/** One cell as the notebook on screen shows it, cut to the limits above. */
+export interface LiveCell {
+  cell_type: 'code' | 'markdown' | 'raw';
+  source: string;
+  /** The source's length before it was cut. */
+  source_length: number;
+  execution_count?: number | null;
+  tags?: string[];
+  /** Its text outputs, cut at the limit. */
+  outputs?: string;
+}
+
+/** The labextension's answer: every cell of the notebook on screen, in order. */
+export interface LiveCellsReply {
+  request_id: string;
+  cells: LiveCell[];
+  /** How many cells it has; only the first are sent. */
+  total_cells: number;
+}
+
+/** What the kernel sends when it opens a `deeptutor.notebook` comm. */
+export interface LiveCellsRequest {
+  request_id: string;
+}
+
 /** Start a fresh conversation in this notebook (its next `%tutor` cell continues it). */
 export interface NewAction {
   action: 'new';

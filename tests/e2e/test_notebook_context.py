@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -116,6 +117,11 @@ def test_cell_and_notebook_tools_read_the_saved_notebook(tmp_path: Path):
             assert system.index("Course rule") < system.index("Never give full solutions")
             notebook = tool_text(server, 1, "c1")
             assert "[cell 1] (code, tags: exercise)" in notebook and "# Exercise 1" in notebook
+            # No frontend answered for the notebook on screen: the tool says what it read.
+            assert notebook.startswith(
+                "Notebook cells from the saved file lesson.ipynb (2 cells): Changes not saved "
+                "are not included: the notebook on screen did not answer within 2 s."
+            )
             k.execute("data = list(range(1000))")
             k.execute("%tutor what is in data")
             done(k, 2)
@@ -125,6 +131,48 @@ def test_cell_and_notebook_tools_read_the_saved_notebook(tmp_path: Path):
             assert len(info["preview"]) < 1700 and info["preview"].endswith(", 19, ...]")
         finally:
             k.shutdown()
+
+
+def answer_on_screen(kernel: KernelDriver, n: int, reply: dict[str, Any]) -> None:
+    """Play the labextension: answer the kernel's ``n``-th ``deeptutor.notebook`` comm."""
+
+    def opened() -> list[dict[str, Any]]:
+        return [
+            m["content"]
+            for m in kernel.iopub
+            if m["header"]["msg_type"] == "comm_open"
+            and m["content"]["target_name"] == "deeptutor.notebook"
+        ]
+
+    request = kernel.wait_for(lambda: len(opened()) >= n and opened()[n - 1])
+    kernel.send_comm(request["comm_id"], {"request_id": request["data"]["request_id"], **reply})
+
+
+def test_read_notebook_reads_the_notebook_on_screen_over_the_comm(
+    kernel: KernelDriver, fake_llm: FakeLLMServer, tmp_path: Path
+):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("evens = None")]  # the last save
+    nbformat.write(nb, tmp_path / "lesson.ipynb")
+    read = Reply(text="Let me look.", tool_calls=[ToolCallSpec("read_notebook", {}, id="r1")])
+    again = Reply(text="Again.", tool_calls=[ToolCallSpec("read_notebook", {}, id="r2")])
+    fake_llm.extend([read, Reply(text="Nice list."), again, Reply(text="Saved one.")])
+    edited = "evens = [n for n in range(10) if n % 2 == 0]"
+    cells = [{"cell_type": "code", "source": edited, "source_length": len(edited),
+              "execution_count": 2, "outputs": "[0, 2, 4, 6, 8]"}]  # fmt: skip
+    kernel.execute("%tutor check my evens")
+    answer_on_screen(kernel, 1, {"cells": cells, "total_cells": 1})
+    done(kernel)
+    seen = tool_text(fake_llm, 1, "r1")
+    assert seen.startswith("Notebook cells from the notebook on screen (unsaved changes included)")
+    assert edited in seen and "[0, 2, 4, 6, 8]" in seen and "evens = None" not in seen
+    # A reply over the limits is refused: the saved file, and why.
+    kernel.execute("%tutor check again")
+    answer_on_screen(kernel, 2, {"cells": [{**cells[0], "source": "x" * 5000}], "total_cells": 1})
+    done(kernel, 2)
+    seen = tool_text(fake_llm, 3, "r2")
+    assert "from the saved file lesson.ipynb" in seen and "evens = None" in seen
+    assert "sent cells that were refused (cells.0.source:" in seen
 
 
 def test_cell_n_is_the_cell_shown_as_n_with_its_result_and_error(
