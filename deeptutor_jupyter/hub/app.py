@@ -27,7 +27,12 @@ from deeptutor_jupyter.hub.mastery import MasteryStore
 from deeptutor_jupyter.hub.pack_routes import hub_group_counter, pack_routes
 from deeptutor_jupyter.hub.packs import PackStore
 from deeptutor_jupyter.hub.quota import QuotaStore, make_engine
-from deeptutor_jupyter.hub.settings import ServiceConfigError, load_config, upstream_key
+from deeptutor_jupyter.hub.settings import (
+    GatewayConfig,
+    ServiceConfigError,
+    load_config,
+    upstream_key,
+)
 
 log = logging.getLogger("deeptutor.hub")
 
@@ -43,6 +48,10 @@ def make_app(state: GatewayState, prefix: str, *, oauth: bool = True) -> Applica
     ]
     if state.packs is not None:
         routes += pack_routes(prefix, state)
+    if state.lti is not None:
+        from deeptutor_jupyter.hub.lti.routes import lti_routes
+
+        routes += lti_routes(prefix, state)
     settings: dict[str, Any] = {}
     if oauth:
         routes += instructor_routes(prefix, state)
@@ -68,10 +77,27 @@ def state_from_env(environ: Mapping[str, str]) -> tuple[GatewayState, str]:
         has_scope=has_scope,
         service_name=environ.get("JUPYTERHUB_SERVICE_NAME", "deeptutor"),
     )
+    if config.lti is not None:
+        state.lti = lti_state(config, engine, environ)
     api_url, token = environ.get("JUPYTERHUB_API_URL", ""), environ.get("JUPYTERHUB_API_TOKEN", "")
     if api_url and token:
         state.group_members = hub_group_counter(api_url, token, state)
     return state, environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/deeptutor/")
+
+
+def lti_state(config: GatewayConfig, engine: Any, environ: Mapping[str, str]) -> Any:
+    """The LMS side of the service; the tool's key is read now, so a bad one stops the start."""
+    from deeptutor_jupyter.hub.lti.config import LTIConfigError
+    from deeptutor_jupyter.hub.lti.routes import LTIState
+    from deeptutor_jupyter.hub.lti.store import LTIStore
+
+    assert config.lti is not None
+    try:
+        config.lti.kid  # noqa: B018 - reads and parses the key file
+    except LTIConfigError as exc:
+        raise ServiceConfigError(str(exc)) from None
+    base = environ.get("JUPYTERHUB_BASE_URL", "/")
+    return LTIState(config.lti, LTIStore(engine), hub_base=base.rstrip("/") + "/")
 
 
 async def serve(environ: Mapping[str, str]) -> None:
@@ -84,6 +110,8 @@ async def serve(environ: Mapping[str, str]) -> None:
     lease = state.config.hold_lease_seconds
     keep(state.quota, lease)
     log.info("deeptutor course service on %s%s", where.geturl(), prefix)
+    if state.lti is not None:
+        state.lti.outbox(state).start()  # scores queued before a restart go out now
     while True:
         await asyncio.sleep(lease / 3)
         try:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiohttp
 from pydantic import SecretStr
@@ -39,6 +39,9 @@ from deeptutor_jupyter.hub.request import ChatBody, RequestError, parse_chat_bod
 from deeptutor_jupyter.hub.settings import GatewayConfig, Limits
 from deeptutor_jupyter.hub.usage_stream import UsageScanner, estimate_prompt_tokens
 from deeptutor_jupyter.learning.policy import PolicySource
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.hub.lti.routes import LTIState
 
 log = logging.getLogger("deeptutor.hub")
 T = TypeVar("T")
@@ -68,6 +71,7 @@ class GatewayState:
     packs: PackStore | None = None  # course packs (hub/packs.py); None leaves their routes out
     # How many members a hub group has (hub/pack_routes.py), to warn of a mistyped group.
     group_members: Callable[[str], Awaitable[int | None]] | None = None
+    lti: LTIState | None = None  # the LMS (hub/lti/), when the course has one
     # The upstream client is aiohttp (JupyterHub's own dependency): its C parser relays a chunk
     # for a fraction of httpx's cost, which was most of the gateway's CPU per stream
     # (benchmarks/hub_gateway.py). Made on first use, inside the service's event loop.

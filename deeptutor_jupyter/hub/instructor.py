@@ -23,7 +23,12 @@ from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
 from tornado.web import HTTPError, RequestHandler, authenticated
 
 from deeptutor_jupyter.hub.gateway import ApiHandler, GatewayState
-from deeptutor_jupyter.hub.mastery import MasteryRow, mastery_values
+from deeptutor_jupyter.hub.mastery import (
+    MASTERED_ANSWERS,
+    MASTERED_P,
+    MasteryRow,
+    mastery_values,
+)
 from deeptutor_jupyter.hub.packs import PackInfo
 from deeptutor_jupyter.hub.quota import DayRow, UsageRow
 from deeptutor_jupyter.hub.settings import Limits
@@ -74,7 +79,20 @@ class MasteryReportHandler(ApiHandler):
             self.fail(400, "invalid_mastery", values)
             return
         await state.db(state.mastery.report, identity.name, values)
+        if state.lti is not None:
+            await state.db(queue_mastery, state.lti.store, identity.name, values)
+            state.lti.outbox(state).kick()
         self.finish({"stored": len(values)})
+
+
+def queue_mastery(store: Any, student: str, values: dict[str, tuple[float, int]]) -> int:
+    """An objective mapped to a line item sends its mastery as the score: completed once
+    mastered (hub/mastery.py's rule), in progress before."""
+    queued = 0
+    for objective, (p, n) in values.items():
+        done = p >= MASTERED_P and n >= MASTERED_ANSWERS
+        queued += store.queue_score(student, objective, "mastery", p, 1.0, completed=done)
+    return int(queued)
 
 
 class InstructorHandler(HubOAuthenticated, RequestHandler):  # type: ignore[misc]

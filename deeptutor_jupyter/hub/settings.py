@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from deeptutor_jupyter.errors import DeepTutorError
+from deeptutor_jupyter.hub.lti.config import LTIConfig
 
 CONFIG_ENV = "DEEPTUTOR_HUB_CONFIG"
 KEY_ENV = "DEEPTUTOR_HUB_UPSTREAM_KEY"
@@ -62,6 +63,8 @@ class GatewayConfig(BaseModel):
     hold_lease_seconds: int = Field(60, ge=3)
     # Aggregates of fewer students than this are hidden on the instructor page.
     min_group_size: int = Field(5, ge=1)
+    # An LMS (LTI 1.3, docs/lms.md); None: the course runs without one.
+    lti: LTIConfig | None = None
 
     @field_validator("upstream_url")
     @classmethod
