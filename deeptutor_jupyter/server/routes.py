@@ -13,6 +13,10 @@ API = handlers.API
 
 def setup_handlers(web_app: Any) -> None:
     base = url_path_join(web_app.settings["base_url"], API)
-    routes = [*memory_api.handlers(base), *kb_api.handlers(base), *handlers.handlers(base)]
-    routes += course_open.handlers(web_app.settings["base_url"])
+    routes: list[tuple[str, Any]] = [
+        *memory_api.handlers(base),
+        *kb_api.handlers(base),
+        *handlers.handlers(base),
+        *course_open.handlers(web_app.settings["base_url"]),
+    ]
     web_app.add_handlers(".*$", routes)
