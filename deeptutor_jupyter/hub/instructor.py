@@ -137,13 +137,59 @@ class InstructorPage(InstructorHandler):
         packs = await self.state.db(self.state.packs.latest) if self.state.packs else []
         today = await self.state.db(self.state.quota.today_all)
         xsrf = self.xsrf_form_html()
-        self.finish(_page(self.state, totals, overrides, mastery, packs, xsrf, today))
+        lms = await self.lms_section(totals, xsrf) if self.state.lti is not None else ""
+        body = _page(self.state, totals, overrides, mastery, packs, xsrf, today)
+        self.finish(body + lms + "</body></html>")
+
+    async def lms_section(self, totals: dict[str, dict[str, int]], xsrf: str) -> str:
+        from deeptutor_jupyter.hub.lti import page
+
+        lti = self.state.lti
+        assert lti is not None
+        requests = {name: t["requests"] for name, t in totals.items()}
+        db = self.state.db
+        rows, errors = await page.roster(lti.store, lti.client(self.state), requests, db)
+        return page.section(
+            rows,
+            errors,
+            await db(lti.store.lineitems),
+            await db(lti.store.undelivered),
+            await db(lti.store.contexts),
+            xsrf,
+        )
+
+    async def lms_action(self, action: str) -> None:
+        from deeptutor_jupyter.hub.lti import page
+
+        lti = self.state.lti
+        if lti is None:
+            raise HTTPError(404, "this course has no LMS")
+        form = {
+            k: self.get_body_argument(k, "")
+            for k in ("context", "source", "kind", "lineitem", "label")
+        }
+        if action == "unmap_lineitem":
+            await self.state.db(lti.store.unmap_lineitem, form["source"], form["context"])
+        else:
+            try:
+                await page.map_lineitem(lti.store, lti.client(self.state), self.state.db, form)
+            except page.MappingRefused as exc:
+                self.set_status(400)
+                self.finish(
+                    f"<!doctype html><p>{html.escape(str(exc))}</p>"
+                    f'<p><a href="{html.escape(self.request.path)}">Back</a></p>'
+                )
+                return
+        self.redirect(self.request.path)
 
     @authenticated
     async def post(self) -> None:
         """The page's forms: a student's limits, or forgetting mastery rows."""
         self.instructor()
         action = self.get_body_argument("action", "limits")
+        if action in ("map_lineitem", "unmap_lineitem"):
+            await self.lms_action(action)
+            return
         if action == "forget_objective":
             objective = self.get_body_argument("objective", "").strip()
             if not objective:
@@ -286,7 +332,7 @@ since the last one, so no single student's value can be worked out from two mean
 <h2>Course packs</h2><p>Publish a folder from a terminal of your hub server:
 <code>deeptutor-jupyter course publish FOLDER --group GROUP</code> (docs/hub.md).</p>
 <table><tr><th>Pack</th><th>For</th><th>Version</th><th>Files</th><th>By</th><th>When</th></tr>
-{pack_rows}</table></body></html>"""
+{pack_rows}</table>"""
 
 
 def _limits_text(limits: Limits | None) -> str:

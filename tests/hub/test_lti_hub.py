@@ -19,6 +19,7 @@ import httpx
 import jwt
 import pytest
 
+from deeptutor_jupyter.hub.lti.page import NEVER_ASKED, NEVER_LAUNCHED
 from deeptutor_jupyter.runtime.course_files import build_archive
 from deeptutor_jupyter.testing import FakeLLMServer
 from tests.hub.harness import Hub
@@ -27,6 +28,7 @@ from tests.hub.lti_platform import (
     LTI,
     ROLE_INSTRUCTOR,
     LTIPlatform,
+    Member,
     new_rsa_key,
     pem_of,
 )
@@ -88,6 +90,14 @@ class Launch:
         asked = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
         self.nonce, self.state = asked["nonce"], asked["state"]
         self.redirect_uri = asked["redirect_uri"]
+
+    def logged_in(self, token: str) -> httpx.Client:
+        """A browser that completed the launch, through the service to the notebook link."""
+        client = httpx.Client(timeout=30, cookies=self.cookies)
+        r = client.post(self.redirect_uri, data={"id_token": token, "state": self.state})
+        assert r.status_code == 302, r.text[:500]
+        assert client.get(self.hub.url + r.headers["location"]).status_code == 302
+        return client
 
     def post(self, token: str, cookies: dict[str, str] | None = None) -> httpx.Response:
         client = httpx.Client(timeout=30, cookies=cookies if cookies is not None else self.cookies)
@@ -231,3 +241,29 @@ def test_deep_linking_lets_an_instructor_pick_a_notebook(
     assert httpx.get(hub.url + r.headers["location"], timeout=30).status_code == 403
     # The tool's JWKS is public data: no private part in it.
     assert '"d"' not in httpx.get(f"{hub.service}/lti/jwks.json", timeout=30).text
+
+
+def test_the_instructor_page_shows_the_lms_roster(hub: Hub, lms: LTIPlatform) -> None:
+    lms.tool_jwks_url = f"{hub.service}/lti/jwks.json"  # the platform checks our assertions
+    lms.members = [
+        Member("stu-ada", "Ada Lovelace"),
+        Member("stu-zed", "Zed Never"),
+        Member("prof-hopper", "Grace Hopper", [ROLE_INSTRUCTOR]),
+    ]
+    student = Launch(hub, lms)
+    student.logged_in(lms.sign(claims(lms, student, sub="stu-ada"))).close()
+    launch = Launch(hub, lms)
+    token = lms.sign(claims(lms, launch, sub="prof-hopper", roles=[ROLE_INSTRUCTOR]))
+    browser = launch.logged_in(token)
+    try:
+        page = browser.get(f"{hub.service}/instructor/", follow_redirects=True)
+    finally:
+        browser.close()
+    assert page.status_code == 200, page.text[:800]
+    rows = {row.split("</td>")[0]: row for row in page.text.split("<tr><td>")[1:]}
+    assert NEVER_LAUNCHED in rows["Zed Never"]
+    assert "stu-ada" in rows["Ada Lovelace"] and NEVER_ASKED in rows["Ada Lovelace"]
+    assert "Instructor" in rows["Grace Hopper"]
+    fetched = lms.service_requests("/memberships")[-1]
+    assert fetched.headers["authorization"].removeprefix("Bearer ") in lms.tokens
+    assert fetched.headers["authorization"].removeprefix("Bearer ") not in page.text

@@ -1,0 +1,286 @@
+"""Grades to the LMS (AGS), in process: the course service's app on loopback with a token table
+instead of the hub, and the LTI platform of lti_platform.py as the LMS (real JWTs, real HTTP).
+
+A score is queued in the service's SQLite store when the kernel reports it, posted with the
+AGS fields, retried with backoff when the LMS fails, delivered once, and still queued after a
+restart of the service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from deeptutor_jupyter.hub.app import make_app
+from deeptutor_jupyter.hub.auth import Identity
+from deeptutor_jupyter.hub.gateway import GatewayState
+from deeptutor_jupyter.hub.instructor import queue_mastery
+from deeptutor_jupyter.hub.lti.config import LTIConfig
+from deeptutor_jupyter.hub.lti.outbox import Outbox, backoff, deliver_due
+from deeptutor_jupyter.hub.lti.page import MappingRefused, map_lineitem, section
+from deeptutor_jupyter.hub.lti.routes import LTIState
+from deeptutor_jupyter.hub.lti.store import LineItemMap, LTIStore
+from deeptutor_jupyter.hub.quota import QuotaStore, make_engine
+from deeptutor_jupyter.hub.settings import GatewayConfig
+from tests.hub.harness import free_port
+from tests.hub.lti_platform import LTIPlatform, new_rsa_key, pem_of
+
+PREFIX = "/services/deeptutor/"
+NOTEBOOK = "calc/kb/week1.ipynb"
+
+
+@pytest.fixture(scope="module")
+def lms() -> Iterator[LTIPlatform]:
+    with LTIPlatform() as platform:
+        yield platform
+
+
+@pytest.fixture(scope="module")
+def tool_key(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("tool") / "tool.pem"
+    path.write_bytes(pem_of(new_rsa_key()))
+    os.chmod(path, 0o600)
+    return path
+
+
+def lti_config(lms: LTIPlatform, key: Path) -> LTIConfig:
+    return LTIConfig(
+        issuer=lms.issuer,
+        client_id=lms.client_id,
+        deployment_ids=(lms.deployment_id,),
+        jwks_url=lms.jwks_url,
+        auth_url=lms.auth_url,
+        token_url=lms.token_url,
+        key_file=str(key),
+    )
+
+
+@dataclass
+class Service:
+    url: str
+    state: GatewayState
+    lti: LTIState
+    http: aiohttp.ClientSession
+
+    async def call(self, method: str, path: str, token: str | None = None, **kw: Any) -> Any:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with self.http.request(
+            method, self.url + path, headers=headers, allow_redirects=False, **kw
+        ) as r:
+            return r.status, await r.text(), dict(r.headers)
+
+
+async def check(token: str) -> Identity | None:
+    return Identity(name=token.removeprefix("student-")) if token.startswith("student-") else None
+
+
+def start_service(db: Path, lms: LTIPlatform, key: Path) -> tuple[GatewayState, Any, str]:
+    config = GatewayConfig(
+        upstream_url="http://127.0.0.1:9/v1", db_url=f"sqlite:///{db}", lti=lti_config(lms, key)
+    )
+    engine = make_engine(config.db_url)
+    state = GatewayState(
+        config=config,
+        key=None,
+        quota=QuotaStore(engine),
+        check_token=check,
+        has_scope=lambda _who, _scope: True,
+    )
+    assert config.lti is not None
+    state.lti = LTIState(config.lti, LTIStore(engine))
+    port = free_port()
+    server = make_app(state, PREFIX, oauth=False).listen(port, address="127.0.0.1")
+    url = f"http://127.0.0.1:{port}{PREFIX}"
+    lms.tool_jwks_url = url + "lti/jwks.json"
+    return state, server, url
+
+
+@pytest.fixture
+async def service(tmp_path: Path, lms: LTIPlatform, tool_key: Path) -> AsyncIterator[Service]:
+    state, server, url = start_service(tmp_path / "hub.sqlite", lms, tool_key)
+    assert state.lti is not None
+    async with aiohttp.ClientSession() as http:
+        yield Service(url, state, state.lti, http)
+    server.stop()
+    if state._session is not None:
+        await state._session.close()
+    state.executor.shutdown()
+
+
+async def launch(service: Service, student: str, sub: str, lineitem: str | None = None) -> None:
+    """The hub's note for a launch, followed as the browser follows it."""
+    body = {
+        "message": "LtiResourceLinkRequest",
+        "lti_user": sub,
+        "context": {"id": "calc-101", "label": "CALC-101", "title": "Calculus"},
+        "instructor": False,
+        "notebook": NOTEBOOK,
+        "lineitem": lineitem or "",
+        "lineitems": "",
+        "memberships": "",
+    }
+    note = service.lti.config.note(student, body)
+    status, _, headers = await service.call("GET", f"lti/launch?note={note}")
+    assert status == 302
+    assert headers["Location"].endswith("deeptutor/course/open?notebook=calc%2Fkb%2Fweek1.ipynb")
+
+
+def later(seconds: float) -> dt.datetime:
+    return dt.datetime.now(dt.UTC) + dt.timedelta(seconds=seconds)
+
+
+async def test_a_quiz_score_reaches_the_gradebook_once_after_a_500(
+    service: Service, lms: LTIPlatform
+) -> None:
+    item = lms.add_line_item("calc-101", "Week 1")
+    await launch(service, "alice", "stu-ada", lineitem=item)
+    lms.fail_scores.append(500)
+    report = {"notebook": NOTEBOOK, "score": 3, "maximum": 4}
+    status, text, _ = await service.call("POST", "v1/scores", "student-alice", json=report)
+    assert (status, text) == (200, '{"queued": 1}')
+
+    client = service.lti.client(service.state)
+    store = service.lti.store
+    assert await deliver_due(store, client, later(0)) == (0, 1)
+    (waiting,) = store.undelivered()
+    assert waiting.attempts == 1 and waiting.last_error.startswith("HTTP 500 from the LMS")
+    # Not before its backoff; then once, and never again.
+    assert await deliver_due(store, client, later(backoff(1) - 2)) == (0, 0)
+    assert await deliver_due(store, client, later(backoff(1) + 1)) == (1, 0)
+    assert await deliver_due(store, client, later(backoff(5))) == (0, 0)
+    path = item.removeprefix(lms.url)
+    (score,) = lms.scores[path]
+    assert score["userId"] == "stu-ada"
+    assert (score["scoreGiven"], score["scoreMaximum"]) == (3, 4)
+    assert (score["activityProgress"], score["gradingProgress"]) == ("Completed", "FullyGraded")
+    assert score["timestamp"].endswith("+00:00")
+    posts = lms.service_requests("/scores")
+    assert len(posts) == 2  # the 500, then the one delivered
+    assert posts[-1].headers["content-type"] == "application/vnd.ims.lis.v1.score+json"
+    # The token the LMS gave is used for the scores, and written nowhere in the store.
+    token = posts[-1].headers["authorization"].removeprefix("Bearer ")
+    assert token in lms.tokens
+    assert all(token not in row.last_error for row in store.all_scores())
+
+
+async def test_the_queue_survives_a_restart_of_the_service(
+    tmp_path: Path, lms: LTIPlatform, tool_key: Path
+) -> None:
+    db = tmp_path / "hub.sqlite"
+    state, server, _ = start_service(db, lms, tool_key)
+    assert state.lti is not None
+    item = lms.add_line_item("calc-101", "Week 2")
+    launch_body = {"context": {"id": "calc-101"}, "lti_user": "stu-bo", "notebook": "calc/w2.ipynb"}
+    state.lti.store.record_launch("bob", {**launch_body, "lineitem": item})
+    assert state.lti.store.queue_score("bob", "calc/w2.ipynb", "quiz", 1, 2, completed=True) == 1
+    server.stop()  # the service stops before it delivered anything
+    state.executor.shutdown()
+
+    state, server, _ = start_service(db, lms, tool_key)  # started again on the same database
+    assert state.lti is not None
+    try:
+        state.lti.outbox(state).start()  # what serve() does at start
+        path = item.removeprefix(lms.url)
+        async with asyncio.timeout(20):
+            while not lms.scores.get(path):
+                await asyncio.sleep(0.05)
+        assert [s["userId"] for s in lms.scores[path]] == ["stu-bo"]
+        assert state.lti.store.undelivered() == []
+    finally:
+        outbox: Outbox = state.lti.outbox(state)
+        if outbox._task is not None:
+            outbox._task.cancel()
+        server.stop()
+        if state._session is not None:
+            await state._session.close()
+        state.executor.shutdown()
+
+
+async def test_mastery_goes_to_a_mapped_line_item_with_its_progress(service: Service) -> None:
+    store = service.lti.store
+    store.record_launch("carol", {"context": {"id": "calc-101"}, "lti_user": "stu-cy"})
+    store.map_lineitem(LineItemMap("limits", "calc-101", "http://lms/lineitems/9", "mastery"))
+    assert queue_mastery(store, "carol", {"limits": (0.5, 1), "other": (0.9, 9)}) == 1
+    assert queue_mastery(store, "carol", {"limits": (0.9, 4)}) == 1
+    rows = store.undelivered()
+    assert [(r.score_given, r.activity) for r in rows] == [
+        (0.5, "InProgress"),
+        (0.9, "Completed"),
+    ]
+    assert {r.lineitem for r in rows} == {"http://lms/lineitems/9"}
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ({"notebook": NOTEBOOK, "score": 5, "maximum": 4}, "above maximum"),
+        ({"notebook": NOTEBOOK, "score": "3", "maximum": 4}, "score"),
+        ({"notebook": NOTEBOOK, "score": 1, "maximum": 4, "comment": "hi"}, "comment"),
+        ({"notebook": "calc/<script>", "score": 1, "maximum": 4}, "notebook"),
+        ({"notebook": NOTEBOOK, "score": 1, "maximum": 1e9}, "maximum"),
+    ],
+)
+async def test_a_score_report_is_typed_and_bounded(
+    service: Service, body: dict[str, Any], words: str
+) -> None:
+    status, text, _ = await service.call("POST", "v1/scores", "student-alice", json=body)
+    assert status == 400 and words in text
+    assert service.lti.store.all_scores() == []
+
+
+async def test_scores_need_a_student_and_an_lms_student(service: Service) -> None:
+    report = {"notebook": NOTEBOOK, "score": 1, "maximum": 1}
+    status, _, _ = await service.call("POST", "v1/scores", json=report)
+    assert status == 401
+    # dan never launched from the LMS: nothing to send, nothing queued.
+    status, text, _ = await service.call("POST", "v1/scores", "student-dan", json=report)
+    assert (status, text) == (200, '{"queued": 0}')
+
+
+async def test_the_instructor_maps_line_items_of_the_course_only(
+    service: Service, lms: LTIPlatform
+) -> None:
+    store = service.lti.store
+    lineitems = f"{lms.context_url('calc-101')}/lineitems"
+    store.record_launch("ms-lee", {"context": {"id": "calc-101"}, "lineitems": lineitems})
+    client = service.lti.client(service.state)
+    form = {"context": "calc-101", "source": "limits", "kind": "mastery", "label": "Limits"}
+    made = await map_lineitem(store, client, service.state.db, form)
+    assert made.lineitem in lms.line_items  # created in the LMS's gradebook through AGS
+    assert lms.line_items[made.lineitem]["label"] == "Limits"
+    # A URL elsewhere would receive the LMS's token with the scores: refused.
+    elsewhere = {**form, "lineitem": "https://attacker.example/lineitems/1"}
+    with pytest.raises(MappingRefused, match="one of this course's"):
+        await map_lineitem(store, client, service.state.db, elsewhere)
+    with pytest.raises(MappingRefused, match="launched the tutor"):
+        await map_lineitem(store, client, service.state.db, {**form, "context": "other"})
+    assert [m.source for m in store.lineitems()] == ["limits"]
+
+
+async def test_a_failing_score_is_on_the_page_without_the_token(
+    service: Service, lms: LTIPlatform
+) -> None:
+    item = lms.add_line_item("calc-101", "Week 3")
+    store = service.lti.store
+    store.record_launch("erin", {"context": {"id": "calc-101"}, "lti_user": "stu-e"})
+    store.map_lineitem(LineItemMap(NOTEBOOK, "calc-101", item, "quiz"))
+    store.queue_score("erin", NOTEBOOK, "quiz", 2, 4, completed=True)
+    lms.fail_scores.extend([503, 503])
+    client = service.lti.client(service.state)
+    await deliver_due(store, client, later(0))
+    await deliver_due(store, client, later(backoff(1) + 1))
+    (row,) = store.undelivered()
+    assert row.attempts == 2
+    html = section([], [], store.lineitems(), store.undelivered(), store.contexts(), "")
+    assert "erin" in html and "HTTP 503 from the LMS" in html and "2 not delivered" not in html
+    assert "1 not delivered yet" in html
+    assert all(token not in html for token in lms.tokens)
+    lms.fail_scores.clear()
