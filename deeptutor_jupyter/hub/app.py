@@ -88,7 +88,7 @@ def state_from_env(environ: Mapping[str, str]) -> tuple[GatewayState, str]:
 def lti_state(config: GatewayConfig, engine: Any, environ: Mapping[str, str]) -> Any:
     """The LMS side of the service; the tool's key is read now, so a bad one stops the start."""
     from deeptutor_jupyter.hub.lti.config import LTIConfigError
-    from deeptutor_jupyter.hub.lti.routes import LTIState
+    from deeptutor_jupyter.hub.lti.state import LTIState
     from deeptutor_jupyter.hub.lti.store import LTIStore
 
     assert config.lti is not None
@@ -111,7 +111,7 @@ async def serve(environ: Mapping[str, str]) -> None:
     keep(state.quota, lease)
     log.info("deeptutor course service on %s%s", where.geturl(), prefix)
     if state.lti is not None:
-        state.lti.outbox(state).start()  # scores queued before a restart go out now
+        state.lti.outbox(state.session()).start()  # scores queued before a restart go out now
     while True:
         await asyncio.sleep(lease / 3)
         try:

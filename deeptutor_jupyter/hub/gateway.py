@@ -41,7 +41,7 @@ from deeptutor_jupyter.hub.usage_stream import UsageScanner, estimate_prompt_tok
 from deeptutor_jupyter.learning.policy import PolicySource
 
 if TYPE_CHECKING:
-    from deeptutor_jupyter.hub.lti.routes import LTIState
+    from deeptutor_jupyter.hub.lti.state import LTIState
 
 log = logging.getLogger("deeptutor.hub")
 T = TypeVar("T")

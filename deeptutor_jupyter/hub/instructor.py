@@ -81,7 +81,7 @@ class MasteryReportHandler(ApiHandler):
         await state.db(state.mastery.report, identity.name, values)
         if state.lti is not None:
             await state.db(queue_mastery, state.lti.store, identity.name, values)
-            state.lti.outbox(state).kick()
+            state.lti.outbox(state.session()).kick()
         self.finish({"stored": len(values)})
 
 
@@ -148,7 +148,7 @@ class InstructorPage(InstructorHandler):
         assert lti is not None
         requests = {name: t["requests"] for name, t in totals.items()}
         db = self.state.db
-        rows, errors = await page.roster(lti.store, lti.client(self.state), requests, db)
+        rows, errors = await page.roster(lti.store, lti.client(self.state.session()), requests, db)
         return page.section(
             rows,
             errors,
@@ -172,7 +172,9 @@ class InstructorPage(InstructorHandler):
             await self.state.db(lti.store.unmap_lineitem, form["source"], form["context"])
         else:
             try:
-                await page.map_lineitem(lti.store, lti.client(self.state), self.state.db, form)
+                await page.map_lineitem(
+                    lti.store, lti.client(self.state.session()), self.state.db, form
+                )
             except page.MappingRefused as exc:
                 self.set_status(400)
                 self.finish(

@@ -26,7 +26,7 @@ from deeptutor_jupyter.hub.instructor import queue_mastery
 from deeptutor_jupyter.hub.lti.config import LTIConfig
 from deeptutor_jupyter.hub.lti.outbox import Outbox, backoff, deliver_due
 from deeptutor_jupyter.hub.lti.page import MappingRefused, map_lineitem, section
-from deeptutor_jupyter.hub.lti.routes import LTIState
+from deeptutor_jupyter.hub.lti.state import LTIState
 from deeptutor_jupyter.hub.lti.store import LineItemMap, LTIStore
 from deeptutor_jupyter.hub.quota import QuotaStore, make_engine
 from deeptutor_jupyter.hub.settings import GatewayConfig
@@ -147,7 +147,7 @@ async def test_a_quiz_score_reaches_the_gradebook_once_after_a_500(
     status, text, _ = await service.call("POST", "v1/scores", "student-alice", json=report)
     assert (status, text) == (200, '{"queued": 1}')
 
-    client = service.lti.client(service.state)
+    client = service.lti.client(service.state.session())
     store = service.lti.store
     assert await deliver_due(store, client, later(0)) == (0, 1)
     (waiting,) = store.undelivered()
@@ -187,7 +187,7 @@ async def test_the_queue_survives_a_restart_of_the_service(
     state, server, _ = start_service(db, lms, tool_key)  # started again on the same database
     assert state.lti is not None
     try:
-        state.lti.outbox(state).start()  # what serve() does at start
+        state.lti.outbox(state.session()).start()  # what serve() does at start
         path = item.removeprefix(lms.url)
         async with asyncio.timeout(20):
             while not lms.scores.get(path):
@@ -195,7 +195,7 @@ async def test_the_queue_survives_a_restart_of_the_service(
         assert [s["userId"] for s in lms.scores[path]] == ["stu-bo"]
         assert state.lti.store.undelivered() == []
     finally:
-        outbox: Outbox = state.lti.outbox(state)
+        outbox: Outbox = state.lti.outbox(state.session())
         if outbox._task is not None:
             outbox._task.cancel()
         server.stop()
@@ -251,7 +251,7 @@ async def test_the_instructor_maps_line_items_of_the_course_only(
     store = service.lti.store
     lineitems = f"{lms.context_url('calc-101')}/lineitems"
     store.record_launch("ms-lee", {"context": {"id": "calc-101"}, "lineitems": lineitems})
-    client = service.lti.client(service.state)
+    client = service.lti.client(service.state.session())
     form = {"context": "calc-101", "source": "limits", "kind": "mastery", "label": "Limits"}
     made = await map_lineitem(store, client, service.state.db, form)
     assert made.lineitem in lms.line_items  # created in the LMS's gradebook through AGS
@@ -274,7 +274,7 @@ async def test_a_failing_score_is_on_the_page_without_the_token(
     store.map_lineitem(LineItemMap(NOTEBOOK, "calc-101", item, "quiz"))
     store.queue_score("erin", NOTEBOOK, "quiz", 2, 4, completed=True)
     lms.fail_scores.extend([503, 503])
-    client = service.lti.client(service.state)
+    client = service.lti.client(service.state.session())
     await deliver_due(store, client, later(0))
     await deliver_due(store, client, later(backoff(1) + 1))
     (row,) = store.undelivered()

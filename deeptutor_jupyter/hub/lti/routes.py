@@ -18,7 +18,6 @@ import html
 import json
 import time
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
@@ -27,38 +26,9 @@ from tornado.web import RequestHandler
 
 from deeptutor_jupyter.hub.gateway import ApiHandler, GatewayState
 from deeptutor_jupyter.hub.lti.config import DL, LTI, LTIConfig, LTIConfigError
-from deeptutor_jupyter.hub.lti.outbox import Outbox
-from deeptutor_jupyter.hub.lti.services import LMSClient
-from deeptutor_jupyter.hub.lti.store import LTIStore
-from deeptutor_jupyter.hub.mastery import ReportLimiter
+from deeptutor_jupyter.hub.lti.state import LTIState
 
 MAX_NOTE = 16 << 10
-NOTEBOOK_OPEN = "hub/user-redirect/deeptutor/course/open"
-
-
-@dataclass
-class LTIState:
-    config: LTIConfig
-    store: LTIStore
-    hub_base: str = "/"
-    score_limiter: ReportLimiter = field(default_factory=ReportLimiter)
-    _client: LMSClient | None = None
-    _outbox: Outbox | None = None
-
-    def client(self, state: GatewayState) -> LMSClient:
-        if self._client is None or self._client.session.closed:
-            self._client = LMSClient(self.config, state.session())
-        return self._client
-
-    def outbox(self, state: GatewayState) -> Outbox:
-        if self._outbox is None:
-            self._outbox = Outbox(self.store, self.client(state))
-        return self._outbox
-
-    def notebook_url(self, notebook: str) -> str:
-        if not notebook:
-            return self.hub_base + "hub/user-redirect/lab"
-        return f"{self.hub_base}{NOTEBOOK_OPEN}?notebook={quote(notebook, safe='')}"
 
 
 class _LTIPage(RequestHandler):
@@ -264,7 +234,7 @@ class ScoreReportHandler(ApiHandler):
             )
         )
         if queued:
-            lti.outbox(self.state).kick()
+            lti.outbox(self.state.session()).kick()
         self.finish({"queued": queued})
 
 
