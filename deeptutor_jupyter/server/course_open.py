@@ -2,7 +2,7 @@
 student's server (hub/lti/routes.py sends the browser here through ``/hub/user-redirect``).
 
 The notebook comes from a course pack: the installed copy is brought up to date with the course
-service first (runtime/course.py), then copied to ``course/<pack>/<name>.ipynb`` under the
+service first (runtime/course.py), then copied to ``course/<pack>/<path>`` under the
 folder the server serves, and JupyterLab opens the copy. The copy is the student's own: a
 second launch opens it as they left it, never over their work. The installed pack itself stays
 read-only.
@@ -43,7 +43,9 @@ def copy_for_student(home: Path, root: Path, pack: str, path: PurePosixPath) -> 
     source = next((p.root / path for p in installed(home) if p.name == pack), None)
     if source is None or not source.is_file():
         return None
-    relative = PurePosixPath("course") / pack / path.name
+    # The pack's path is kept, so the kernel knows which pack notebook this is a copy of
+    # (runtime/course.py: course_notebook) and its quiz scores reach the notebook's line item.
+    relative = PurePosixPath("course") / pack / path
     target = root / relative
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)

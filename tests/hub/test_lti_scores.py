@@ -30,6 +30,7 @@ from deeptutor_jupyter.hub.lti.state import LTIState
 from deeptutor_jupyter.hub.lti.store import LineItemMap, LTIStore
 from deeptutor_jupyter.hub.quota import QuotaStore, make_engine
 from deeptutor_jupyter.hub.settings import GatewayConfig
+from deeptutor_jupyter.runtime.course import course_notebook, send_quiz_score
 from tests.hub.harness import free_port
 from tests.hub.lti_platform import LTIPlatform, new_rsa_key, pem_of
 
@@ -284,3 +285,31 @@ async def test_a_failing_score_is_on_the_page_without_the_token(
     assert "1 not delivered yet" in html
     assert all(token not in html for token in lms.tokens)
     lms.fail_scores.clear()
+
+
+@pytest.mark.parametrize(
+    ("path", "source"),
+    [
+        ("course/calc/kb/week1.ipynb", "calc/kb/week1.ipynb"),
+        ("/home/ada/course/calc/kb/week1.ipynb", "calc/kb/week1.ipynb"),
+        ("homework/week1.ipynb", None),
+        ("course/calc/notes.md", None),
+    ],
+)
+def test_a_course_notebook_is_known_by_its_copy(path: str, source: str | None) -> None:
+    assert course_notebook(path) == source
+
+
+async def test_the_kernel_sends_a_course_notebooks_quiz_score(
+    service: Service, lms: LTIPlatform
+) -> None:
+    item = lms.add_line_item("calc-101", "Week 1 quiz")
+    await launch(service, "alice", "stu-ada", lineitem=item)
+    env = {"DEEPTUTOR_HUB_SERVICE_URL": service.url + "v1", "DEEPTUTOR_HUB_TOKEN": "student-alice"}
+    sent = send_quiz_score("/home/alice/course/calc/kb/week1.ipynb", 2, 3, environ=env)
+    assert sent is not None
+    await asyncio.to_thread(sent.join, 20)
+    (row,) = service.lti.store.undelivered()
+    assert (row.student, row.lti_user, row.lineitem) == ("alice", "stu-ada", item)
+    assert (row.score_given, row.score_maximum) == (2, 3)
+    assert send_quiz_score("homework/week1.ipynb", 2, 3, environ=env) is None

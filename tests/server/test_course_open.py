@@ -44,8 +44,8 @@ def test_a_pack_notebook_is_copied_once_and_opened(
         )
     )  # fmt: skip
     assert opened.code == 302
-    assert opened.headers["Location"].endswith("/lab/tree/course/calc/week1.ipynb")
-    copy = jp_root_dir / "course" / "calc" / "week1.ipynb"
+    assert opened.headers["Location"].endswith("/lab/tree/course/calc/kb/week1.ipynb")
+    copy = jp_root_dir / "course" / "calc" / "kb" / "week1.ipynb"
     assert json.loads(copy.read_text())["nbformat"] == 4
     copy.write_text('{"student": "work"}')  # the student's own work since
     again = run(
