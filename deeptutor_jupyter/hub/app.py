@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlparse
 
+from pydantic import SecretStr
 from tornado.web import Application
 
 from deeptutor_jupyter.hub.auth import hub_token_checker
@@ -28,6 +29,7 @@ from deeptutor_jupyter.hub.pack_routes import hub_group_counter, pack_routes
 from deeptutor_jupyter.hub.packs import PackStore
 from deeptutor_jupyter.hub.quota import QuotaStore, make_engine
 from deeptutor_jupyter.hub.settings import (
+    LRS_PASSWORD_ENV,
     GatewayConfig,
     ServiceConfigError,
     load_config,
@@ -52,6 +54,10 @@ def make_app(state: GatewayState, prefix: str, *, oauth: bool = True) -> Applica
         from deeptutor_jupyter.hub.lti.routes import lti_routes
 
         routes += lti_routes(prefix, state)
+    if state.lti is not None or state.xapi is not None:
+        from deeptutor_jupyter.hub.lti.routes import score_routes
+
+        routes += score_routes(prefix, state)
     settings: dict[str, Any] = {}
     if oauth:
         routes += instructor_routes(prefix, state)
@@ -79,6 +85,11 @@ def state_from_env(environ: Mapping[str, str]) -> tuple[GatewayState, str]:
     )
     if config.lti is not None:
         state.lti = lti_state(config, engine, environ)
+    if config.xapi is not None:
+        from deeptutor_jupyter.hub.xapi import Statements
+
+        password = environ.get(LRS_PASSWORD_ENV, "").strip()
+        state.xapi = Statements(config.xapi, engine, SecretStr(password) if password else None)
     api_url, token = environ.get("JUPYTERHUB_API_URL", ""), environ.get("JUPYTERHUB_API_TOKEN", "")
     if api_url and token:
         state.group_members = hub_group_counter(api_url, token, state)
@@ -112,6 +123,8 @@ async def serve(environ: Mapping[str, str]) -> None:
     log.info("deeptutor course service on %s%s", where.geturl(), prefix)
     if state.lti is not None:
         state.lti.outbox(state.session()).start()  # scores queued before a restart go out now
+    if state.xapi is not None:
+        state.xapi.start(state.session())
     while True:
         await asyncio.sleep(lease / 3)
         try:

@@ -71,6 +71,8 @@ def configure(
     api_key_file: str | None = None,
     environ: Mapping[str, str] | None = None,
     lti: Mapping[str, Any] | None = None,
+    xapi: Mapping[str, Any] | None = None,
+    lrs_password_env: str = "DEEPTUTOR_LRS_PASSWORD",
 ) -> dict[str, Any]:
     """Add the course service to the hub config ``c`` and return the service entry.
 
@@ -79,6 +81,7 @@ def configure(
     ``kernel_url`` is how students' kernels reach the service; by default its own address
     (``http://<service_host>:<port>/services/<name>/v1``), on Kubernetes the hub's service name.
     ``lti`` registers an LMS (docs/lms.md): the hub then logs students in by LTI 1.3 launch.
+    ``xapi`` names a learning record store; its password is read from ``lrs_password_env``.
     """
     env = os.environ if environ is None else environ
     models = [m.strip() for m in models if m and m.strip()]
@@ -99,7 +102,11 @@ def configure(
         group = str(lti.get("instructors_group", "lti-instructors"))
         settings["instructor_groups"] = sorted({*settings["instructor_groups"], group})
         _lti_login(c, dict(lti), name)
+    if xapi is not None:
+        settings["xapi"] = dict(xapi)
     service_env = {"DEEPTUTOR_HUB_CONFIG": json.dumps(settings)}
+    if xapi is not None and env.get(lrs_password_env, "").strip():
+        service_env["DEEPTUTOR_HUB_LRS_PASSWORD"] = env[lrs_password_env].strip()
     if api_key_file:
         service_env["DEEPTUTOR_HUB_UPSTREAM_KEY_FILE"] = api_key_file
     elif env.get(api_key_env, "").strip():

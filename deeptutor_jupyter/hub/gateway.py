@@ -42,6 +42,7 @@ from deeptutor_jupyter.learning.policy import PolicySource
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.hub.lti.state import LTIState
+    from deeptutor_jupyter.hub.xapi import Statements
 
 log = logging.getLogger("deeptutor.hub")
 T = TypeVar("T")
@@ -72,6 +73,7 @@ class GatewayState:
     # How many members a hub group has (hub/pack_routes.py), to warn of a mistyped group.
     group_members: Callable[[str], Awaitable[int | None]] | None = None
     lti: LTIState | None = None  # the LMS (hub/lti/), when the course has one
+    xapi: Statements | None = None  # learning records (hub/xapi.py), when the course wants them
     # The upstream client is aiohttp (JupyterHub's own dependency): its C parser relays a chunk
     # for a fraction of httpx's cost, which was most of the gateway's CPU per stream
     # (benchmarks/hub_gateway.py). Made on first use, inside the service's event loop.
@@ -83,6 +85,7 @@ class GatewayState:
     _commits: GroupCommit | None = None
     _mastery: MasteryStore | None = None
     mastery_limiter: ReportLimiter = field(default_factory=ReportLimiter)
+    score_limiter: ReportLimiter = field(default_factory=ReportLimiter)
     _overrides: dict[str, Limits] = field(default_factory=dict)
     _overrides_until: float = 0.0
     _overrides_loading: asyncio.Future[Any] | None = None
@@ -227,6 +230,7 @@ class ChatCompletionsHandler(ApiHandler):
     """The body is read only after the token was checked, and only up to MAX_BODY_BYTES."""
 
     _relay: asyncio.Task[None] | None = None
+    _record: asyncio.Future[Any] | None = None
     _gone = False
     _marks: list[tuple[str, float]]
     _identity: Identity | None = None
@@ -305,12 +309,27 @@ class ChatCompletionsHandler(ApiHandler):
         if ticket is None:
             return
         self._marks.append(("admit", time.perf_counter() - admitting))
+        self._record_question(identity, raw)
         self._relay = asyncio.ensure_future(self._forward(raw, body.model, ticket, body.stream))
         try:
             await self._relay
         except asyncio.CancelledError:
             if not self._gone:
                 raise
+
+    def _record_question(self, identity: Identity, raw: dict[str, Any]) -> None:
+        """An ``asked`` learning record when the request starts a turn (hub/xapi.py); written
+        off the loop, and never in the way of the answer."""
+        records = self.state.xapi
+        if records is None:
+            return
+        from deeptutor_jupyter.hub.xapi import is_question
+
+        question = is_question(raw)
+        if question is not None:
+            self._record = asyncio.ensure_future(
+                self.state.db(records.asked, identity.name, question)
+            )
 
     async def _policy_refuses(self, identity: Identity, raw: dict[str, Any]) -> bool:
         """The course pack's AI policy, enforced here where no student can edit it

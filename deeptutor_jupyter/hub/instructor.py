@@ -82,6 +82,8 @@ class MasteryReportHandler(ApiHandler):
         if state.lti is not None:
             await state.db(queue_mastery, state.lti.store, identity.name, values)
             state.lti.outbox(state.session()).kick()
+        if state.xapi is not None:
+            await state.db(state.xapi.progressed, identity.name, values)
         self.finish({"stored": len(values)})
 
 
@@ -138,6 +140,10 @@ class InstructorPage(InstructorHandler):
         today = await self.state.db(self.state.quota.today_all)
         xsrf = self.xsrf_form_html()
         lms = await self.lms_section(totals, xsrf) if self.state.lti is not None else ""
+        if self.state.xapi is not None:
+            waiting, error = await self.state.db(self.state.xapi.status)
+            said = f" Last error: {html.escape(error)}." if error else ""
+            lms += f"<h2>Learning records</h2><p>{waiting} statements wait for the LRS.{said}</p>"
         body = _page(self.state, totals, overrides, mastery, packs, xsrf, today)
         self.finish(body + lms + "</body></html>")
 

@@ -12,29 +12,20 @@ import asyncio
 import datetime as dt
 import os
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 
-from deeptutor_jupyter.hub.app import make_app
-from deeptutor_jupyter.hub.auth import Identity
-from deeptutor_jupyter.hub.gateway import GatewayState
 from deeptutor_jupyter.hub.instructor import queue_mastery
-from deeptutor_jupyter.hub.lti.config import LTIConfig
 from deeptutor_jupyter.hub.lti.outbox import Outbox, backoff, deliver_due
 from deeptutor_jupyter.hub.lti.page import MappingRefused, map_lineitem, section
-from deeptutor_jupyter.hub.lti.state import LTIState
-from deeptutor_jupyter.hub.lti.store import LineItemMap, LTIStore
-from deeptutor_jupyter.hub.quota import QuotaStore, make_engine
-from deeptutor_jupyter.hub.settings import GatewayConfig
+from deeptutor_jupyter.hub.lti.store import LineItemMap
 from deeptutor_jupyter.runtime.course import course_notebook, send_quiz_score
-from tests.hub.harness import free_port
+from tests.hub.inproc import Service, start_service, stop_service
 from tests.hub.lti_platform import LTIPlatform, new_rsa_key, pem_of
 
-PREFIX = "/services/deeptutor/"
 NOTEBOOK = "calc/kb/week1.ipynb"
 
 
@@ -52,68 +43,13 @@ def tool_key(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def lti_config(lms: LTIPlatform, key: Path) -> LTIConfig:
-    return LTIConfig(
-        issuer=lms.issuer,
-        client_id=lms.client_id,
-        deployment_ids=(lms.deployment_id,),
-        jwks_url=lms.jwks_url,
-        auth_url=lms.auth_url,
-        token_url=lms.token_url,
-        key_file=str(key),
-    )
-
-
-@dataclass
-class Service:
-    url: str
-    state: GatewayState
-    lti: LTIState
-    http: aiohttp.ClientSession
-
-    async def call(self, method: str, path: str, token: str | None = None, **kw: Any) -> Any:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        async with self.http.request(
-            method, self.url + path, headers=headers, allow_redirects=False, **kw
-        ) as r:
-            return r.status, await r.text(), dict(r.headers)
-
-
-async def check(token: str) -> Identity | None:
-    return Identity(name=token.removeprefix("student-")) if token.startswith("student-") else None
-
-
-def start_service(db: Path, lms: LTIPlatform, key: Path) -> tuple[GatewayState, Any, str]:
-    config = GatewayConfig(
-        upstream_url="http://127.0.0.1:9/v1", db_url=f"sqlite:///{db}", lti=lti_config(lms, key)
-    )
-    engine = make_engine(config.db_url)
-    state = GatewayState(
-        config=config,
-        key=None,
-        quota=QuotaStore(engine),
-        check_token=check,
-        has_scope=lambda _who, _scope: True,
-    )
-    assert config.lti is not None
-    state.lti = LTIState(config.lti, LTIStore(engine))
-    port = free_port()
-    server = make_app(state, PREFIX, oauth=False).listen(port, address="127.0.0.1")
-    url = f"http://127.0.0.1:{port}{PREFIX}"
-    lms.tool_jwks_url = url + "lti/jwks.json"
-    return state, server, url
-
-
 @pytest.fixture
 async def service(tmp_path: Path, lms: LTIPlatform, tool_key: Path) -> AsyncIterator[Service]:
     state, server, url = start_service(tmp_path / "hub.sqlite", lms, tool_key)
     assert state.lti is not None
     async with aiohttp.ClientSession() as http:
         yield Service(url, state, state.lti, http)
-    server.stop()
-    if state._session is not None:
-        await state._session.close()
-    state.executor.shutdown()
+    await stop_service(state, server)
 
 
 async def launch(service: Service, student: str, sub: str, lineitem: str | None = None) -> None:

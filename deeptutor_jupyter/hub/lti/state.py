@@ -3,7 +3,7 @@ client and the score outbox (one of each per service process)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import quote
 
 import aiohttp
@@ -12,7 +12,6 @@ from deeptutor_jupyter.hub.lti.config import LTIConfig
 from deeptutor_jupyter.hub.lti.outbox import Outbox
 from deeptutor_jupyter.hub.lti.services import LMSClient
 from deeptutor_jupyter.hub.lti.store import LTIStore
-from deeptutor_jupyter.hub.mastery import ReportLimiter
 
 # The student's server copies a pack's notebook and opens it (server/course_open.py).
 NOTEBOOK_OPEN = "hub/user-redirect/deeptutor/course/open"
@@ -23,7 +22,6 @@ class LTIState:
     config: LTIConfig
     store: LTIStore
     hub_base: str = "/"
-    score_limiter: ReportLimiter = field(default_factory=ReportLimiter)
     _client: LMSClient | None = None
     _outbox: Outbox | None = None
 

@@ -1,0 +1,212 @@
+"""Learning records into a real LRS: Ralph (ralph-malph 5.x, file backend) from ``.venv-lrs``
+(scripts/setup.sh makes it), and the course service in process with a token table.
+
+A question to the tutor, a course notebook's quiz and a mastery report become ``asked``,
+``answered``, ``completed`` and ``progressed`` statements the LRS stores and serves back. The
+question's text stays out unless the course enables free text. An LRS that is down loses
+nothing: the statements wait in the service's database and go when it is back.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import httpx
+import pytest
+from pydantic import SecretStr
+
+from deeptutor_jupyter.hub.quota import make_engine
+from deeptutor_jupyter.hub.settings import XAPIConfig
+from deeptutor_jupyter.hub.xapi import Statements
+from deeptutor_jupyter.testing import FakeLLMServer, Reply
+from tests.hub.harness import ROOT, free_port
+from tests.hub.inproc import start_service, stop_service
+
+RALPH = ROOT / ".venv-lrs" / "bin"
+PASSWORD = "lrs-Secret-7f3a9c"
+SECRET_WORDS = "my diary says I failed"
+USERS = ("tutor-a", "tutor-b", "tutor-c")
+
+
+@dataclass
+class LRS:
+    url: str
+
+    def statements(self, user: str) -> list[dict[str, Any]]:
+        r = httpx.get(
+            f"{self.url}/xAPI/statements",
+            params={"limit": 500},
+            auth=(user, PASSWORD),
+            headers={"X-Experience-API-Version": "1.0.3"},
+            timeout=30,
+        )
+        assert r.status_code == 200, r.text
+        return list(r.json()["statements"])
+
+
+@pytest.fixture(scope="module")
+def lrs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LRS]:
+    if not (RALPH / "ralph").exists():
+        pytest.skip("Ralph is not installed in .venv-lrs (scripts/setup.sh installs it)")
+    tmp = tmp_path_factory.mktemp("lrs")
+    env = {
+        **os.environ,
+        "RALPH_APP_DIR": str(tmp),
+        "RALPH_AUTH_FILE": str(tmp / "auth.json"),
+        "RALPH_RUNSERVER_BACKEND": "fs",
+        "RALPH_BACKENDS__LRS__FS__DEFAULT_DIRECTORY_PATH": str(tmp / "data"),
+    }
+    # Ralph 5.1's file backend writes a user's statements once (a second POST finds the file
+    # and refuses: "overwrite is not allowed"), so each test has its own user and folder and
+    # sends its statements in one batch. Production LRS backends (ES, MongoDB) take many.
+    for user in USERS:
+        (tmp / "data" / user).mkdir(parents=True)
+        made = subprocess.run(
+            [str(RALPH / "ralph"), "auth", "-u", user, "-p", PASSWORD, "-s", "all", "-w",
+             "-t", user, "-A", user, "https://hub.example.edu"],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert made.returncode == 0, made.stderr
+    port = free_port()
+    log = (tmp / "ralph.log").open("wb")
+    proc = subprocess.Popen(
+        [str(RALPH / "python"), "-m", "uvicorn", "ralph.api:app", "--host", "127.0.0.1",
+         "--port", str(port)],
+        env=env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, (tmp / "ralph.log").read_text()
+            try:
+                if httpx.get(f"{url}/__heartbeat__", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, (tmp / "ralph.log").read_text()
+            time.sleep(0.1)
+        yield LRS(url)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+def xapi_config(endpoint: str, user: str, *, free_text: bool = False) -> XAPIConfig:
+    return XAPIConfig(
+        endpoint=endpoint,
+        username=user,
+        homepage="https://hub.example.edu",
+        free_text=free_text,
+    )
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+async def ask_and_quiz(url: str, http: aiohttp.ClientSession, student: str) -> None:
+    auth = {"Authorization": f"Bearer student-{student}"}
+    question = {"model": "fake-model", "messages": [{"role": "user", "content": SECRET_WORDS}]}
+    async with http.post(url + "v1/chat/completions", json=question, headers=auth) as r:
+        assert r.status == 200, await r.text()
+    score = {"notebook": "calc/kb/week1.ipynb", "score": 3, "maximum": 4}
+    async with http.post(url + "v1/scores", json=score, headers=auth) as r:
+        assert r.status == 200, await r.text()
+
+
+async def test_records_reach_a_real_lrs_without_free_text(
+    lrs: LRS, upstream: FakeLLMServer, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    upstream.extend([Reply(text="A derivative is a rate of change.")])
+    state, server, url = start_service(
+        tmp_path / "hub.sqlite",
+        upstream=upstream.url,
+        xapi=xapi_config(lrs.url + "/xAPI/", "tutor-a"),
+        lrs_password=PASSWORD,
+    )
+    records: Statements = state.xapi  # type: ignore[assignment]
+    try:
+        await ask_and_quiz(url, http, "ada")
+        await state.db(records.progressed, "ada", {"limits": (0.9, 4)})
+        # The question's record is written off the request's path; wait for it, bounded.
+        deadline = time.monotonic() + 10
+        while records.waiting() < 4:
+            assert time.monotonic() < deadline
+            await state.db(time.sleep, 0.02)
+        assert await records.send_due(http) == 4
+    finally:
+        await stop_service(state, server)
+    mine = [s for s in lrs.statements("tutor-a") if s["actor"]["account"]["name"] == "ada"]
+    verbs = sorted(s["verb"]["display"]["en-US"] for s in mine)
+    assert verbs == ["answered", "asked", "completed", "progressed"]
+    answered = next(s for s in mine if s["verb"]["display"]["en-US"] == "answered")
+    assert answered["object"]["id"] == "https://hub.example.edu/tutor/notebook/calc/kb/week1.ipynb"
+    assert answered["result"]["score"] == {"raw": 3.0, "min": 0, "max": 4.0, "scaled": 0.75}
+    assert SECRET_WORDS not in json.dumps(mine)  # no free text unless the course enables it
+    assert records.waiting() == 0
+
+
+async def test_free_text_when_the_course_enables_it(
+    lrs: LRS, upstream: FakeLLMServer, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    upstream.extend([Reply(text="Yes.")])
+    state, server, url = start_service(
+        tmp_path / "hub.sqlite",
+        upstream=upstream.url,
+        xapi=xapi_config(lrs.url + "/xAPI/", "tutor-b", free_text=True),
+        lrs_password=PASSWORD,
+    )
+    records: Statements = state.xapi  # type: ignore[assignment]
+    try:
+        await ask_and_quiz(url, http, "bea")
+        deadline = time.monotonic() + 10
+        while records.waiting() < 3:
+            assert time.monotonic() < deadline
+            await state.db(time.sleep, 0.02)
+        assert await records.send_due(http) == 3
+    finally:
+        await stop_service(state, server)
+    asked = [
+        s
+        for s in lrs.statements("tutor-b")
+        if s["actor"]["account"]["name"] == "bea" and s["verb"]["display"]["en-US"] == "asked"
+    ]
+    assert [s["result"]["response"] for s in asked] == [SECRET_WORDS]
+
+
+async def test_an_lrs_that_is_down_loses_nothing(
+    lrs: LRS, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path}/hub.sqlite")
+    down = Statements(xapi_config(f"http://127.0.0.1:{free_port()}/xAPI/", "tutor-c"), engine, None)
+    down.quiz("cy", "calc/kb/week2.ipynb", 1, 2)
+    assert await down.send_due(http) == 0
+    assert down.waiting() == 2
+    assert "could not be reached" in down.status()[1]
+    # Wrong password: refused by the LRS, kept, and the password is nowhere in the error.
+    wrong = Statements(
+        xapi_config(lrs.url + "/xAPI/", "tutor-c"), engine, SecretStr("not-" + PASSWORD)
+    )
+    later = wrong.clock().timestamp() + 3600
+    assert await wrong.send_due(http, dt.datetime.fromtimestamp(later, dt.UTC)) == 0
+    waiting, error = wrong.status()
+    assert waiting == 2 and error.startswith("HTTP 40") and PASSWORD not in error
+    # The service restarts with the right settings: what waited is sent.
+    back = Statements(xapi_config(lrs.url + "/xAPI/", "tutor-c"), engine, SecretStr(PASSWORD))
+    assert await back.send_due(http, dt.datetime.fromtimestamp(later + 7200, dt.UTC)) == 2
+    assert back.waiting() == 0
+    stored = [s for s in lrs.statements("tutor-c") if s["actor"]["account"]["name"] == "cy"]
+    assert len(stored) == 2
