@@ -22,6 +22,7 @@ import pytest
 from deeptutor_jupyter.hub.lti.page import NEVER_ASKED, NEVER_LAUNCHED
 from deeptutor_jupyter.runtime.course_files import build_archive
 from deeptutor_jupyter.testing import FakeLLMServer
+from tests.e2e.kernel_driver import KernelDriver
 from tests.hub.harness import Hub
 from tests.hub.lti_platform import (
     DL,
@@ -32,8 +33,10 @@ from tests.hub.lti_platform import (
     new_rsa_key,
     pem_of,
 )
+from tests.hub.test_course_hub import quiz_on
 
 pytestmark = pytest.mark.hub
+NOTEBOOK = "calc/kb/week1.ipynb"
 
 
 @pytest.fixture(scope="module")
@@ -109,8 +112,10 @@ def claims(lms: LTIPlatform, launch: Launch, **kw: Any) -> dict[str, Any]:
     return lms.launch_claims(nonce=launch.nonce, **kw)
 
 
-def publish_pack(hub: Hub, tmp: Path) -> None:
-    folder = tmp / "calc"
+@pytest.fixture(scope="module")
+def pack(hub: Hub, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The course's pack, with a notebook, for the course group of the LMS context."""
+    folder = tmp_path_factory.mktemp("pack") / "calc"
     (folder / "kb").mkdir(parents=True)
     (folder / "TUTOR.md").write_text("# Calculus\n", encoding="utf-8")
     notebook = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
@@ -203,9 +208,8 @@ def test_a_bad_launch_is_refused_with_its_reason(
 
 
 def test_deep_linking_lets_an_instructor_pick_a_notebook(
-    hub: Hub, lms: LTIPlatform, tmp_path: Path
+    hub: Hub, lms: LTIPlatform, pack: None
 ) -> None:
-    publish_pack(hub, tmp_path)
     launch = Launch(hub, lms)
     return_url = f"{lms.url}/deep-link-return"
     body = claims(
@@ -267,3 +271,42 @@ def test_the_instructor_page_shows_the_lms_roster(hub: Hub, lms: LTIPlatform) ->
     fetched = lms.service_requests("/memberships")[-1]
     assert fetched.headers["authorization"].removeprefix("Bearer ") in lms.tokens
     assert fetched.headers["authorization"].removeprefix("Bearer ") not in page.text
+
+
+def test_a_graded_quiz_in_the_launched_notebook_reaches_the_gradebook(
+    hub: Hub, lms: LTIPlatform, pack: None, upstream: FakeLLMServer, tmp_path: Path
+) -> None:
+    """Launch, the student's own kernel, a graded quiz, the score in the LMS: end to end."""
+    lms.tool_jwks_url = f"{hub.service}/lti/jwks.json"
+    item = lms.add_line_item("calc-101", "Week 1 (graded)")
+    launch = Launch(hub, lms)
+    body = claims(lms, launch, sub="stu-kim", custom={"notebook": NOTEBOOK}, lineitem=item)
+    launch.logged_in(lms.sign(body)).close()
+    scopes = ["access:services!service=deeptutor", "read:users:groups!user"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTERHUB_", "DEEPTUTOR"))}
+    env.update(
+        # What configure() gives a student's server (the kernel token as KernelToken mints it).
+        DEEPTUTOR_HUB_SERVICE_URL=f"{hub.service}/v1",
+        DEEPTUTOR_HUB_SERVICE_NAME="deeptutor",
+        DEEPTUTOR_HUB_MODEL="fake-model",
+        DEEPTUTOR_HUB_TOKEN=hub.token_for("stu-kim", scopes),
+        DEEPTUTOR_HOME=str(tmp_path / "home"),
+        DEEPTUTOR_AUTO_CONSOLIDATE="false",
+        JPY_SESSION_NAME=str(tmp_path / "course" / NOTEBOOK),  # the launch's copy
+        IPYTHONDIR=str(tmp_path / "ipython"),
+    )
+    k = KernelDriver(env, cwd=tmp_path)
+    try:
+        k.execute("%load_ext deeptutor_jupyter")
+        quiz_on(k, upstream, "limits")
+    finally:
+        k.shutdown()
+    path = item.removeprefix(lms.url)
+    deadline = time.monotonic() + 30
+    while not lms.scores.get(path):
+        assert time.monotonic() < deadline, hub.log_text()
+        time.sleep(0.1)
+    (score,) = lms.scores[path]
+    assert score["userId"] == "stu-kim"
+    assert (score["scoreGiven"], score["scoreMaximum"]) == (1.0, 1.0)
+    assert score["activityProgress"] == "Completed"
