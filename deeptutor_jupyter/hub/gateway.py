@@ -330,6 +330,7 @@ class ChatCompletionsHandler(ApiHandler):
             self._record = asyncio.ensure_future(
                 self.state.db(records.asked, identity.name, question)
             )
+            self._record.add_done_callback(_log_failure)
 
     async def _policy_refuses(self, identity: Identity, raw: dict[str, Any]) -> bool:
         """The course pack's AI policy, enforced here where no student can edit it
@@ -492,6 +493,11 @@ class ChatCompletionsHandler(ApiHandler):
                 "upstream_unreachable",
                 "The course's model server could not be reached; tell your instructor.",
             )
+
+
+def _log_failure(done: asyncio.Future[Any]) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        log.warning("a learning record was not written: %s", type(done.exception()).__name__)
 
 
 async def _rejects_stream_options(response: aiohttp.ClientResponse) -> bool:

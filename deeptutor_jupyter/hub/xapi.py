@@ -2,7 +2,7 @@
 
 The course service writes a statement for what it sees of each student's learning:
 
-- ``asked``: a question to the tutor (a chat request whose last message is the student's);
+- ``asked``: a question to the tutor (a request that starts a turn: ``is_question``);
 - ``answered`` and ``completed``: a course notebook's graded quiz (``v1/scores``);
 - ``progressed``: the mastery of a course objective (``v1/mastery``).
 
@@ -253,10 +253,14 @@ def _answers(n: int) -> dict[str, int]:
 
 
 def is_question(raw: dict[str, Any]) -> str | None:
-    """The student's question when a chat request starts a turn (its last message is the
-    student's), else None: the loop's later requests end with a tool result or the tutor."""
+    """The student's question when a chat request starts a tutor's turn, else None.
+
+    A turn's first request ends with the student's message and offers the tutor's tools; the
+    loop's later requests end with a tool result, and the kernel's background requests (memory
+    consolidation, docs/memory.md) offer no tools.
+    """
     messages = raw.get("messages")
-    if not isinstance(messages, list) or not messages:
+    if not isinstance(messages, list) or not messages or not raw.get("tools"):
         return None
     last = messages[-1]
     if not isinstance(last, dict) or last.get("role") != "user":

@@ -119,8 +119,17 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
 
 async def ask_and_quiz(url: str, http: aiohttp.ClientSession, student: str) -> None:
     auth = {"Authorization": f"Bearer student-{student}"}
-    question = {"model": "fake-model", "messages": [{"role": "user", "content": SECRET_WORDS}]}
+    tools = [{"type": "function", "function": {"name": "ask_user", "parameters": {}}}]
+    question = {
+        "model": "fake-model",
+        "messages": [{"role": "user", "content": SECRET_WORDS}],
+        "tools": tools,
+    }
     async with http.post(url + "v1/chat/completions", json=question, headers=auth) as r:
+        assert r.status == 200, await r.text()
+    # The kernel's background requests (memory consolidation) offer no tools: not a question.
+    background = {"model": "fake-model", "messages": [{"role": "user", "content": "Merge."}]}
+    async with http.post(url + "v1/chat/completions", json=background, headers=auth) as r:
         assert r.status == 200, await r.text()
     score = {"notebook": "calc/kb/week1.ipynb", "score": 3, "maximum": 4}
     async with http.post(url + "v1/scores", json=score, headers=auth) as r:
@@ -130,7 +139,7 @@ async def ask_and_quiz(url: str, http: aiohttp.ClientSession, student: str) -> N
 async def test_records_reach_a_real_lrs_without_free_text(
     lrs: LRS, upstream: FakeLLMServer, http: aiohttp.ClientSession, tmp_path: Path
 ) -> None:
-    upstream.extend([Reply(text="A derivative is a rate of change.")])
+    upstream.extend([Reply(text="A derivative is a rate of change."), Reply(text="Merged.")])
     state, server, url = start_service(
         tmp_path / "hub.sqlite",
         upstream=upstream.url,
@@ -162,7 +171,7 @@ async def test_records_reach_a_real_lrs_without_free_text(
 async def test_free_text_when_the_course_enables_it(
     lrs: LRS, upstream: FakeLLMServer, http: aiohttp.ClientSession, tmp_path: Path
 ) -> None:
-    upstream.extend([Reply(text="Yes.")])
+    upstream.extend([Reply(text="Yes."), Reply(text="Merged.")])
     state, server, url = start_service(
         tmp_path / "hub.sqlite",
         upstream=upstream.url,
