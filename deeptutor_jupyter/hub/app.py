@@ -55,7 +55,7 @@ def make_app(state: GatewayState, prefix: str, *, oauth: bool = True) -> Applica
 
         routes += lti_routes(prefix, state)
     if state.lti is not None or state.xapi is not None:
-        from deeptutor_jupyter.hub.lti.routes import score_routes
+        from deeptutor_jupyter.hub.scores import score_routes
 
         routes += score_routes(prefix, state)
     settings: dict[str, Any] = {}

@@ -4,6 +4,7 @@ The course service writes a statement for what it sees of each student's learnin
 
 - ``asked``: a question to the tutor (a request that starts a turn: ``is_question``);
 - ``answered`` and ``completed``: a course notebook's graded quiz (``v1/scores``);
+- ``answered``: a spaced review of a course objective (``v1/scores``, kind ``review``);
 - ``progressed``: the mastery of a course objective (``v1/mastery``).
 
 **Privacy.** A statement carries the student's hub name (as an account of the hub), the
@@ -122,6 +123,12 @@ class Statements:
                 self.statement(student, "completed", activity, result={"completion": True}),
             ]
         )
+
+    def review(self, student: str, objective: str, score: float, maximum: float) -> None:
+        result = {
+            "score": {"raw": score, "min": 0, "max": maximum, "scaled": round(score / maximum, 4)}
+        }
+        self.record([self.statement(student, "answered", f"review/{objective}", result=result)])
 
     def progressed(self, student: str, values: dict[str, tuple[float, int]]) -> None:
         self.record(

@@ -297,6 +297,17 @@ def send_quiz_score(
     return _post_in_background("scores", body, environ)
 
 
+def send_review(
+    objective: str, right: int, questions: int, environ: Mapping[str, str] | None = None
+) -> threading.Thread | None:
+    """A spaced review of a course objective, as numbers, for the course's learning records."""
+    if questions <= 0:
+        return None
+    body = {"kind": "review", "objective": objective, "score": float(right),
+            "maximum": float(questions)}  # fmt: skip
+    return _post_in_background("scores", body, environ)
+
+
 def _post_in_background(
     path: str, body: dict[str, object], environ: Mapping[str, str] | None
 ) -> threading.Thread | None:

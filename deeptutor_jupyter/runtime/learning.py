@@ -88,7 +88,12 @@ def standing_text(store: LearningStore) -> str:
 def graded(session: TutorSession, learning: Learning, row: QuizRow, result: QuizOutcome) -> None:
     """A quiz was graded: its trace, and the mastery numbers for a course that asks for them."""
     record_trace(session, row, result)
-    from deeptutor_jupyter.runtime.course import course_objectives, send_mastery, send_quiz_score
+    from deeptutor_jupyter.runtime.course import (
+        course_objectives,
+        send_mastery,
+        send_quiz_score,
+        send_review,
+    )
 
     try:
         shared = session.resolve({}).settings.share_progress
@@ -99,10 +104,14 @@ def graded(session: TutorSession, learning: Learning, row: QuizRow, result: Quiz
         # study, which is theirs.
         course = course_objectives(learning.home)
         send_mastery({o: v for o, v in mastery_report(learning.store).items() if o in course})
-        if row.kind != "review":
+        results = result.get("results") or []
+        right = sum(1 for r in results if r.get("correct"))
+        if row.kind == "review":
+            # A review of a course objective, for the course's learning records (docs/lms.md).
+            if row.objective in course:
+                send_review(row.objective, right, len(results))
+        else:
             # A course notebook's quiz, for the LMS gradebook (docs/lms.md): right of asked.
-            results = result.get("results") or []
-            right = sum(1 for r in results if r.get("correct"))
             send_quiz_score(session.notebook, right, len(results))
 
 

@@ -16,6 +16,7 @@ from deeptutor_jupyter.hub.gateway import GatewayState
 from deeptutor_jupyter.hub.lti.config import LTIConfig
 from deeptutor_jupyter.hub.lti.state import LTIState
 from deeptutor_jupyter.hub.lti.store import LTIStore
+from deeptutor_jupyter.hub.packs import PackStore
 from deeptutor_jupyter.hub.quota import QuotaStore, make_engine
 from deeptutor_jupyter.hub.settings import GatewayConfig, XAPIConfig
 from deeptutor_jupyter.hub.xapi import Statements
@@ -81,6 +82,7 @@ def start_service(
     )
     if config.lti is not None:
         state.lti = LTIState(config.lti, LTIStore(engine))
+    state.packs = PackStore(engine)
     if xapi is not None:
         state.xapi = Statements(xapi, engine, SecretStr(lrs_password) if lrs_password else None)
     port = free_port()

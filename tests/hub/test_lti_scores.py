@@ -163,6 +163,8 @@ async def test_mastery_goes_to_a_mapped_line_item_with_its_progress(service: Ser
         ({"notebook": NOTEBOOK, "score": 1, "maximum": 4, "comment": "hi"}, "comment"),
         ({"notebook": "calc/<script>", "score": 1, "maximum": 4}, "notebook"),
         ({"notebook": NOTEBOOK, "score": 1, "maximum": 1e9}, "maximum"),
+        ({"score": 1, "maximum": 1}, "names its notebook"),
+        ({"kind": "grade", "notebook": NOTEBOOK, "score": 1, "maximum": 1}, "kind"),
     ],
 )
 async def test_a_score_report_is_typed_and_bounded(
@@ -177,6 +179,9 @@ async def test_scores_need_a_student_and_an_lms_student(service: Service) -> Non
     report = {"notebook": NOTEBOOK, "score": 1, "maximum": 1}
     status, _, _ = await service.call("POST", "v1/scores", json=report)
     assert status == 401
+    padded = {**report, "notebook": "calc/" + "x" * 5000 + ".ipynb"}
+    status, text, _ = await service.call("POST", "v1/scores", "student-dan", json=padded)
+    assert status == 413 and "too long" in text
     # dan never launched from the LMS: nothing to send, nothing queued.
     status, text, _ = await service.call("POST", "v1/scores", "student-dan", json=report)
     assert (status, text) == (200, '{"queued": 0}')

@@ -9,6 +9,7 @@ nothing: the statements wait in the service's database and go when it is back.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 import os
@@ -27,9 +28,12 @@ from pydantic import SecretStr
 from deeptutor_jupyter.hub.quota import make_engine
 from deeptutor_jupyter.hub.settings import XAPIConfig
 from deeptutor_jupyter.hub.xapi import Statements
+from deeptutor_jupyter.runtime.course import send_review
+from deeptutor_jupyter.runtime.course_files import build_archive
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
 from tests.hub.harness import ROOT, free_port
 from tests.hub.inproc import start_service, stop_service
+from tests.hub.test_course_hub import make_pack
 
 RALPH = ROOT / ".venv-lrs" / "bin"
 PASSWORD = "lrs-Secret-7f3a9c"
@@ -160,21 +164,41 @@ async def test_records_reach_a_real_lrs_without_free_text(
         lrs_password=PASSWORD,
     )
     records: Statements = state.xapi  # type: ignore[assignment]
+    assert state.packs is not None
+    archive = build_archive(make_pack(tmp_path / "calc"))
+    state.packs.publish("calc", None, archive, "ms-lee")
+    objective = sorted(state.packs.objectives())[0]
     try:
         await ask_and_quiz(url, http, "ada")
-        await state.db(records.progressed, "ada", {"limits": (0.9, 4)})
+        await state.db(records.progressed, "ada", {objective: (0.9, 4)})
+        # A review, as the kernel reports it (runtime/course.py), of a course objective only.
+        env = {"DEEPTUTOR_HUB_SERVICE_URL": url + "v1", "DEEPTUTOR_HUB_TOKEN": "student-ada"}
+        sent = send_review(objective, 1, 1, environ=env)
+        assert sent is not None
+        await asyncio.to_thread(sent.join, 20)
+        own = {"kind": "review", "objective": "my-secret-hobby", "score": 1, "maximum": 1}
+        async with http.post(
+            url + "v1/scores", json=own, headers={"Authorization": "Bearer student-ada"}
+        ) as r:
+            assert r.status == 400 and "course's objectives" in await r.text()
         # The question's record is written off the request's path; wait for it, bounded.
         deadline = time.monotonic() + 10
-        while records.waiting() < 4:
+        while records.waiting() < 5:
             assert time.monotonic() < deadline
             await state.db(time.sleep, 0.02)
-        assert await records.send_due(http) == 4
+        assert await records.send_due(http) == 5
     finally:
         await stop_service(state, server)
     mine = [s for s in lrs.statements("tutor-a") if s["actor"]["account"]["name"] == "ada"]
     verbs = sorted(s["verb"]["display"]["en-US"] for s in mine)
-    assert verbs == ["answered", "asked", "completed", "progressed"]
-    answered = next(s for s in mine if s["verb"]["display"]["en-US"] == "answered")
+    assert verbs == ["answered", "answered", "asked", "completed", "progressed"]
+    review = next(s for s in mine if "/tutor/review/" in s["object"]["id"])
+    assert review["object"]["id"].endswith(f"/tutor/review/{objective}")
+    answered = next(
+        s
+        for s in mine
+        if "/tutor/notebook/" in s["object"]["id"] and s["verb"]["display"]["en-US"] == "answered"
+    )
     assert answered["object"]["id"] == "https://hub.example.edu/tutor/notebook/calc/kb/week1.ipynb"
     assert answered["result"]["score"] == {"raw": 3.0, "min": 0, "max": 4.0, "scaled": 0.75}
     assert SECRET_WORDS not in json.dumps(mine)  # no free text unless the course enables it

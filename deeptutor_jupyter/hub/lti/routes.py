@@ -8,8 +8,6 @@
   only) shows the course packs' notebooks to pick from.
 - ``POST lti/deep-link``: the instructor's pick, answered as the deep-linking response the
   LMS expects: a JWT signed by the tool's key, auto-posted to the LMS's return URL.
-- ``POST v1/scores``: a student's kernel reports a notebook's quiz score (hub token, bounded,
-  rate limited); it is queued for the notebook's line item (hub/lti/outbox.py).
 """
 
 from __future__ import annotations
@@ -21,10 +19,9 @@ import uuid
 from typing import Any
 from urllib.parse import quote
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tornado.web import RequestHandler
 
-from deeptutor_jupyter.hub.gateway import ApiHandler, GatewayState
+from deeptutor_jupyter.hub.gateway import GatewayState
 from deeptutor_jupyter.hub.lti.config import DL, LTI, LTIConfig, LTIConfigError
 from deeptutor_jupyter.hub.lti.state import LTIState
 
@@ -195,53 +192,6 @@ def deep_link_response(
     return config.sign(claims)
 
 
-class QuizScore(BaseModel):
-    """A notebook's quiz result as a student's kernel reports it: numbers and a path only."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    notebook: str = Field(min_length=1, max_length=500, pattern=r"^[\w.@+/ -]+$")
-    score: float = Field(ge=0, le=10_000)
-    maximum: float = Field(gt=0, le=10_000)
-
-
-class ScoreReportHandler(ApiHandler):
-    async def post(self) -> None:
-        identity = await self.identify()
-        if identity is None:
-            return
-        lti, records = self.state.lti, self.state.xapi
-        wait = self.state.score_limiter.wait_for(identity.name)
-        if wait:
-            self.fail(429, "rate_limited", "Too many score reports; try later.", wait)
-            return
-        try:
-            report = QuizScore.model_validate_json(self.request.body or b"{}")
-        except ValidationError as exc:
-            first = exc.errors(include_url=False, include_input=False)[0]
-            where = ".".join(str(p) for p in first["loc"]) or "body"
-            self.fail(400, "invalid_score", f"{where}: {first['msg']}")
-            return
-        if report.score > report.maximum:
-            self.fail(400, "invalid_score", "score may not be above maximum.")
-            return
-        queued = 0
-        if lti is not None:
-            queued = await self.state.db(
-                lambda: lti.store.queue_score(
-                    identity.name, report.notebook, "quiz", report.score, report.maximum,
-                    completed=True,
-                )
-            )  # fmt: skip
-            if queued:
-                lti.outbox(self.state.session()).kick()
-        if records is not None:
-            await self.state.db(
-                records.quiz, identity.name, report.notebook, report.score, report.maximum
-            )
-        self.finish({"queued": queued})
-
-
 def lti_routes(prefix: str, state: GatewayState) -> list[Any]:
     args = {"state": state}
     return [
@@ -249,8 +199,3 @@ def lti_routes(prefix: str, state: GatewayState) -> list[Any]:
         (prefix + "lti/launch", LaunchHandler, args),
         (prefix + "lti/deep-link", DeepLinkHandler, args),
     ]
-
-
-def score_routes(prefix: str, state: GatewayState) -> list[Any]:
-    """``v1/scores``: for the LMS gradebook, the learning records, or both."""
-    return [(prefix + "v1/scores", ScoreReportHandler, {"state": state})]
