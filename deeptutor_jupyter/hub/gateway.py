@@ -231,6 +231,7 @@ class ChatCompletionsHandler(ApiHandler):
 
     _relay: asyncio.Task[None] | None = None
     _record: asyncio.Future[Any] | None = None
+    _hinted = False
     _gone = False
     _marks: list[tuple[str, float]]
     _identity: Identity | None = None
@@ -328,7 +329,7 @@ class ChatCompletionsHandler(ApiHandler):
         question = is_question(raw)
         if question is not None:
             self._record = asyncio.ensure_future(
-                self.state.db(records.asked, identity.name, question)
+                self.state.db(records.asked, identity.name, question, self._hinted)
             )
             self._record.add_done_callback(_log_failure)
 
@@ -348,6 +349,7 @@ class ChatCompletionsHandler(ApiHandler):
             if decision.mode == "hints" and hints is None:
                 hints = decision
         if hints is not None:
+            self._hinted = True  # the question asks for a hint (a learning record's activity)
             system = {"role": "system", "content": gateway_hints_block(hints)}
             raw["messages"] = [system, *raw.get("messages", [])]
         return False

@@ -2,7 +2,8 @@
 
 The course service writes a statement for what it sees of each student's learning:
 
-- ``asked``: a question to the tutor (a request that starts a turn: ``is_question``);
+- ``asked``: a question to the tutor (a request that starts a turn: ``is_question``), of the
+  activity ``hint`` when the course's policy gives hints only, else ``chat``;
 - ``answered`` and ``completed``: a course notebook's graded quiz (``v1/scores``);
 - ``answered``: a spaced review of a course objective (``v1/scores``, kind ``review``);
 - ``progressed``: the mastery of a course objective (``v1/mastery``).
@@ -108,8 +109,9 @@ class Statements:
                 )
         self.kick()
 
-    def asked(self, student: str, text: str) -> None:
-        self.record([self.statement(student, "asked", "chat", text=text)])
+    def asked(self, student: str, text: str, hint: bool = False) -> None:
+        """A question to the tutor; under a ``hints`` policy (docs/policy.md) it asks for a hint."""
+        self.record([self.statement(student, "asked", "hint" if hint else "chat", text=text)])
 
     def quiz(self, student: str, notebook: str, score: float, maximum: float) -> None:
         result = {

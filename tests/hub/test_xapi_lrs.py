@@ -205,6 +205,34 @@ async def test_records_reach_a_real_lrs_without_free_text(
     assert records.waiting() == 0
 
 
+async def test_a_question_under_a_hints_policy_asks_for_a_hint(
+    upstream: FakeLLMServer, http: aiohttp.ClientSession, tmp_path: Path
+) -> None:
+    upstream.extend([Reply(text="Hint 1."), Reply(text="Merged.")])
+    # No LRS needed: what is recorded is in the service's database until it is sent.
+    config = xapi_config(f"http://127.0.0.1:{free_port()}/xAPI/", "tutor-x")
+    state, server, url = start_service(tmp_path / "hub.sqlite", upstream=upstream.url, xapi=config)
+    assert state.packs is not None
+    folder = make_pack(tmp_path / "calc")
+    tutor_md = (folder / "TUTOR.md").read_text()
+    (folder / "TUTOR.md").write_text("---\npolicy: {mode: hints}\n---\n" + tutor_md)
+    state.packs.publish("calc", None, build_archive(folder), "ms-lee")
+    records: Statements = state.xapi  # type: ignore[assignment]
+    try:
+        await ask_and_quiz(url, http, "dee")
+        deadline = time.monotonic() + 10
+        while records.waiting() < 3:
+            assert time.monotonic() < deadline
+            await state.db(time.sleep, 0.02)
+        objects = [
+            json.loads(body)["object"]["id"] for _, body, _ in records.due(dt.datetime.now(dt.UTC))
+        ]
+    finally:
+        await stop_service(state, server)
+    assert "https://hub.example.edu/tutor/hint" in objects
+    assert "https://hub.example.edu/tutor/chat" not in objects
+
+
 async def test_free_text_when_the_course_enables_it(
     lrs: LRS, upstream: FakeLLMServer, http: aiohttp.ClientSession, tmp_path: Path
 ) -> None:
