@@ -286,9 +286,9 @@ def course_notebook(notebook: str) -> str | None:
 
 
 def send_quiz_score(
-    notebook: str, right: int, questions: int, environ: Mapping[str, str] | None = None
+    notebook: str, right: float, questions: int, environ: Mapping[str, str] | None = None
 ) -> threading.Thread | None:
-    """A course notebook's quiz result (two numbers and the pack notebook's path) for the
+    """A course notebook's quiz result (points of questions, and the pack notebook's path) for the
     course's gradebook (hub/lti/routes.py queues it for the notebook's line item, if any)."""
     source = course_notebook(notebook)
     if source is None or questions <= 0:
@@ -298,7 +298,7 @@ def send_quiz_score(
 
 
 def send_review(
-    objective: str, right: int, questions: int, environ: Mapping[str, str] | None = None
+    objective: str, right: float, questions: int, environ: Mapping[str, str] | None = None
 ) -> threading.Thread | None:
     """A spaced review of a course objective, as numbers, for the course's learning records."""
     if questions <= 0:

@@ -104,15 +104,18 @@ def graded(session: TutorSession, learning: Learning, row: QuizRow, result: Quiz
         # study, which is theirs.
         course = course_objectives(learning.home)
         send_mastery({o: v for o, v in mastery_report(learning.store).items() if o in course})
-        results = result.get("results") or []
-        right = sum(1 for r in results if r.get("correct"))
+        if result.cancelled or result.score is None:
+            return
+        # The score out of the questions asked (partial credit counts), docs/lms.md.
+        asked = len(result.results)
+        points = round(result.score * asked, 3)
         if row.kind == "review":
-            # A review of a course objective, for the course's learning records (docs/lms.md).
+            # A review of a course objective, for the course's learning records.
             if row.objective in course:
-                send_review(row.objective, right, len(results))
+                send_review(row.objective, points, asked)
         else:
-            # A course notebook's quiz, for the LMS gradebook (docs/lms.md): right of asked.
-            send_quiz_score(session.notebook, right, len(results))
+            # A course notebook's quiz, for the LMS gradebook.
+            send_quiz_score(session.notebook, points, asked)
 
 
 def mastery_report(store: LearningStore) -> dict[str, dict[str, float | int]]:
