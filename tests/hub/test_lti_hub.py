@@ -269,8 +269,12 @@ def test_the_instructor_page_shows_the_lms_roster(hub: Hub, lms: LTIPlatform) ->
     assert "stu-ada" in rows["Ada Lovelace"] and NEVER_ASKED in rows["Ada Lovelace"]
     assert "Instructor" in rows["Grace Hopper"]
     fetched = lms.service_requests("/memberships")[-1]
-    assert fetched.headers["authorization"].removeprefix("Bearer ") in lms.tokens
-    assert fetched.headers["authorization"].removeprefix("Bearer ") not in page.text
+    token = fetched.headers["authorization"].removeprefix("Bearer ")
+    assert token in lms.tokens
+    # The LMS's token and the tool's key are in no page and no log (the service logs there).
+    assert token not in page.text and token not in hub.log_text(whole=True)
+    key = Path(hub.tmp / "tool-key.pem").read_text().splitlines()[1]
+    assert key not in page.text and key not in hub.log_text(whole=True)
 
 
 def test_a_graded_quiz_in_the_launched_notebook_reaches_the_gradebook(

@@ -21,7 +21,7 @@ import pytest
 from deeptutor_jupyter.hub.instructor import queue_mastery
 from deeptutor_jupyter.hub.lti.outbox import Outbox, backoff, deliver_due
 from deeptutor_jupyter.hub.lti.page import MappingRefused, map_lineitem, section
-from deeptutor_jupyter.hub.lti.store import LineItemMap
+from deeptutor_jupyter.hub.lti.store import LineItemMap, LTIStore
 from deeptutor_jupyter.runtime.course import course_notebook, send_quiz_score
 from tests.hub.inproc import Service, start_service, stop_service
 from tests.hub.lti_platform import LTIPlatform, new_rsa_key, pem_of
@@ -254,3 +254,34 @@ async def test_the_kernel_sends_a_course_notebooks_quiz_score(
     assert (row.student, row.lti_user, row.lineitem) == ("alice", "stu-ada", item)
     assert (row.score_given, row.score_maximum) == (2, 3)
     assert send_quiz_score("homework/week1.ipynb", 2, 3, environ=env) is None
+
+
+async def test_two_replicas_post_a_score_once(
+    service: Service, lms: LTIPlatform, tmp_path: Path
+) -> None:
+    item = lms.add_line_item("calc-101", "Week 4")
+    store = service.lti.store
+    store.record_launch("fay", {"context": {"id": "calc-101"}, "lti_user": "stu-f"})
+    store.map_lineitem(LineItemMap("calc/w4.ipynb", "calc-101", item, "quiz"))
+    store.queue_score("fay", "calc/w4.ipynb", "quiz", 1, 1, completed=True)
+    other = LTIStore(store.engine)  # a second replica on the same database
+    client = service.lti.client(service.state.session())
+    await asyncio.gather(deliver_due(store, client, later(0)), deliver_due(other, client, later(0)))
+    assert len(lms.scores[item.removeprefix(lms.url)]) == 1
+
+
+async def test_a_token_the_lms_revoked_is_asked_for_again(
+    service: Service, lms: LTIPlatform
+) -> None:
+    item = lms.add_line_item("calc-101", "Week 5")
+    store = service.lti.store
+    store.record_launch("gus", {"context": {"id": "calc-101"}, "lti_user": "stu-g"})
+    store.map_lineitem(LineItemMap("calc/w5.ipynb", "calc-101", item, "quiz"))
+    client = service.lti.client(service.state.session())
+    store.queue_score("gus", "calc/w5.ipynb", "quiz", 1, 2, completed=True)
+    assert await deliver_due(store, client, later(0)) == (1, 0)
+    lms.tokens.clear()  # the LMS forgets the token the tool holds
+    store.queue_score("gus", "calc/w5.ipynb", "quiz", 2, 2, completed=True)
+    assert await deliver_due(store, client, later(1)) == (0, 1)
+    assert await deliver_due(store, client, later(backoff(1) + 2)) == (1, 0)
+    assert [s["scoreGiven"] for s in lms.scores[item.removeprefix(lms.url)]] == [1, 2]
