@@ -92,12 +92,15 @@ class LTIPlatform:
         self.line_items: dict[str, dict[str, Any]] = {}
         self.scores: dict[str, list[dict[str, Any]]] = {}
         self.members: list[Member] = []
+        self.members_page = 2
+        self.next_link = ""  # the Link header of the roster page being answered
+        self.link_base = ""  # where next pages are said to be ("": here)
         # Statuses the next score posts get before the platform accepts them (500, 503, ...).
         self.fail_scores: deque[int] = deque()
         self.tokens: set[str] = set()
         # Where the platform reads the tool's public keys (set by the test once the tool runs).
         self.tool_jwks_url = ""
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._server = _Server(self)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -245,7 +248,9 @@ class LTIPlatform:
         value = headers.get("authorization", "")
         return value.startswith("Bearer ") and value[7:] in self.tokens
 
-    def _service(self, method: str, path: str, body: Any) -> tuple[int, Any, str]:
+    def _service(
+        self, method: str, path: str, body: Any, page: str | None = None
+    ) -> tuple[int, Any, str]:
         json_type = "application/json"
         if path.endswith("/scores") and method == "POST":
             item = path[: -len("/scores")]
@@ -271,12 +276,18 @@ class LTIPlatform:
                 self.line_items[item].update(body)
                 return 201, self.line_items[item], "application/vnd.ims.lis.v2.lineitem+json"
         if path.endswith("/memberships") and method == "GET":
+            # Pages of ``members_page`` members, the next one named by a Link header (as
+            # Canvas pages its rosters).
+            start = int(page or 0) * self.members_page
             members = [
                 {"user_id": m.user_id, "name": m.name, "roles": m.roles, "status": "Active"}
                 | ({"email": m.email} if m.email else {})
-                for m in self.members
+                for m in self.members[start : start + self.members_page]
             ]
             context = path.split("/")[2]
+            if start + self.members_page < len(self.members):
+                base = self.link_base or self.url
+                self.next_link = f'<{base}{path}?page={int(page or 0) + 1}>; rel="next"'
             return (
                 200,
                 {"id": self.url + path, "context": {"id": context}, "members": members},
@@ -291,10 +302,14 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def _reply(self, status: int, body: Any, content_type: str = "application/json") -> None:
+    def _reply(
+        self, status: int, body: Any, content_type: str = "application/json", link: str = ""
+    ) -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", content_type)
+        if link:
+            self.send_header("Link", link)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -319,7 +334,12 @@ class _Handler(BaseHTTPRequestHandler):
         if not owner._authorized({k.lower(): v for k, v in self.headers.items()}):
             self._reply(401, {"error": "invalid_token"})
             return
-        self._reply(*owner._service("GET", path, None))
+        page = dict(parse_qsl(urlsplit(self.path).query)).get("page")
+        with owner._lock:
+            owner.next_link = ""
+            answer = owner._service("GET", path, None, page)
+            link = owner.next_link
+        self._reply(*answer, link=link)
 
     def do_POST(self) -> None:
         owner = self.server.owner

@@ -20,11 +20,17 @@ import pytest
 
 from deeptutor_jupyter.hub.instructor import queue_mastery
 from deeptutor_jupyter.hub.lti.outbox import Outbox, backoff, deliver_due
-from deeptutor_jupyter.hub.lti.page import MappingRefused, map_lineitem, section
+from deeptutor_jupyter.hub.lti.page import (
+    NEVER_LAUNCHED,
+    MappingRefused,
+    map_lineitem,
+    roster,
+    section,
+)
 from deeptutor_jupyter.hub.lti.store import LineItemMap, LTIStore
 from deeptutor_jupyter.runtime.course import course_notebook, send_quiz_score
 from tests.hub.inproc import Service, start_service, stop_service
-from tests.hub.lti_platform import LTIPlatform, new_rsa_key, pem_of
+from tests.hub.lti_platform import LTIPlatform, Member, new_rsa_key, pem_of
 
 NOTEBOOK = "calc/kb/week1.ipynb"
 
@@ -285,3 +291,25 @@ async def test_a_token_the_lms_revoked_is_asked_for_again(
     assert await deliver_due(store, client, later(1)) == (0, 1)
     assert await deliver_due(store, client, later(backoff(1) + 2)) == (1, 0)
     assert [s["scoreGiven"] for s in lms.scores[item.removeprefix(lms.url)]] == [1, 2]
+
+
+async def test_the_roster_follows_its_pages_on_its_own_lms_only(
+    service: Service, lms: LTIPlatform
+) -> None:
+    store = service.lti.store
+    memberships = f"{lms.context_url('calc-101')}/memberships"
+    store.record_launch("hal", {"context": {"id": "calc-101"}, "lti_user": "stu-2",
+                                "memberships": memberships})  # fmt: skip
+    lms.members = [Member(f"stu-{i}", f"Student {i}") for i in range(5)]
+    client = service.lti.client(service.state.session())
+    rows, errors = await roster(store, client, {"hal": 3}, service.state.db)
+    assert errors == [] and [r.name for r in rows] == [f"Student {i}" for i in range(5)]
+    statuses = {r.lti_user: r.status for r in rows}
+    assert statuses["stu-2"] == "3 tutor requests" and statuses["stu-4"] == NEVER_LAUNCHED
+    # A next page said to be elsewhere would get the LMS's token: not followed.
+    lms.link_base = "http://127.0.0.1:9"
+    try:
+        rows, _ = await roster(store, client, {}, service.state.db)
+    finally:
+        lms.link_base = ""
+    assert [r.name for r in rows] == ["Student 0", "Student 1"]

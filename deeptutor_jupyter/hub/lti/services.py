@@ -31,7 +31,8 @@ LINEITEM_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
 MEMBERSHIP_TYPE = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
 TIMEOUT = aiohttp.ClientTimeout(total=20)
 MAX_BYTES = 16 << 20  # the largest answer read (a roster of thousands is a few MiB)
-MAX_MEMBERS = 5000  # a roster larger than any class; the rest is not read
+MAX_MEMBERS = 5000
+MAX_PAGES = 100  # a roster larger than any class; the rest is not read
 
 
 class LMSError(DeepTutorError):
@@ -93,15 +94,31 @@ class LMSClient:
         return item
 
     async def members(self, memberships: str) -> list[dict[str, Any]]:
+        """Every page of the roster (NRPS pages with ``Link: <...>; rel="next"``, as Canvas
+        does by ten); a next page elsewhere than the roster's own origin is not followed, so
+        the token goes nowhere else."""
         token = await self.token(MEMBERSHIPS)
         headers = {"Authorization": f"Bearer {token}", "Accept": MEMBERSHIP_TYPE}
-        data = await self._call("GET", memberships, headers=headers)
-        found = data.get("members") if isinstance(data, dict) else None
-        if not isinstance(found, list):
-            raise LMSError("The LMS's roster has no members list.")
-        return [m for m in found[:MAX_MEMBERS] if isinstance(m, dict)]
+        out: list[dict[str, Any]] = []
+        url: str | None = memberships
+        for _ in range(MAX_PAGES):
+            if url is None or len(out) >= MAX_MEMBERS:
+                break
+            data, links = await self._call_with_links("GET", url, headers=headers)
+            found = data.get("members") if isinstance(data, dict) else None
+            if not isinstance(found, list):
+                raise LMSError("The LMS's roster has no members list.")
+            out += [m for m in found if isinstance(m, dict)]
+            following = links.get("next")
+            url = following if following and _origin(following) == _origin(memberships) else None
+        return out[:MAX_MEMBERS]
 
     async def _call(self, method: str, url: str, **kw: Any) -> Any:
+        return (await self._call_with_links(method, url, **kw))[0]
+
+    async def _call_with_links(
+        self, method: str, url: str, **kw: Any
+    ) -> tuple[Any, dict[str, str]]:
         try:
             async with self.session.request(method, url, timeout=TIMEOUT, **kw) as response:
                 if response.status == 401:
@@ -109,11 +126,16 @@ class LMSClient:
                 if response.status >= 300:
                     raise LMSError(f"HTTP {response.status} from the LMS ({_host(url)})")
                 raw = await response.content.read(MAX_BYTES + 1)
+                links = {
+                    str(rel): str(link.get("url", ""))
+                    for rel, link in response.links.items()
+                    if link.get("url")
+                }
             if len(raw) > MAX_BYTES:
                 raise LMSError(
                     f"the LMS's answer is larger than {MAX_BYTES >> 20} MiB ({_host(url)})"
                 )
-            return json.loads(raw) if raw.strip() else {}
+            return (json.loads(raw) if raw.strip() else {}), links
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise LMSError(
                 f"the LMS could not be reached ({_host(url)}: {type(exc).__name__})"
@@ -126,6 +148,13 @@ def _under(lineitem: str, leaf: str) -> str:
     """``<lineitem>/scores``, keeping the line item's query string after the path (AGS §3.4)."""
     path, _, query = lineitem.partition("?")
     return f"{path.rstrip('/')}/{leaf}" + (f"?{query}" if query else "")
+
+
+def _origin(url: str) -> tuple[str, str]:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.scheme, parts.netloc
 
 
 def _host(url: str) -> str:
