@@ -153,6 +153,8 @@ async def test_mastery_goes_to_a_mapped_line_item_with_its_progress(service: Ser
     store.map_lineitem(LineItemMap("limits", "calc-101", "http://lms/lineitems/9", "mastery"))
     assert queue_mastery(store, "carol", {"limits": (0.5, 1), "other": (0.9, 9)}) == 1
     assert queue_mastery(store, "carol", {"limits": (0.9, 4)}) == 1
+    # The next report repeats the objective unchanged: the gradebook has it already.
+    assert queue_mastery(store, "carol", {"limits": (0.9, 4)}) == 0
     rows = store.undelivered()
     assert [(r.score_given, r.activity) for r in rows] == [
         (0.5, "InProgress"),

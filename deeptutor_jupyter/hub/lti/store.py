@@ -205,6 +205,9 @@ class LTIStore:
                 )
             ).all()
             for item, user in targets:
+                activity = "Completed" if completed else "InProgress"
+                if self._same_as_last(conn, student, source, item, (given, maximum, activity)):
+                    continue  # a mastery report repeats unchanged objectives: nothing new
                 conn.execute(
                     scores.insert().values(
                         student=student,
@@ -214,7 +217,7 @@ class LTIStore:
                         score_given=given,
                         score_maximum=maximum,
                         # AGS: the learner's progress, and whether the score is final.
-                        activity="Completed" if completed else "InProgress",
+                        activity=activity,
                         grading="FullyGraded",
                         timestamp=now.isoformat(timespec="milliseconds"),
                         next_try=int(now.timestamp()),
@@ -222,6 +225,24 @@ class LTIStore:
                 )
                 queued += 1
         return queued
+
+    def _same_as_last(
+        self,
+        conn: sa.Connection,
+        student: str,
+        source: str,
+        item: str,
+        score: tuple[float, float, str],
+    ) -> bool:
+        last = conn.execute(
+            sa.select(scores.c.score_given, scores.c.score_maximum, scores.c.activity)
+            .where(
+                scores.c.student == student, scores.c.source == source, scores.c.lineitem == item
+            )
+            .order_by(scores.c.id.desc())
+            .limit(1)
+        ).first()
+        return last is not None and tuple(last) == score
 
     def due(self, now: dt.datetime, limit: int = 50) -> list[ScoreRow]:
         query = (
