@@ -16,6 +16,7 @@ import html
 from dataclasses import dataclass
 from typing import Any
 
+from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.hub.lti.services import LMSClient, LMSError
 from deeptutor_jupyter.hub.lti.store import LineItemMap, LTIStore, ScoreRow
 
@@ -121,8 +122,10 @@ takes it.</p>
 <th>Last error</th></tr>{scores}</table>"""
 
 
-class MappingRefused(ValueError):
+class MappingRefused(DeepTutorError, ValueError):
     """A gradebook mapping the service will not make; the message is for the instructor."""
+
+    code = "mapping_refused"
 
 
 async def map_lineitem(
