@@ -276,6 +276,23 @@ def test_the_instructor_page_shows_the_lms_roster(hub: Hub, lms: LTIPlatform) ->
     key = Path(hub.tmp / "tool-key.pem").read_text().splitlines()[1]
     assert key not in page.text and key not in hub.log_text(whole=True)
 
+    # The instructor sends an objective's mastery to a new gradebook column, then removes it.
+    teacher = {"Authorization": f"Bearer {hub.token_for('prof-hopper')}"}
+    form = {"action": "map_lineitem", "context": "calc-101", "source": "limits",
+            "kind": "mastery", "label": "Limits (mastery)"}  # fmt: skip
+    r = httpx.post(f"{hub.service}/instructor/", data=form, headers=teacher, timeout=30)
+    assert r.status_code == 302, r.text[:500]
+    (made,) = [i for i in lms.line_items.values() if i["label"] == "Limits (mastery)"]
+    page = httpx.get(f"{hub.service}/instructor/", headers=teacher, timeout=30).text
+    assert made["id"] in page
+    elsewhere = {**form, "label": "", "lineitem": "https://lms.example.org/lineitems/1"}
+    r = httpx.post(f"{hub.service}/instructor/", data=elsewhere, headers=teacher, timeout=30)
+    assert r.status_code == 400 and "one of this course" in r.text
+    gone = {"action": "unmap_lineitem", "context": "calc-101", "source": "limits"}
+    r = httpx.post(f"{hub.service}/instructor/", data=gone, headers=teacher, timeout=30)
+    assert r.status_code == 302
+    assert made["id"] not in httpx.get(f"{hub.service}/instructor/", headers=teacher).text
+
 
 def test_a_graded_quiz_in_the_launched_notebook_reaches_the_gradebook(
     hub: Hub, lms: LTIPlatform, pack: None, upstream: FakeLLMServer, tmp_path: Path
