@@ -315,3 +315,18 @@ async def test_the_roster_follows_its_pages_on_its_own_lms_only(
     finally:
         lms.link_base = ""
     assert [r.name for r in rows] == ["Student 0", "Student 1"]
+
+
+async def test_an_lms_answer_past_the_bound_is_not_read(
+    service: Service, lms: LTIPlatform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deeptutor_jupyter.hub.lti import services
+
+    monkeypatch.setattr(services, "MAX_BYTES", 100)  # a page of two members is more
+    store = service.lti.store
+    memberships = f"{lms.context_url('calc-101')}/memberships"
+    store.record_launch("ida", {"context": {"id": "calc-101"}, "memberships": memberships})
+    lms.members = [Member(f"stu-{i}", f"Student {i}") for i in range(3)]
+    client = service.lti.client(service.state.session())
+    rows, errors = await roster(store, client, {}, service.state.db)
+    assert rows == [] and "larger than" in errors[0]

@@ -31,8 +31,9 @@ LINEITEM_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
 MEMBERSHIP_TYPE = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
 TIMEOUT = aiohttp.ClientTimeout(total=20)
 MAX_BYTES = 16 << 20  # the largest answer read (a roster of thousands is a few MiB)
+# A roster larger than any class; the rest is not read.
 MAX_MEMBERS = 5000
-MAX_PAGES = 100  # a roster larger than any class; the rest is not read
+MAX_PAGES = 100
 
 
 class LMSError(DeepTutorError):
