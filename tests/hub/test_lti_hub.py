@@ -294,6 +294,7 @@ def test_the_instructor_page_shows_the_lms_roster(hub: Hub, lms: LTIPlatform) ->
     assert made["id"] not in httpx.get(f"{hub.service}/instructor/", headers=teacher).text
 
 
+@pytest.mark.e2e  # a real kernel
 def test_a_graded_quiz_in_the_launched_notebook_reaches_the_gradebook(
     hub: Hub, lms: LTIPlatform, pack: None, upstream: FakeLLMServer, tmp_path: Path
 ) -> None:
