@@ -68,3 +68,11 @@ if [ ! -L .venv/share/jupyter/labextensions/deeptutor-jupyter ]; then
   PATH="$root/.venv/bin:$PATH" .venv/bin/jupyter-builder develop --overwrite . >/dev/null 2>&1 \
     || PATH="$root/.venv/bin:$PATH" .venv/bin/jupyter labextension develop --overwrite . >/dev/null
 fi
+
+# A real learning record store for tests/hub/test_xapi_lrs.py: Ralph (ralph-malph 5.x, file
+# backend) in its own venv, since it pins httpx and cachetools below what .venv holds.
+if [ ! -x .venv-lrs/bin/ralph ]; then
+  echo "==> installing the LRS used by the tests into .venv-lrs"
+  "$python" -m venv .venv-lrs
+  .venv-lrs/bin/python -m pip install --quiet "ralph-malph[cli,lrs]>=5,<6" requests
+fi

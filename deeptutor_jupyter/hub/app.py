@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlparse
 
+from pydantic import SecretStr
 from tornado.web import Application
 
 from deeptutor_jupyter.hub.auth import hub_token_checker
@@ -27,7 +28,13 @@ from deeptutor_jupyter.hub.mastery import MasteryStore
 from deeptutor_jupyter.hub.pack_routes import hub_group_counter, pack_routes
 from deeptutor_jupyter.hub.packs import PackStore
 from deeptutor_jupyter.hub.quota import QuotaStore, make_engine
-from deeptutor_jupyter.hub.settings import ServiceConfigError, load_config, upstream_key
+from deeptutor_jupyter.hub.settings import (
+    LRS_PASSWORD_ENV,
+    GatewayConfig,
+    ServiceConfigError,
+    load_config,
+    upstream_key,
+)
 
 log = logging.getLogger("deeptutor.hub")
 
@@ -43,6 +50,14 @@ def make_app(state: GatewayState, prefix: str, *, oauth: bool = True) -> Applica
     ]
     if state.packs is not None:
         routes += pack_routes(prefix, state)
+    if state.lti is not None:
+        from deeptutor_jupyter.hub.lti.routes import lti_routes
+
+        routes += lti_routes(prefix, state)
+    if state.lti is not None or state.xapi is not None:
+        from deeptutor_jupyter.hub.scores import score_routes
+
+        routes += score_routes(prefix, state)
     settings: dict[str, Any] = {}
     if oauth:
         routes += instructor_routes(prefix, state)
@@ -68,10 +83,32 @@ def state_from_env(environ: Mapping[str, str]) -> tuple[GatewayState, str]:
         has_scope=has_scope,
         service_name=environ.get("JUPYTERHUB_SERVICE_NAME", "deeptutor"),
     )
+    if config.lti is not None:
+        state.lti = lti_state(config, engine, environ)
+    if config.xapi is not None:
+        from deeptutor_jupyter.hub.xapi import Statements
+
+        password = environ.get(LRS_PASSWORD_ENV, "").strip()
+        state.xapi = Statements(config.xapi, engine, SecretStr(password) if password else None)
     api_url, token = environ.get("JUPYTERHUB_API_URL", ""), environ.get("JUPYTERHUB_API_TOKEN", "")
     if api_url and token:
         state.group_members = hub_group_counter(api_url, token, state)
     return state, environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/deeptutor/")
+
+
+def lti_state(config: GatewayConfig, engine: Any, environ: Mapping[str, str]) -> Any:
+    """The LMS side of the service; the tool's key is read now, so a bad one stops the start."""
+    from deeptutor_jupyter.hub.lti.config import LTIConfigError
+    from deeptutor_jupyter.hub.lti.state import LTIState
+    from deeptutor_jupyter.hub.lti.store import LTIStore
+
+    assert config.lti is not None
+    try:
+        config.lti.kid  # noqa: B018 - reads and parses the key file
+    except LTIConfigError as exc:
+        raise ServiceConfigError(str(exc)) from None
+    base = environ.get("JUPYTERHUB_BASE_URL", "/")
+    return LTIState(config.lti, LTIStore(engine), hub_base=base.rstrip("/") + "/")
 
 
 async def serve(environ: Mapping[str, str]) -> None:
@@ -84,6 +121,10 @@ async def serve(environ: Mapping[str, str]) -> None:
     lease = state.config.hold_lease_seconds
     keep(state.quota, lease)
     log.info("deeptutor course service on %s%s", where.geturl(), prefix)
+    if state.lti is not None:
+        state.lti.outbox(state.session()).start()  # scores queued before a restart go out now
+    if state.xapi is not None:
+        state.xapi.start(state.session())
     while True:
         await asyncio.sleep(lease / 3)
         try:

@@ -70,6 +70,9 @@ def configure(
     api_key_env: str = "DEEPTUTOR_UPSTREAM_API_KEY",
     api_key_file: str | None = None,
     environ: Mapping[str, str] | None = None,
+    lti: Mapping[str, Any] | None = None,
+    xapi: Mapping[str, Any] | None = None,
+    lrs_password_env: str = "DEEPTUTOR_LRS_PASSWORD",
 ) -> dict[str, Any]:
     """Add the course service to the hub config ``c`` and return the service entry.
 
@@ -77,6 +80,8 @@ def configure(
     starting the hub), or ``api_key_file`` names a file the service reads at start.
     ``kernel_url`` is how students' kernels reach the service; by default its own address
     (``http://<service_host>:<port>/services/<name>/v1``), on Kubernetes the hub's service name.
+    ``lti`` registers an LMS (docs/lms.md): the hub then logs students in by LTI 1.3 launch.
+    ``xapi`` names a learning record store; its password is read from ``lrs_password_env``.
     """
     env = os.environ if environ is None else environ
     models = [m.strip() for m in models if m and m.strip()]
@@ -92,7 +97,16 @@ def configure(
     }
     if db_url:
         settings["db_url"] = db_url
+    if lti is not None:
+        settings["lti"] = dict(lti)
+        group = str(lti.get("instructors_group", "lti-instructors"))
+        settings["instructor_groups"] = sorted({*settings["instructor_groups"], group})
+        _lti_login(c, dict(lti), name)
+    if xapi is not None:
+        settings["xapi"] = dict(xapi)
     service_env = {"DEEPTUTOR_HUB_CONFIG": json.dumps(settings)}
+    if xapi is not None and env.get(lrs_password_env, "").strip():
+        service_env["DEEPTUTOR_HUB_LRS_PASSWORD"] = env[lrs_password_env].strip()
     if api_key_file:
         service_env["DEEPTUTOR_HUB_UPSTREAM_KEY_FILE"] = api_key_file
     elif env.get(api_key_env, "").strip():
@@ -117,6 +131,20 @@ def configure(
     spawner_env[KERNEL_TOKEN_ENV] = KernelToken(name)
     c.Spawner.environment = spawner_env
     return service
+
+
+def _lti_login(c: Any, lti: dict[str, Any], name: str) -> None:
+    """The hub logs users in by LTI 1.3 launch (hub/lti/authenticator.py)."""
+    c.JupyterHub.authenticator_class = (
+        "deeptutor_jupyter.hub.lti.authenticator.CourseLTIAuthenticator"
+    )
+    auth = c.CourseLTIAuthenticator
+    auth.course = lti
+    auth.service_name = name
+    auth.issuer = lti.get("issuer", "")
+    auth.client_id = {lti.get("client_id", "")}
+    auth.jwks_endpoint = lti.get("jwks_url", "")
+    auth.authorize_url = lti.get("auth_url", "")
 
 
 def _add_roles(c: Any, name: str) -> None:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiohttp
 from pydantic import SecretStr
@@ -39,6 +39,10 @@ from deeptutor_jupyter.hub.request import ChatBody, RequestError, parse_chat_bod
 from deeptutor_jupyter.hub.settings import GatewayConfig, Limits
 from deeptutor_jupyter.hub.usage_stream import UsageScanner, estimate_prompt_tokens
 from deeptutor_jupyter.learning.policy import PolicySource
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.hub.lti.state import LTIState
+    from deeptutor_jupyter.hub.xapi import Statements
 
 log = logging.getLogger("deeptutor.hub")
 T = TypeVar("T")
@@ -68,6 +72,8 @@ class GatewayState:
     packs: PackStore | None = None  # course packs (hub/packs.py); None leaves their routes out
     # How many members a hub group has (hub/pack_routes.py), to warn of a mistyped group.
     group_members: Callable[[str], Awaitable[int | None]] | None = None
+    lti: LTIState | None = None  # the LMS (hub/lti/), when the course has one
+    xapi: Statements | None = None  # learning records (hub/xapi.py), when the course wants them
     # The upstream client is aiohttp (JupyterHub's own dependency): its C parser relays a chunk
     # for a fraction of httpx's cost, which was most of the gateway's CPU per stream
     # (benchmarks/hub_gateway.py). Made on first use, inside the service's event loop.
@@ -79,6 +85,7 @@ class GatewayState:
     _commits: GroupCommit | None = None
     _mastery: MasteryStore | None = None
     mastery_limiter: ReportLimiter = field(default_factory=ReportLimiter)
+    score_limiter: ReportLimiter = field(default_factory=ReportLimiter)
     _overrides: dict[str, Limits] = field(default_factory=dict)
     _overrides_until: float = 0.0
     _overrides_loading: asyncio.Future[Any] | None = None
@@ -223,6 +230,8 @@ class ChatCompletionsHandler(ApiHandler):
     """The body is read only after the token was checked, and only up to MAX_BODY_BYTES."""
 
     _relay: asyncio.Task[None] | None = None
+    _record: asyncio.Future[Any] | None = None
+    _hinted = False
     _gone = False
     _marks: list[tuple[str, float]]
     _identity: Identity | None = None
@@ -301,12 +310,28 @@ class ChatCompletionsHandler(ApiHandler):
         if ticket is None:
             return
         self._marks.append(("admit", time.perf_counter() - admitting))
+        self._record_question(identity, raw)
         self._relay = asyncio.ensure_future(self._forward(raw, body.model, ticket, body.stream))
         try:
             await self._relay
         except asyncio.CancelledError:
             if not self._gone:
                 raise
+
+    def _record_question(self, identity: Identity, raw: dict[str, Any]) -> None:
+        """An ``asked`` learning record when the request starts a turn (hub/xapi.py); written
+        off the loop, and never in the way of the answer."""
+        records = self.state.xapi
+        if records is None:
+            return
+        from deeptutor_jupyter.hub.xapi import is_question
+
+        question = is_question(raw)
+        if question is not None:
+            self._record = asyncio.ensure_future(
+                self.state.db(records.asked, identity.name, question, self._hinted)
+            )
+            self._record.add_done_callback(_log_failure)
 
     async def _policy_refuses(self, identity: Identity, raw: dict[str, Any]) -> bool:
         """The course pack's AI policy, enforced here where no student can edit it
@@ -324,6 +349,7 @@ class ChatCompletionsHandler(ApiHandler):
             if decision.mode == "hints" and hints is None:
                 hints = decision
         if hints is not None:
+            self._hinted = True  # the question asks for a hint (a learning record's activity)
             system = {"role": "system", "content": gateway_hints_block(hints)}
             raw["messages"] = [system, *raw.get("messages", [])]
         return False
@@ -469,6 +495,11 @@ class ChatCompletionsHandler(ApiHandler):
                 "upstream_unreachable",
                 "The course's model server could not be reached; tell your instructor.",
             )
+
+
+def _log_failure(done: asyncio.Future[Any]) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        log.warning("a learning record was not written: %s", type(done.exception()).__name__)
 
 
 async def _rejects_stream_options(response: aiohttp.ClientResponse) -> bool:

@@ -23,7 +23,12 @@ from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
 from tornado.web import HTTPError, RequestHandler, authenticated
 
 from deeptutor_jupyter.hub.gateway import ApiHandler, GatewayState
-from deeptutor_jupyter.hub.mastery import MasteryRow, mastery_values
+from deeptutor_jupyter.hub.mastery import (
+    MASTERED_ANSWERS,
+    MASTERED_P,
+    MasteryRow,
+    mastery_values,
+)
 from deeptutor_jupyter.hub.packs import PackInfo
 from deeptutor_jupyter.hub.quota import DayRow, UsageRow
 from deeptutor_jupyter.hub.settings import Limits
@@ -74,7 +79,22 @@ class MasteryReportHandler(ApiHandler):
             self.fail(400, "invalid_mastery", values)
             return
         await state.db(state.mastery.report, identity.name, values)
+        if state.lti is not None:
+            await state.db(queue_mastery, state.lti.store, identity.name, values)
+            state.lti.outbox(state.session()).kick()
+        if state.xapi is not None:
+            await state.db(state.xapi.progressed, identity.name, values)
         self.finish({"stored": len(values)})
+
+
+def queue_mastery(store: Any, student: str, values: dict[str, tuple[float, int]]) -> int:
+    """An objective mapped to a line item sends its mastery as the score: completed once
+    mastered (hub/mastery.py's rule), in progress before."""
+    queued = 0
+    for objective, (p, n) in values.items():
+        done = p >= MASTERED_P and n >= MASTERED_ANSWERS
+        queued += store.queue_score(student, objective, "mastery", p, 1.0, completed=done)
+    return int(queued)
 
 
 class InstructorHandler(HubOAuthenticated, RequestHandler):  # type: ignore[misc]
@@ -119,13 +139,65 @@ class InstructorPage(InstructorHandler):
         packs = await self.state.db(self.state.packs.latest) if self.state.packs else []
         today = await self.state.db(self.state.quota.today_all)
         xsrf = self.xsrf_form_html()
-        self.finish(_page(self.state, totals, overrides, mastery, packs, xsrf, today))
+        lms = await self.lms_section(totals, xsrf) if self.state.lti is not None else ""
+        if self.state.xapi is not None:
+            waiting, error = await self.state.db(self.state.xapi.status)
+            said = f" Last error: {html.escape(error)}." if error else ""
+            lms += f"<h2>Learning records</h2><p>{waiting} statements wait for the LRS.{said}</p>"
+        body = _page(self.state, totals, overrides, mastery, packs, xsrf, today)
+        self.finish(body + lms + "</body></html>")
+
+    async def lms_section(self, totals: dict[str, dict[str, int]], xsrf: str) -> str:
+        from deeptutor_jupyter.hub.lti import page
+
+        lti = self.state.lti
+        assert lti is not None
+        requests = {name: t["requests"] for name, t in totals.items()}
+        db = self.state.db
+        rows, errors = await page.roster(lti.store, lti.client(self.state.session()), requests, db)
+        return page.section(
+            rows,
+            errors,
+            await db(lti.store.lineitems),
+            await db(lti.store.undelivered),
+            await db(lti.store.contexts),
+            xsrf,
+        )
+
+    async def lms_action(self, action: str) -> None:
+        from deeptutor_jupyter.hub.lti import page
+
+        lti = self.state.lti
+        if lti is None:
+            raise HTTPError(404, "this course has no LMS")
+        form = {
+            k: self.get_body_argument(k, "")
+            for k in ("context", "source", "kind", "lineitem", "label")
+        }
+        if action == "unmap_lineitem":
+            await self.state.db(lti.store.unmap_lineitem, form["source"], form["context"])
+        else:
+            try:
+                await page.map_lineitem(
+                    lti.store, lti.client(self.state.session()), self.state.db, form
+                )
+            except page.MappingRefused as exc:
+                self.set_status(400)
+                self.finish(
+                    f"<!doctype html><p>{html.escape(str(exc))}</p>"
+                    f'<p><a href="{html.escape(self.request.path)}">Back</a></p>'
+                )
+                return
+        self.redirect(self.request.path)
 
     @authenticated
     async def post(self) -> None:
         """The page's forms: a student's limits, or forgetting mastery rows."""
         self.instructor()
         action = self.get_body_argument("action", "limits")
+        if action in ("map_lineitem", "unmap_lineitem"):
+            await self.lms_action(action)
+            return
         if action == "forget_objective":
             objective = self.get_body_argument("objective", "").strip()
             if not objective:
@@ -268,7 +340,7 @@ since the last one, so no single student's value can be worked out from two mean
 <h2>Course packs</h2><p>Publish a folder from a terminal of your hub server:
 <code>deeptutor-jupyter course publish FOLDER --group GROUP</code> (docs/hub.md).</p>
 <table><tr><th>Pack</th><th>For</th><th>Version</th><th>Files</th><th>By</th><th>When</th></tr>
-{pack_rows}</table></body></html>"""
+{pack_rows}</table>"""
 
 
 def _limits_text(limits: Limits | None) -> str:

@@ -19,10 +19,12 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from deeptutor_jupyter.errors import DeepTutorError
+from deeptutor_jupyter.hub.lti.config import LTIConfig
 
 CONFIG_ENV = "DEEPTUTOR_HUB_CONFIG"
 KEY_ENV = "DEEPTUTOR_HUB_UPSTREAM_KEY"
 KEY_FILE_ENV = "DEEPTUTOR_HUB_UPSTREAM_KEY_FILE"
+LRS_PASSWORD_ENV = "DEEPTUTOR_HUB_LRS_PASSWORD"
 
 
 class Limits(BaseModel):
@@ -32,6 +34,20 @@ class Limits(BaseModel):
 
     daily_tokens: int | None = Field(None, ge=0)
     requests_per_minute: int | None = Field(None, ge=0)
+
+
+class XAPIConfig(BaseModel):
+    """Where the learning record store is (hub/xapi.py); its password comes from
+    ``DEEPTUTOR_HUB_LRS_PASSWORD`` only."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    endpoint: str = Field(pattern=r"^https?://")  # the LRS's xAPI base, e.g. .../xAPI/
+    username: str = Field(min_length=1, max_length=255)
+    # The hub's public URL: students are accounts of it, activities are named under it.
+    homepage: str = Field(pattern=r"^https?://")
+    free_text: bool = False
+    batch: int = Field(50, ge=1, le=500)
 
 
 class GatewayConfig(BaseModel):
@@ -62,6 +78,10 @@ class GatewayConfig(BaseModel):
     hold_lease_seconds: int = Field(60, ge=3)
     # Aggregates of fewer students than this are hidden on the instructor page.
     min_group_size: int = Field(5, ge=1)
+    # An LMS (LTI 1.3, docs/lms.md); None: the course runs without one.
+    lti: LTIConfig | None = None
+    # A learning record store for xAPI statements (hub/xapi.py); None: no records are made.
+    xapi: XAPIConfig | None = None
 
     @field_validator("upstream_url")
     @classmethod

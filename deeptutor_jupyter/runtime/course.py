@@ -267,11 +267,55 @@ def send_mastery(
     """Post ``{objective: {"p": probability, "n": graded answers}}`` to the course service in
     the background (None: no service, or nothing to report). Failures are quiet: the learner's
     own progress is unaffected, and the next graded quiz sends the whole picture again."""
+    if not report:
+        return None
+    return _post_in_background("mastery", dict(report), environ)
+
+
+def course_notebook(notebook: str) -> str | None:
+    """The pack notebook (``calc/kb/week1.ipynb``) a student's copy under ``course/`` is of
+    (server/course_open.py copies it to ``course/calc/kb/week1.ipynb``), else None."""
+    path = notebook.replace("\\", "/")
+    if "/course/" in path:
+        path = path.rsplit("/course/", 1)[1]
+    elif path.startswith("course/"):
+        path = path[len("course/") :]
+    else:
+        return None
+    return path if path.endswith(".ipynb") and "/" in path else None
+
+
+def send_quiz_score(
+    notebook: str, right: float, questions: int, environ: Mapping[str, str] | None = None
+) -> threading.Thread | None:
+    """A course notebook's quiz result (points of questions, and the pack notebook's path) for the
+    course's gradebook (hub/lti/routes.py queues it for the notebook's line item, if any)."""
+    source = course_notebook(notebook)
+    if source is None or questions <= 0:
+        return None
+    body = {"notebook": source, "score": float(right), "maximum": float(questions)}
+    return _post_in_background("scores", body, environ)
+
+
+def send_review(
+    objective: str, right: float, questions: int, environ: Mapping[str, str] | None = None
+) -> threading.Thread | None:
+    """A spaced review of a course objective, as numbers, for the course's learning records."""
+    if questions <= 0:
+        return None
+    body = {"kind": "review", "objective": objective, "score": float(right),
+            "maximum": float(questions)}  # fmt: skip
+    return _post_in_background("scores", body, environ)
+
+
+def _post_in_background(
+    path: str, body: dict[str, object], environ: Mapping[str, str] | None
+) -> threading.Thread | None:
     from deeptutor_jupyter.config import hub_service, hub_token
 
     env = os.environ if environ is None else environ
     service = hub_service(env)
-    if service is None or not report:
+    if service is None:
         return None
     token = hub_token(env)
 
@@ -280,12 +324,12 @@ def send_mastery(
 
         with contextlib.suppress(httpx.HTTPError):
             httpx.post(
-                f"{service.url}/mastery",
-                json=dict(report),
+                f"{service.url}/{path}",
+                json=body,
                 headers={"Authorization": f"Bearer {token}"},
                 timeout=TIMEOUT,
             )
 
-    thread = threading.Thread(target=post, name="deeptutor-mastery", daemon=True)
+    thread = threading.Thread(target=post, name=f"deeptutor-{path}", daemon=True)
     thread.start()
     return thread

@@ -88,7 +88,12 @@ def standing_text(store: LearningStore) -> str:
 def graded(session: TutorSession, learning: Learning, row: QuizRow, result: QuizOutcome) -> None:
     """A quiz was graded: its trace, and the mastery numbers for a course that asks for them."""
     record_trace(session, row, result)
-    from deeptutor_jupyter.runtime.course import course_objectives, send_mastery
+    from deeptutor_jupyter.runtime.course import (
+        course_objectives,
+        send_mastery,
+        send_quiz_score,
+        send_review,
+    )
 
     try:
         shared = session.resolve({}).settings.share_progress
@@ -99,6 +104,18 @@ def graded(session: TutorSession, learning: Learning, row: QuizRow, result: Quiz
         # study, which is theirs.
         course = course_objectives(learning.home)
         send_mastery({o: v for o, v in mastery_report(learning.store).items() if o in course})
+        if result.cancelled or result.score is None:
+            return
+        # The score out of the questions asked (partial credit counts), docs/lms.md.
+        asked = len(result.results)
+        points = round(result.score * asked, 3)
+        if row.kind == "review":
+            # A review of a course objective, for the course's learning records.
+            if row.objective in course:
+                send_review(row.objective, points, asked)
+        else:
+            # A course notebook's quiz, for the LMS gradebook.
+            send_quiz_score(session.notebook, points, asked)
 
 
 def mastery_report(store: LearningStore) -> dict[str, dict[str, float | int]]:

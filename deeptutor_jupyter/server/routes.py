@@ -6,12 +6,17 @@ from typing import Any
 
 from jupyter_server.utils import url_path_join
 
-from deeptutor_jupyter.server import handlers, kb_api, memory_api
+from deeptutor_jupyter.server import course_open, handlers, kb_api, memory_api
 
 API = handlers.API
 
 
 def setup_handlers(web_app: Any) -> None:
     base = url_path_join(web_app.settings["base_url"], API)
-    routes = [*memory_api.handlers(base), *kb_api.handlers(base), *handlers.handlers(base)]
+    routes: list[tuple[str, Any]] = [
+        *memory_api.handlers(base),
+        *kb_api.handlers(base),
+        *handlers.handlers(base),
+        *course_open.handlers(web_app.settings["base_url"]),
+    ]
     web_app.add_handlers(".*$", routes)

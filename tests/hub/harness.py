@@ -87,6 +87,7 @@ configure(
     instructors={{"ms-lee"}},
     port={service_port},
     db_url={db_url!r},
+    lti={lti!r},
 )
 """
 
@@ -100,6 +101,7 @@ class Hub:
         daily_tokens: int = 100_000,
         groups: dict[str, Any] | None = None,
         db_url: str | None = None,
+        lti: dict[str, Any] | None = None,
     ) -> None:
         self.tmp = tmp
         self.port, self.hub_port = free_port(), free_port()
@@ -118,6 +120,7 @@ class Hub:
             groups=groups or {},
             service_port=self.service_port,
             db_url=self.db_url,
+            lti=lti,
         )
         (tmp / "jupyterhub_config.py").write_text(config, encoding="utf-8")
         env = {

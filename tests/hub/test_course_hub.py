@@ -279,8 +279,8 @@ QUIZ_AND_GRADE = (
     "grade = await submit_quiz(quiz['id'], {'q1': ['a']})\n"
     "_ = await wait_for_turns()  # the turn goes on with the grade: its reply is used up\n"
     "for t in threading.enumerate():\n"
-    "    if t.name == 'deeptutor-mastery':\n"
-    "        t.join()  # the report, if one is sent, has arrived\n"
+    "    if t.name in ('deeptutor-mastery', 'deeptutor-scores'):\n"
+    "        t.join()  # the reports, if any are sent, have arrived\n"
     "print('graded', grade.score)"
 )
 
