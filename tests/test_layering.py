@@ -12,6 +12,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "deeptutor_jupyter"
 BELOW_KERNEL = [
     "agent",
+    "cells",
     "interaction",
     "knowledge",
     "learning",
@@ -68,6 +69,7 @@ LAYERS = {
     "runtime": 2,
     "agent": 1,
     "tools": 1,
+    "cells": 1,
     "interaction": 1,
     "memory": 1,
     "knowledge": 1,

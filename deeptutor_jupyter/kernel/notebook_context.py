@@ -598,4 +598,13 @@ class InspectVariableTool(KernelTool[InspectArgs]):
 
 
 def kernel_tools(shell: Any) -> list[Tool[Any]]:
-    return [ReadNotebookTool(shell), LastErrorTool(shell), InspectVariableTool(shell)]
+    from deeptutor_jupyter.cells.tools import EditCellTool, InsertCellsTool
+
+    # Cells are written through deeptutor_jupyter.cells only (deferred: loaded when needed).
+    return [
+        ReadNotebookTool(shell),
+        LastErrorTool(shell),
+        InspectVariableTool(shell),
+        InsertCellsTool(notebook_path),
+        EditCellTool(notebook_path),
+    ]
