@@ -553,6 +553,9 @@ def register(ipython: Any) -> None:
         ipython.input_transformers_cleanup.append(keep_question_marks)
     _registered[id(ipython)] = (magics, hooks)
     sidebar_comm().register(ipython, lambda: current_tutor(ipython))
+    from deeptutor_jupyter.kernel import cells_comm  # JupyterLab's answers to cell inserts
+
+    cells_comm.register(ipython)
     if has_event_loop():  # a kernel: warm the first turn's imports once this cell is done
         asyncio.get_running_loop().call_soon(start_warming)
 
@@ -579,6 +582,9 @@ def unregister(ipython: Any) -> None:
     for event, hook in hooks:
         ipython.events.unregister(event, hook)
     sidebar_comm().unregister(ipython)
+    from deeptutor_jupyter.kernel import cells_comm
+
+    cells_comm.unregister(ipython)
     if keep_question_marks in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(keep_question_marks)
     for turn in magics.state.session.running_turns():

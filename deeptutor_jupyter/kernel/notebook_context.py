@@ -605,6 +605,16 @@ def kernel_tools(shell: Any) -> list[Tool[Any]]:
         ReadNotebookTool(shell),
         LastErrorTool(shell),
         InspectVariableTool(shell),
-        InsertCellsTool(notebook_path),
+        InsertCellsTool(notebook_path, lambda: lab_frontend(shell)),
         EditCellTool(notebook_path),
     ]
+
+
+def lab_frontend(shell: Any) -> Any:
+    """JupyterLab's notebook model for this kernel's notebook, when there is a kernel."""
+    name = os.environ.get("JPY_SESSION_NAME", "")
+    if getattr(shell, "kernel", None) is None or not name.endswith(".ipynb"):
+        return None
+    from deeptutor_jupyter.kernel.cells_comm import LabFrontend
+
+    return LabFrontend(name)
