@@ -95,12 +95,5 @@ class EditCellTool(Tool[EditCellArgs]):
 
     @staticmethod
     def _answer(ctx: ToolContext, tool_call_id: str) -> Any:
-        from deeptutor_jupyter.store.db import Store
-
-        if ctx.deps.home is None:
-            return None
-        store = Store(ctx.deps.home / "state.db")
-        try:
-            return store.answered_call(ctx.session_id, tool_call_id)
-        finally:
-            store.close()
+        answered = ctx.deps.answered
+        return answered(tool_call_id) if answered is not None else None

@@ -420,8 +420,24 @@ command("progress", "progress", "mastery per objective, the review forecast, wha
 )
 
 
-def _ask(magics: TutorMagics, call: Call) -> None:
-    """A question (or ``why``): compose the message and start a turn."""
+@command(
+    "solve",
+    "solve <problem>",
+    "solve a problem step by step: a plan you can follow, each step checked (docs/solve.md)",
+    free=True,
+)
+def _solve(magics: TutorMagics, call: Call) -> None:
+    from deeptutor_jupyter.kernel.display import show_markdown
+
+    if not call.parsed.rest:
+        show_markdown("Give the problem to solve: `%tutor solve What is 17*23 + 9?`")
+        return
+    call.parsed.question = call.parsed.rest
+    _ask(magics, call, capability="solve")
+
+
+def _ask(magics: TutorMagics, call: Call, capability: str = "chat") -> None:
+    """A question (or ``why``, or a ``solve``): compose the message and start a turn."""
     from deeptutor_jupyter.kernel.display import show_markdown
 
     parsed, resolved = call.parsed, call.resolved
@@ -434,7 +450,7 @@ def _ask(magics: TutorMagics, call: Call) -> None:
     if not has_event_loop():
         from deeptutor_jupyter.kernel.terminal import run_in_terminal
 
-        run_in_terminal(magics.state, resolved, question, new=parsed.new)
+        run_in_terminal(magics.state, resolved, question, new=parsed.new, capability=capability)
         return
     from deeptutor_jupyter.kernel.start import ask_in_cell
 
@@ -448,6 +464,7 @@ def _ask(magics: TutorMagics, call: Call) -> None:
         user_tools=tuple(tools) if tools is not None else None,
         no_tools="no_tools" in parsed.switches,
         attachments=[Path(p).expanduser() for p in flags_list(call.turn_flags.get("attach")) or []],
+        capability=capability,
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
@@ -36,6 +36,9 @@ class ToolDeps:
     loaded_tools: set[str] = field(default_factory=set)  # deferred tools loaded in the session
     # interaction/quiz.py's QuizCoordinator, which make_quiz pauses on (None: no quiz form here)
     quizzes: Any = None
+    # tool call id -> the store's row of that deferred call of this conversation (edit_cell
+    # reads the learner's confirmation there); None where there is no store
+    answered: Callable[[str], Any] | None = None
 
 
 @dataclass

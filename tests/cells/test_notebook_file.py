@@ -155,7 +155,9 @@ async def test_a_learners_cell_changes_only_with_their_confirmation(tmp_path: Pa
     confirmation(store, "ask-yes", form, {"selections": ["apply"], "cancelled": False})
     store.close()
     tool = EditCellTool(lambda: path)
-    ctx = ToolContext("s1", "t2", tmp_path, ToolDeps(home=home))
+    store = Store(home / "state.db")
+    answered = lambda call_id: store.answered_call("s1", call_id)  # noqa: E731 - as the session's
+    ctx = ToolContext("s1", "t2", tmp_path, ToolDeps(home=home, answered=answered))
 
     async def edit(confirm: str) -> str:
         args = EditCellArgs(cell_id="c1", source="print(x + 1)", confirmation=confirm)
@@ -171,3 +173,4 @@ async def test_a_learners_cell_changes_only_with_their_confirmation(tmp_path: Pa
     assert "previous version is kept" in await edit("ask-yes")
     assert sources(path) == ["x = 1", "print(x + 1)"]
     assert cells.checkpoint_path(path).read_bytes() == before
+    store.close()
