@@ -159,3 +159,11 @@ def test_the_gate_is_plain_state() -> None:
     state.record(state.gate(1), True, "ok")
     state.record(state.gate(2), True, "ok")
     assert state.status == "solved"
+
+
+def test_the_panel_solves_with_a_slash_command() -> None:
+    from deeptutor_jupyter.kernel.comm import panel_capability
+
+    assert panel_capability("/solve What is 17*23?") == ("solve", "What is 17*23?")
+    assert panel_capability("/solve ") == ("chat", "/solve ")
+    assert panel_capability("How do I /solve this?") == ("chat", "How do I /solve this?")
