@@ -12,6 +12,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "deeptutor_jupyter"
 BELOW_KERNEL = [
     "agent",
+    "book",
     "cells",
     "interaction",
     "knowledge",
@@ -71,6 +72,7 @@ LAYERS = {
     "agent": 1,
     "tools": 1,
     "cells": 1,
+    "book": 1,
     "solve": 1,
     "interaction": 1,
     "memory": 1,

@@ -31,7 +31,7 @@ from deeptutor_jupyter.cells.notebook_file import (
     checkpoint_path,
     new_cell_id,
     read,
-    replace,
+    write_back,
 )
 
 __all__ = [
@@ -48,8 +48,8 @@ __all__ = [
     "edit_cell",
     "insert_cells",
     "read",
-    "replace",
     "to_json",
+    "write_back",
 ]
 
 APPLY = "apply"  # the option id of a confirmation form that allows an edit
@@ -121,7 +121,7 @@ def insert_into_file(
     with_id = _has_ids(nb)
     new = [to_json(cell, with_id=with_id) for cell in cells]
     nb.cells[position:position] = new
-    replace(nb)
+    write_back(nb)
     return [str(c.get("id", "")) for c in new]
 
 
@@ -165,7 +165,7 @@ def edit_cell(path: Path, cell_id: str, source: str, confirmed: Confirmed) -> Pa
     if cell is None:
         raise CellError(f"{path.name} has no cell with id {cell_id}.")
     cell["source"] = source
-    return replace(nb)
+    return write_back(nb)
 
 
 def _has_ids(nb: NotebookFile) -> bool:

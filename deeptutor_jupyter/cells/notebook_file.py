@@ -2,7 +2,7 @@
 
 The learner's notebook is theirs: the tutor never truncates it, never writes a half file, and
 never overwrites a save it did not read. ``read`` keeps what the file was (size, mtime, sha256);
-``replace`` writes the new notebook atomically (``_files.atomic_write_bytes``, the project's one
+``write_back`` writes the new notebook atomically (``_files.atomic_write_bytes``, the project's one
 renamer) after copying the bytes it replaces to a checkpoint, and refuses with
 ``NotebookChanged`` when the file on disk is no longer the one that was read. The check and the
 rename run under a lock on the notebook, so two tutor writes cannot interleave; JupyterLab does
@@ -85,7 +85,7 @@ def read(path: Path) -> NotebookFile:
     return NotebookFile(path, notebook, seen)
 
 
-def replace(read_before: NotebookFile) -> Path | None:
+def write_back(read_before: NotebookFile) -> Path | None:
     """Write ``read_before.notebook`` over the file it was read from, if that file is unchanged.
 
     Returns the checkpoint holding the bytes replaced (None for a new file). Raises

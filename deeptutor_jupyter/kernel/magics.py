@@ -436,6 +436,22 @@ def _solve(magics: TutorMagics, call: Call) -> None:
     _ask(magics, call, capability="solve")
 
 
+@command(
+    "book",
+    "book <topic> [--kb NAME]",
+    "a study notebook from the course material, built next to this one (docs/book.md)",
+    free=True,
+)
+def _book(magics: TutorMagics, call: Call) -> None:
+    from deeptutor_jupyter.kernel.book_command import book_command
+
+    assert call.resolved is not None
+    ensure_loop()
+    book_command(
+        magics.state, call.resolved, call.parsed.rest, flags_list(call.turn_flags.get("kb")) or []
+    )
+
+
 def _ask(magics: TutorMagics, call: Call, capability: str = "chat") -> None:
     """A question (or ``why``, or a ``solve``): compose the message and start a turn."""
     from deeptutor_jupyter.kernel.display import show_markdown

@@ -52,7 +52,7 @@ def test_a_notebook_saved_after_the_read_is_never_overwritten(tmp_path: Path) ->
     path.write_bytes(mine)
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     with pytest.raises(NotebookChanged, match="saved again after the tutor read it"):
-        cells.replace(read)
+        cells.write_back(read)
     assert path.read_bytes() == mine
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
@@ -63,12 +63,12 @@ def test_a_notebook_deleted_or_created_meanwhile_is_not_written(tmp_path: Path) 
     read = cells.read(path)
     path.unlink()
     with pytest.raises(NotebookChanged, match="deleted or moved"):
-        cells.replace(read)
+        cells.write_back(read)
     assert not path.exists()
     fresh = cells.read(tmp_path / "book.ipynb")  # missing: a new notebook
     notebook(tmp_path / "book.ipynb", ["someone else's"])
     with pytest.raises(NotebookChanged, match="created by someone else"):
-        cells.replace(fresh)
+        cells.write_back(fresh)
     assert sources(tmp_path / "book.ipynb") == ["someone else's"]
 
 

@@ -1,0 +1,139 @@
+"""``%tutor book <topic>``: a study notebook compiled from the course's material.
+
+A second runtime beside the turns, as DeepTutor's BookEngine is (its output is a notebook the
+learner keeps, not a streamed answer): ideation (the outline) → sources (each chapter's passages
+in the knowledge bases) → spine (which chapters must be written: new, or their sources changed)
+→ pages (the model writes each chapter as typed blocks) → compile (examples run and exercises
+verified in the sandbox, citations checked) → the notebook, written through
+``deeptutor_jupyter.cells`` only. The state is saved after every step in
+``$DEEPTUTOR_HOME/books/<slug>.json``: a stopped build resumes where it was, a rebuild rewrites
+only the chapters whose sources changed, and the learner's own edits are never dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deeptutor_jupyter import _files
+from deeptutor_jupyter.book.model import STAGES, BuildState, Chapter, fingerprint, slug
+from deeptutor_jupyter.book.stages import BookError
+
+__all__ = ["STAGES", "BookError", "BuildReport", "BuildState", "build_book", "open_state"]
+
+Progress = Callable[[str, str], None]  # (stage, what it is doing)
+
+
+@dataclass
+class BuildReport:
+    notebook: Path
+    written: list[str] = field(default_factory=list)  # chapters (re)written this time
+    kept: list[str] = field(default_factory=list)  # chapters unchanged since the last build
+    notes: list[str] = field(default_factory=list)  # what compile dropped or repaired
+
+    def markdown(self) -> str:
+        lines = [f"Study notebook: `{self.notebook.name}`."]
+        if self.written:
+            lines.append(f"Written: {', '.join(self.written)}.")
+        if self.kept:
+            lines.append(f"Unchanged: {', '.join(self.kept)}.")
+        lines += [f"- {note}" for note in self.notes]
+        return "\n".join(lines)
+
+
+def state_path(home: Path, topic: str) -> Path:
+    return home / "books" / f"{slug(topic)}.json"
+
+
+def open_state(home: Path, wanted: BuildState) -> BuildState:
+    """The saved build of this topic when it was made with the same options, else ``wanted``
+    (a new level, knowledge base or policy is a new book)."""
+    path = state_path(home, wanted.topic)
+    if not path.exists():
+        return wanted
+    saved = BuildState.model_validate_json(path.read_text(encoding="utf-8"))
+    same = ("level", "language", "kbs", "hints", "notebook")
+    if all(getattr(saved, k) == getattr(wanted, k) for k in same):
+        return saved
+    return wanted
+
+
+async def build_book(
+    home: Path,
+    state: BuildState,
+    model: Any,
+    *,
+    progress: Progress = lambda _stage, _what: None,
+    sandbox: Any = None,
+) -> BuildReport:
+    from deeptutor_jupyter.book import stages
+
+    if sandbox is None:
+        from deeptutor_jupyter.learning.sandbox import Sandbox
+
+        sandbox = Sandbox()
+    path = state_path(home, state.topic)
+    _files.ensure_private_dir(path.parent)
+
+    def save(stage: str) -> None:
+        state.stage = stage
+        _files.atomic_write_text(path, state.model_dump_json(indent=1))
+
+    progress("ideation", "planning the chapters")
+    if not state.outline:
+        await stages.ideation(state, model)
+    save("sources")
+    progress("sources", "searching the course material")
+    found = await stages.find_sources(home, state, lambda what: progress("sources", what))
+    report = BuildReport(Path(state.notebook))
+    progress("spine", "deciding what to write")
+    for plan in state.outline:
+        refs = found.get(plan.id, [])
+        chapter = state.chapters.get(plan.id)
+        if chapter is None or chapter.fingerprint != fingerprint(refs):
+            state.chapters[plan.id] = Chapter(
+                plan=plan, sources=refs, fingerprint=fingerprint(refs)
+            )
+    save("pages")
+    for number, plan in enumerate(state.outline, 1):
+        chapter = state.chapters[plan.id]
+        if chapter.written:
+            continue
+        progress("pages", f"writing chapter {number}: {plan.title}")
+        await stages.write_pages(state, chapter, number, model)
+        report.written.append(plan.title)
+        save("pages")
+    for number, plan in enumerate(state.outline, 1):
+        chapter = state.chapters[plan.id]
+        if not chapter.compiled:
+            progress("compile", f"running the examples of chapter {number}")
+            await stages.compile_chapter(chapter, model, sandbox, state.hints)
+            save("compile")
+    progress("compile", f"writing {Path(state.notebook).name}")
+    _write_notebook(state, report)
+    save("done")
+    return report
+
+
+def _write_notebook(state: BuildState, report: BuildReport) -> None:
+    from deeptutor_jupyter import cells
+    from deeptutor_jupyter.book.notebook import INTRO, chapter_cells, intro_cells, merge
+
+    book = slug(state.topic)
+    fresh = {INTRO: intro_cells(state, book)}
+    changed: set[str] = set()
+    for number, plan in enumerate(state.outline, 1):
+        chapter = state.chapters[plan.id]
+        fresh[plan.id] = chapter_cells(chapter, number, book)
+        if not chapter.in_notebook:
+            changed.add(plan.id)
+        elif plan.title not in report.written:
+            report.kept.append(plan.title)
+        report.notes += [f"{plan.title}: {note}" for note in chapter.notes]
+    nb = cells.read(Path(state.notebook))
+    nb.notebook["cells"] = merge(nb.cells, fresh, changed)
+    cells.write_back(nb)  # refused, writing nothing, if the learner saved it since it was read
+    for plan in state.outline:
+        state.chapters[plan.id].in_notebook = True
