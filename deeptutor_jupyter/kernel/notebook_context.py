@@ -598,6 +598,7 @@ class InspectVariableTool(KernelTool[InspectArgs]):
 
 
 def kernel_tools(shell: Any) -> list[Tool[Any]]:
+    from deeptutor_jupyter.book.grading import CheckExerciseTool
     from deeptutor_jupyter.cells.tools import EditCellTool, InsertCellsTool
 
     # Cells are written through deeptutor_jupyter.cells only (deferred: loaded when needed).
@@ -607,6 +608,7 @@ def kernel_tools(shell: Any) -> list[Tool[Any]]:
         InspectVariableTool(shell),
         InsertCellsTool(notebook_path, lambda: lab_frontend(shell)),
         EditCellTool(notebook_path),
+        CheckExerciseTool(notebook_path),
     ]
 
 

@@ -245,3 +245,26 @@ async def test_an_unusable_reply_stops_the_build_and_keeps_the_state(
     with pytest.raises(BookError, match="run the same command again to resume"):
         await build_book(tmp_path / "home", wanted(tmp_path), model)
     assert open_state(tmp_path / "home", wanted(tmp_path)).outline
+
+
+async def test_an_exercise_is_graded_with_its_hidden_tests_when_the_learner_asks(
+    tmp_path: Path, fake: tuple[FakeLLMServer, Any]
+) -> None:
+    from deeptutor_jupyter.book.grading import CheckExerciseArgs, CheckExerciseTool
+    from deeptutor_jupyter.tools.base import ToolContext
+
+    server, model = fake
+    server.extend(FULL)
+    await build_book(tmp_path / "home", wanted(tmp_path), model)
+    path = tmp_path / "linear-algebra.ipynb"
+    tool = CheckExerciseTool(lambda: path)
+    ctx = ToolContext("s", "t", tmp_path)
+    first = await tool.run(CheckExerciseArgs(), ctx)
+    assert first.summary == "0 of 2 exercise(s) pass (the saved notebook)"
+    nb = json.loads(path.read_text())
+    index = next(i for i, c in enumerate(nb["cells"]) if "def dot" in c["source"])
+    nb["cells"][index]["source"] = DOT  # the learner's answer, saved
+    path.write_text(json.dumps(nb))
+    mine = await tool.run(CheckExerciseArgs(cell=index), ctx)
+    assert mine.summary == "1 of 1 exercise(s) pass (the saved notebook)"
+    assert "sum(x * y" not in first.content  # the reference is never shown
