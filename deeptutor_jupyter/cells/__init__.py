@@ -77,6 +77,8 @@ class Frontend(Protocol):
         self, cells: Sequence[NewCell], *, after: str | None, index: int | None
     ) -> list[str]: ...
 
+    async def edit(self, cell_id: str, source: str) -> list[str]: ...
+
 
 def to_json(cell: NewCell, *, with_id: bool = True) -> dict[str, Any]:
     metadata = dict(cell.metadata)
@@ -153,13 +155,22 @@ def confirmed_edit(answer: Any, cell_id: str) -> Confirmed:
     return Confirmed(cell_id, answer.request_id)
 
 
-def edit_cell(path: Path, cell_id: str, source: str, confirmed: Confirmed) -> Path | None:
-    """Replace the source of the learner's cell ``cell_id``, with their confirmation.
+async def edit_cell(
+    path: Path, cell_id: str, source: str, confirmed: Confirmed, frontend: Frontend | None = None
+) -> Path | None:
+    """Replace the source of the learner's cell ``cell_id``, with their confirmation: in
+    JupyterLab when it answers (undo brings the old text back), else in the file.
 
-    Returns the checkpoint that keeps the notebook as it was before.
+    Returns the file's checkpoint that keeps the notebook as it was (None in JupyterLab).
     """
     if confirmed.cell_id != cell_id:
         raise CellError(f"The confirmation is for cell {confirmed.cell_id}, not {cell_id}.")
+    if frontend is not None:
+        try:
+            await frontend.edit(cell_id, source)
+            return None
+        except FrontendUnavailable:
+            pass
     nb = read(path)
     cell = next((c for c in nb.cells if c.get("id") == cell_id), None)
     if cell is None:

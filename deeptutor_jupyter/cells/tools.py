@@ -78,8 +78,8 @@ class EditCellTool(Tool[EditCellArgs]):
     Args: ClassVar[type[BaseModel]] = EditCellArgs
     deferred: ClassVar[bool] = True
 
-    def __init__(self, locate: Locate):
-        self.locate = locate
+    def __init__(self, locate: Locate, frontend: Callable[[], Frontend | None] = lambda: None):
+        self.locate, self.frontend = locate, frontend
 
     async def run(self, args: EditCellArgs, ctx: ToolContext) -> ToolResult:
         path = self.locate()
@@ -87,11 +87,14 @@ class EditCellTool(Tool[EditCellArgs]):
             return ToolResult(content=NO_NOTEBOOK, is_error=True, summary="no notebook file")
         try:
             confirmed = confirmed_edit(self._answer(ctx, args.confirmation), args.cell_id)
-            checkpoint = edit_cell(path, args.cell_id, args.source, confirmed)
+            checkpoint = await edit_cell(
+                path, args.cell_id, args.source, confirmed, self.frontend()
+            )
         except CellError as exc:
             return ToolResult(content=str(exc), is_error=True, summary=str(exc)[:80])
-        words = f"Changed cell {args.cell_id} of {path.name}; the previous version is kept"
-        return ToolResult(content=f"{words} in {checkpoint}.", summary=words)
+        words = f"Changed cell {args.cell_id} of {path.name}"
+        kept = f"the previous version is kept in {checkpoint}" if checkpoint else "undo restores it"
+        return ToolResult(content=f"{words}; {kept}.", summary=words)
 
     @staticmethod
     def _answer(ctx: ToolContext, tool_call_id: str) -> Any:

@@ -8,9 +8,9 @@ The protocol (docs/book.md#how-cells-are-written):
    every frontend of the kernel receives;
 2. a JupyterLab with that notebook open answers by opening ``deeptutor.cells.reply``
    (``{"request", "client"}``), a claim;
-3. the first claim gets ``{"op": "insert", "cells", "after", "index"}``, later ones are closed:
-   two browser tabs on one notebook never insert twice;
-4. the claimant inserts and answers ``{"op": "done", "ids"}`` (or ``{"op": "error"}``).
+3. the first claim gets ``{"op": "insert", "cells", "after", "index"}`` (or ``{"op": "edit",
+   "cell_id", "source"}``), later ones are closed: two tabs on one notebook never act twice;
+4. the claimant acts and answers ``{"op": "done", "ids"}`` (or ``{"op": "error"}``).
 
 No claim within ``CLAIM_SECONDS``: no JupyterLab has the notebook, ``FrontendUnavailable``, and
 cells/__init__.py writes the file instead. A claim whose insertion is not confirmed is an error,
@@ -101,18 +101,24 @@ class LabFrontend:
     async def insert(
         self, cells: Sequence[NewCell], *, after: str | None, index: int | None
     ) -> list[str]:
+        from deeptutor_jupyter.cells import to_json
+
+        cells_json = [to_json(c, with_id=False) for c in cells]
+        message = {"op": "insert", "cells": cells_json, "after": after, "index": index}
+        return await self._ask(message, "insert the cells")
+
+    async def edit(self, cell_id: str, source: str) -> list[str]:
+        """Set the source of the learner's cell ``cell_id`` in the open notebook (confirmed by
+        the caller: cells.edit_cell)."""
+        return await self._ask({"op": "edit", "cell_id": cell_id, "source": source}, "edit it")
+
+    async def _ask(self, message: dict[str, Any], what: str) -> list[str]:
         from comm import create_comm
 
-        from deeptutor_jupyter.cells import CellError, FrontendUnavailable, to_json
+        from deeptutor_jupyter.cells import CellError, FrontendUnavailable
 
         loop = asyncio.get_running_loop()
         key = secrets.token_hex(8)
-        message = {
-            "op": "insert",
-            "cells": [to_json(c, with_id=False) for c in cells],
-            "after": after,
-            "index": index,
-        }
         request = _Request(loop, message, loop.create_future(), loop.create_future())
         _requests[key] = request
         announce = create_comm(
@@ -127,11 +133,11 @@ class LabFrontend:
                 answer = await asyncio.wait_for(asyncio.shield(request.done), DONE_SECONDS)
             except TimeoutError:
                 raise CellError(
-                    "JupyterLab took the cells but did not confirm them; look at the notebook "
+                    f"JupyterLab was asked to {what} but did not confirm; look at the notebook "
                     "before asking again (nothing was written to the file)."
                 ) from None
             if answer.get("op") != "done":
-                raise CellError(f"JupyterLab could not insert the cells: {answer.get('message')}")
+                raise CellError(f"JupyterLab could not {what}: {answer.get('message')}")
             return [str(i) for i in answer.get("ids", [])]
         finally:
             del _requests[key]

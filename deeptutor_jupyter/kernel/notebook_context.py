@@ -607,7 +607,7 @@ def kernel_tools(shell: Any) -> list[Tool[Any]]:
         LastErrorTool(shell),
         InspectVariableTool(shell),
         InsertCellsTool(notebook_path, lambda: lab_frontend(shell)),
-        EditCellTool(notebook_path),
+        EditCellTool(notebook_path, lambda: lab_frontend(shell)),
         CheckExerciseTool(notebook_path),
     ]
 

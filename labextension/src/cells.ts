@@ -4,7 +4,8 @@
  * The kernel announces an insertion on the comm target `deeptutor.cells`; the JupyterLab that
  * has that notebook open claims it on `deeptutor.cells.reply`, gets the cells, and inserts them
  * into the notebook's shared model, as if typed: undo works, the learner's unsaved edits in
- * other cells stay, nothing is written to the file (the learner saves as usual).
+ * other cells stay, nothing is written to the file (the learner saves as usual). An edit of a
+ * learner's cell (confirmed by them in the kernel first) goes the same way.
  */
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
@@ -23,6 +24,13 @@ export interface InsertMessage {
   cells: NewCell[];
   after: string | null;
   index: number | null;
+}
+
+/** The learner confirmed this change of their cell in the kernel (cells.edit_cell). */
+export interface EditMessage {
+  op: 'edit';
+  cell_id: string;
+  source: string;
 }
 
 /** Where new cells go: after the cell `after`, at `index`, or at the end; null if impossible. */
@@ -72,6 +80,20 @@ export function insertInto(panel: NotebookPanel, message: InsertMessage): string
   return ids;
 }
 
+/** Set a cell's source in a panel's model, as one undo step; its id, or an error in words. */
+export function editIn(panel: NotebookPanel, message: EditMessage): string[] | string {
+  const shared = panel.content.model?.sharedModel;
+  const cell = shared?.cells.find(candidate => candidate.id === message.cell_id);
+  if (!shared || !cell) {
+    return `no cell ${message.cell_id}`;
+  }
+  const undo = (shared as { undoManager?: { stopCapturing(): void } }).undoManager;
+  undo?.stopCapturing();
+  cell.setSource(message.source);
+  undo?.stopCapturing();
+  return [cell.id];
+}
+
 /** Listen for the kernel's announcements on every notebook's kernel. */
 export function watchCells(notebooks: INotebookTracker): void {
   const client = Math.random().toString(36).slice(2);
@@ -110,13 +132,16 @@ function announced(
   }
   const reply = kernel.createComm(REPLY);
   reply.onMsg = (answer: KernelMessage.ICommMsgMsg) => {
-    const message = answer.content.data as unknown as InsertMessage;
-    if (message.op !== 'insert') {
-      return;
-    }
+    const message = answer.content.data as unknown as InsertMessage | EditMessage;
     let result: string[] | string;
     try {
-      result = insertInto(panel, message);
+      if (message.op === 'insert') {
+        result = insertInto(panel, message);
+      } else if (message.op === 'edit') {
+        result = editIn(panel, message);
+      } else {
+        return;
+      }
     } catch (error) {
       result = String(error);
     }

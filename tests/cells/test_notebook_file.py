@@ -117,6 +117,12 @@ class Lab:
         self.got += [c.source for c in new]
         return ["lab1"]
 
+    async def edit(self, cell_id: str, source: str) -> list[str]:
+        if not self.answers:
+            raise cells.FrontendUnavailable("no JupyterLab has this notebook open")
+        self.got.append(f"{cell_id}: {source}")
+        return [cell_id]
+
 
 async def test_jupyterlab_gets_the_cells_when_it_answers_else_the_file_does(
     tmp_path: Path,
@@ -128,6 +134,14 @@ async def test_jupyterlab_gets_the_cells_when_it_answers_else_the_file_does(
     assert lab.got == ["hi"] and path.read_bytes() == before  # the file is JupyterLab's to save
     await cells.insert_cells(path, [NewCell(source="hi")], frontend=Lab(answers=False))
     assert sources(path)[-1] == "hi"
+    confirmed = cells.Confirmed("c0", "r1")  # made by confirmed_edit from the learner's yes
+    before = path.read_bytes()
+    assert await cells.edit_cell(path, "c0", "x = 3", confirmed, frontend=lab) is None
+    assert lab.got[-1] == "c0: x = 3" and path.read_bytes() == before
+    await cells.edit_cell(path, "c0", "x = 3", confirmed, frontend=Lab(answers=False))
+    assert sources(path)[0] == "x = 3"
+    with pytest.raises(CellError, match="for cell c0, not c1"):
+        await cells.edit_cell(path, "c1", "y", confirmed, frontend=lab)
 
 
 def confirmation(store: Store, call_id: str, payload: dict, result: dict | None) -> None:

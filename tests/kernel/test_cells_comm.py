@@ -75,6 +75,18 @@ async def test_the_first_tab_inserts_and_a_second_is_turned_away(announced: list
     assert claim(data["request"], "late").closed == {"op": "unknown"}
 
 
+async def test_an_edit_goes_the_same_way_and_a_refusal_is_an_error(announced: list[FakeComm]):
+    lab = cells_comm.LabFrontend("lesson.ipynb")
+    task = asyncio.create_task(lab.edit("c3", "x = 2"))
+    await asyncio.wait_for(until(lambda: announced), 5)
+    reply = claim(announced[0].opened["data"]["request"], "tab1")
+    await asyncio.wait_for(until(lambda: reply.sent), 5)
+    assert reply.sent == [{"op": "edit", "cell_id": "c3", "source": "x = 2"}]
+    reply.handler({"content": {"data": {"op": "error", "message": "no cell c3"}}})
+    with pytest.raises(CellError, match="could not edit it: no cell c3"):
+        await task
+
+
 async def test_without_a_claim_the_file_is_used_and_without_a_confirmation_it_is_not(
     announced: list[FakeComm], monkeypatch: pytest.MonkeyPatch
 ):

@@ -31,6 +31,12 @@ _insert = asyncio.get_running_loop().create_task(insert_cells(
     notebook_path(), [NewCell(source="# Inserted by the tutor")], after={after!r},
     frontend=lab_frontend(get_ipython())))
 """
+EDIT = """\
+from deeptutor_jupyter.cells import Confirmed, edit_cell
+_edit = asyncio.get_running_loop().create_task(edit_cell(
+    notebook_path(), {cell!r}, "print(answer * 2)", Confirmed({cell!r}, "r1"),
+    lab_frontend(get_ipython())))
+"""
 EXECUTE_JS = """(code) => {
     const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
     kernel.requestExecute({code, silent: false, store_history: false});
@@ -76,6 +82,19 @@ def test_a_cell_inserted_while_the_learner_types_in_another_loses_nothing(
         sources_are(
             page, [inserted[0], "answer = 1  # mine, still typing", inserted[2], "print(answer)"]
         )
+        # A confirmed edit of another cell goes into the model too (the confirmation itself is
+        # tests/cells' business): the learner's typing is untouched.
+        page.evaluate(EXECUTE_JS, EDIT.format(cell=ids[2]))
+        sources_are(
+            page,
+            [inserted[0], "answer = 1  # mine, still typing", inserted[2], "print(answer * 2)"],
+        )
+        assert path.read_bytes() == on_disk
         save_until_on_disk(page, path, "still typing")
     saved = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
-    assert saved == [inserted[0], "answer = 1  # mine, still typing", inserted[2], "print(answer)"]
+    assert saved == [
+        inserted[0],
+        "answer = 1  # mine, still typing",
+        inserted[2],
+        "print(answer * 2)",
+    ]
