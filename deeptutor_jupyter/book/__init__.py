@@ -134,6 +134,9 @@ def _write_notebook(state: BuildState, report: BuildReport) -> None:
         report.notes += [f"{plan.title}: {note}" for note in chapter.notes]
     nb = cells.read(Path(state.notebook))
     nb.notebook["cells"] = merge(nb.cells, fresh, changed)
+    if state.hints:  # also from the cells kept (an exercise the learner had started)
+        for cell in nb.cells:
+            ((cell.get("metadata") or {}).get("deeptutor") or {}).pop("reference_solution", None)
     cells.write_back(nb)  # refused, writing nothing, if the learner saved it since it was read
     for plan in state.outline:
         state.chapters[plan.id].in_notebook = True

@@ -170,8 +170,19 @@ async def test_a_book_runs_checks_its_exercises_and_cites_its_sources(
 async def test_hints_mode_ships_no_solution(tmp_path: Path, fake: tuple[FakeLLMServer, Any]):
     server, model = fake
     server.extend(FULL)
-    await build_book(tmp_path / "home", wanted(tmp_path, hints=True), model)
+    await build_book(tmp_path / "home", wanted(tmp_path), model)
+    path = tmp_path / "linear-algebra.ipynb"
+    nb = json.loads(path.read_text())
+    started = next(c for c in nb["cells"] if "exercise" in c["metadata"].get("tags", []))
+    started["source"] += "    # my attempt\n"  # the learner's cell: kept by the rebuild
+    path.write_text(json.dumps(nb))
+    # The instructor switches the course to hints: the next build holds no solution at all.
+    server.extend(FULL)
+    await build_book(
+        tmp_path / "home", open_state(tmp_path / "home", wanted(tmp_path, hints=True)), model
+    )
     text = json.dumps(cells_of(tmp_path))
+    assert "# my attempt" in text
     assert "reference_solution" not in text and "hidden_tests" in text
     assert "sum(x * y" not in text and "int(i == j)" not in text
 
