@@ -66,6 +66,13 @@ VECTORS = reply(
                 "reference_solution": DOT,
                 "tests": "assert dot([1], [2]) == 2\n",
             },
+            {  # its reference fails its own tests: dropped
+                "kind": "exercise",
+                "markdown": "Halve it.",
+                "code": "def half(x):\n    pass\n",
+                "reference_solution": "def half(x):\n    return x\n",
+                "tests": "assert half(4) == 2\n",
+            },
             {"kind": "quiz", "markdown": "dot products"},
         ]
     }
@@ -147,7 +154,8 @@ async def test_a_book_runs_checks_its_exercises_and_cites_its_sources(
     assert "print(2 + 2)" in code and "raise ValueError" not in "".join(code)  # repaired, dropped
     assert any(s.startswith("%tutor Quiz me on Vectors") for s in code)
     exercises = [c for c in cells if "exercise" in c["metadata"].get("tags", [])]
-    assert len(exercises) == 2  # the one whose starter passed was dropped
+    assert len(exercises) == 2  # the one whose starter passed and the broken one were dropped
+    assert any("the reference fails its tests" in n for n in report.notes)
     for cell in exercises:
         hidden = meta(cell)
         assert set(hidden) >= {"hidden_tests", "reference_solution", "evaluation_criteria"}
