@@ -10,6 +10,7 @@ lock): a solve paused on a question and resumed by another process goes on where
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
@@ -26,10 +27,11 @@ INSTRUCTIONS = """\
 This is a guided solve of the learner's problem. Work with the solve tools:
 1. Call solve_plan once with the steps (short titles; check 'arithmetic' for a calculation,
    'code' for code, 'reasoning' otherwise). Show the learner the plan, titles only.
-2. For each step in order: offer the learner to try it or to see it (ask_user, options
-   'try' and 'show'). Reveal the step's work when they ask, or after their attempt (say what
-   was right in it). Then call solve_check for that step: for arithmetic give the expression
-   and the number you claim; for code give the code and tests with asserts.
+2. For each step in order: offer it to the learner with ask_user (title "Step N: <title>",
+   options 'try' and 'show', free text allowed for their attempt). Reveal the step's work when
+   they chose to see it, or after their attempt (say what was right in it). Then call
+   solve_check for that step with the id of that ask_user call as asked: for arithmetic give
+   the expression and the number you claim; for code give the code and tests with asserts.
 3. When a check fails, call solve_replan with the reason and the new remaining steps.
    When solve_replan says no replan is left, stop: tell the learner at which step you are
    stuck and what you tried, and give no final answer.
@@ -101,6 +103,11 @@ class SolveCheckArgs(BaseModel):
     expression: str = Field("", description="For arithmetic: the calculation, e.g. '17*23'.")
     code: str = Field("", description="For code: the step's code.")
     tests: str = Field("", description="For code: Python asserts the code must pass.")
+    asked: str = Field(
+        "",
+        description="The id of your ask_user call that offered this step to the learner "
+        "(its title naming 'Step N'; they chose to try it or to see it).",
+    )
 
 
 class SolveCheckTool(Tool[SolveCheckArgs]):
@@ -115,6 +122,7 @@ class SolveCheckTool(Tool[SolveCheckArgs]):
         try:
             with solve_state(ctx) as state:
                 step = state.gate(args.step)
+                _offered(ctx, args.step, args.asked)
                 passed, words = await _check(step.check, args)
                 state.record(step, passed, words)
         except SolveError as exc:
@@ -129,6 +137,27 @@ class SolveCheckTool(Tool[SolveCheckArgs]):
         if state.status == "solved":
             return _result(state, f"Step {args.step} checked: {words} Every step is done.")
         return _result(state, f"Step {args.step} checked: {words}")
+
+
+def _offered(ctx: ToolContext, number: int, asked: str) -> None:
+    """Where the learner gets forms, a step is checked (and so revealed) only after it was
+    offered to them: an answered ask_user of this conversation naming the step, whether they
+    chose to try it (their attempt in its free text) or to see it."""
+    answered = ctx.deps.answered
+    if not ctx.deps.forms or answered is None:
+        return  # a terminal: no form can be shown, the steps simply follow
+    how = (
+        f"Offer step {number} to the learner first: ask_user with a title naming 'Step "
+        f"{number}' and options 'try' and 'show', then pass that call's id as asked."
+    )
+    row = answered(asked) if asked else None
+    if row is None or getattr(row, "kind", "") != "ask_user":
+        raise SolveError(how)
+    if row.status != "answered" or not row.result or row.result.get("cancelled"):
+        raise SolveError(f"The learner has not answered that offer. {how}")
+    title = str(row.payload.get("title", "")) + str(row.payload.get("description", ""))
+    if not re.search(rf"\bstep {number}\b", title, re.I):
+        raise SolveError(f"That ask_user does not name step {number}. {how}")
 
 
 async def _check(kind: str, args: SolveCheckArgs) -> tuple[bool, str]:

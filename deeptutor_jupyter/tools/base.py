@@ -39,6 +39,9 @@ class ToolDeps:
     # tool call id -> the store's row of that deferred call of this conversation (edit_cell
     # reads the learner's confirmation there); None where there is no store
     answered: Callable[[str], Any] | None = None
+    # Whether ask_user reaches the learner as a form in this turn (its answer then is in the
+    # store); set by the orchestrator. False in a terminal, where ask_user degrades.
+    forms: bool = False
 
 
 @dataclass

@@ -34,7 +34,11 @@ def test_a_solve_asks_the_learner_checks_each_step_and_stays_in_the_notebook(
             Reply(
                 text="The plan: 1. Multiply.", tool_calls=[ToolCallSpec("ask_user", offer, id="a1")]
             ),
-            call("solve_check", {"step": 1, "expression": "17*23", "answer": "391"}, "c1"),
+            call(
+                "solve_check",
+                {"step": 1, "expression": "17*23", "answer": "391", "asked": "a1"},
+                "c1",
+            ),
             Reply(text="17·23 = **391**."),
         ]
     )

@@ -5,6 +5,7 @@ replans once and goes on; a stuck one stops at the bound and says where."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +32,21 @@ def check(step: int, expression: str, answer: str, n: int) -> Reply:
 
 
 async def solve(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replies: list[Reply]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    replies: list[Reply],
+    answer: Callable[[TutorSession], Awaitable[None]] | None = None,
 ) -> tuple[Any, list[ToolCallFinished], FakeLLMServer]:
+    """A solve turn in-process; without ``answer`` it runs where no form can be shown (as in a
+    terminal), so its steps need no offer."""
     with FakeLLMServer(replies) as server:
         use_fake_model(monkeypatch, tmp_path / "home", server.url)
         session = TutorSession("lesson.ipynb", resolve=lambda f: resolve_settings(flags=f))
-        turn = session.ask(
-            "What is 17*23 + 9?", session.resolve({}), AskOptions(capability="solve")
-        )
+        options = AskOptions(capability="solve", interactive=answer is not None)
+        turn = session.ask("What is 17*23 + 9?", session.resolve({}), options)
         assert turn.task is not None
+        if answer is not None:
+            await answer(session)
         await asyncio.wait_for(turn.task, 30)
         for model in session.models.values():
             await model.aclose()
@@ -93,6 +100,52 @@ async def test_a_failing_step_replans_once_and_the_solve_goes_on(
     names = [t["function"]["name"] for t in sent["tools"]]
     assert {"solve_plan", "solve_check", "solve_replan", "ask_user", "calculate"} <= set(names)
     assert "guided solve" in sent["messages"][0]["content"]
+
+
+async def test_where_forms_reach_the_learner_a_step_is_checked_only_after_it_was_offered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    offer = {
+        "title": "Step 1: Multiply 17 by 23. Try it or see it?",
+        "mode": "single",
+        "options": [{"id": "try", "label": "I'll try"}, {"id": "show", "label": "Show me"}],
+        "allowCustom": True,
+    }
+    other = {**offer, "title": "Step 2: Add 9. Try it or see it?", "options": offer["options"]}
+    replies = [
+        call("solve_plan", PLAN, 1),
+        check(1, "17*23", "391", 1),  # not offered yet: refused
+        call("ask_user", other, 1),  # names another step
+        call(
+            "solve_check",
+            {"step": 1, "expression": "17*23", "answer": "391", "asked": "ask_user-1"},
+            2,
+        ),
+        call("ask_user", offer, 2),
+        call(
+            "solve_check",
+            {"step": 1, "expression": "17*23", "answer": "391", "asked": "ask_user-2"},
+            3,
+        ),
+        Reply(text="Your 391 is right."),
+    ]
+
+    async def answer(session: TutorSession) -> None:
+        for _ in range(2):  # the learner answers each offer: the second with an attempt
+
+            async def waiting() -> list[Any]:
+                while not (rows := session.pending()):
+                    await asyncio.sleep(0.01)
+                return rows
+
+            (row,) = await asyncio.wait_for(waiting(), 10)
+            session.submit(row.session_id, row.request_id, ["try"], "391")
+
+    _, results, _ = await solve(tmp_path, monkeypatch, replies, answer)
+    checks = [(r.is_error, r.content.splitlines()[0]) for r in results if r.name == "solve_check"]
+    assert checks[0][0] and checks[0][1].startswith("Offer step 1 to the learner first")
+    assert checks[1][0] and checks[1][1].startswith("That ask_user does not name step 1.")
+    assert checks[2] == (False, "Step 1 checked: 17*23 = 391.")
 
 
 async def test_a_stuck_solve_stops_at_the_bound_and_says_where(
