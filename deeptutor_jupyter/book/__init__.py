@@ -117,6 +117,10 @@ async def build_book(
     return report
 
 
+def _book_of(cell: dict[str, Any]) -> Any:
+    return ((cell.get("metadata") or {}).get("deeptutor") or {}).get("book")
+
+
 def _write_notebook(state: BuildState, report: BuildReport) -> None:
     from deeptutor_jupyter import cells
     from deeptutor_jupyter.book.notebook import INTRO, chapter_cells, intro_cells, merge
@@ -133,6 +137,11 @@ def _write_notebook(state: BuildState, report: BuildReport) -> None:
             report.kept.append(plan.title)
         report.notes += [f"{plan.title}: {note}" for note in chapter.notes]
     nb = cells.read(Path(state.notebook))
+    if nb.cells and not any(_book_of(c) == book for c in nb.cells):
+        raise BookError(
+            f"{nb.path.name} already exists and is not this book; nothing was written to it. "
+            "Rename or move it, then run the same line again (the build resumes)."
+        )
     nb.notebook["cells"] = merge(nb.cells, fresh, changed)
     if state.hints:  # also from the cells kept (an exercise the learner had started)
         for cell in nb.cells:

@@ -256,6 +256,21 @@ async def test_a_rebuild_rewrites_only_the_changed_chapter_and_keeps_the_learner
     assert "A matrix stretches columns" in sources and "A matrix maps" not in sources
 
 
+async def test_a_notebook_of_the_same_name_that_is_not_the_book_is_left_alone(
+    tmp_path: Path, fake: tuple[FakeLLMServer, Any]
+) -> None:
+    server, model = fake
+    mine = tmp_path / "linear-algebra.ipynb"
+    mine.write_text(json.dumps({"cells": [{"cell_type": "markdown", "metadata": {},
+                                           "source": "my own notes"}], "metadata": {},
+                                "nbformat": 4, "nbformat_minor": 5}))  # fmt: skip
+    before = mine.read_bytes()
+    server.extend(FULL)
+    with pytest.raises(BookError, match="already exists and is not this book"):
+        await build_book(tmp_path / "home", wanted(tmp_path), model)
+    assert mine.read_bytes() == before
+
+
 async def test_an_unusable_reply_stops_the_build_and_keeps_the_state(
     tmp_path: Path, fake: tuple[FakeLLMServer, Any]
 ) -> None:
