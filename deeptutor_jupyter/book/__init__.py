@@ -67,7 +67,11 @@ async def build_book(
     *,
     progress: Progress = lambda _stage, _what: None,
     sandbox: Any = None,
+    frontend: Any = None,
 ) -> BuildReport:
+    """Build or resume or update the book of ``state``. ``frontend`` (kernel/cells_comm.py's
+    ``LabFrontend`` for the book's notebook) says whether JupyterLab has the notebook open:
+    then nothing is written under it and the build stops, resumable."""
     from deeptutor_jupyter.book import stages
 
     if sandbox is None:
@@ -111,7 +115,15 @@ async def build_book(
             progress("compile", f"running the examples of chapter {number}")
             await stages.compile_chapter(chapter, model, sandbox, state.hints)
             save("compile")
-    progress("compile", f"writing {Path(state.notebook).name}")
+    name = Path(state.notebook).name
+    # A notebook that does not exist yet is open nowhere: only a rebuild asks.
+    exists = Path(state.notebook).exists()
+    if frontend is not None and exists and await frontend.is_open():
+        raise BookError(
+            f"{name} is open in JupyterLab: close it, then run the same line again (the build "
+            "is kept and only the writing of the notebook is left)."
+        )
+    progress("compile", f"writing {name}")
     _write_notebook(state, report)
     save("done")
     return report

@@ -91,6 +91,7 @@ def _start(tutor: KernelTutor, resolved: ResolvedSettings, state: Any) -> None:
 
     from deeptutor_jupyter.book import STAGES, BookError, build_book
     from deeptutor_jupyter.cells import CellError
+    from deeptutor_jupyter.kernel.cells_comm import LabFrontend
 
     name = Path(state.notebook).name
     label = widgets.HTML(f"Building <code>{html.escape(name)}</code>…")
@@ -112,8 +113,10 @@ def _start(tutor: KernelTutor, resolved: ResolvedSettings, state: Any) -> None:
     async def run() -> None:
         model = tutor.session.model_for(resolved)
         home = resolved.settings.home
+        has_kernel = getattr(tutor.shell, "kernel", None) is not None
+        lab = LabFrontend(state.notebook) if has_kernel else None
         try:
-            report = await build_book(home, state, model, progress=progress)
+            report = await build_book(home, state, model, progress=progress, frontend=lab)
         except asyncio.CancelledError:
             finish(f"Stopped building `{name}`; run the same line again to resume.")
             return

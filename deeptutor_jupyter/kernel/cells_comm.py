@@ -112,6 +112,17 @@ class LabFrontend:
         the caller: cells.edit_cell)."""
         return await self._ask({"op": "edit", "cell_id": cell_id, "source": source}, "edit it")
 
+    async def is_open(self) -> bool:
+        """Whether a JupyterLab has the notebook open (in any kernel): a file written under it
+        would conflict with the learner's next save."""
+        from deeptutor_jupyter.cells import FrontendUnavailable
+
+        try:
+            await self._ask({"op": "probe"}, "say whether it has the notebook open")
+        except FrontendUnavailable:
+            return False
+        return True
+
     async def _ask(self, message: dict[str, Any], what: str) -> list[str]:
         from comm import create_comm
 

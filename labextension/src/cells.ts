@@ -123,22 +123,23 @@ function announced(
   const data = msg.content.data as { request?: string; notebook?: string };
   const notebook = data.notebook ?? '';
   const panel = notebooks.find(
-    candidate =>
-      candidate.sessionContext.session?.kernel?.id === kernel.id &&
-      sameNotebook(notebook, candidate.context.path)
+    // Whatever kernel the panel has: the kernel may ask about another notebook (a book).
+    candidate => sameNotebook(notebook, candidate.context.path)
   );
   if (!panel) {
     return; // another notebook of this kernel's, or not open here
   }
   const reply = kernel.createComm(REPLY);
   reply.onMsg = (answer: KernelMessage.ICommMsgMsg) => {
-    const message = answer.content.data as unknown as InsertMessage | EditMessage;
+    const message = answer.content.data as unknown as InsertMessage | EditMessage | { op: 'probe' };
     let result: string[] | string;
     try {
       if (message.op === 'insert') {
         result = insertInto(panel, message);
       } else if (message.op === 'edit') {
         result = editIn(panel, message);
+      } else if (message.op === 'probe') {
+        result = []; // the notebook is open here: the kernel writes no file under it
       } else {
         return;
       }

@@ -302,3 +302,34 @@ async def test_an_exercise_is_graded_with_its_hidden_tests_when_the_learner_asks
     mine = await tool.run(CheckExerciseArgs(cell=index), ctx)
     assert mine.summary == "1 of 1 exercise(s) pass (the saved notebook)"
     assert "sum(x * y" not in first.content  # the reference is never shown
+
+
+class OpenIn:
+    """What kernel/cells_comm.py's LabFrontend says of the book's notebook."""
+
+    def __init__(self, is_open: bool) -> None:
+        self.open, self.asked = is_open, 0
+
+    async def is_open(self) -> bool:
+        self.asked += 1
+        return self.open
+
+
+async def test_a_rebuild_writes_nothing_under_a_notebook_open_in_jupyterlab(
+    tmp_path: Path, fake: tuple[FakeLLMServer, Any], course: Path
+) -> None:
+    server, model = fake
+    home, path = tmp_path / "home", tmp_path / "linear-algebra.ipynb"
+    first = OpenIn(True)
+    server.extend(FULL)
+    await build_book(home, wanted(tmp_path), model, frontend=first)
+    assert first.asked == 0 and path.exists()  # a new notebook is open nowhere
+    before = path.read_bytes()
+    (course / "matrices.md").write_text("# Matrices\n\nA matrix has an identity and a trace.\n")
+    server.extend([matrices("stretches"), NOT_REPAIRED])
+    with pytest.raises(BookError, match="is open in JupyterLab: close it"):
+        await build_book(home, open_state(home, wanted(tmp_path)), model, frontend=first)
+    assert path.read_bytes() == before
+    server.clear_requests()
+    await build_book(home, open_state(home, wanted(tmp_path)), model, frontend=OpenIn(False))
+    assert server.requests == [] and "A matrix stretches" in path.read_text()  # only the write

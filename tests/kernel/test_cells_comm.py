@@ -101,3 +101,18 @@ async def test_without_a_claim_the_file_is_used_and_without_a_confirmation_it_is
     with pytest.raises(CellError, match="did not confirm") as caught:
         await task
     assert not isinstance(caught.value, FrontendUnavailable)  # never a second insertion
+
+
+async def test_a_probe_says_whether_a_jupyterlab_has_the_notebook_open(
+    announced: list[FakeComm], monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(cells_comm, "CLAIM_SECONDS", 0.05)
+    lab = cells_comm.LabFrontend("/home/me/linear-algebra.ipynb")
+    assert await lab.is_open() is False
+    task = asyncio.create_task(lab.is_open())
+    await asyncio.wait_for(until(lambda: len(announced) == 2), 5)
+    reply = claim(announced[1].opened["data"]["request"], "tab1")
+    await asyncio.wait_for(until(lambda: reply.sent), 5)
+    assert reply.sent == [{"op": "probe"}]
+    reply.handler({"content": {"data": {"op": "done", "ids": []}}})
+    assert await asyncio.wait_for(task, 5) is True
