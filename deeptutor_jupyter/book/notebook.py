@@ -6,6 +6,9 @@ An exercise cell is tagged ``exercise`` and keeps, under ``metadata.deeptutor``,
 ``hidden_tests``, ``reference_solution`` (left out when the instructor's policy is hints) and
 ``evaluation_criteria``.
 
+A chapter's title cell carries ``objective`` and ``objective_id`` (the id a learning path gives
+it); its quiz cell names that id, so the quiz's mastery evidence is recorded under it.
+
 A rebuild replaces only the cells of the chapters that changed. A cell the learner edited (its
 source no longer hashes to ``written``) or added is never dropped: it stays with its chapter.
 """
@@ -43,14 +46,19 @@ def intro_cells(state: BuildState, book: str) -> list[NewCell]:
 
 
 def chapter_cells(chapter: Chapter, number: int, book: str) -> list[NewCell]:
+    from deeptutor_jupyter.learning.path import slug as objective_slug
+
     plan, cid = chapter.plan, chapter.plan.id
+    # The id a learning path gives this objective (learning/path.py): the chapter's quiz
+    # records mastery evidence under it, so %tutor progress and a path on the topic see it.
+    objective = objective_slug(plan.title)
     out = [
         _cell(
             book,
             cid,
             f"{cid}-title",
             NewCell(source=f"## {number}. {plan.title}\n\n*Objective:* {plan.objective}"),
-            {"objective": plan.objective},
+            {"objective": plan.objective, "objective_id": objective},
         )
     ]
     for index, block in enumerate(chapter.blocks):
@@ -73,7 +81,7 @@ def chapter_cells(chapter: Chapter, number: int, book: str) -> list[NewCell]:
             starter = NewCell(cell_type="code", source=block.code, tags=["exercise"])
             out.append(_cell(book, cid, bid, starter, exercise))
         else:
-            ask = f"%tutor Quiz me on {plan.title}: {block.markdown}".strip()
+            ask = f"%tutor Quiz me on {plan.title} (objective `{objective}`): {block.markdown}"
             out.append(_cell(book, cid, bid, NewCell(cell_type="code", source=ask), {}))
     if chapter.sources:
         listed = "\n".join(f"- {s.where()}" for s in chapter.sources)

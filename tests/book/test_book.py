@@ -152,7 +152,9 @@ async def test_a_book_runs_checks_its_exercises_and_cites_its_sources(
     runnable = [s for s in code if not s.startswith("%tutor")]
     assert runnable and (await sandbox.run("\n".join(runnable), "")).passed  # every cell runs
     assert "print(2 + 2)" in code and "raise ValueError" not in "".join(code)  # repaired, dropped
-    assert any(s.startswith("%tutor Quiz me on Vectors") for s in code)
+    assert any(s.startswith("%tutor Quiz me on Vectors (objective `vectors`)") for s in code)
+    title = next(c for c in cells if meta(c).get("block") == "ch1-title")
+    assert meta(title)["objective_id"] == "vectors"  # the id a path on the topic gives it
     exercises = [c for c in cells if "exercise" in c["metadata"].get("tags", [])]
     assert len(exercises) == 2  # the one whose starter passed and the broken one were dropped
     assert any("the reference fails its tests" in n for n in report.notes)
