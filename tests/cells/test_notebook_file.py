@@ -188,3 +188,23 @@ async def test_a_learners_cell_changes_only_with_their_confirmation(tmp_path: Pa
     assert sources(path) == ["x = 1", "print(x + 1)"]
     assert cells.checkpoint_path(path).read_bytes() == before
     store.close()
+
+
+async def test_the_insert_tool_writes_through_the_module_and_says_when_it_cannot(
+    tmp_path: Path,
+) -> None:
+    from deeptutor_jupyter.cells.tools import InsertCellsArgs, InsertCellsTool
+
+    path = tmp_path / "lesson.ipynb"
+    notebook(path)
+    ctx = ToolContext("s1", "t1", tmp_path)
+    args = InsertCellsArgs(cells=[NewCell(cell_type="code", source="z = 3")], after="c0")
+    done = await InsertCellsTool(lambda: path).run(args, ctx)
+    assert not done.is_error and sources(path) == ["x = 1", "z = 3", "print(x)"]
+    assert done.data["cell_ids"] and cells.checkpoint_path(path).exists()
+    nowhere = await InsertCellsTool(lambda: None).run(args, ctx)
+    assert nowhere.is_error and "does not know its notebook file" in nowhere.content
+    wrong = await InsertCellsTool(lambda: path).run(
+        InsertCellsArgs(cells=args.cells, after="x"), ctx
+    )
+    assert wrong.is_error and "no cell with id x" in wrong.content
