@@ -53,6 +53,7 @@ class NotebookFile:
     path: Path
     notebook: dict[str, Any]
     seen: Fingerprint | None  # None: the file did not exist (a new notebook)
+    raw: bytes = b""  # the bytes read (what a write keeps in the checkpoint)
 
     @property
     def cells(self) -> list[dict[str, Any]]:
@@ -82,7 +83,7 @@ def read(path: Path) -> NotebookFile:
         raise CellError(f"{path.name} is not a notebook the tutor can read: {exc}") from None
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         raise CellError(f"{path.name} is not a Jupyter notebook (no list of cells).")
-    return NotebookFile(path, notebook, seen)
+    return NotebookFile(path, notebook, seen, data)
 
 
 def write_back(read_before: NotebookFile) -> Path | None:
@@ -93,20 +94,28 @@ def write_back(read_before: NotebookFile) -> Path | None:
     """
     path = read_before.path
     data = (json.dumps(read_before.notebook, indent=1, ensure_ascii=False) + "\n").encode()
-    with _files.locked(_lock_path(path)):
+    seen = read_before.seen
+
+    def unchanged() -> None:
         found = fingerprint(path)
         now = found[0] if found is not None else None
-        if now != read_before.seen:
-            raise NotebookChanged(_changed_words(path, read_before.seen, now))
+        if now != seen:
+            raise NotebookChanged(_changed_words(path, seen, now))
+
+    with _files.locked(_lock_path(path)):
+        unchanged()
         checkpoint = None
         mode = NEW_FILE_MODE
-        if found is not None:
+        if seen is not None:
             mode = stat.S_IMODE(path.stat().st_mode)
             checkpoint = checkpoint_path(path)
-            _files.atomic_write_bytes(checkpoint, found[1], mode=mode)
-        _files.atomic_write_bytes(path, data, mode=mode)
+            _files.atomic_write_bytes(checkpoint, read_before.raw, mode=mode)
+        # Checked again once the new bytes are on disk, right before the rename: a save the
+        # learner made while they were written is not overwritten either.
+        _files.atomic_write_bytes(path, data, mode=mode, before_rename=unchanged)
     after = fingerprint(path)
     read_before.seen = after[0] if after is not None else None  # the next write follows this one
+    read_before.raw = data
     return checkpoint
 
 

@@ -208,3 +208,31 @@ async def test_the_insert_tool_writes_through_the_module_and_says_when_it_cannot
         InsertCellsArgs(cells=args.cells, after="x"), ctx
     )
     assert wrong.is_error and "no cell with id x" in wrong.content
+
+
+async def test_a_save_made_while_the_tutor_writes_is_not_overwritten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The learner saves while the tutor's new bytes are being written (the write is slowed by
+    the files module's test hook): the last check, right before the rename, refuses."""
+    import asyncio
+
+    from deeptutor_jupyter import _files
+
+    path = tmp_path / "lesson.ipynb"
+    notebook(path)
+    read = cells.read(path)
+    read.cells.append(cells.to_json(NewCell(source="the tutor's cell")))
+    monkeypatch.setenv(_files.SLOW_WRITE_ENV, "0.3")
+    writing = asyncio.create_task(asyncio.to_thread(cells.write_back, read))
+
+    async def temporary_file() -> None:  # the notebook's own temporary, not the checkpoint's
+        while not list(tmp_path.glob(".lesson.ipynb.*.tmp")):
+            await asyncio.sleep(0.005)
+
+    await asyncio.wait_for(temporary_file(), 10)
+    mine = notebook(path, ["x = 1", "print(x)", "my new cell"])  # the learner's save
+    with pytest.raises(NotebookChanged):
+        await asyncio.wait_for(writing, 10)
+    assert path.read_bytes() == mine
+    assert not list(tmp_path.glob(".lesson.ipynb.*.tmp"))
