@@ -50,6 +50,7 @@ class SolveState(BaseModel):
     steps: list[Step] = Field(default_factory=list)
     replans: int = 0
     max_replans: int = MAX_REPLANS
+    reasons: list[str] = Field(default_factory=list)  # why each replan was made
     status: Literal["planning", "solving", "solved", "stuck"] = "planning"
     stuck_at: str = ""
 
@@ -107,10 +108,10 @@ class SolveState(BaseModel):
                 f"{self.stuck_at}. Tell the learner where you are stuck and what you tried; "
                 "do not present an answer."
             )
-        self.replans += 1
         done = self.steps[: current - 1]
         self.steps = [*done, *(Step(**s.model_dump()) for s in _bounded(steps, len(done)))]
-        _ = reason  # recorded in the tool call itself (the turn's events and trace)
+        self.replans += 1
+        self.reasons.append(reason)
 
     def markdown(self) -> str:
         """The plan as the learner sees it: titles and where each step stands."""

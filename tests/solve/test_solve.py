@@ -93,6 +93,7 @@ async def test_a_failing_step_replans_once_and_the_solve_goes_on(
     assert results[-1].summary.endswith("☑ 1. Multiply 17 by 23 · ☑ 2. Add 9")
     state = read_state(tmp_path / "home", turn.turn_id)
     assert state is not None and state.status == "solved" and state.replans == 1
+    assert state.reasons == ["17*23 is 391"]
     # A turn like any other: its capability, the solve tools only in it, the instructions.
     started = turn.log.events[0].body
     assert isinstance(started, TurnStarted) and started.capability == "solve"
