@@ -12,7 +12,7 @@ only the chapters whose sources changed, and the learner's own edits are never d
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,15 @@ from deeptutor_jupyter import _files
 from deeptutor_jupyter.book.model import STAGES, BuildState, Chapter, fingerprint, slug
 from deeptutor_jupyter.book.stages import BookError
 
-__all__ = ["STAGES", "BookError", "BuildReport", "BuildState", "build_book", "open_state"]
+__all__ = [
+    "STAGES",
+    "BookError",
+    "BuildReport",
+    "BuildState",
+    "build_book",
+    "open_state",
+    "own_sources",
+]
 
 Progress = Callable[[str, str], None]  # (stage, what it is doing)
 
@@ -41,6 +49,38 @@ class BuildReport:
             lines.append(f"Unchanged: {', '.join(self.kept)}.")
         lines += [f"- {note}" for note in self.notes]
         return "\n".join(lines)
+
+
+def own_sources(
+    home: Path,
+    topic: str,
+    *,
+    conversation: list[Any] | None = None,
+    paths: Sequence[Path] = (),
+) -> str | None:
+    """The book's own knowledge base (``book-<slug>``) for ``--from``: the files given, and this
+    notebook's conversation written as Markdown (rewritten at each build, so a rebuild sees what
+    was said since). Indexed like any knowledge base, so its passages are cited the same way.
+    None when there is nothing to add."""
+    from deeptutor_jupyter.knowledge import KnowledgeBase
+
+    files = list(paths)
+    if conversation:
+        said = [
+            f"**{m.get('role', '')}**: {m['content']}"
+            for m in conversation
+            if m.get("role") in ("user", "assistant") and isinstance(m.get("content"), str)
+        ]
+        if said:
+            path = home / "books" / f"{slug(topic)}-conversation.md"
+            _files.ensure_private_dir(path.parent)
+            _files.atomic_write_text(path, "# Our conversation\n\n" + "\n\n".join(said) + "\n")
+            files.append(path)
+    if not files:
+        return None
+    name = f"book-{slug(topic)}"
+    KnowledgeBase(home, name).add_sources(files)
+    return name
 
 
 def state_path(home: Path, topic: str) -> Path:

@@ -105,9 +105,11 @@ async def ideation(state: BuildState, model: ChatModel) -> None:
 
 async def find_sources(home: Path, state: BuildState, say: Say) -> dict[str, list[SourceRef]]:
     """Each chapter's passages (the knowledge bases refreshed first, so a changed file is seen)."""
-    from deeptutor_jupyter.knowledge import KnowledgeBase
+    from deeptutor_jupyter.knowledge import KnowledgeBase, list_kbs
 
-    bases = [KnowledgeBase(home, name) for name in state.kbs]
+    # A book's own base exists only once it had something to index (--from an empty chat).
+    known = {kb["name"] for kb in list_kbs(home)}
+    bases = [KnowledgeBase(home, name) for name in state.kbs if name in known]
     for kb in bases:
         say(f"refreshing {kb.name}")
         await asyncio.to_thread(kb.refresh)

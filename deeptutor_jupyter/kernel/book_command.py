@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,9 +26,11 @@ if TYPE_CHECKING:
 
 BOOK_USAGE = """\
 ```
-%tutor book <topic> [--kb NAME] [--level beginner|intermediate|advanced] [--language en|zh]
+%tutor book <topic> [--kb NAME] [--from conversation|FILE] [--level beginner|intermediate|advanced]
+                   [--language en|zh]
 ```
-A study notebook on the topic from the course material (`--kb`, repeatable), written next to
+A study notebook on the topic from the course material (`--kb NAME`, this notebook's
+conversation `--from conversation`, files `--from notes.pdf`; each repeatable), written next to
 this notebook: chapters citing the sources, worked examples that were run, exercises tagged
 `exercise` with hidden tests, a short quiz per chapter. Run the same line again to resume a
 stopped build or to update the chapters whose sources changed (docs/book.md)."""
@@ -39,6 +42,7 @@ def book_parser() -> MagicArgumentParser:
     parser = MagicArgumentParser(prog="%tutor book")  # type: ignore[no-untyped-call]
     parser.add_argument("topic", nargs="+")
     parser.add_argument("--kb", action="append", default=[])
+    parser.add_argument("--from", dest="sources", action="append", default=[])
     parser.add_argument("--level", default="beginner")
     parser.add_argument("--language", default=None)
     return parser
@@ -71,6 +75,13 @@ def book_command(tutor: KernelTutor, resolved: ResolvedSettings, rest: str, kbs:
         show_markdown(f"⚠ {decision.refusal()}")
         return
     topic = " ".join(args.topic)
+    paths = [Path(v).expanduser() for v in args.sources if v != "conversation"]
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        show_markdown(f"⚠ Not found: {', '.join(missing)}")
+        return
+    if args.sources:  # the book's own knowledge base, built by own_sources before the build
+        wanted_kbs.append(f"book-{slug(topic)}")
     here = notebook_path()
     folder = here.parent if here is not None else tutor.workspace
     wanted = BuildState(
@@ -82,10 +93,19 @@ def book_command(tutor: KernelTutor, resolved: ResolvedSettings, rest: str, kbs:
         notebook=str((folder / f"{slug(topic)}.ipynb").resolve()),
     )
     tutor.session.open(resolved)
-    _start(tutor, resolved, open_state(s.home, wanted))
+    conversation = list(tutor.session.history) if "conversation" in args.sources else None
+
+    def prepare() -> None:
+        from deeptutor_jupyter.book import own_sources
+
+        own_sources(s.home, topic, conversation=conversation, paths=paths)
+
+    _start(tutor, resolved, open_state(s.home, wanted), prepare)
 
 
-def _start(tutor: KernelTutor, resolved: ResolvedSettings, state: Any) -> None:
+def _start(
+    tutor: KernelTutor, resolved: ResolvedSettings, state: Any, prepare: Callable[[], None]
+) -> None:
     import ipywidgets as widgets
     from IPython.display import display
 
@@ -116,11 +136,13 @@ def _start(tutor: KernelTutor, resolved: ResolvedSettings, state: Any) -> None:
         has_kernel = getattr(tutor.shell, "kernel", None) is not None
         lab = LabFrontend(state.notebook) if has_kernel else None
         try:
+            progress("sources", "indexing this conversation and the files given")
+            await asyncio.to_thread(prepare)
             report = await build_book(home, state, model, progress=progress, frontend=lab)
         except asyncio.CancelledError:
             finish(f"Stopped building `{name}`; run the same line again to resume.")
             return
-        except (BookError, CellError) as exc:
+        except (BookError, CellError, ValueError, OSError) as exc:  # an unreadable --from file
             finish(f"⚠ {exc}")
             return
         except Exception as exc:  # a bug: said in the cell, never a silent task

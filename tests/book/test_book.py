@@ -335,3 +335,39 @@ async def test_a_rebuild_writes_nothing_under_a_notebook_open_in_jupyterlab(
     server.clear_requests()
     await build_book(home, open_state(home, wanted(tmp_path)), model, frontend=OpenIn(False))
     assert server.requests == [] and "A matrix stretches" in path.read_text()  # only the write
+
+
+async def test_a_book_from_this_conversation_cites_it(
+    tmp_path: Path, fake: tuple[FakeLLMServer, Any]
+) -> None:
+    from deeptutor_jupyter.book import own_sources
+
+    server, model = fake
+    home = tmp_path / "home"
+    said = [
+        {"role": "user", "content": "What does an eigenvector do?"},
+        {"role": "assistant", "content": "An eigenvector keeps its direction under the map."},
+        {"role": "tool", "tool_call_id": "x", "content": "not part of the conversation"},
+    ]
+    name = own_sources(home, "Linear algebra", conversation=said)
+    assert name == "book-linear-algebra"
+    outline = reply({"chapters": [{"title": "Eigenvectors", "query": "eigenvector direction"}]})
+    server.extend([outline, matrices(), NOT_REPAIRED])
+    state = BuildState(topic="Linear algebra", kbs=[name], notebook=str(tmp_path / "b.ipynb"))
+    await build_book(home, state, model)
+    prompt = server.requests[1].body["messages"][0]["content"]
+    assert "keeps its direction" in prompt and "not part of" not in prompt
+    notebook = (tmp_path / "b.ipynb").read_text()
+    assert "linear-algebra-conversation.md" in notebook  # the Sources cell names it
+    assert own_sources(home, "Linear algebra", conversation=[]) is None
+
+
+async def test_a_book_whose_own_sources_are_empty_is_built_from_the_rest(
+    tmp_path: Path, fake: tuple[FakeLLMServer, Any]
+) -> None:
+    server, model = fake
+    server.extend(FULL)
+    state = wanted(tmp_path)
+    state.kbs.append("book-linear-algebra")  # --from conversation, with nothing said yet
+    await build_book(tmp_path / "home", state, model)
+    assert "vectors.md" in (tmp_path / "linear-algebra.ipynb").read_text()
