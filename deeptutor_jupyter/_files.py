@@ -17,7 +17,7 @@ import os
 import secrets
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 DIR_MODE = 0o700
@@ -73,13 +73,20 @@ def tighten(path: Path) -> None:
 
 
 def atomic_write_bytes(
-    path: Path, data: bytes, *, mode: int = FILE_MODE, durable_rename: bool = True
+    path: Path,
+    data: bytes,
+    *,
+    mode: int = FILE_MODE,
+    durable_rename: bool = True,
+    before_rename: Callable[[], None] | None = None,
 ) -> None:
     """Replace ``path`` with ``data`` atomically: temp file, fsync, rename, fsync the folder.
 
     ``durable_rename=False`` leaves out the folder's fsync: after a crash ``path`` holds the
     old bytes or the new ones, both complete, and the write may be lost (for a file whose last
-    write is redone anyway, such as an index refreshed from its sources).
+    write is redone anyway, such as an index refreshed from its sources). ``before_rename``
+    runs once the new bytes are on disk, just before the rename: raising there writes nothing
+    (a learner's notebook is checked for a save made meanwhile at the last moment).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
@@ -98,6 +105,8 @@ def atomic_write_bytes(
         raise
     os.close(fd)
     try:
+        if before_rename is not None:
+            before_rename()
         move(tmp, path, durable=durable_rename)
     except BaseException:
         with contextlib.suppress(OSError):

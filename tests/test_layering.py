@@ -12,6 +12,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "deeptutor_jupyter"
 BELOW_KERNEL = [
     "agent",
+    "book",
+    "cells",
     "interaction",
     "knowledge",
     "learning",
@@ -19,6 +21,7 @@ BELOW_KERNEL = [
     "providers",
     "runtime",
     "skills",
+    "solve",
     "store",
     "testing",
     "tools",
@@ -68,6 +71,9 @@ LAYERS = {
     "runtime": 2,
     "agent": 1,
     "tools": 1,
+    "cells": 1,
+    "book": 1,
+    "solve": 1,
     "interaction": 1,
     "memory": 1,
     "knowledge": 1,

@@ -382,11 +382,23 @@ def _start(
             "DEEPTUTOR_PROVIDER, DEEPTUTOR_MODEL and the provider's API key."
         )
     place = {"notebook": Path(session.notebook).name, "cell": PANEL}
+    capability, question = panel_capability(question)
+    options = AskOptions(place=place, context=context or [], capability=capability)
     try:
-        turn = session.ask(question, resolved, AskOptions(place=place, context=context or []))
+        turn = session.ask(question, resolved, options)
     except PlanError as exc:
         return str(exc)
     return turn.log
+
+
+SOLVE_PREFIX = "/solve "
+
+
+def panel_capability(question: str) -> tuple[str, str]:
+    """``/solve <problem>`` typed in the panel is ``%tutor solve <problem>``."""
+    if question.startswith(SOLVE_PREFIX) and question[len(SOLVE_PREFIX) :].strip():
+        return "solve", question[len(SOLVE_PREFIX) :].strip()
+    return "chat", question
 
 
 def _open(tutor: KernelTutor) -> None:

@@ -432,8 +432,40 @@ command("progress", "progress", "mastery per objective, the review forecast, wha
 )
 
 
-def _ask(magics: TutorMagics, call: Call) -> None:
-    """A question (or ``why``): compose the message and start a turn."""
+@command(
+    "solve",
+    "solve <problem>",
+    "solve a problem step by step: a plan you can follow, each step checked (docs/solve.md)",
+    free=True,
+)
+def _solve(magics: TutorMagics, call: Call) -> None:
+    from deeptutor_jupyter.kernel.display import show_markdown
+
+    if not call.parsed.rest:
+        show_markdown("Give the problem to solve: `%tutor solve What is 17*23 + 9?`")
+        return
+    call.parsed.question = call.parsed.rest
+    _ask(magics, call, capability="solve")
+
+
+@command(
+    "book",
+    "book <topic> [--kb NAME]",
+    "a study notebook from the course material, built next to this one (docs/book.md)",
+    free=True,
+)
+def _book(magics: TutorMagics, call: Call) -> None:
+    from deeptutor_jupyter.kernel.book_command import book_command
+
+    assert call.resolved is not None
+    ensure_loop()
+    book_command(
+        magics.state, call.resolved, call.parsed.rest, flags_list(call.turn_flags.get("kb")) or []
+    )
+
+
+def _ask(magics: TutorMagics, call: Call, capability: str = "chat") -> None:
+    """A question (or ``why``, or a ``solve``): compose the message and start a turn."""
     from deeptutor_jupyter.kernel.display import show_markdown
 
     parsed, resolved = call.parsed, call.resolved
@@ -446,7 +478,7 @@ def _ask(magics: TutorMagics, call: Call) -> None:
     if not has_event_loop():
         from deeptutor_jupyter.kernel.terminal import run_in_terminal
 
-        run_in_terminal(magics.state, resolved, question, new=parsed.new)
+        run_in_terminal(magics.state, resolved, question, new=parsed.new, capability=capability)
         return
     from deeptutor_jupyter.kernel.start import ask_in_cell
 
@@ -460,6 +492,7 @@ def _ask(magics: TutorMagics, call: Call) -> None:
         user_tools=tuple(tools) if tools is not None else None,
         no_tools="no_tools" in parsed.switches,
         attachments=[Path(p).expanduser() for p in flags_list(call.turn_flags.get("attach")) or []],
+        capability=capability,
     )
 
 
@@ -565,6 +598,9 @@ def register(ipython: Any) -> None:
         ipython.input_transformers_cleanup.append(keep_question_marks)
     _registered[id(ipython)] = (magics, hooks)
     sidebar_comm().register(ipython, lambda: current_tutor(ipython))
+    from deeptutor_jupyter.kernel import cells_comm  # JupyterLab's answers to cell inserts
+
+    cells_comm.register(ipython)
     if has_event_loop():  # a kernel: warm the first turn's imports once this cell is done
         asyncio.get_running_loop().call_soon(start_warming)
 
@@ -591,6 +627,9 @@ def unregister(ipython: Any) -> None:
     for event, hook in hooks:
         ipython.events.unregister(event, hook)
     sidebar_comm().unregister(ipython)
+    from deeptutor_jupyter.kernel import cells_comm
+
+    cells_comm.unregister(ipython)
     if keep_question_marks in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(keep_question_marks)
     for turn in magics.state.session.running_turns():

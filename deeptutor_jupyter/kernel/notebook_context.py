@@ -623,4 +623,25 @@ class InspectVariableTool(KernelTool[InspectArgs]):
 
 
 def kernel_tools(shell: Any) -> list[Tool[Any]]:
-    return [ReadNotebookTool(shell), LastErrorTool(shell), InspectVariableTool(shell)]
+    from deeptutor_jupyter.book.grading import CheckExerciseTool
+    from deeptutor_jupyter.cells.tools import EditCellTool, InsertCellsTool
+
+    # Cells are written through deeptutor_jupyter.cells only (deferred: loaded when needed).
+    return [
+        ReadNotebookTool(shell),
+        LastErrorTool(shell),
+        InspectVariableTool(shell),
+        InsertCellsTool(notebook_path, lambda: lab_frontend(shell)),
+        EditCellTool(notebook_path, lambda: lab_frontend(shell)),
+        CheckExerciseTool(notebook_path),
+    ]
+
+
+def lab_frontend(shell: Any) -> Any:
+    """JupyterLab's notebook model for this kernel's notebook, when there is a kernel."""
+    name = os.environ.get("JPY_SESSION_NAME", "")
+    if getattr(shell, "kernel", None) is None or not name.endswith(".ipynb"):
+        return None
+    from deeptutor_jupyter.kernel.cells_comm import LabFrontend
+
+    return LabFrontend(name)

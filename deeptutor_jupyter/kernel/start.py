@@ -37,6 +37,7 @@ def ask_in_cell(
     user_tools: tuple[str, ...] | None = None,
     no_tools: bool = False,
     attachments: list[Path] | None = None,
+    capability: str = "chat",
 ) -> Turn | None:
     from IPython.display import display
 
@@ -46,7 +47,9 @@ def ask_in_cell(
     from deeptutor_jupyter.runtime.session import AskOptions
 
     if not resolved.ready:
-        kwargs = dict(new=new, kbs=kbs, user_tools=user_tools, no_tools=no_tools)
+        kwargs = dict(
+            new=new, kbs=kbs, user_tools=user_tools, no_tools=no_tools, capability=capability
+        )
 
         def retry(now: ResolvedSettings) -> None:
             # The question that waited for a model goes, once the card's settings work.
@@ -69,6 +72,7 @@ def ask_in_cell(
         cell_id=cell_id,
         place=tutor.place(),
         tags=cell_tags(cell_id),  # the instructor's policy may apply to tagged cells only
+        capability=capability,
     )
     try:
         turn = tutor.session.ask(question, resolved, options)

@@ -23,6 +23,7 @@ def run_in_terminal(
     question: str,
     *,
     new: bool,
+    capability: str = "chat",
     out: TextIO | None = None,
 ) -> Turn | None:
     from deeptutor_jupyter.config import setup_instructions_markdown
@@ -35,7 +36,7 @@ def run_in_terminal(
         stream.write(setup_instructions_markdown(resolved.settings.language) + "\n")
         return None
     session = tutor.session
-    options = AskOptions(new=new, interactive=False, place=tutor.place())
+    options = AskOptions(new=new, interactive=False, place=tutor.place(), capability=capability)
 
     def printer(event: Event) -> None:
         _print(event, stream)

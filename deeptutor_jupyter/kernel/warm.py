@@ -49,6 +49,9 @@ MODULES = (
     "deeptutor_jupyter.kernel.quiz_cards",
     "deeptutor_jupyter.kernel.turn_plan",
     "deeptutor_jupyter.kernel.notebook_context",
+    "deeptutor_jupyter.cells.tools",  # the cell tools every kernel turn registers
+    "deeptutor_jupyter.book.grading",  # check_exercise, a kernel tool
+    "deeptutor_jupyter.solve.tools",  # registered by every session (a saved solve resumes)
     "deeptutor_jupyter.kernel.widgets.ask_user_strings",
     "deeptutor_jupyter.kernel.widgets.forget_strings",
     "deeptutor_jupyter.kernel.widgets.memory_workbench_strings",

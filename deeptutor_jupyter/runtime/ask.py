@@ -31,6 +31,8 @@ class AskOptions:
     interactive: bool = True
     # The tags of the cell asked about, for the instructor's policy (learning/policy.py).
     tags: tuple[str, ...] = ()
+    # "chat", or "solve": a guided solve with the solve tools (deeptutor_jupyter/solve).
+    capability: str = "chat"
 
 
 def new_session_id(notebook: str) -> str:

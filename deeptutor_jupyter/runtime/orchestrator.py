@@ -308,6 +308,7 @@ class Orchestrator:
                 ctx.enabled_tools.append(LoadToolsTool.name)
         # The live list: load_tools adds to it (and so to the state a paused turn saves).
         names = ctx.enabled_tools
+        turn.deps.forms = self.coordinator is not None and turn.interactive
         tool_ctx = ToolContext(
             session_id=ctx.session_id, turn_id=ctx.turn_id, workspace=Path.cwd(), deps=turn.deps
         )

@@ -56,8 +56,17 @@ def runtime_tools() -> list[Tool[Any]]:
     from deeptutor_jupyter.knowledge.tools import SearchKnowledgeTool
     from deeptutor_jupyter.memory.tools import ReadMemoryTool, WriteMemoryTool
     from deeptutor_jupyter.skills import ReadSkillTool
+    from deeptutor_jupyter.solve.tools import solve_tools
 
-    return [ReadMemoryTool(), WriteMemoryTool(), SearchKnowledgeTool(), ReadSkillTool()]
+    # The solve tools are registered everywhere (a saved solve resumes in any process) and
+    # mounted only in solve turns (plan_turn).
+    return [
+        ReadMemoryTool(),
+        WriteMemoryTool(),
+        SearchKnowledgeTool(),
+        ReadSkillTool(),
+        *solve_tools(),
+    ]
 
 
 class Planner:
@@ -75,6 +84,7 @@ class Planner:
         secrets: Callable[[], list[str]],
         standing: Callable[[Path], str],
         quizzes: Callable[[Path], Any],
+        answered: Callable[[str, str], Any] = lambda _session, _call: None,
     ) -> None:
         self.registry = registry
         self._memory = memory
@@ -83,6 +93,7 @@ class Planner:
         self._secrets = secrets
         self._standing = standing  # where the learner stands on their path (runtime/learning.py)
         self._quizzes = quizzes  # the quiz coordinator make_quiz pauses on
+        self._answered = answered  # (conversation, tool call id) -> its pending row
         self._loaded: dict[str, set[str]] = {}  # conversation id -> deferred tools loaded
 
     def loaded_tools(self, session_id: str) -> set[str]:
@@ -97,6 +108,7 @@ class Planner:
         user_tools: tuple[str, ...] | None = None,
         no_tools: bool = False,
         instructions: list[str] | None = None,
+        capability: str = "chat",
     ) -> TurnPlan:
         from deeptutor_jupyter.knowledge import list_kbs
         from deeptutor_jupyter.knowledge.mount import MountContext, mounted_tools
@@ -131,6 +143,12 @@ class Planner:
                 "search_knowledge before answering about the course material, and cite the "
                 "passages you use as [n]."
             )
+        solving: tuple[str, ...] = ()
+        if capability == "solve":
+            from deeptutor_jupyter.solve.tools import INSTRUCTIONS, SOLVE_TOOLS
+
+            blocks.append(INSTRUCTIONS)
+            solving = SOLVE_TOOLS
         registry = self.registry
         loaded = self.loaded_tools(session_id)
         deferred = [n for n in registry.names() if (t := registry.get(n)) and t.deferred]
@@ -145,6 +163,7 @@ class Planner:
             # Only what this session registered: a surface without a kernel has no notebook tools.
             always=(
                 *(n for n in ALWAYS if registry.get(n)),
+                *(n for n in solving if registry.get(n)),
                 *sorted(n for n in loaded if n in deferred),
             ),
         )
@@ -167,6 +186,7 @@ class Planner:
             # load_tools adds here; later turns of the conversation mount them
             loaded_tools=self.loaded_tools(session_id),
             quizzes=self._quizzes(home),  # make_quiz pauses on this coordinator
+            answered=lambda call_id: self._answered(session_id, call_id),
         )
 
     def resume_deps(self, session_id: str, home: Path, kbs: list[str]) -> ToolDeps:

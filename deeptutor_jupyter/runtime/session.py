@@ -51,6 +51,8 @@ if TYPE_CHECKING:
 
 __all__ = ["AskOptions", "TutorSession"]  # AskOptions lives in runtime/ask.py
 
+RESUMABLE = ("chat", "solve")  # capabilities whose saved turns this runtime continues
+
 
 class TutorSession(SessionReads):
     def __init__(
@@ -147,6 +149,7 @@ class TutorSession(SessionReads):
                 secrets=self.secrets,
                 standing=self._standing,
                 quizzes=lambda at: self.learning(at).quizzes,
+                answered=self._answered_call,
             )
             self._watcher = Watcher(
                 self._store, self._coordinator, self.owner, lambda: len(self.running_turns())
@@ -181,6 +184,9 @@ class TutorSession(SessionReads):
         sources = self._orchestrator.registry.sources
         if self.mcp not in sources:
             sources.append(self.mcp)
+
+    def _answered_call(self, session_id: str, tool_call_id: str) -> PendingRow | None:
+        return self._store.answered_call(session_id, tool_call_id) if self._store else None
 
     def learning(self, home: Path | None = None) -> Learning:
         """The learning part this session owns (runtime/learning.py), opened with its store
@@ -288,6 +294,7 @@ class TutorSession(SessionReads):
             user_tools=opts.user_tools,
             no_tools=opts.no_tools,
             instructions=self._instructions(self.workspace()),
+            capability=opts.capability,
         )
         gated = self._gate(opts, model, s.home)
         model = gated.model  # off: never asked; hints: code blocks withheld
@@ -298,6 +305,7 @@ class TutorSession(SessionReads):
             turn_id=f"turn-{uuid.uuid4().hex[:12]}",
             question=question,
             profile=profile_of(s),
+            capability=opts.capability,
             history=self.history,
             cell_id=opts.cell_id,
             language=s.language,
@@ -467,7 +475,7 @@ class TutorSession(SessionReads):
 
         assert self._store is not None and self._orchestrator is not None
         saved = read_saved(self._store.turn_state(row.request_id))
-        if saved is None or saved.context.capability != "chat":
+        if saved is None or saved.context.capability not in RESUMABLE:
             return None
         if saved.waiting_on != row.tool_call_id:
             return None

@@ -512,6 +512,16 @@ class Store(SQLiteFile):
                 (request_id,),
             )
 
+    def answered_call(self, session_id: str, tool_call_id: str) -> PendingRow | None:
+        """The row of the deferred call ``tool_call_id`` of this conversation, whatever its
+        status (a confirmation form the tutor asked before editing a cell)."""
+        rows = self._query(
+            f"SELECT {_PENDING_COLUMNS} FROM pending WHERE session_id = ? AND tool_call_id = ?"
+            " ORDER BY created_at DESC LIMIT 1",
+            (session_id, tool_call_id),
+        )
+        return PendingRow.from_row(rows[0]) if rows else None
+
     def pending_for(self, session_ids: Iterable[str] | None = None) -> list[PendingRow]:
         """Pending requests of these sessions (all sessions when None), oldest first."""
         sql = f"SELECT {_PENDING_COLUMNS} FROM pending WHERE status = 'pending'"

@@ -36,6 +36,12 @@ class ToolDeps:
     loaded_tools: set[str] = field(default_factory=set)  # deferred tools loaded in the session
     # interaction/quiz.py's QuizCoordinator, which make_quiz pauses on (None: no quiz form here)
     quizzes: Any = None
+    # tool call id -> the store's row of that deferred call of this conversation (edit_cell
+    # reads the learner's confirmation there); None where there is no store
+    answered: Callable[[str], Any] | None = None
+    # Whether ask_user reaches the learner as a form in this turn (its answer then is in the
+    # store); set by the orchestrator. False in a terminal, where ask_user degrades.
+    forms: bool = False
 
 
 @dataclass

@@ -20,6 +20,7 @@ import {
   quoteAttachment
 } from './context';
 import { TutorPanel } from './panel';
+import { watchCells } from './cells';
 import { keepOutputsTrue } from './displays';
 import { containFormKeys } from './keys';
 import { keepNotebooksCleanOnVersion } from './language';
@@ -80,6 +81,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     app.shell.add(panel, 'right', { rank: 600 });
 
     keepOutputsTrue(notebooks);
+    // The tutor's cells go into the open notebook's model (cells.ts), not under it on disk.
+    watchCells(notebooks);
     keepNotebooksCleanOnVersion(notebooks);
     // read_notebook reads the notebook on screen, panel open or not (livecells.ts).
     serveLiveCells(notebooks);
