@@ -100,8 +100,31 @@ def _mcp(args: argparse.Namespace) -> int:
     if args.http is None:
         serve("stdio")
     else:
-        serve("streamable-http", args.host, args.http)
+        serve("streamable-http", args.host, args.http, mcp_token())
     return 0
+
+
+def mcp_token() -> str:
+    """``$DEEPTUTOR_MCP_TOKEN``, or a new one kept in ``$DEEPTUTOR_HOME/mcp-token`` (mode 0600)
+    for the MCP host's configuration; its path is printed, never the token."""
+    import os
+    import secrets
+
+    from deeptutor_jupyter._files import atomic_write_text
+    from deeptutor_jupyter.config import settings_path
+
+    token = os.environ.get("DEEPTUTOR_MCP_TOKEN", "").strip()
+    if token:
+        return token
+    path = settings_path().parent / "mcp-token"
+    if path.is_file() and (token := path.read_text(encoding="utf-8").strip()):
+        print(f"deeptutor-jupyter mcp: the bearer token is in {path}", file=sys.stderr)
+        return token
+    token = secrets.token_urlsafe(32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, token + "\n")
+    print(f"deeptutor-jupyter mcp: a new bearer token is in {path}", file=sys.stderr)
+    return token
 
 
 def _events_schema() -> dict[str, object]:

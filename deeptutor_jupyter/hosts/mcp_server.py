@@ -9,6 +9,7 @@ waiting for the learner, with the request id to ``answer``.
 
 from __future__ import annotations
 
+import hmac
 import json
 from typing import Any
 
@@ -194,11 +195,48 @@ def _describe(row: Any) -> str:
     return "\n".join(lines)
 
 
-def serve(transport: str = "stdio", host_name: str = "127.0.0.1", port: int = 8765) -> None:
-    """Run the server until the client hangs up (stdio) or the process is stopped (HTTP)."""
+def serve(
+    transport: str = "stdio", host_name: str = "127.0.0.1", port: int = 8765, token: str = ""
+) -> None:
+    """Run the server until the client hangs up (stdio) or the process is stopped (HTTP).
+    Over HTTP every request needs ``Authorization: Bearer <token>``: loopback is shared by
+    every account on the machine (a classroom's JupyterHub), and the tutor answers with this
+    learner's memory, files and model key."""
     tutor = TutorHost()
     server = build_server(tutor)
     if transport == "stdio":
         server.run("stdio")
-    else:
-        server.run("streamable-http", host=host_name, port=port)
+        return
+    import uvicorn
+
+    if not token:
+        raise ValueError("an HTTP MCP server needs a token")
+    app = BearerToken(server.streamable_http_app(host=host_name), token)
+    uvicorn.run(app, host=host_name, port=port, log_level="warning")
+
+
+class BearerToken:
+    """ASGI: requests without the server's bearer token get 401 and reach no tool."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                body = b"A bearer token is required: see docs/mcp.md (deeptutor-jupyter mcp).\n"
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"text/plain; charset=utf-8"),
+                            (b"www-authenticate", b"Bearer"),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)

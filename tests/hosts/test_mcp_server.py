@@ -14,9 +14,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
+import httpx2
 import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 from deeptutor_jupyter.knowledge import KnowledgeBase
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
@@ -120,9 +123,10 @@ async def test_over_http_without_forms_the_tutor_waits_for_the_learner(world) ->
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    token = "a-token-for-this-test-only"
     process = subprocess.Popen(
         command("--http", str(port)),
-        env={**os.environ, **env},
+        env={**os.environ, **env, "DEEPTUTOR_MCP_TOKEN": token},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -135,7 +139,14 @@ async def test_over_http_without_forms_the_tutor_waits_for_the_learner(world) ->
             except OSError:
                 assert process.poll() is None and time.monotonic() < deadline
                 time.sleep(0.05)
-        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+        url = f"http://127.0.0.1:{port}/mcp"
+        # Loopback is every account's on a shared machine: no token, no tutor.
+        for given in ({}, {"Authorization": "Bearer wrong"}):
+            refused = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                 headers=given)  # fmt: skip
+            assert refused.status_code == 401 and "bearer token" in refused.text
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+        async with http, Client(streamable_http_client(url, http_client=http)) as client:
             waiting = (await client.call_tool("ask", {"question": "Plan my week"})).content[0].text
             listed = (await client.call_tool("pending", {})).content[0].text
             request_id = waiting.split("request_id ")[1].split(",")[0]
