@@ -82,15 +82,8 @@ def text_of(cell: Any) -> str:
     return "".join(parts)
 
 
-def test_the_learning_notebook_walks_a_path_a_quiz_and_a_review(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for name in list(os.environ):
-        if name.startswith("DEEPTUTOR_") or name.endswith("_API_KEY"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("DEEPTUTOR_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("DEEPTUTOR_AUTO_CONSOLIDATE", "false")
-    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+def learning_notebook(tmp_path: Path) -> tuple[Path, nbformat.NotebookNode]:
+    """A scratch copy of the notebook's folder, with the cells a student's clicks stand for."""
     work = tmp_path / "learning-path"
     shutil.copytree(NOTEBOOK.parent, work)
     nb = nbformat.read(work / NOTEBOOK.name, as_version=4)
@@ -100,11 +93,29 @@ def test_the_learning_notebook_walks_a_path_a_quiz_and_a_review(
         if cell.cell_type == "code" and cell.source in AFTER:
             cells.append(nbformat.v4.new_code_cell(AFTER[cell.source]))
     nb.cells = cells
-    replies = [
+    return work, nb
+
+
+def learning_replies() -> list[Reply]:
+    return [
         Reply(text="Eigenvalues first.", tool_calls=[ToolCallSpec("make_quiz", QUIZ, id="call_1")]),
         Reply(text="All three right: on to eigenvectors."),
     ]
-    with FakeLLMServer(replies) as server:
+
+
+def run_learning_notebook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, nbformat.NotebookNode, list[dict[str, Any]]]:
+    """A scratch copy of the notebook run end to end: its folder, the run notebook (outputs as
+    a frontend saves them) and the requests the model received."""
+    for name in list(os.environ):
+        if name.startswith("DEEPTUTOR_") or name.endswith("_API_KEY"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("DEEPTUTOR_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DEEPTUTOR_AUTO_CONSOLIDATE", "false")
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    work, nb = learning_notebook(tmp_path)
+    with FakeLLMServer(learning_replies()) as server:
         monkeypatch.setenv("DEEPTUTOR_PROVIDER", "custom")
         monkeypatch.setenv("DEEPTUTOR_BASE_URL", server.url)
         monkeypatch.setenv("DEEPTUTOR_MODEL", "fake-model")
@@ -113,6 +124,13 @@ def test_the_learning_notebook_walks_a_path_a_quiz_and_a_review(
         )
         client.execute()
         requests = [r.body for r in server.requests]
+    return work, nb, requests
+
+
+def test_the_learning_notebook_walks_a_path_a_quiz_and_a_review(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, nb, requests = run_learning_notebook(tmp_path, monkeypatch)
     out = {c.source.splitlines()[0]: text_of(c) for c in nb.cells if c.cell_type == "code"}
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
     assert errors == []
