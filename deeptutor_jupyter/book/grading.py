@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field
 
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
+from deeptutor_jupyter.words import plural
 
 RUN_SECONDS = 10.0
 
@@ -73,5 +74,6 @@ class CheckExerciseTool(Tool[CheckExerciseArgs]):
             passed += outcome.passed
             mark = "passed" if outcome.passed else "not yet"
             lines.append(f"Cell {index}: {mark}. {feedback_of(outcome, RUN_SECONDS)}")
-        summary = f"{passed} of {len(found)} exercise(s) pass (the saved notebook)"
+        exercises = plural(len(found), "exercise", "exercises")
+        summary = f"Passed: {passed} of {exercises} (the saved notebook)"
         return ToolResult(content=f"{summary}.\n" + "\n".join(lines), summary=summary)

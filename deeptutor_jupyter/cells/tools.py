@@ -20,6 +20,7 @@ from deeptutor_jupyter.cells import (
     insert_cells,
 )
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
+from deeptutor_jupyter.words import plural
 
 Locate = Callable[[], Path | None]
 NO_NOTEBOOK = (
@@ -56,7 +57,7 @@ class InsertCellsTool(Tool[InsertCellsArgs]):
             )
         except CellError as exc:
             return ToolResult(content=str(exc), is_error=True, summary=str(exc)[:80])
-        words = f"Inserted {len(ids)} cell(s) into {path.name}: {', '.join(ids)}."
+        words = f"Inserted {plural(len(ids), 'cell', 'cells')} into {path.name}: {', '.join(ids)}."
         return ToolResult(content=words, summary=words, data={"cell_ids": ids})
 
 

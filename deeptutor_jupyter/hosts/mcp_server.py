@@ -23,7 +23,7 @@ from deeptutor_jupyter.hosts.forms import form_of, submission_of
 from deeptutor_jupyter.hosts.tutor_host import HostError, Settled, TutorHost
 
 QUIZ_PROMPT = (
-    "Give me a short quiz of {n} question(s) on: {topic}. Use the make_quiz tool, then tell me "
+    "Give me a short quiz of {n} questions on: {topic}. Use the make_quiz tool, then tell me "
     "how I did."
 )
 

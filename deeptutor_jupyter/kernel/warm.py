@@ -50,6 +50,12 @@ MODULES = (
     "deeptutor_jupyter.kernel.turn_plan",
     "deeptutor_jupyter.kernel.notebook_context",
     "deeptutor_jupyter.cells.tools",  # the cell tools every kernel turn registers
+    # Every session reads settings.toml's MCP servers (no SDK import until one is called).
+    "deeptutor_jupyter.tools.mcp",
+    "deeptutor_jupyter.tools.mcp.config",
+    "deeptutor_jupyter.tools.mcp.connection",
+    "deeptutor_jupyter.tools.mcp.servers",
+    "deeptutor_jupyter.tools.mcp.tool",
     "deeptutor_jupyter.book.grading",  # check_exercise, a kernel tool
     "deeptutor_jupyter.solve.tools",  # registered by every session (a saved solve resumes)
     "deeptutor_jupyter.kernel.widgets.ask_user_strings",

@@ -296,13 +296,13 @@ async def test_an_exercise_is_graded_with_its_hidden_tests_when_the_learner_asks
     tool = CheckExerciseTool(lambda: path)
     ctx = ToolContext("s", "t", tmp_path)
     first = await tool.run(CheckExerciseArgs(), ctx)
-    assert first.summary == "0 of 2 exercise(s) pass (the saved notebook)"
+    assert first.summary == "Passed: 0 of 2 exercises (the saved notebook)"
     nb = json.loads(path.read_text())
     index = next(i for i, c in enumerate(nb["cells"]) if "def dot" in c["source"])
     nb["cells"][index]["source"] = DOT  # the learner's answer, saved
     path.write_text(json.dumps(nb))
     mine = await tool.run(CheckExerciseArgs(cell=index), ctx)
-    assert mine.summary == "1 of 1 exercise(s) pass (the saved notebook)"
+    assert mine.summary == "Passed: 1 of 1 exercise (the saved notebook)"
     assert "sum(x * y" not in first.content  # the reference is never shown
 
 
