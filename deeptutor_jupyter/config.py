@@ -96,6 +96,8 @@ class Settings(BaseModel):
     # The longest Retry-After the tutor waits for; a longer one ends the turn with the 429 card.
     max_retry_wait: float = Field(60.0, ge=0)
     max_rounds: int = Field(8, ge=1)
+    # Tool calls one model message may ask for; beyond it the model gets one refusal.
+    max_tool_calls: int = Field(32, ge=1)
     # Tokens (estimated at 4 characters each) the earlier conversation may take in a request;
     # beyond it the older turns are compacted into a summary (runtime/compaction.py).
     context_budget: int = Field(24000, ge=1000)
