@@ -58,6 +58,7 @@ HUB_TOKEN_ENV = "JUPYTERHUB_API_TOKEN"
 # The token configure() mints for the course service alone (docs/hub.md); preferred to the
 # server's own token, which opens the student's server.
 HUB_SERVICE_TOKEN_ENV = "DEEPTUTOR_HUB_TOKEN"
+HUB_REFUSED = "provider hub: the hub token is sent only to the hub's service URL"
 _NOT_SET = "—"
 
 
@@ -198,8 +199,9 @@ class ResolvedSettings:
         if not s.base_url:
             out.append(f"the base URL of your {spec.label} endpoint")
         if spec.needs_key and not _secret_text(s.api_key):
+            refused = [p for p in self.problems if p.startswith(HUB_REFUSED)]
             envs = " or ".join((*spec.key_envs, KEY_ENV))
-            out.append(f"an API key for {spec.label} (set {envs})")
+            out += refused or [f"an API key for {spec.label} (set {envs})"]
         return out
 
 
@@ -371,7 +373,18 @@ def _resolve_key(layers: _Layers, environ: Mapping[str, str], file_data: Mapping
     if spec is not None and spec.name == HUB_PROVIDER:
         # Only the hub's own token goes to the course service, never a personal provider key.
         token = hub_token(environ)
-        if token:
+        service = hub_service(environ)
+        if service is not None:
+            # provider = "hub" named without an address: the course service's, and its model.
+            source = f"hub service {service.name}"
+            if "base_url" not in layers.values:
+                layers.offer("base_url", service.url, source)
+            if "model" not in layers.values and service.model:
+                layers.offer("model", service.model, source)
+        problem = _hub_url_problem(layers.values.get("base_url"), environ) if token else None
+        if problem:
+            layers.problems.append(problem)
+        elif token:
             var = HUB_SERVICE_TOKEN_ENV if environ.get(HUB_SERVICE_TOKEN_ENV) else HUB_TOKEN_ENV
             layers.offer("api_key", token, f"env {var}")
         return
@@ -393,6 +406,22 @@ def _resolve_key(layers: _Layers, environ: Mapping[str, str], file_data: Mapping
         )
         return
     layers.offer("api_key", raw, SETTINGS_FILE)
+
+
+def _hub_url_problem(url: Any, environ: Mapping[str, str]) -> str | None:
+    """Why the hub token may not be sent to ``url``, or None when ``url`` is the hub's service.
+
+    The token acts as the student on the hub (the server's own token opens their server), so a
+    ``base_url`` a learner or a notebook set must never receive it.
+    """
+    service = hub_service(environ)
+    if service is not None and isinstance(url, str) and url.strip().rstrip("/") == service.url:
+        return None
+    where = f"the course's service is {service.url}" if service else f"{HUB_URL_ENV} is not set"
+    return (
+        f"{HUB_REFUSED}, and base_url ({url or 'not set'}) is not it ({where}). The token was "
+        "not used: remove base_url to use the course's model, or choose another provider."
+    )
 
 
 def _fill_from_spec(layers: _Layers) -> None:
