@@ -22,6 +22,11 @@ ASK_OPTION_LABEL_CHARS = 500
 ASK_OPTION_DESCRIPTION_CHARS = 2_000
 ASK_SUBMIT_LABEL_CHARS = 100
 
+# A TUTOR.md is read this far (O_NOFOLLOW, a regular file only): its front matter and the
+# instructions kept for the prompt (6,000 characters of a folder's, 20,000 of a course pack's)
+# are in it. A 1 GiB TUTOR.md was read whole on every turn.
+TUTOR_MD_BYTES = 64 * 1024
+
 # A JSON body of the server extension's REST API (server/handlers.py ``read_json``).
 JSON_BODY_BYTES = 1024 * 1024
 JSON_DEPTH = 32
