@@ -59,6 +59,9 @@ HUB_TOKEN_ENV = "JUPYTERHUB_API_TOKEN"
 # server's own token, which opens the student's server.
 HUB_SERVICE_TOKEN_ENV = "DEEPTUTOR_HUB_TOKEN"
 HUB_REFUSED = "provider hub: the hub token is sent only to the hub's service URL"
+# The folder a jupyter_server with our extension serves, set by the extension in its own
+# environment, which the kernels it starts inherit: panel attachments are read under it only.
+SERVER_ROOT_ENV = "DEEPTUTOR_SERVER_ROOT"
 _NOT_SET = "—"
 
 

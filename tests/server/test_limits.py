@@ -1,5 +1,6 @@
-"""The REST API's limits (issue 23, item 12): a body too big or nested too deeply, and an answer
-over the free-text limit, are refused in words that say the limit, and store nothing."""
+"""The server extension's limits (issue 23): a body too big or nested too deeply, and an answer
+over the free-text limit, are refused in words that say the limit, and store nothing (item 12);
+the kernels it starts learn the folder it serves, the most a panel attachment may read (item 10)."""
 
 from __future__ import annotations
 
@@ -57,3 +58,11 @@ def test_deep_or_huge_bodies_and_long_answers_are_refused_with_the_limit(
     assert f"the limit is {limits.ANSWER_CHARS:,} characters" in reply["message"]
     assert store.get_pending(row.request_id).status == "pending"  # type: ignore[union-attr]
     assert db_bytes(home) - before < 200_000  # a refusal's audit row at most, never the answer
+
+
+def test_the_extension_tells_the_kernels_it_starts_the_folder_it_serves(jp_serverapp: Any) -> None:
+    import os
+
+    from deeptutor_jupyter.config import SERVER_ROOT_ENV
+
+    assert os.environ[SERVER_ROOT_ENV] == str(Path(jp_serverapp.root_dir).resolve())
