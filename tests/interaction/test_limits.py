@@ -70,3 +70,16 @@ def test_a_question_over_the_limit_is_refused_before_anything_is_stored(tmp_path
     with pytest.raises(PlanError, match=f"the limit is {limits.QUESTION_CHARS:,} characters"):
         session.ask("q" * 20_000_000, resolved)
     assert not (home / "state.db").exists()
+
+
+async def test_a_host_says_the_question_limit_as_its_own_error(tmp_path: Path) -> None:
+    from deeptutor_jupyter.hosts.tutor_host import HostError, TutorHost
+
+    env = {
+        "DEEPTUTOR_HOME": str(tmp_path / "home"),
+        "DEEPTUTOR_BASE_URL": "http://127.0.0.1:9/v1",  # never reached: refused before
+        "DEEPTUTOR_MODEL": "m",
+    }
+    session = TutorSession("mcp-host", resolve=lambda _flags: resolve_settings(environ=env))
+    with pytest.raises(HostError, match=f"the limit is {limits.QUESTION_CHARS:,} characters"):
+        await TutorHost(session).ask("q" * (limits.QUESTION_CHARS + 1))
