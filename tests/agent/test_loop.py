@@ -22,8 +22,10 @@ from deeptutor_jupyter.agent.loop import (
     EMPTY_NUDGE,
     FORCE_PROMPT,
     MAX_CONTINUATIONS,
+    MAX_ROUND_CHARS,
     MAX_SETTLEMENT_ROUNDS,
     MAX_TOOL_CALLS,
+    ROUND_CUT,
     SETTLE_PROMPT,
     AgentLoop,
     LoopResult,
@@ -121,6 +123,7 @@ async def run_turn(
     tools: Sequence[str] | None = ("calculate",),
     tmp: Path = Path("."),
     max_tool_calls: int = MAX_TOOL_CALLS,
+    max_round_chars: int = MAX_ROUND_CHARS,
 ) -> Turn:
     server.extend(replies)
     # In-process: the same script and request log without a socket (the tests below that
@@ -150,6 +153,7 @@ async def run_turn(
         tools=registry.schemas(tools),
         max_rounds=max_rounds,
         max_tool_calls=max_tool_calls,
+        max_round_chars=max_round_chars,
     )
     try:
         result = await loop.run(SYSTEM, list(history), QUESTION)
@@ -313,6 +317,21 @@ async def test_a_message_at_the_cap_runs_every_call(
     )
     assert len(turn.executed) == 3
     assert all("Refused" not in e["content"] for e in turn.of("tool_result"))
+
+
+async def test_a_reply_that_streams_past_the_round_limit_is_cut_and_says_so(
+    server: FakeLLMServer, registry: ToolRegistry
+) -> None:
+    limit = 5_000
+    endless = Reply(reasoning="r" * 3_000, chunks=["x" * 1_000] * 200)  # 200k characters
+    turn = await run_turn(server, registry, [endless], max_round_chars=limit)
+    note = ROUND_CUT.format(limit=limit)
+    assert note.strip() in turn.result.answer and "5,000" in note
+    streamed = turn.text("content") + turn.text("thinking")
+    assert len(streamed) <= limit + len(note)
+    assert turn.result.messages[-1]["content"] == turn.result.answer  # what is stored is cut
+    assert len(turn.result.answer) <= limit + len(note)
+    assert (turn.result.stopped_by, turn.result.rounds) == ("answer", 1)
 
 
 # --- budget, settlement, forced finish -------------------------------------------------------
