@@ -13,6 +13,7 @@ lock is taken, so importing this module stays cheap and works where fcntl does n
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -185,3 +186,27 @@ def private_tree(root: Path) -> None:
         os.chmod(folder, DIR_MODE)
         for name in files:
             tighten(Path(folder) / name)
+
+
+def read_head(path: Path | str, limit: int) -> bytes:
+    """At most ``limit`` bytes from the start of a regular file that is not a link.
+
+    For files someone else may have put there (a TUTOR.md in any folder above the notebook):
+    the file is opened without following a link (``O_NOFOLLOW``) and without waiting on a FIFO
+    (``O_NONBLOCK``), must be a regular file once open (``fstat``), and is read only as far as
+    the caller keeps, so a 1 GiB file costs ``limit`` bytes. OSError otherwise.
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        left = limit
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 16))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

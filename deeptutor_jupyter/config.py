@@ -58,6 +58,10 @@ HUB_TOKEN_ENV = "JUPYTERHUB_API_TOKEN"
 # The token configure() mints for the course service alone (docs/hub.md); preferred to the
 # server's own token, which opens the student's server.
 HUB_SERVICE_TOKEN_ENV = "DEEPTUTOR_HUB_TOKEN"
+HUB_REFUSED = "provider hub: the hub token is sent only to the hub's service URL"
+# The folder a jupyter_server with our extension serves, set by the extension in its own
+# environment, which the kernels it starts inherit: panel attachments are read under it only.
+SERVER_ROOT_ENV = "DEEPTUTOR_SERVER_ROOT"
 _NOT_SET = "—"
 
 
@@ -96,6 +100,8 @@ class Settings(BaseModel):
     # The longest Retry-After the tutor waits for; a longer one ends the turn with the 429 card.
     max_retry_wait: float = Field(60.0, ge=0)
     max_rounds: int = Field(8, ge=1)
+    # Tool calls one model message may ask for; beyond it the model gets one refusal.
+    max_tool_calls: int = Field(32, ge=1)
     # Tokens (estimated at 4 characters each) the earlier conversation may take in a request;
     # beyond it the older turns are compacted into a summary (runtime/compaction.py).
     context_budget: int = Field(24000, ge=1000)
@@ -196,8 +202,9 @@ class ResolvedSettings:
         if not s.base_url:
             out.append(f"the base URL of your {spec.label} endpoint")
         if spec.needs_key and not _secret_text(s.api_key):
+            refused = [p for p in self.problems if p.startswith(HUB_REFUSED)]
             envs = " or ".join((*spec.key_envs, KEY_ENV))
-            out.append(f"an API key for {spec.label} (set {envs})")
+            out += refused or [f"an API key for {spec.label} (set {envs})"]
         return out
 
 
@@ -369,7 +376,18 @@ def _resolve_key(layers: _Layers, environ: Mapping[str, str], file_data: Mapping
     if spec is not None and spec.name == HUB_PROVIDER:
         # Only the hub's own token goes to the course service, never a personal provider key.
         token = hub_token(environ)
-        if token:
+        service = hub_service(environ)
+        if service is not None:
+            # provider = "hub" named without an address: the course service's, and its model.
+            source = f"hub service {service.name}"
+            if "base_url" not in layers.values:
+                layers.offer("base_url", service.url, source)
+            if "model" not in layers.values and service.model:
+                layers.offer("model", service.model, source)
+        problem = _hub_url_problem(layers.values.get("base_url"), environ) if token else None
+        if problem:
+            layers.problems.append(problem)
+        elif token:
             var = HUB_SERVICE_TOKEN_ENV if environ.get(HUB_SERVICE_TOKEN_ENV) else HUB_TOKEN_ENV
             layers.offer("api_key", token, f"env {var}")
         return
@@ -391,6 +409,22 @@ def _resolve_key(layers: _Layers, environ: Mapping[str, str], file_data: Mapping
         )
         return
     layers.offer("api_key", raw, SETTINGS_FILE)
+
+
+def _hub_url_problem(url: Any, environ: Mapping[str, str]) -> str | None:
+    """Why the hub token may not be sent to ``url``, or None when ``url`` is the hub's service.
+
+    The token acts as the student on the hub (the server's own token opens their server), so a
+    ``base_url`` a learner or a notebook set must never receive it.
+    """
+    service = hub_service(environ)
+    if service is not None and isinstance(url, str) and url.strip().rstrip("/") == service.url:
+        return None
+    where = f"the course's service is {service.url}" if service else f"{HUB_URL_ENV} is not set"
+    return (
+        f"{HUB_REFUSED}, and base_url ({url or 'not set'}) is not it ({where}). The token was "
+        "not used: remove base_url to use the course's model, or choose another provider."
+    )
 
 
 def _fill_from_spec(layers: _Layers) -> None:

@@ -548,3 +548,13 @@ def test_saving_keeps_the_learners_comments_and_layout(home: Path) -> None:
     assert text.index("base_url") < text.index("model")  # the learner's order is kept
     write_settings({"timeout": None}, home=home)
     assert "timeout" not in path.read_text(encoding="utf-8")
+
+
+def test_the_tool_call_cap_is_a_setting_that_reaches_the_turn(home: Path) -> None:
+    from deeptutor_jupyter.runtime.ask import profile_of
+
+    assert resolve_settings(environ=env_for(home)).settings.max_tool_calls == 32
+    r = resolve_settings(environ=env_for(home, DEEPTUTOR_MAX_TOOL_CALLS="5"))
+    assert profile_of(r.settings).max_tool_calls == 5
+    bad = resolve_settings(environ=env_for(home, DEEPTUTOR_MAX_TOOL_CALLS="0"))
+    assert bad.settings.max_tool_calls == 32 and bad.problems

@@ -49,6 +49,13 @@ from deeptutor_jupyter.tools.base import ToolResult
 LENGTH_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
 MAX_SETTLEMENT_ROUNDS = 3
 MAX_CONTINUATIONS = 3
+# Tool calls one model message may ask for (settings ``max_tool_calls``). A model that writes
+# thousands would otherwise run them all and the cell would build a card for each.
+MAX_TOOL_CALLS = 32
+# Characters of text and thinking one round may stream (about 250k tokens, beyond any model's
+# output limit). A server that streams without end is cut here: each character is kept in the
+# events, the history and the saved answer, so 30 MB would grow state.db by hundreds of MB.
+MAX_ROUND_CHARS = 1_000_000
 
 CONTINUE_PROMPT = (
     "Your reply was cut off by the length limit. Continue exactly where it stopped, "
@@ -61,7 +68,18 @@ SETTLE_PROMPT = (
 )
 FORCE_PROMPT = "Answer now, in full, with what you have. Tools are no longer available."
 SKIPPED = "Not run: the turn ended before this tool call."
+ROUND_CUT = "\n\n[Cut: this reply reached the limit of {limit:,} characters per round.]"
 NO_ANSWER = "[No answer was given.]"
+
+
+def too_many_calls(asked: int, limit: int) -> str:
+    """The one tool result a message with too many calls gets, in place of the calls beyond it."""
+    return (
+        f"Refused: this message asked for {asked} tool calls, and the limit is {limit} per "
+        f"message (setting max_tool_calls). The first {limit} ran; the other {asked - limit} "
+        "did not run. Ask for fewer tools at a time."
+    )
+
 
 Phase = Literal["exploration", "settlement", "forced"]
 
@@ -137,12 +155,16 @@ class AgentLoop:
         max_rounds: int = 8,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        max_tool_calls: int = MAX_TOOL_CALLS,
+        max_round_chars: int = MAX_ROUND_CHARS,
     ) -> None:
         self.model = model
         self.execute_tool = execute_tool
         self.emit = emit
         self.tools = list(tools)
         self.max_rounds = max(1, max_rounds)
+        self.max_tool_calls = max(1, max_tool_calls)
+        self.max_round_chars = max(1, max_round_chars)
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.state = LoopState(system="", base=[])
@@ -183,11 +205,15 @@ class AgentLoop:
                 self._round(st.system, [*st.base, *st.added, *transient], tools_on)
             )
             if result.tool_calls and tools_on:
+                calls, refused = self._capped(result.tool_calls)
                 # A cut reply that went on to call tools was narration after all: the prefix
                 # joins this message, and the next round is a fresh one, not a continuation.
-                st.added.append(_assistant(st.prefix + result.visible, result.tool_calls))
+                st.added.append(_assistant(st.prefix + result.visible, calls))
                 st.prefix = ""
-                if await self._run_calls(result.tool_calls):
+                if refused:
+                    self._refuse(calls[0], len(result.tool_calls))
+                    calls = calls[1:]
+                if await self._run_calls(calls):
                     return self._result("", "tool")
                 continue
             answer = st.prefix + result.visible
@@ -209,6 +235,23 @@ class AgentLoop:
                 "empty" if not answer.strip() else "forced" if phase == "forced" else "answer"
             )
             return self._result(answer, stopped)
+
+    def _capped(self, calls: Sequence[ToolCall]) -> tuple[list[ToolCall], bool]:
+        """The calls kept from one message, and whether some were refused.
+
+        Beyond the cap, the first call over it stays in the message, moved first, to carry the
+        one refusal; the rest are dropped from the stored message, so the history the model sees
+        next has a result for every call it keeps and nothing else.
+        """
+        if len(calls) <= self.max_tool_calls:
+            return list(calls), False
+        return [calls[self.max_tool_calls], *calls[: self.max_tool_calls]], True
+
+    def _refuse(self, carrier: ToolCall, asked: int) -> None:
+        """One card and one tool result saying the limit, before the kept calls run."""
+        self.emit(ToolCallStarted(id=carrier.id, name=carrier.name, arguments=carrier.arguments))
+        refusal = too_many_calls(asked, self.max_tool_calls)
+        self._record(carrier, ToolResult(content=refusal, is_error=True, summary=refusal), ())
 
     async def _run_calls(self, calls: Sequence[ToolCall]) -> bool:
         """Run a round's calls in order; True when one of them ended the turn."""
@@ -341,40 +384,67 @@ class AgentLoop:
         hide = TextToolCallFilter()
         visible: list[str] = []
         end = RoundEnd(finish_reason=None)
+        room = self.max_round_chars
+        cut = False
+
+        def within(text: str) -> str:
+            """What of ``text`` fits the round's limit (``cut`` once something did not)."""
+            nonlocal room, cut
+            if len(text) > room:
+                text, cut = text[:room], True
+            room -= len(text)
+            return text
 
         def show(pieces: Sequence[tuple[str, str]]) -> None:
             for kind, piece in pieces:
                 if kind == "thinking":
-                    self.emit(Thinking(text=piece))
+                    if shown := within(piece):
+                        self.emit(Thinking(text=shown))
                     continue
                 # Markup is hidden even with tools off (forced round): it is never an answer.
-                text = hide.feed(piece)
+                text = within(hide.feed(piece))
                 if text:
                     visible.append(text)
                     self.emit(Content(text=text))
 
-        async for event in self.model.stream(request):
-            if isinstance(event, TextDelta):
-                show(think.feed(event.text))
-            elif isinstance(event, ThinkingDelta):
-                self.emit(Thinking(text=event.text))
-            elif isinstance(event, Waiting):
-                text = f"{event.reason}, retrying in {math.ceil(event.seconds)} s"
-                self.emit(
-                    Notice(
-                        text=text,
-                        retry_in=event.seconds,
-                        reason=event.reason,
-                        status=event.status,
+        stream = self.model.stream(request)
+        try:
+            async for event in stream:
+                if isinstance(event, TextDelta):
+                    show(think.feed(event.text))
+                elif isinstance(event, ThinkingDelta):
+                    if shown := within(event.text):
+                        self.emit(Thinking(text=shown))
+                elif isinstance(event, Waiting):
+                    text = f"{event.reason}, retrying in {math.ceil(event.seconds)} s"
+                    self.emit(
+                        Notice(
+                            text=text,
+                            retry_in=event.seconds,
+                            reason=event.reason,
+                            status=event.status,
+                        )
                     )
-                )
-            else:
-                end = event
-        show(think.flush())
-        tail = hide.flush()
-        if tail:
-            visible.append(tail)
-            self.emit(Content(text=tail))
+                else:
+                    end = event
+                if cut:
+                    break
+        finally:
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                await close()  # hang up now: the rest of a cut reply is never read
+        if not cut:
+            show(think.flush())
+            tail = within(hide.flush())
+            if tail:
+                visible.append(tail)
+                self.emit(Content(text=tail))
+        if cut:
+            # Said in the answer itself: it is what is stored and shown, and the model reads it.
+            note = ROUND_CUT.format(limit=self.max_round_chars)
+            visible.append(note)
+            self.emit(Content(text=note))
+            return _Round("".join(visible), RoundEnd(finish_reason="cut"), [])
         if end.usage is not None:
             self.state.prompt_tokens += end.usage.prompt_tokens
             self.state.completion_tokens += end.usage.completion_tokens

@@ -57,12 +57,16 @@ class TutorHost:
         return resolved
 
     async def ask(self, question: str, kbs: list[str] | None = None, new: bool = False) -> Settled:
+        from deeptutor_jupyter.runtime.plan import PlanError
         from deeptutor_jupyter.runtime.session import AskOptions
 
         options = AskOptions(
             new=new, kbs=list(kbs or []), place={"notebook": self.session.notebook}
         )
-        turn = self.session.ask(question, self._resolved(), options)
+        try:
+            turn = self.session.ask(question, self._resolved(), options)
+        except PlanError as exc:  # a question over the limit, an unknown knowledge base
+            raise HostError(str(exc)) from None
         self.turns[turn.turn_id] = turn
         return await self.settle(turn, after_seq=0)
 

@@ -16,6 +16,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from deeptutor_jupyter import limits
 from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.interaction.schema import CHOICE_MODES
 
@@ -68,6 +69,13 @@ def check_types(selections: Any, custom_input: Any, cancelled: Any) -> None:
         )
     if not isinstance(cancelled, bool):
         raise InvalidAnswer("cancelled must be True or False.")
+    # Refused before anything is stored: a 30 MB answer grew state.db by ~220 MB.
+    if len(custom_input) > limits.ANSWER_CHARS:
+        raise InvalidAnswer(limits.too_long("The answer", len(custom_input), limits.ANSWER_CHARS))
+    if selections is not None and len(selections) > limits.ANSWER_SELECTIONS:
+        raise InvalidAnswer(
+            limits.too_long("The answer", len(selections), limits.ANSWER_SELECTIONS, "selections")
+        )
 
 
 def check_answer(

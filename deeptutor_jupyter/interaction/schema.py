@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from deeptutor_jupyter import limits
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 
 Mode = Literal["single", "multiple", "text", "number", "date", "directory", "toggle"]
@@ -20,23 +21,44 @@ CHOICE_MODES = frozenset({"single", "multiple", "toggle"})
 
 
 class AskOption(BaseModel):
-    id: str = Field(min_length=1, description="Stable value sent back when chosen.")
-    label: str = Field(min_length=1, description="What the learner reads.")
-    description: str = Field("", description="A short explanation shown under the label.")
+    id: str = Field(
+        min_length=1,
+        max_length=limits.ASK_OPTION_ID_CHARS,
+        description="Stable value sent back when chosen.",
+    )
+    label: str = Field(
+        min_length=1,
+        max_length=limits.ASK_OPTION_LABEL_CHARS,
+        description="What the learner reads.",
+    )
+    description: str = Field(
+        "",
+        max_length=limits.ASK_OPTION_DESCRIPTION_CHARS,
+        description="A short explanation shown under the label.",
+    )
     recommended: bool = Field(False, description="Mark this option as the recommended one.")
 
 
 class AskUserArgs(BaseModel):
-    title: str = Field(description="The question, in one line.")
-    description: str = Field("", description="What the learner needs to know to answer.")
+    # The limits keep a form a form: a model's 2 MB title was shown and stored whole.
+    title: str = Field(max_length=limits.ASK_TITLE_CHARS, description="The question, in one line.")
+    description: str = Field(
+        "",
+        max_length=limits.ASK_DESCRIPTION_CHARS,
+        description="What the learner needs to know to answer.",
+    )
     mode: Mode = Field(description="Which control the form shows.")
     options: list[AskOption] = Field(
-        default_factory=list, description="Choices for single, multiple and toggle modes."
+        default_factory=list,
+        max_length=limits.ASK_OPTIONS,
+        description="Choices for single, multiple and toggle modes.",
     )
     allowCustom: bool = Field(
         False, description="Also offer a free-text field for an answer outside the options."
     )
-    submitLabel: str = Field("", description="Text of the submit button.")
+    submitLabel: str = Field(
+        "", max_length=limits.ASK_SUBMIT_LABEL_CHARS, description="Text of the submit button."
+    )
 
     @field_validator("title")
     @classmethod

@@ -10,10 +10,13 @@ in words (``AttachmentError``) and the question is not asked, so nothing is lost
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from deeptutor_jupyter._files import read_head
+from deeptutor_jupyter.config import SERVER_ROOT_ENV
 from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.kernel import notebook_context as nbc
 from deeptutor_jupyter.kernel.i18n import t
@@ -113,16 +116,28 @@ def _tail(error: str) -> str:
 
 
 def server_root(notebook_path: str, here: Path | None = None, language: str = "en") -> Path:
-    """The server's root: the notebook's folder, up as many levels as its path from the root
-    has folders (the kernel runs in the notebook's folder)."""
+    """The server's root: the notebook's real folder, up as many levels as its path from the
+    root has folders (the kernel runs in the notebook's folder).
+
+    The path comes from the browser, so it is checked against the real one: the folders it
+    names must be the real folder's last ones, and the root it gives must be inside the folder
+    the server serves (``SERVER_ROOT_ENV``, set by our server extension). A deeper made-up
+    path once moved the root to ``/`` and read ``/etc/passwd``.
+    """
     folders = PurePosixPath(notebook_path).parent.parts if notebook_path else ()
-    if notebook_path.startswith("/") or ".." in folders:
+    if notebook_path.startswith("/") or ".." in folders or "." in folders:
         raise ValueError(t("attach_bad_root", language).format(path=notebook_path))
     notebook = nbc.notebook_path()
-    base = (notebook.parent if notebook is not None else (here or Path.cwd())).resolve()
+    real = (notebook.parent if notebook is not None else (here or Path.cwd())).resolve()
     depth = len(folders)
-    for _ in range(depth):
-        base = base.parent
+    base = real.parents[depth - 1] if 0 < depth <= len(real.parents) else real
+    served = os.environ.get(SERVER_ROOT_ENV, "").strip()
+    if (
+        depth >= len(real.parts)
+        or (depth and real.parts[-depth:] != folders)
+        or (served and not base.is_relative_to(Path(served).resolve()))
+    ):
+        raise ValueError(t("attach_not_here", language).format(path=notebook_path, real=real))
     return base
 
 
@@ -138,8 +153,8 @@ def _file(item: FileAttachment, root: Path, language: str) -> tuple[str, dict[st
     size = path.stat().st_size
     # A notebook is read whole (its outputs make it big) to show its cells, bounded as cells.
     notebook = path.suffix == ".ipynb" and size <= NOTEBOOK_READ_BYTES
-    with path.open("rb") as fh:
-        data = fh.read(NOTEBOOK_READ_BYTES if notebook else FILE_READ_BYTES)
+    # Not through a link swapped in since the check above, never a FIFO, bounded.
+    data = read_head(path, NOTEBOOK_READ_BYTES if notebook else FILE_READ_BYTES)
     if b"\x00" in data[:8192]:
         raise ValueError(t("attach_binary", language).format(path=item.path))
     text = nbc.decode_text(data)

@@ -47,6 +47,8 @@ _STRINGS: dict[str, dict[str, str]] = {
         "attach_binary": "{path} is not a text file; the tutor reads text files only.",
         "attach_empty_cell": "That cell is empty: there is nothing to show the tutor.",
         "attach_bad_root": "{path} is not a notebook path from the server's root.",
+        "attach_not_here": "{path} is not where this kernel's notebook is ({real}); no file "
+        "was read.",
     },
     "zh": {
         "starting": "正在开始…",
@@ -86,6 +88,7 @@ _STRINGS: dict[str, dict[str, str]] = {
         "attach_binary": "{path} 不是文本文件；导师只读取文本文件。",
         "attach_empty_cell": "这个单元格是空的，没有可以给导师看的内容。",
         "attach_bad_root": "{path} 不是从服务器根目录开始的笔记本路径。",
+        "attach_not_here": "{path} 不是本内核笔记本所在的位置（{real}）；未读取任何文件。",
     },
 }
 

@@ -24,6 +24,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
+from deeptutor_jupyter._files import read_head
+from deeptutor_jupyter.limits import TUTOR_MD_BYTES
 from deeptutor_jupyter.tools.base import ArgsT, Tool, ToolContext, ToolResult
 
 CELL_CHARS = 2000
@@ -475,15 +477,23 @@ _BOMS = (
 )
 
 
-def decode_text(data: bytes) -> str:
+def decode_text(data: bytes, *, cut: bool = False) -> str:
     """Text an instructor saved with any editor: a BOM says the encoding (Windows Notepad writes
-    UTF-16 with one), else UTF-8, else cp1252/latin-1, which decode every byte."""
+    UTF-16 with one), else UTF-8, else cp1252/latin-1, which decode every byte.
+
+    ``cut``: the bytes are the head of a longer file, so a character split at the end is
+    dropped rather than taken for another encoding.
+    """
+
+    def decode(encoding: str) -> str:
+        return str(codecs.getincrementaldecoder(encoding)().decode(data, final=not cut))
+
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             with contextlib.suppress(UnicodeDecodeError):
-                return data.decode(encoding)
+                return decode(encoding)
     try:
-        return data.decode("utf-8")
+        return decode("utf-8")
     except UnicodeDecodeError:
         pass
     try:
@@ -503,9 +513,10 @@ def tutor_md_blocks(start: Path | None = None) -> list[str]:
     blocks = []
     for path in reversed(found):
         try:
-            text = decode_text(path.read_bytes())[:TUTOR_MD_CHARS]
+            head = read_head(path, TUTOR_MD_BYTES)
         except OSError:
-            continue
+            continue  # a link, a FIFO, unreadable: not an instruction anyone can rely on
+        text = decode_text(head, cut=len(head) == TUTOR_MD_BYTES)[:TUTOR_MD_CHARS]
         blocks.append(f"Instructions from the instructor ({path}):\n{text.strip()}")
     if blocks:
         blocks.insert(

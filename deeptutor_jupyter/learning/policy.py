@@ -141,8 +141,12 @@ def parse_policy(value: Any, path: str) -> PolicySource:
 
 def read_policy(path: Path) -> PolicySource | None:
     """The policy of one TUTOR.md, or None when its front matter does not mention one."""
+    from deeptutor_jupyter._files import read_head
+    from deeptutor_jupyter.limits import TUTOR_MD_BYTES
+
     try:
-        text = path.read_bytes().decode("utf-8-sig", errors="replace")
+        # The front matter is at the top; a 1 GiB file is not read whole on every turn.
+        text = read_head(path, TUTOR_MD_BYTES).decode("utf-8-sig", errors="replace")
     except OSError:
         return None
     return policy_in_text(text, str(path))

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from deeptutor_jupyter import limits
 from deeptutor_jupyter.errors import DeepTutorError
 
 MAX_QUESTIONS = 20
@@ -169,6 +170,10 @@ def check_answers(quiz: MakeQuizArgs, answers: dict[str, Any]) -> None:
                 parse_quantity(str(given))  # raises QuizAnswerError in words
         elif not isinstance(given, str):
             raise QuizAnswerError(f"{qid}: the answer must be text.")
+        else:
+            limit = limits.CODE_ANSWER_CHARS if isinstance(q, CodeQuestion) else limits.ANSWER_CHARS
+            if len(given) > limit:
+                raise QuizAnswerError(f"{qid}: " + limits.too_long("the answer", len(given), limit))
 
 
 def grade_choice(q: ChoiceQuestion, given: list[str]) -> QuestionResult:

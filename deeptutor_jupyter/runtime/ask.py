@@ -49,6 +49,7 @@ def profile_of(s: Settings) -> ModelProfile:
         model=s.model or "",
         base_url=s.base_url,
         max_rounds=s.max_rounds,
+        max_tool_calls=s.max_tool_calls,
         max_tokens=s.max_tokens,
         temperature=s.temperature,
     )

@@ -18,6 +18,7 @@ class ModelProfile(BaseModel):
     model: str
     base_url: str | None = None
     max_rounds: int = 8
+    max_tool_calls: int = 32
     max_tokens: int | None = None
     temperature: float | None = None
 

@@ -232,13 +232,24 @@ def instruction_blocks(packs: list[Pack]) -> list[str]:
     for pack in packs:
         if pack.tutor_md is None:
             continue
-        text = pack.tutor_md.read_bytes().decode("utf-8-sig", errors="replace")[:TUTOR_MD_CHARS]
+        text = _tutor_md(pack.tutor_md)[:TUTOR_MD_CHARS]
         by = f", published by {pack.published_by}" if pack.published_by else ""
         blocks.append(
             f"Instructions of the course (pack {pack.label()}{by}). Follow them; a TUTOR.md "
             f"in the learner's folders, if any, comes after and adds to them:\n{text.strip()}"
         )
     return blocks
+
+
+def _tutor_md(path: Path) -> str:
+    """A pack's TUTOR.md as far as anything keeps of it (limits.TUTOR_MD_BYTES)."""
+    from deeptutor_jupyter._files import read_head
+    from deeptutor_jupyter.limits import TUTOR_MD_BYTES
+
+    try:
+        return read_head(path, TUTOR_MD_BYTES).decode("utf-8-sig", errors="replace")
+    except OSError:
+        return ""
 
 
 def course_objectives(home: Path) -> set[str]:
@@ -249,7 +260,7 @@ def course_objectives(home: Path) -> set[str]:
     ids: set[str] = set()
     for pack in installed(home):
         if pack.tutor_md is not None:
-            text = pack.tutor_md.read_bytes().decode("utf-8-sig", errors="replace")
+            text = _tutor_md(pack.tutor_md)
             ids.update(o.id for o in objectives_from_titles(objectives_in_tutor_md(text)))
     return ids
 

@@ -344,6 +344,7 @@ class Orchestrator:
             without_quiz_answers(turn.log.emit),  # events reach browsers; answers must not
             tools=self.registry.schemas(names),
             max_rounds=ctx.profile.max_rounds,
+            max_tool_calls=ctx.profile.max_tool_calls,
             max_tokens=ctx.profile.max_tokens,
             temperature=ctx.profile.temperature,
         )

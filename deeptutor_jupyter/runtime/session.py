@@ -274,10 +274,19 @@ class TutorSession(SessionReads):
     ) -> Turn:
         """Start a turn on the running loop and return it at once; raises ``PlanError`` when
         the turn cannot start as asked (an unknown knowledge base)."""
+        from deeptutor_jupyter import limits
         from deeptutor_jupyter.runtime.compaction import compact_history
         from deeptutor_jupyter.runtime.context import TurnContext
         from deeptutor_jupyter.runtime.events import EventLog
+        from deeptutor_jupyter.runtime.plan import PlanError
 
+        if len(question) > limits.QUESTION_CHARS:
+            # Every door asks here (%tutor, the panel, the terminal, the hosts): refused before
+            # anything is stored or sent, in words every surface already shows (PlanError).
+            raise PlanError(
+                limits.too_long("Your question", len(question), limits.QUESTION_CHARS)
+                + " Attach a long text as a file or a cell instead."
+            )
         opts = options or AskOptions()
         s = resolved.settings
         self.open(resolved)

@@ -21,6 +21,7 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 from pydantic import ValidationError
 
+from deeptutor_jupyter import limits
 from deeptutor_jupyter.config import resolve_settings
 from deeptutor_jupyter.interaction.coordinator import (
     InteractionCoordinator,
@@ -93,6 +94,48 @@ class TutorHandler(APIHandler):
     def refuse(self, status: int, code: str, message: str) -> None:
         self.reply({"code": code, "message": message}, status)
 
+    def read_json(self, what: str) -> tuple[Any, bool]:
+        """The request's JSON body and True, or False after refusing it in words.
+
+        Bounded in bytes and in depth: a deeply nested body made ``json.loads`` raise
+        RecursionError, which the server turned into a 500.
+        """
+        raw = self.request.body or b"{}"
+        if len(raw) > limits.JSON_BODY_BYTES:
+            size = limits.too_long(what, len(raw), limits.JSON_BODY_BYTES, "bytes")
+            self.refuse(413, "too_large", size)
+            return None, False
+        try:
+            body = json.loads(raw)
+        except RecursionError:
+            body = _TOO_DEEP
+        except ValueError:
+            self.refuse(400, "bad_request", f"{what} is not valid JSON.")
+            return None, False
+        if body is _TOO_DEEP or _depth(body) > limits.JSON_DEPTH:
+            self.refuse(
+                400,
+                "bad_request",
+                f"{what} is nested too deeply; the limit is {limits.JSON_DEPTH} levels.",
+            )
+            return None, False
+        return body, True
+
+
+_TOO_DEEP = object()
+
+
+def _depth(value: Any) -> int:
+    """How deeply lists and objects nest in a parsed JSON value, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, level + 1) for child in children)
+    return deepest
+
 
 class PendingHandler(TutorHandler):
     @tornado.web.authenticated
@@ -111,10 +154,9 @@ class AnswerHandler(TutorHandler):
     @tornado.web.authenticated
     @authorized
     def post(self, request_id: str) -> None:
-        try:
-            body = json.loads(self.request.body or b"{}")
-        except ValueError:
-            return self.refuse(400, "bad_request", "The answer is not valid JSON.")
+        body, ok = self.read_json("The answer")
+        if not ok:
+            return None
         problem = _answer_problem(body)
         if problem:
             return self.refuse(400, "bad_request", problem)
@@ -168,10 +210,9 @@ class MemoryDocumentHandler(TutorHandler):
     @tornado.web.authenticated
     @authorized
     def put(self, layer: str, key: str) -> None:
-        try:
-            body = json.loads(self.request.body or b"{}")
-        except ValueError:
-            return self.refuse(400, "bad_request", "The document is not valid JSON.")
+        body, ok = self.read_json("The document")
+        if not ok:
+            return None
         try:
             text = SaveMemoryRequest.model_validate(body, strict=True).text
         except ValidationError:

@@ -8,7 +8,6 @@ few numbers into the job, so however often it fires, the Knowledge tab's poll of
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import uuid
@@ -144,10 +143,9 @@ class KnowledgeHandler(TutorHandler):
     @tornado.web.authenticated
     @authorized
     def post(self) -> None:
-        try:
-            body = json.loads(self.request.body or b"{}")
-        except ValueError:
-            return self.refuse(400, "bad_request", "The request is not valid JSON.")
+        body, ok = self.read_json("The request")
+        if not ok:
+            return None
         try:
             asked = AddKnowledgeBaseRequest.model_validate(body, strict=True)
         except ValidationError:

@@ -9,7 +9,6 @@ the same address drops it.
 
 from __future__ import annotations
 
-import json
 import secrets
 import threading
 import time
@@ -190,10 +189,9 @@ class PreviewHandler(TutorHandler):
     @tornado.web.authenticated
     @authorized
     async def post(self, layer: str, key: str) -> None:
-        try:
-            body = json.loads(self.request.body or b"{}")
-        except ValueError:
-            return self.refuse(400, "bad_request", "The request is not valid JSON.")
+        body, ok = self.read_json("The request")
+        if not ok:
+            return None
         try:
             mode = PreviewRequest.model_validate(body).mode
         except ValidationError:

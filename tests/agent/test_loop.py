@@ -22,10 +22,14 @@ from deeptutor_jupyter.agent.loop import (
     EMPTY_NUDGE,
     FORCE_PROMPT,
     MAX_CONTINUATIONS,
+    MAX_ROUND_CHARS,
     MAX_SETTLEMENT_ROUNDS,
+    MAX_TOOL_CALLS,
+    ROUND_CUT,
     SETTLE_PROMPT,
     AgentLoop,
     LoopResult,
+    too_many_calls,
 )
 from deeptutor_jupyter.agent.text_tools import text_tool_instructions
 from deeptutor_jupyter.providers import Message, ToolCall, make_model
@@ -75,6 +79,7 @@ class Turn:
     events: list[tuple[str, dict[str, Any]]]
     requests: list[RecordedRequest]
     executed: list[ToolCall] = field(default_factory=list)
+    bodies_emitted: list[Any] = field(default_factory=list)  # the event objects themselves
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         return [data for name, data in self.events if name == kind]
@@ -117,6 +122,8 @@ async def run_turn(
     history: Sequence[Message] = (),
     tools: Sequence[str] | None = ("calculate",),
     tmp: Path = Path("."),
+    max_tool_calls: int = MAX_TOOL_CALLS,
+    max_round_chars: int = MAX_ROUND_CHARS,
 ) -> Turn:
     server.extend(replies)
     # In-process: the same script and request log without a socket (the tests below that
@@ -127,6 +134,7 @@ async def run_turn(
         provider="custom", model="fake-model", base_url=server.url, max_retries=0, client=client
     )
     events: list[tuple[str, dict[str, Any]]] = []
+    emitted: list[Any] = []
     executed: list[ToolCall] = []
     ctx = ToolContext(session_id="s", turn_id="t", workspace=tmp)
 
@@ -135,6 +143,7 @@ async def run_turn(
         return await registry.execute(call, ctx)
 
     def emit(event: Any) -> None:
+        emitted.append(event)
         events.append((event.type, event.model_dump(exclude_unset=True, exclude={"type"})))
 
     loop = AgentLoop(
@@ -143,6 +152,8 @@ async def run_turn(
         emit,
         tools=registry.schemas(tools),
         max_rounds=max_rounds,
+        max_tool_calls=max_tool_calls,
+        max_round_chars=max_round_chars,
     )
     try:
         result = await loop.run(SYSTEM, list(history), QUESTION)
@@ -150,7 +161,7 @@ async def run_turn(
         await model.aclose()
         await client.aclose()  # a client handed in stays its owner's to close
     assert server.pending == 0, "every scripted reply should have been used"
-    return Turn(result, events, server.requests, executed)
+    return Turn(result, events, server.requests, executed, emitted)
 
 
 def calc(expression: str, call_id: str) -> ToolCallSpec:
@@ -252,6 +263,75 @@ async def test_a_round_with_tool_calls_is_narration_and_the_loop_goes_on(
     second = turn.bodies()[1]
     assert second["messages"] == [{"role": "system", "content": SYSTEM}, QUESTION, *added]
     assert "tools" in second
+
+
+# --- a cap on tool calls per message --------------------------------------------------------
+
+
+async def test_thousands_of_tool_calls_in_one_message_run_the_cap_and_get_one_refusal(
+    server: FakeLLMServer, registry: ToolRegistry
+) -> None:
+    asked = 3000
+    flood = Reply(tool_calls=[calc(f"{i}+1", f"call_{i}") for i in range(asked)])
+    turn = await run_turn(server, registry, [flood, Reply(text="Done.")])
+    limit = MAX_TOOL_CALLS
+    refusal = too_many_calls(asked, limit)
+    assert "32" in refusal and "3000" in refusal
+    # The turn goes on to the answer; only the cap's worth ran.
+    assert (turn.result.answer, turn.result.stopped_by) == ("Done.", "answer")
+    assert [c.id for c in turn.executed] == [f"call_{i}" for i in range(limit)]
+    # One card more than the calls that ran: the refusal, said once.
+    assert len(turn.of("tool_call")) == len(turn.of("tool_result")) == limit + 1
+    refused = [e for e in turn.of("tool_result") if e["content"] == refusal]
+    assert [(e["id"], e["is_error"]) for e in refused] == [(f"call_{limit}", True)]
+    # The model reads the refusal, and every call its next request shows has a result.
+    second = turn.bodies()[1]["messages"]
+    [assistant] = [m for m in second if m.get("tool_calls")]
+    shown = [c["id"] for c in assistant["tool_calls"]]
+    results = [m["tool_call_id"] for m in second if m["role"] == "tool"]
+    assert shown == results and len(shown) == limit + 1
+    assert {"role": "tool", "tool_call_id": f"call_{limit}", "content": refusal} in second
+
+
+async def test_the_cell_view_of_a_flooded_message_stays_small(
+    server: FakeLLMServer, registry: ToolRegistry
+) -> None:
+    from deeptutor_jupyter.kernel.widgets.turn_view import TurnView
+    from deeptutor_jupyter.runtime.events import Event
+
+    flood = Reply(tool_calls=[calc("1", f"c{i}") for i in range(3000)])
+    turn = await run_turn(server, registry, [flood, Reply(text="ok")], max_tool_calls=5)
+    view = TurnView(model_label="custom/fake")
+    for seq, body in enumerate(turn.bodies_emitted, 1):
+        view.handle(Event(body, seq, "t", 0.0))
+    assert len(view._cards) == 6  # five calls and the one refusal
+    assert len(turn.executed) == 5
+
+
+async def test_a_message_at_the_cap_runs_every_call(
+    server: FakeLLMServer, registry: ToolRegistry
+) -> None:
+    calls = [calc("2", f"c{i}") for i in range(3)]
+    turn = await run_turn(
+        server, registry, [Reply(tool_calls=calls), Reply(text="ok")], max_tool_calls=3
+    )
+    assert len(turn.executed) == 3
+    assert all("Refused" not in e["content"] for e in turn.of("tool_result"))
+
+
+async def test_a_reply_that_streams_past_the_round_limit_is_cut_and_says_so(
+    server: FakeLLMServer, registry: ToolRegistry
+) -> None:
+    limit = 5_000
+    endless = Reply(reasoning="r" * 3_000, chunks=["x" * 1_000] * 200)  # 200k characters
+    turn = await run_turn(server, registry, [endless], max_round_chars=limit)
+    note = ROUND_CUT.format(limit=limit)
+    assert note.strip() in turn.result.answer and "5,000" in note
+    streamed = turn.text("content") + turn.text("thinking")
+    assert len(streamed) <= limit + len(note)
+    assert turn.result.messages[-1]["content"] == turn.result.answer  # what is stored is cut
+    assert len(turn.result.answer) <= limit + len(note)
+    assert (turn.result.stopped_by, turn.result.rounds) == ("answer", 1)
 
 
 # --- budget, settlement, forced finish -------------------------------------------------------

@@ -81,3 +81,38 @@ def test_a_course_refusal_is_shown_in_its_own_words_and_not_retried() -> None:
     # An upstream's own 429 is still worded as a provider's limit.
     upstream = from_status(endpoint, 429, json.dumps({"error": {"message": "Slow down"}}))
     assert "limiting how many requests" in upstream.message and "Slow down" in upstream.message
+
+
+def test_the_hub_token_goes_only_to_the_hubs_service_url(tmp_path: Path) -> None:
+    # provider hub named alone: the course's address, and the token with it
+    named = resolve_settings(environ=hub_env(tmp_path, DEEPTUTOR_PROVIDER="hub")).settings
+    assert named.base_url == "http://hub:10101/services/deeptutor/v1"
+    assert named.api_key is not None and named.api_key.get_secret_value() == TOKEN
+    same = resolve_settings(
+        environ=hub_env(
+            tmp_path,
+            DEEPTUTOR_PROVIDER="hub",
+            DEEPTUTOR_BASE_URL="http://hub:10101/services/deeptutor/v1/",
+        )
+    )
+    assert same.settings.api_key is not None and same.ready
+    # another URL never receives it, whichever layer set it, and the learner is told why
+    elsewhere = resolve_settings(
+        environ=hub_env(tmp_path, DEEPTUTOR_PROVIDER="hub", DEEPTUTOR_HUB_TOKEN=TOKEN + "svc"),
+        flags={"base_url": "http://collector.example:8000/v1"},
+    )
+    assert elsewhere.settings.base_url == "http://collector.example:8000/v1"
+    assert elsewhere.settings.api_key is None and not elsewhere.ready
+    [problem] = elsewhere.problems
+    assert "sent only to the hub's service URL" in problem
+    assert "http://hub:10101/services/deeptutor/v1" in problem and TOKEN not in problem
+    assert elsewhere.missing() == [problem]
+    shown = render_settings_markdown(elsewhere)
+    assert TOKEN not in shown and "sent only to the hub's service URL" in shown
+    # without an announced service there is no URL the token may go to
+    bare = {"DEEPTUTOR_HOME": str(tmp_path), "JUPYTERHUB_API_TOKEN": TOKEN}
+    alone = resolve_settings(
+        environ={**bare, "DEEPTUTOR_PROVIDER": "hub", "DEEPTUTOR_BASE_URL": "http://x:1/v1"}
+    )
+    assert alone.settings.api_key is None
+    assert "DEEPTUTOR_HUB_SERVICE_URL is not set" in alone.problems[0]

@@ -87,6 +87,32 @@ def test_a_file_is_read_relative_to_the_server_root(root: Path) -> None:
     assert server_root("week1/lesson.ipynb") == root.resolve()
 
 
+def test_a_deeper_notebook_path_than_the_real_one_reads_nothing(root: Path) -> None:
+    # The notebook is week1/lesson.ipynb; twenty made-up folders once moved the root to "/".
+    deeper = "/".join(f"d{i}" for i in range(20)) + "/week1/lesson.ipynb"
+    with pytest.raises(AttachmentError, match="not where this kernel's notebook is") as caught:
+        read({"kind": "file", "path": "etc/passwd"}, notebook_path=deeper)
+    assert "root:" not in str(caught.value)
+    with pytest.raises(AttachmentError, match="not where this kernel's notebook is"):
+        read({"kind": "file", "path": "data/notes.md"}, notebook_path="week2/lesson.ipynb")
+
+
+def test_the_root_stays_inside_the_folder_the_server_serves(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deeptutor_jupyter.config import SERVER_ROOT_ENV
+
+    (root / "notes.md").write_text("pivots")
+    monkeypatch.setenv(SERVER_ROOT_ENV, str(root))
+    (card,) = read({"kind": "file", "path": "notes.md"}, notebook_path="week1/lesson.ipynb")
+    assert "pivots" in card.content  # type: ignore[attr-defined]
+    # Folders named like the real ones above the served root: the names match, the root does not.
+    real = (root / "week1").resolve()
+    above = "/".join(real.parts[1:]) + "/lesson.ipynb"
+    with pytest.raises(AttachmentError, match="not where this kernel's notebook is"):
+        read({"kind": "file", "path": "etc/passwd"}, notebook_path=above)
+
+
 @pytest.mark.parametrize("path", ["../outside.txt", "/../outside.txt", "data/../../outside.txt"])
 def test_a_file_outside_the_root_is_refused(root: Path, path: str) -> None:
     (root.parent / "outside.txt").write_text("secret plans")

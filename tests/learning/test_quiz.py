@@ -150,6 +150,16 @@ def test_unreadable_answers_are_refused_for_fixing_not_graded():
     check_answers(quiz(), {"q1": ["b"], "q2": "3 m/s", "q3": "because", "q4": "def f(x): ..."})
 
 
+def test_a_text_or_code_answer_over_its_limit_is_refused_with_the_limit():
+    from deeptutor_jupyter import limits
+
+    with pytest.raises(QuizAnswerError, match=f"the limit is {limits.ANSWER_CHARS:,} characters"):
+        check_answers(quiz(), {"q3": "x" * (limits.ANSWER_CHARS + 1)})
+    with pytest.raises(QuizAnswerError, match=f"the limit is {limits.CODE_ANSWER_CHARS:,}"):
+        check_answers(quiz(), {"q4": "#" * (limits.CODE_ANSWER_CHARS + 1)})
+    check_answers(quiz(), {"q3": "x" * limits.ANSWER_CHARS, "q4": "#" * (limits.ANSWER_CHARS + 1)})
+
+
 def test_result_shape_is_the_issue_shape():
     results = [grade_choice(choice(["b"]), ["b"]), grade_numeric(numeric(), "4")]
     out = QuizOutcome.graded(results).wire()

@@ -22,6 +22,15 @@ from deeptutor_jupyter.interaction.schema import AskUserArgs, payload
 from deeptutor_jupyter.store.db import PendingRow, Store
 
 
+@pytest.fixture(autouse=True)
+def _server_root_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The extension sets SERVER_ROOT_ENV in this process at load; put it back afterwards, or a
+    later test's kernel would inherit this test's root."""
+    from deeptutor_jupyter.config import SERVER_ROOT_ENV
+
+    monkeypatch.setenv(SERVER_ROOT_ENV, "")
+
+
 @pytest.fixture
 def jp_server_config() -> dict[str, Any]:
     return {"ServerApp": {"jpserver_extensions": {"deeptutor_jupyter": True}}}
