@@ -74,20 +74,34 @@ def notebook_cells(shell: Any) -> tuple[list[dict[str, Any]], str]:
     ], "this kernel's input history"
 
 
-def cell_tags(cell_id: str | None) -> tuple[str, ...]:
-    """The tags of the cell with this id in the saved notebook (the instructor's ``exercise``
-    tags, set before the notebook was handed out), or none when it cannot be found."""
+def saved_cell(cell_id: str | None) -> dict[str, Any]:
+    """The cell with this id in the saved notebook (as the instructor handed it out), or {}
+    when it cannot be found."""
     path = notebook_path()
     if not cell_id or path is None:
-        return ()
+        return {}
     try:
         nb = json.loads(path.read_text(encoding="utf-8"))
         for cell in nb.get("cells", []):
             if isinstance(cell, dict) and cell.get("id") == cell_id:
-                return tuple(str(t) for t in (cell.get("metadata") or {}).get("tags", []))
+                return cell
     except (OSError, ValueError, AttributeError):
         pass
-    return ()
+    return {}
+
+
+def cell_tags(cell_id: str | None) -> tuple[str, ...]:
+    """The tags of the cell with this id in the saved notebook (the instructor's ``exercise``
+    tags, set before the notebook was handed out), or none when it cannot be found."""
+    tags = (saved_cell(cell_id).get("metadata") or {}).get("tags", [])
+    return tuple(str(t) for t in tags) if isinstance(tags, list) else ()
+
+
+def hidden_tests(cell: dict[str, Any]) -> str:
+    """An exercise cell's hidden tests (docs/book.md#cell-metadata), or ""."""
+    own = (cell.get("metadata") or {}).get("deeptutor") or {}
+    tests = own.get("hidden_tests", "") if isinstance(own, dict) else ""
+    return tests if isinstance(tests, str) else ""
 
 
 def cell_from_history(shell: Any, number: int, errors: dict[int, str] | None = None) -> str:

@@ -42,7 +42,7 @@ def ask_in_cell(
     from IPython.display import display
 
     from deeptutor_jupyter.kernel.display import show_markdown
-    from deeptutor_jupyter.kernel.notebook_context import cell_tags
+    from deeptutor_jupyter.kernel.notebook_context import hidden_tests, saved_cell
     from deeptutor_jupyter.runtime.plan import PlanError
     from deeptutor_jupyter.runtime.session import AskOptions
 
@@ -62,6 +62,8 @@ def ask_in_cell(
         show_markdown(f"⚠ Attachment not found: {', '.join(missing)}")
         return None
     cell_id = tutor.last_cell_id
+    cell = saved_cell(cell_id)
+    tags = (cell.get("metadata") or {}).get("tags", [])
     tutor.cancel_cell(cell_id, t("superseded", resolved.settings.language))
     options = AskOptions(
         new=new,
@@ -71,7 +73,10 @@ def ask_in_cell(
         attachments=list(attachments or []),
         cell_id=cell_id,
         place=tutor.place(),
-        tags=cell_tags(cell_id),  # the instructor's policy may apply to tagged cells only
+        # The instructor's policy may apply to tagged cells only, and checks an answer in an
+        # exercise cell against its hidden tests.
+        tags=tuple(str(t) for t in tags) if isinstance(tags, list) else (),
+        hidden_tests=hidden_tests(cell),
         capability=capability,
     )
     try:

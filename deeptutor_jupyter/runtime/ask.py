@@ -31,6 +31,8 @@ class AskOptions:
     interactive: bool = True
     # The tags of the cell asked about, for the instructor's policy (learning/policy.py).
     tags: tuple[str, ...] = ()
+    # That cell's hidden tests (an exercise): a hints answer that passes them is withheld.
+    hidden_tests: str = ""
     # "chat", or "solve": a guided solve with the solve tools (deeptutor_jupyter/solve).
     capability: str = "chat"
 

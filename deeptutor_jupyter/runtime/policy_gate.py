@@ -6,10 +6,14 @@
 - ``HintsOnlyModel`` wraps the real model in ``hints`` mode and withholds fenced code blocks
   from what it streams, so the learner, the saved notebook and the history never get one.
 - ``HintLedger`` counts the hints per notebook and cell in the learner's ``state.db``.
+- ``ExerciseCheck``: in an exercise cell with hidden tests, the answer's code blocks are run
+  against them in the sandbox before the answer is shown; one that passes is the solution, so
+  the learner gets the next hint instead.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -28,6 +32,7 @@ from deeptutor_jupyter.learning.policy import (
 from deeptutor_jupyter.providers.base import (
     ChatRequest,
     Compat,
+    Message,
     ProviderError,
     ProviderEvent,
     RoundEnd,
@@ -36,6 +41,12 @@ from deeptutor_jupyter.providers.base import (
 
 WITHHELD = "\n*[Code withheld: the instructor's policy here is hints only.]*\n"
 FENCE = ("```", "~~~")
+SOLVED = (
+    "*[An answer was withheld: its code passes this exercise's hidden tests, and the "
+    "instructor's policy here is hints only.]*\n\n"
+)
+CHECK_SECONDS = 10.0
+_BLOCK = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(.*?)^[ \t]*\1", re.DOTALL | re.MULTILINE)
 
 
 class RefusingModel:
@@ -89,14 +100,113 @@ def _may_fence(partial: str) -> bool:
     return any(f.startswith(head[:3]) for f in FENCE) if len(head) < 3 else head.startswith(FENCE)
 
 
-class HintsOnlyModel:
-    """The real model, with code blocks withheld from what it says (hints mode)."""
+def code_blocks(text: str) -> list[str]:
+    """The fenced code blocks of an answer, in order."""
+    return [m.group(2) for m in _BLOCK.finditer(text)]
 
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
+
+def withhold_code(text: str) -> str:
+    code = CodeFilter()
+    return code.feed(text) + code.flush()
+
+
+@dataclass
+class ExerciseCheck:
+    """The exercise cell's hidden tests, and how to take the next rung of its ladder."""
+
+    tests: str
+    decision: Decision
+    next_rung: Callable[[], int | None]  # the ledger's next hint, None past the cap
+    sandbox: Any = None  # learning.sandbox.Sandbox; made on first use (it reads the settings)
+
+    async def solves(self, text: str) -> bool:
+        """Whether the answer's code blocks pass the hidden tests: all of them together, or
+        one alone (an answer may split the solution or add a demo that fails)."""
+        blocks = code_blocks(text)
+        if not blocks:
+            return False
+        if self.sandbox is None:
+            from deeptutor_jupyter.learning.sandbox import Sandbox
+
+            self.sandbox = Sandbox()
+        tries = ["\n\n".join(blocks), *(blocks if len(blocks) > 1 else [])]
+        for code in tries:
+            if (await self.sandbox.run(code, self.tests, CHECK_SECONDS)).passed:
+                return True
+        return False
+
+    def retry(self, request: ChatRequest, answer: str, rung: int) -> ChatRequest:
+        """The same request, told that its answer was withheld and which hint to give now.
+        Without tools: the loop that sent the request knows nothing of this exchange."""
+        said: list[Message] = [
+            {"role": "assistant", "content": answer},
+            {
+                "role": "user",
+                "content": "That answer was withheld from the learner: its code passes the "
+                "exercise's hidden tests, so it is the solution. "
+                + hints_block(self.decision, rung),
+            },
+        ]
+        return ChatRequest(
+            request.model, [*request.messages, *said], None, request.max_tokens, request.temperature
+        )
+
+
+class HintsOnlyModel:
+    """The real model, with code blocks withheld from what it says (hints mode); with an
+    ``ExerciseCheck``, each round's answer is held until its code was run against the hidden
+    tests, and one that passes them is replaced by the next hint."""
+
+    def __init__(self, inner: Any, check: ExerciseCheck | None = None) -> None:
+        self.inner, self.check = inner, check
         self.provider, self.model, self.compat = inner.provider, inner.model, inner.compat
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[ProviderEvent]:
+        if self.check is None:
+            async for event in self._withholding(request):
+                yield event
+            return
+        held: list[str] = []
+        async for event in self.inner.stream(request):
+            if isinstance(event, TextDelta):
+                held.append(event.text)
+            elif isinstance(event, RoundEnd):
+                answer = "".join(held)
+                if not await self.check.solves(answer):
+                    if answer:
+                        yield TextDelta(withhold_code(answer))
+                    yield event
+                    return
+                async for replaced in self._next_hint(request, answer):
+                    yield replaced
+                return
+            else:
+                yield event
+
+    async def _next_hint(self, request: ChatRequest, answer: str) -> AsyncIterator[ProviderEvent]:
+        assert self.check is not None
+        rung = self.check.next_rung()
+        if rung is None:
+            cap = self.check.decision.hints or 0
+            said = CAP_REACHED.format(cap=cap, source=self.check.decision.source)
+            yield TextDelta(SOLVED + said)
+            yield RoundEnd("stop")
+            return
+        yield TextDelta(SOLVED)
+        held: list[str] = []
+        async for event in self.inner.stream(self.check.retry(request, answer, rung)):
+            if isinstance(event, TextDelta):
+                held.append(event.text)
+            elif isinstance(event, RoundEnd):
+                hint = "".join(held)
+                # The retry too is checked: a model that insists gets no answer at all.
+                if hint and not await self.check.solves(hint):
+                    yield TextDelta(withhold_code(hint))
+                yield event
+            else:
+                yield event
+
+    async def _withholding(self, request: ChatRequest) -> AsyncIterator[ProviderEvent]:
         code = CodeFilter()
         async for event in self.inner.stream(request):
             if isinstance(event, TextDelta):
@@ -172,8 +282,9 @@ class PolicyGate:
     """What the policy makes of one turn: the model it talks to (the real one, the one that
     withholds code, or one that is never asked), the prompt block and the badge."""
 
-    def __init__(self) -> None:
+    def __init__(self, sandbox: Any = None) -> None:
         self._ledger: HintLedger | None = None
+        self.sandbox = sandbox  # for the exercise check; None: the configured sandbox
 
     def ledger(self, home: Path) -> HintLedger:
         db = home / "state.db"
@@ -201,6 +312,7 @@ class PolicyGate:
         cell: str | None,
         workspace: Path,
         tags: tuple[str, ...] = (),
+        hidden_tests: str = "",
     ) -> GatedTurn:
         label = (model.provider, model.model)
         if decision.mode == "off":
@@ -213,7 +325,13 @@ class PolicyGate:
         if rung is None:
             said = CAP_REACHED.format(cap=cap, source=decision.source)
             return GatedTurn(decision, RefusingModel(label, said), used=cap)
-        guarded = self.guard(HintsOnlyModel(model), home, workspace, tags)
+        check = None
+        if hidden_tests and cell:
+            ledger = self.ledger(home)
+            check = ExerciseCheck(
+                hidden_tests, decision, lambda: ledger.take(notebook, cell, cap), self.sandbox
+            )
+        guarded = self.guard(HintsOnlyModel(model, check), home, workspace, tags)
         return GatedTurn(decision, guarded, [hints_block(decision, rung)], rung)
 
     def guard(self, model: Any, home: Path, workspace: Path, tags: tuple[str, ...]) -> Any:

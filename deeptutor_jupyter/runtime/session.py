@@ -351,7 +351,9 @@ class TutorSession(SessionReads):
             self._policy = PolicyGate()
         cell, workspace = opts.cell_id, self.workspace()
         decision = self._policy.gate(home, workspace, opts.tags)
-        return self._policy.apply(decision, model, home, self.notebook, cell, workspace, opts.tags)
+        return self._policy.apply(
+            decision, model, home, self.notebook, cell, workspace, opts.tags, opts.hidden_tests
+        )
 
     async def run(
         self,

@@ -170,3 +170,35 @@ def test_a_refused_turn_starts_no_memory_upkeep(tmp_path: Path) -> None:
             assert server.requests == []
         finally:
             k.shutdown()
+
+
+def test_an_answer_that_passes_the_exercises_hidden_tests_is_withheld(
+    kernel: KernelDriver, fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    _hints(tmp_path, 3)
+    tests = "assert add(2, 3) == 5\nassert add(-1, 1) == 0\n"
+    exercise = {
+        "id": "ex1",
+        "cell_type": "code",
+        "metadata": {"tags": ["exercise"], "deeptutor": {"hidden_tests": tests}},
+        "source": "def add(a, b):\n    ...\n",
+    }
+    notebook = {"cells": [exercise], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "lesson.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    fake_llm.extend(
+        [
+            Reply(text="Full solution:\n```python\ndef add(a, b):\n    return a + b\n```\n"),
+            Reply(text="Which operator combines two numbers?"),
+            Reply(text="Compare your sign:\n```python\nreturn a - b\n```\nWhat does it give?"),
+        ]
+    )
+    solved = kernel.execute("%tutor Solve it for me", cell_id="ex1")
+    md = final_markdown(kernel, solved, "Which operator")
+    assert "Full solution" not in md and "return a + b" not in md
+    assert "passes this exercise's hidden tests" in md
+    assert "This is hint 2 of 3" in str(fake_llm.requests[1].body["messages"][-1]["content"])
+
+    nudge = kernel.execute("%tutor Another hint?", cell_id="ex1")
+    md = final_markdown(kernel, nudge, "Compare your sign")
+    assert "What does it give?" in md and "passes this exercise" not in md
+    assert len(fake_llm.requests) == 3

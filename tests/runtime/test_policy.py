@@ -212,3 +212,62 @@ def test_a_turn_that_waited_into_an_off_window_stops_before_its_next_round(
     with pytest.raises(ProviderError) as refused:
         asyncio.run(_said(turn.model))
     assert "Exam now" in refused.value.message and real.asked == 1
+
+
+TESTS = "assert add(2, 3) == 5\nassert add(-1, 1) == 0\n"
+
+
+class Replies(Scripted):
+    """One scripted answer per request, and the requests it got."""
+
+    def __init__(self, *answers: str) -> None:
+        super().__init__()
+        self.answers, self.requests = list(answers), []  # type: list[str], list[ChatRequest]
+
+    async def stream(self, request: ChatRequest):  # type: ignore[no-untyped-def]
+        self.requests.append(request)
+        yield TextDelta(self.answers.pop(0))
+        yield RoundEnd("stop")
+
+
+def _exercise_turn(tmp_path: Path, real: object, cap: int = 3):  # type: ignore[no-untyped-def]
+    from deeptutor_jupyter.learning.sandbox import Sandbox
+
+    home, work = tmp_path / "home", tmp_path / "w"
+    home.mkdir(parents=True)
+    write(work, f"---\npolicy: {{mode: hints, hints: {cap}}}\n---\n")
+    gate = PolicyGate(sandbox=Sandbox(mode="unsafe"))
+    decision = gate.gate(home, work, ())
+    return gate, gate.apply(decision, real, home, "nb", "ex1", work, (), TESTS)
+
+
+def test_an_answer_that_passes_the_hidden_tests_is_replaced_by_the_next_hint(
+    tmp_path: Path,
+) -> None:
+    solution = "Here is the whole solution:\n```python\ndef add(a, b):\n    return a + b\n```\n"
+    real = Replies(solution, "Hint: what does `+` do with two numbers?")
+    gate, turn = _exercise_turn(tmp_path, real)
+    said = asyncio.run(_said(turn.model))
+    assert "whole solution" not in said and "return a + b" not in said
+    assert "passes this exercise's hidden tests" in said
+    assert said.endswith("Hint: what does `+` do with two numbers?")
+    # The replacement is the next rung, counted in the ledger, asked without tools.
+    retry = real.requests[1]
+    assert "This is hint 2 of 3" in str(retry.messages[-1]["content"]) and retry.tools is None
+    assert gate.ledger(tmp_path / "home").used("nb", "ex1") == 2
+
+
+def test_an_answer_that_does_not_pass_is_shown_and_past_the_cap_none_is_asked(
+    tmp_path: Path,
+) -> None:
+    nudge = "Look at the return line:\n```python\ndef add(a, b):\n    return a - b\n```\nWhy?"
+    real = Replies(nudge)
+    _gate, turn = _exercise_turn(tmp_path / "a", real)
+    assert asyncio.run(_said(turn.model)) == f"Look at the return line:\n{WITHHELD}Why?"
+    assert len(real.requests) == 1
+    # The last hint solves it: withheld, and no next hint is asked for past the cap.
+    insists = Replies("Fine:\n```\ndef add(a, b): return a + b\n```")
+    _gate, last = _exercise_turn(tmp_path / "b", insists, cap=1)
+    said = asyncio.run(_said(last.model))
+    assert "return a + b" not in said and "Fine" not in said
+    assert "used all 1 hints" in said and len(insists.requests) == 1
