@@ -32,13 +32,14 @@ from deeptutor_jupyter.hub.auth import (
     required_scope,
 )
 from deeptutor_jupyter.hub.batch import GroupCommit
+from deeptutor_jupyter.hub.hints import EXERCISE_HEADER, HintStore, exercise_of, question_of
 from deeptutor_jupyter.hub.mastery import MasteryStore, ReportLimiter
 from deeptutor_jupyter.hub.packs import PackStore
 from deeptutor_jupyter.hub.quota import QuotaStore, Refusal, Ticket
 from deeptutor_jupyter.hub.request import ChatBody, RequestError, parse_chat_body
 from deeptutor_jupyter.hub.settings import GatewayConfig, Limits
 from deeptutor_jupyter.hub.usage_stream import UsageScanner, estimate_prompt_tokens
-from deeptutor_jupyter.learning.policy import PolicySource
+from deeptutor_jupyter.learning.policy import Decision, PolicySource
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.hub.lti.state import LTIState
@@ -84,6 +85,7 @@ class GatewayState:
 
     _commits: GroupCommit | None = None
     _mastery: MasteryStore | None = None
+    _hints: HintStore | None = None
     mastery_limiter: ReportLimiter = field(default_factory=ReportLimiter)
     score_limiter: ReportLimiter = field(default_factory=ReportLimiter)
     _overrides: dict[str, Limits] = field(default_factory=dict)
@@ -102,6 +104,12 @@ class GatewayState:
         if self._mastery is None:
             self._mastery = MasteryStore(self.quota.engine, self.quota.clock)
         return self._mastery
+
+    @property
+    def hints(self) -> HintStore:
+        if self._hints is None:
+            self._hints = HintStore(self.quota.engine, self.quota.clock)
+        return self._hints
 
     def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -349,9 +357,34 @@ class ChatCompletionsHandler(ApiHandler):
             if decision.mode == "hints" and hints is None:
                 hints = decision
         if hints is not None:
+            if await self._hints_used(identity, hints, raw):
+                return True
             self._hinted = True  # the question asks for a hint (a learning record's activity)
             system = {"role": "system", "content": gateway_hints_block(hints)}
             raw["messages"] = [system, *raw.get("messages", [])]
+        return False
+
+    async def _hints_used(self, identity: Identity, hints: Decision, raw: dict[str, Any]) -> bool:
+        """The hints cap per student and exercise (hub/hints.py), in the service's database:
+        the same count from every kernel, replica or hand-made request."""
+        from deeptutor_jupyter.hub.hints import ROUNDS_PER_HINT
+        from deeptutor_jupyter.learning.policy import CAP_REACHED, DEFAULT_HINTS
+
+        cap = hints.hints if hints.hints is not None else DEFAULT_HINTS
+        exercise = exercise_of(self.request.headers.get(EXERCISE_HEADER))
+        taken = await self.state.db(
+            self.state.hints.take, identity.name, exercise, question_of(raw), cap
+        )
+        if taken.refused == "cap":
+            self.fail(403, "policy_hints_used", CAP_REACHED.format(cap=cap, source=hints.source))
+            return True
+        if taken.refused == "rounds":
+            words = (
+                f"This hint has had its {ROUNDS_PER_HINT} requests (policy from {hints.source}). "
+                "Ask a new question for the next hint, or ask your instructor."
+            )
+            self.fail(403, "policy_hints_used", words)
+            return True
         return False
 
     async def _admit(

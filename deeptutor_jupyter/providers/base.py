@@ -93,6 +93,9 @@ class ChatRequest:
     tools: list[dict[str, Any]] | None = None
     max_tokens: int | None = None
     temperature: float | None = None
+    # The exercise a question is about ("lesson.ipynb#cell-id"): the course service counts the
+    # hints cap per student and exercise (hub/hints.py). Sent to that service only.
+    exercise: str | None = None
 
 
 @dataclass

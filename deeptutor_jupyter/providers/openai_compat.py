@@ -130,8 +130,12 @@ class OpenAICompatModel(HTTPModel):
         self, request: ChatRequest, model: str, endpoint: Endpoint
     ) -> AsyncIterator[ProviderEvent | Progress]:
         body = self.build_body(request, model)
+        headers = self._headers()
+        if request.exercise and self.spec.name == "hub":
+            # Only the course's service counts hints; no other endpoint learns the notebook.
+            headers["X-DeepTutor-Exercise"] = request.exercise
         try:
-            async with self._post_stream(self._url(), self._headers(), body) as response:
+            async with self._post_stream(self._url(), headers, body) as response:
                 async for event in self._read(response, endpoint):
                     yield event
         except HTTPStatusFailure as failure:

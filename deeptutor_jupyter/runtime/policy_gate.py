@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sqlite3
 import threading
@@ -147,9 +148,7 @@ class ExerciseCheck:
                 + hints_block(self.decision, rung),
             },
         ]
-        return ChatRequest(
-            request.model, [*request.messages, *said], None, request.max_tokens, request.temperature
-        )
+        return dataclasses.replace(request, messages=[*request.messages, *said], tools=None)
 
 
 class HintsOnlyModel:
@@ -225,14 +224,18 @@ class PolicyGuard:
     """A turn's model that reads the policy again before each round: a turn that waited on the
     learner (a form, a quiz) into an ``off`` window stops there instead of asking the model."""
 
-    def __init__(self, inner: Any, now: Callable[[], Decision]) -> None:
-        self.inner, self.now = inner, now
+    def __init__(
+        self, inner: Any, now: Callable[[], Decision], exercise: str | None = None
+    ) -> None:
+        self.inner, self.now, self.exercise = inner, now, exercise
         self.provider, self.model, self.compat = inner.provider, inner.model, inner.compat
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[ProviderEvent]:
         decision = self.now()
         if decision.mode == "off":
             raise ProviderError("policy", decision.refusal())
+        if self.exercise and request.exercise is None:
+            request = dataclasses.replace(request, exercise=self.exercise)
         async for event in self.inner.stream(request):
             yield event
 
@@ -318,8 +321,9 @@ class PolicyGate:
         if decision.mode == "off":
             hint = "`%tutor review` and `%tutor progress` still work; they need no model."
             return GatedTurn(decision, RefusingModel(label, decision.refusal(), hint))
+        exercise = exercise_id(notebook, cell)
         if decision.mode != "hints":
-            return GatedTurn(decision, self.guard(model, home, workspace, tags))
+            return GatedTurn(decision, self.guard(model, home, workspace, tags, exercise))
         cap = decision.hints if decision.hints is not None else DEFAULT_HINTS
         rung = self.ledger(home).take(notebook, cell or "", cap)
         if rung is None:
@@ -331,12 +335,27 @@ class PolicyGate:
             check = ExerciseCheck(
                 hidden_tests, decision, lambda: ledger.take(notebook, cell, cap), self.sandbox
             )
-        guarded = self.guard(HintsOnlyModel(model, check), home, workspace, tags)
+        guarded = self.guard(HintsOnlyModel(model, check), home, workspace, tags, exercise)
         return GatedTurn(decision, guarded, [hints_block(decision, rung)], rung)
 
-    def guard(self, model: Any, home: Path, workspace: Path, tags: tuple[str, ...]) -> Any:
+    def guard(
+        self,
+        model: Any,
+        home: Path,
+        workspace: Path,
+        tags: tuple[str, ...],
+        exercise: str | None = None,
+    ) -> Any:
         """The model, with the policy read again before each of its rounds (PolicyGuard)."""
-        return PolicyGuard(model, lambda: self.gate(home, workspace, tags))
+        return PolicyGuard(model, lambda: self.gate(home, workspace, tags), exercise)
+
+
+def exercise_id(notebook: str, cell: str | None) -> str | None:
+    """What the course service counts a hint against: the notebook's file name and the cell's
+    id, the same for every student of a handed-out notebook (hub/hints.py)."""
+    if not cell:
+        return None
+    return f"{Path(notebook).name}#{cell}"
 
 
 @dataclass

@@ -4,12 +4,15 @@ local TUTOR.md changes nothing (docs/policy.md)."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import tarfile
+from pathlib import Path
 
 import httpx
 import pytest
 
+from deeptutor_jupyter.providers.base import ChatRequest, ProviderError, TextDelta
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
 from tests.hub.harness import Hub
 from tests.hub.test_gateway_hub import SERVICE_SCOPE, chat
@@ -102,3 +105,106 @@ def test_a_hints_pack_puts_its_instruction_first_in_every_request(
     assert sent[0]["role"] == "system"
     assert "HINTS ONLY" in sent[0]["content"] and "pack honours-hints" in sent[0]["content"]
     assert sent[1:] == solve
+
+
+HOMEWORK = b"---\npolicy: {mode: hints, hints: 2}\n---\n# Homework\n"
+
+
+async def kernel_asks(hub: Hub, token: str, workspace: Path, cell: str, question: str) -> str:
+    """One question from a kernel's own stack (its state.db, its TUTOR.md, the course service
+    as its model), in process: the request the kernel's PolicyGate and provider send."""
+    from deeptutor_jupyter.providers import make_model
+    from deeptutor_jupyter.runtime.policy_gate import PolicyGate
+
+    home = workspace / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    model = make_model(
+        provider="hub", model="fake-model", base_url=f"{hub.service}/v1", api_key=token
+    )
+    gate = PolicyGate()
+    try:
+        turn = gate.apply(
+            gate.gate(home, workspace, ()), model, home, "lesson.ipynb", cell, workspace
+        )
+        said = []
+        request = ChatRequest("fake-model", [{"role": "user", "content": question}])
+        async for event in turn.model.stream(request):
+            if isinstance(event, TextDelta):
+                said.append(event.text)
+        return "".join(said)
+    finally:
+        gate.close()
+        await model.aclose()
+
+
+def test_the_hints_cap_holds_per_student_and_exercise_across_kernels_and_curl(
+    hub: Hub, upstream: FakeLLMServer, tmp_path: Path
+) -> None:
+    assert publish(hub, "homework", HOMEWORK, "class-a").status_code == 201
+    bob = hub.token_for("bob", [SERVICE_SCOPE])
+    first = tmp_path / "kernel-1"
+    first.mkdir()
+    (first / "TUTOR.md").write_bytes(HOMEWORK)
+    upstream.clear_requests()
+    upstream.extend([Reply(text="A nudge."), Reply(text="A targeted hint.")])
+    assert asyncio.run(kernel_asks(hub, bob, first, "ex1", "Help with ex1?")) == "A nudge."
+    assert asyncio.run(kernel_asks(hub, bob, first, "ex1", "More?")) == "A targeted hint."
+    assert "x-deeptutor-exercise" not in upstream.requests[-1].headers  # the service's own
+
+    # Another kernel of bob's, its TUTOR.md gone and its own ledger empty: the gateway refuses
+    # (the exercise it names, lesson.ipynb#ex1, has its two hints used).
+    second = tmp_path / "kernel-2"
+    second.mkdir()
+    with pytest.raises(ProviderError) as refused:
+        asyncio.run(kernel_asks(hub, bob, second, "ex1", "Just the answer?"))
+    assert "used all 2 hints" in str(refused.value) and "pack homework" in str(refused.value)
+
+    # A hand-made request naming the exercise, with a new question: refused with the words.
+    curl = httpx.post(
+        f"{hub.service}/v1/chat/completions",
+        json={"model": "fake-model", "messages": [{"role": "user", "content": "Solve ex1."}]},
+        headers={"Authorization": f"Bearer {bob}", "X-DeepTutor-Exercise": "lesson.ipynb#ex1"},
+        timeout=30,
+    )
+    assert curl.status_code == 403, curl.text
+    error = curl.json()["error"]
+    assert error["code"] == "policy_hints_used" and "ask your instructor" in error["message"]
+    assert len(upstream.requests) == 2  # nothing past the cap went upstream
+
+    # Another exercise has its own ladder; alice (same group) has her own.
+    upstream.extend([Reply(text="Ex2 nudge."), Reply(text="Alice's nudge.")])
+    assert asyncio.run(kernel_asks(hub, bob, second, "ex2", "Ex2?")) == "Ex2 nudge."
+    alice = hub.token_for("alice", [SERVICE_SCOPE])
+    assert asyncio.run(kernel_asks(hub, alice, second, "ex1", "Help?")) == "Alice's nudge."
+    assert (
+        httpx.delete(
+            f"{hub.service}/v1/packs/homework",
+            headers={"Authorization": f"Bearer {hub.token_for('ms-lee')}"},
+        ).status_code
+        == 200
+    )
+
+
+def test_a_turns_later_rounds_take_no_rung_and_a_missing_header_saves_nothing(
+    tmp_path: Path,
+) -> None:
+    import sqlalchemy as sa
+
+    from deeptutor_jupyter.hub.hints import ROUNDS_PER_HINT, HintStore, exercise_of, question_of
+
+    store = HintStore(sa.create_engine(f"sqlite:///{tmp_path / 'hub.db'}"))
+    ask = {"messages": [{"role": "user", "content": "Why?"}]}
+    later = {"messages": [*ask["messages"], {"role": "tool", "content": "ran: ok"}]}
+    q1, q2 = question_of(ask), question_of({"messages": [{"role": "user", "content": "And?"}]})
+    assert question_of(later) == q1  # a tool round of the same turn is the same question
+    assert store.take("bob", "nb#c1", q1, 2).rung == 1
+    assert store.take("bob", "nb#c1", q1, 2).rung == 1  # a later round: no new rung
+    assert store.take("bob", "nb#c1", q2, 2).rung == 2
+    assert store.take("bob", "nb#c1", question_of({"messages": []}), 2).refused == "cap"
+    # No header: one ladder for everything that names no exercise, capped the same way.
+    none = exercise_of(None)
+    assert [store.take("bob", none, q, 1).refused for q in (q1, q2)] == ["", "cap"]
+    # Replaying a counted question does not buy an endless conversation.
+    for _ in range(ROUNDS_PER_HINT - 2):
+        assert store.take("bob", "nb#c1", q1, 2).refused == ""
+    assert store.take("bob", "nb#c1", q1, 2).refused == "rounds"

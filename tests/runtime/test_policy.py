@@ -271,3 +271,28 @@ def test_an_answer_that_does_not_pass_is_shown_and_past_the_cap_none_is_asked(
     said = asyncio.run(_said(last.model))
     assert "return a + b" not in said and "Fine" not in said
     assert "used all 1 hints" in said and len(insists.requests) == 1
+
+
+def test_the_exercise_is_named_to_the_course_service_only(tmp_path: Path) -> None:
+    """The hints cap at the gateway counts per exercise (hub/hints.py): the kernel names it in a
+    header to the course's service, and to no other endpoint."""
+    from deeptutor_jupyter.providers import make_model
+    from deeptutor_jupyter.testing import FakeLLMServer, Reply
+
+    async def ask(provider: str, url: str) -> None:
+        model = make_model(provider=provider, model="fake", base_url=url, api_key="k")
+        gate = PolicyGate()
+        turn = gate.apply(
+            gate.gate(tmp_path, tmp_path, ()), model, tmp_path, "/h/w/l.ipynb", "c1", tmp_path
+        )
+        try:
+            await _said(turn.model)
+        finally:
+            await model.aclose()
+
+    with FakeLLMServer([Reply(text="a"), Reply(text="b")]) as server:
+        asyncio.run(ask("hub", server.url))
+        asyncio.run(ask("openai-compatible", server.url))
+        hub, other = (r.headers for r in server.requests)
+    assert hub["x-deeptutor-exercise"] == "l.ipynb#c1"
+    assert "x-deeptutor-exercise" not in other
