@@ -52,8 +52,18 @@ def _parser() -> argparse.ArgumentParser:
             "the service's address and your hub token come from its environment."
         ),
     )
-    course.add_argument("action", choices=("publish", "list", "withdraw"))
-    course.add_argument("target", nargs="?", help="publish: the folder; withdraw: the pack name")
+    course.add_argument("action", choices=("publish", "list", "withdraw", "policy"))
+    course.add_argument(
+        "target",
+        nargs="?",
+        help="publish: the folder; withdraw: the pack name; policy: the hub group",
+    )
+    course.add_argument(
+        "--file",
+        help="policy: set the group's AI policy from this YAML file (docs/policy.md); "
+        "without --file or --clear, show it and its changes",
+    )
+    course.add_argument("--clear", action="store_true", help="policy: clear the group's policy")
     course.add_argument("--name", help="the pack's name (default: the folder's name)")
     course.add_argument("--group", help="the hub group it is for (default: every student)")
     course.add_argument(
@@ -181,6 +191,42 @@ def _scrub(args: argparse.Namespace) -> int:
     return status
 
 
+def _course_policy(args: argparse.Namespace, url: str, headers: dict[str, str]) -> int:
+    """``course policy GROUP [--file F | --clear]``: a group's AI policy on the service."""
+    import httpx
+
+    if not args.target:
+        print("deeptutor-jupyter course policy: name the hub group", file=sys.stderr)
+        return 2
+    where = f"{url}/policies/{args.target}"
+    try:
+        if args.file:
+            text = Path(args.file).read_text(encoding="utf-8")
+            r = httpx.put(where, content=text.encode("utf-8"), headers=headers, timeout=30)
+        elif args.clear:
+            r = httpx.delete(where, headers=headers, timeout=30)
+        else:
+            r = httpx.get(where, headers=headers, timeout=30)
+    except (OSError, httpx.HTTPError) as exc:
+        print(f"deeptutor-jupyter course policy: {exc}", file=sys.stderr)
+        return 1
+    if r.status_code != 200:
+        said = r.json().get("error", {}).get("message", r.status_code)
+        print(f"deeptutor-jupyter course policy: {said}", file=sys.stderr)
+        return 1
+    done = r.json()
+    if args.file or args.clear:
+        what = "set" if done["policy"] else "cleared (the packs' policies apply)"
+        print(f"group {args.target}: policy {what}")
+        return 0
+    print(done["policy"] or f"group {args.target}: no policy set here (the packs' apply)")
+    for row in done["audit"]:
+        before = row["old"].strip() or "(none)"
+        after = row["new"].strip() or "(cleared)"
+        print(f"{row['at']}  {row['who']}: {before!r} -> {after!r}")
+    return 0
+
+
 def _course(args: argparse.Namespace) -> int:
     import os
 
@@ -199,6 +245,8 @@ def _course(args: argparse.Namespace) -> int:
         )
         return 2
     headers = {"Authorization": f"Bearer {token}"}
+    if args.action == "policy":
+        return _course_policy(args, url, headers)
     try:
         if args.action == "publish":
             if not args.target:

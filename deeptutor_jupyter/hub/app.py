@@ -27,6 +27,7 @@ from deeptutor_jupyter.hub.lease import keep
 from deeptutor_jupyter.hub.mastery import MasteryStore
 from deeptutor_jupyter.hub.pack_routes import hub_group_counter, pack_routes
 from deeptutor_jupyter.hub.packs import PackStore
+from deeptutor_jupyter.hub.policy_routes import policy_routes
 from deeptutor_jupyter.hub.quota import QuotaStore, make_engine
 from deeptutor_jupyter.hub.settings import (
     LRS_PASSWORD_ENV,
@@ -50,6 +51,7 @@ def make_app(state: GatewayState, prefix: str, *, oauth: bool = True) -> Applica
     ]
     if state.packs is not None:
         routes += pack_routes(prefix, state)
+    routes += policy_routes(prefix, state)
     if state.lti is not None:
         from deeptutor_jupyter.hub.lti.routes import lti_routes
 

@@ -32,6 +32,7 @@ from deeptutor_jupyter.hub.auth import (
     required_scope,
 )
 from deeptutor_jupyter.hub.batch import GroupCommit
+from deeptutor_jupyter.hub.group_policy import GroupPolicyStore
 from deeptutor_jupyter.hub.hints import EXERCISE_HEADER, HintStore, exercise_of, question_of
 from deeptutor_jupyter.hub.mastery import MasteryStore, ReportLimiter
 from deeptutor_jupyter.hub.packs import PackStore
@@ -86,6 +87,7 @@ class GatewayState:
     _commits: GroupCommit | None = None
     _mastery: MasteryStore | None = None
     _hints: HintStore | None = None
+    _group_policy: GroupPolicyStore | None = None
     mastery_limiter: ReportLimiter = field(default_factory=ReportLimiter)
     score_limiter: ReportLimiter = field(default_factory=ReportLimiter)
     _overrides: dict[str, Limits] = field(default_factory=dict)
@@ -110,6 +112,12 @@ class GatewayState:
         if self._hints is None:
             self._hints = HintStore(self.quota.engine, self.quota.clock)
         return self._hints
+
+    @property
+    def group_policy(self) -> GroupPolicyStore:
+        if self._group_policy is None:
+            self._group_policy = GroupPolicyStore(self.quota.engine, self.quota.clock)
+        return self._group_policy
 
     def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -162,14 +170,16 @@ class GatewayState:
         return self._overrides.get(identity.name) or self.config.limits_for(identity.groups)
 
     async def policies_for(self, groups: tuple[str, ...]) -> list[PolicySource]:
-        """The packs' policies for these groups, read at most every OVERRIDE_CACHE_SECONDS
-        (a policy the instructor publishes applies within that time, on every replica)."""
-        if self.packs is None:
-            return []
+        """The policies for these groups, read at most every OVERRIDE_CACHE_SECONDS (a policy
+        the instructor publishes or sets applies within that time, on every replica): those an
+        instructor set for the groups (hub/group_policy.py), which replace the packs'; else the
+        packs' TUTOR.md policies."""
         cached = self._policies.get(groups)
         if cached is not None and time.monotonic() < cached[0]:
             return cached[1]
-        found: list[PolicySource] = await self.db(self.packs.policies, groups)
+        found: list[PolicySource] = await self.db(self.group_policy.for_groups, groups)
+        if not found and self.packs is not None:
+            found = await self.db(self.packs.policies, groups)
         self._policies[groups] = (time.monotonic() + OVERRIDE_CACHE_SECONDS, found)
         return found
 

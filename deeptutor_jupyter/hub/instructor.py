@@ -145,7 +145,33 @@ class InstructorPage(InstructorHandler):
             said = f" Last error: {html.escape(error)}." if error else ""
             lms += f"<h2>Learning records</h2><p>{waiting} statements wait for the LRS.{said}</p>"
         body = _page(self.state, totals, overrides, mastery, packs, xsrf, today)
-        self.finish(body + lms + "</body></html>")
+        policies = await self.policy_section(xsrf)
+        self.finish(body + policies + lms + "</body></html>")
+
+    async def policy_section(self, xsrf: str) -> str:
+        from deeptutor_jupyter.hub.policy_page import section
+
+        store = self.state.group_policy
+        return section(await self.state.db(store.all), await self.state.db(store.audit), xsrf)
+
+    async def set_policy(self, action: str) -> None:
+        """The page's policy form: set a group's policy (its YAML) or clear it."""
+        from deeptutor_jupyter.learning.policy import PolicyError
+
+        who = self.instructor()
+        group = self.get_body_argument("group", "").strip()
+        text = self.get_body_argument("policy", "") if action == "set_policy" else None
+        try:
+            await self.state.db(self.state.group_policy.set, group, text or None, who)
+        except PolicyError as exc:
+            self.set_status(400)
+            self.finish(
+                f"<!doctype html><p>{html.escape(str(exc))}</p><p>Nothing was changed. "
+                f'<a href="{html.escape(self.request.path)}">Back</a></p>'
+            )
+            return
+        self.state.forget_policies()  # the next request on this replica follows it
+        self.redirect(self.request.path)
 
     async def lms_section(self, totals: dict[str, dict[str, int]], xsrf: str) -> str:
         from deeptutor_jupyter.hub.lti import page
@@ -197,6 +223,9 @@ class InstructorPage(InstructorHandler):
         action = self.get_body_argument("action", "limits")
         if action in ("map_lineitem", "unmap_lineitem"):
             await self.lms_action(action)
+            return
+        if action in ("set_policy", "clear_policy"):
+            await self.set_policy(action)
             return
         if action == "forget_objective":
             objective = self.get_body_argument("objective", "").strip()

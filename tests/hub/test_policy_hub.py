@@ -5,7 +5,10 @@ local TUTOR.md changes nothing (docs/policy.md)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
+import json
+import re
 import tarfile
 from pathlib import Path
 
@@ -208,3 +211,77 @@ def test_a_turns_later_rounds_take_no_rung_and_a_missing_header_saves_nothing(
     for _ in range(ROUNDS_PER_HINT - 2):
         assert store.take("bob", "nb#c1", q1, 2).refused == ""
     assert store.take("bob", "nb#c1", q1, 2).refused == "rounds"
+
+
+def test_the_instructor_changes_a_groups_policy_and_the_next_request_follows_it(
+    hub: Hub,
+    upstream: FakeLLMServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from deeptutor_jupyter.cli import main
+
+    teacher = hub.token_for("ms-lee")
+    monkeypatch.setenv("DEEPTUTOR_HUB_SERVICE_URL", f"{hub.service}/v1")
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", teacher)
+    alice = hub.token_for("alice", [SERVICE_SCOPE])
+    upstream.clear_requests()
+
+    # From a terminal: an exam for class-a, now.
+    exam = tmp_path / "exam.yaml"
+    exam.write_text('mode: "off"\nreason: Lab closed for the exam\n', encoding="utf-8")
+    assert main(["course", "policy", "class-a", "--file", str(exam)]) == 0
+    refused = chat(hub, alice)
+    assert refused.status_code == 403
+    error = refused.json()["error"]
+    assert error["code"] == "policy_off" and "Lab closed for the exam" in error["message"]
+    assert "group class-a" in error["message"] and upstream.requests == []
+
+    # A student cannot set one.
+    bob = hub.token_for("bob", [SERVICE_SCOPE])
+    tried = httpx.put(
+        f"{hub.service}/v1/policies/class-a",
+        content=b"mode: full",
+        headers={"Authorization": f"Bearer {bob}"},
+    )
+    assert tried.status_code == 403
+
+    with contextlib.closing(hub.browser_login("ms-lee")) as browser:
+        page = browser.get(f"{hub.service}/instructor/")
+        found = re.search(r'name="_xsrf" value="([^"]+)"', page.text)
+        assert found is not None and "Lab closed for the exam" in page.text
+        form = {"action": "set_policy", "group": "class-a", "_xsrf": found.group(1)}
+        # A policy that cannot be read changes nothing and says what is wrong.
+        bad = browser.post(f"{hub.service}/instructor/", data={**form, "policy": "mode: exam"})
+        assert bad.status_code == 400 and "policy entry 1, &#x27;mode&#x27;" in bad.text
+        assert chat(hub, alice).status_code == 403
+        # The exam is over: hints, one per exercise.
+        done = browser.post(
+            f"{hub.service}/instructor/", data={**form, "policy": "{mode: hints, hints: 1}"}
+        )
+        assert done.status_code == 200
+        assert "(none)" in done.text and "hints: 1" in done.text  # the audit log on the page
+
+    upstream.add(Reply(text="A nudge."))
+    served = chat(hub, alice, stream=False)
+    assert served.status_code == 200, served.text
+    assert "HINTS ONLY" in upstream.requests[-1].body["messages"][0]["content"]
+    again = chat(hub, alice, messages=[{"role": "user", "content": "And the answer?"}])
+    assert again.status_code == 403 and again.json()["error"]["code"] == "policy_hints_used"
+
+    # The audit log from the terminal: who, when, old -> new, newest first.
+    capsys.readouterr()
+    assert main(["course", "policy", "class-a"]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[0] == "{mode: hints, hints: 1}"
+    assert (
+        "ms-lee: 'mode: \"off\"\\nreason: Lab closed for the exam' -> '{mode: hints, hints: 1}'"
+        in shown[1]
+    )
+    assert "ms-lee: '(none)' -> 'mode: \"off\"" in shown[2]
+
+    assert main(["course", "policy", "class-a", "--clear"]) == 0
+    upstream.add(Reply(text="Full help again."))
+    assert chat(hub, alice, stream=False).status_code == 200
+    assert "HINTS ONLY" not in json.dumps(upstream.requests[-1].body["messages"])
