@@ -10,6 +10,12 @@ exercise, in the service's database: the same ladder whichever kernel (or ``curl
   results, the same question) do not, up to ``ROUNDS_PER_HINT`` requests, so replaying a
   counted question with other messages after it does not get an unbounded conversation.
 - Only counts and a hash of the question are stored, never its text.
+
+The instructor sees per exercise how many students asked, the hints asked and the ladder depth
+they reached (``by_exercise``), released as hub/mastery.py releases mastery: a figure is
+computed again only once at least ``min_group_size`` students took a new rung since the last
+one, so no figure is shown for fewer students and two figures cannot be subtracted to find one
+student's numbers.
 """
 
 from __future__ import annotations
@@ -38,8 +44,33 @@ hints = sa.Table(
     sa.Column("rung", sa.Integer, nullable=False),
     sa.Column("rounds", sa.Integer, nullable=False),
     sa.Column("asked", sa.String(32), nullable=False),
+    # Taken since the exercise's shown figure was last computed.
+    sa.Column("pending", sa.Integer, nullable=False, server_default="1"),
     sa.UniqueConstraint("student", "exercise", "rung", name="deeptutor_policy_hints_rung"),
 )
+help_shown = sa.Table(
+    "deeptutor_policy_help_shown",
+    metadata,
+    sa.Column("exercise", sa.String(MAX_EXERCISE_CHARS), primary_key=True),
+    sa.Column("students", sa.Integer, nullable=False),
+    sa.Column("hints", sa.Integer, nullable=False),
+    sa.Column("mean_depth", sa.Float, nullable=False),
+    sa.Column("deepest", sa.Integer, nullable=False),
+    sa.Column("computed", sa.String(32), nullable=False),
+)
+
+
+@dataclass(frozen=True)
+class HelpRow:
+    """One exercise on the instructor's page: how many students asked, and the figure last
+    released (None until one was): hints asked, the mean and the deepest rung reached."""
+
+    exercise: str
+    students: int
+    hints: int | None = None
+    mean_depth: float | None = None
+    deepest: int | None = None
+    shown_students: int | None = None
 
 
 @dataclass(frozen=True)
@@ -69,7 +100,7 @@ def question_of(raw: dict[str, Any]) -> str:
 class HintStore:
     def __init__(self, engine: sa.Engine, clock: Clock = utc_now) -> None:
         self.engine, self.clock = engine, clock
-        metadata.create_all(engine, tables=[hints])
+        metadata.create_all(engine, tables=[hints, help_shown])
 
     def take(self, student: str, exercise: str, question: str, cap: int) -> HintTaken:
         """Count this request on the student's ladder for the exercise (one transaction; the
@@ -113,3 +144,62 @@ class HintStore:
                 )
             )
             return HintTaken(used + 1)
+
+    def by_exercise(self, min_students: int) -> list[HelpRow]:
+        """Per exercise: the students who asked, and the figure last released; computed again
+        when at least ``min_students`` students have taken a rung since."""
+        stamp = self.clock().isoformat(timespec="seconds")
+        out = []
+        with self.engine.begin() as conn:
+            asked = sa.func.count(sa.distinct(hints.c.student))
+            pending = sa.func.count(
+                sa.distinct(sa.case((hints.c.pending == 1, hints.c.student), else_=None))
+            )
+            counts = conn.execute(
+                sa.select(hints.c.exercise, asked, pending)
+                .group_by(hints.c.exercise)
+                .order_by(hints.c.exercise)
+            ).all()
+            released = {
+                str(r.exercise): (int(r.students), int(r.hints), float(r.mean_depth), r.deepest)
+                for r in conn.execute(sa.select(help_shown))
+            }
+            for exercise, n, new in counts:
+                if n >= min_students and new >= min_students:
+                    released[exercise] = self._release(conn, exercise, stamp)
+                last = released.get(exercise)
+                if last is None:
+                    out.append(HelpRow(str(exercise), int(n)))
+                else:
+                    shown_n, total, mean, top = last
+                    out.append(HelpRow(str(exercise), int(n), total, mean, int(top), shown_n))
+        return out
+
+    def _release(
+        self, conn: sa.Connection, exercise: str, stamp: str
+    ) -> tuple[int, int, float, int]:
+        mine = hints.c.exercise == exercise
+        deepest = (
+            sa.select(sa.func.max(hints.c.rung).label("depth"))
+            .where(mine)
+            .group_by(hints.c.student)
+            .subquery()
+        )
+        n, mean, top = conn.execute(
+            sa.select(sa.func.count(), sa.func.avg(deepest.c.depth), sa.func.max(deepest.c.depth))
+        ).one()
+        total = conn.execute(sa.select(sa.func.count()).select_from(hints).where(mine)).scalar_one()
+        figure = (int(n), int(total), round(float(mean), 1), int(top))
+        conn.execute(help_shown.delete().where(help_shown.c.exercise == exercise))
+        conn.execute(
+            help_shown.insert().values(
+                exercise=exercise,
+                students=figure[0],
+                hints=figure[1],
+                mean_depth=figure[2],
+                deepest=figure[3],
+                computed=stamp,
+            )
+        )
+        conn.execute(hints.update().where(mine).values(pending=0))
+        return figure

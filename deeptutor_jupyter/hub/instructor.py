@@ -149,10 +149,12 @@ class InstructorPage(InstructorHandler):
         self.finish(body + policies + lms + "</body></html>")
 
     async def policy_section(self, xsrf: str) -> str:
-        from deeptutor_jupyter.hub.policy_page import section
+        from deeptutor_jupyter.hub.policy_page import help_section, section
 
-        store = self.state.group_policy
-        return section(await self.state.db(store.all), await self.state.db(store.audit), xsrf)
+        store, least = self.state.group_policy, self.state.config.min_group_size
+        helped = await self.state.db(self.state.hints.by_exercise, least)
+        policies = section(await self.state.db(store.all), await self.state.db(store.audit), xsrf)
+        return policies + help_section(helped, least)
 
     async def set_policy(self, action: str) -> None:
         """The page's policy form: set a group's policy (its YAML) or clear it."""
@@ -290,6 +292,8 @@ class InstructorJsonHandler(InstructorHandler):
         )
         overrides = await self.state.db(self.state.quota.overrides)
         today = await self.state.db(self.state.quota.today_all)
+        least = self.state.config.min_group_size
+        helped = await self.state.db(self.state.hints.by_exercise, least)
         self.finish(
             {
                 "today": {r.student: dataclasses.asdict(r) for r in today},
@@ -298,6 +302,9 @@ class InstructorJsonHandler(InstructorHandler):
                 "overrides": {k: v.model_dump() for k, v in overrides.items()},
                 "mastery": [
                     {**dataclasses.asdict(row), "hidden": row.mean is None} for row in mastery
+                ],
+                "help_seeking": [
+                    {**dataclasses.asdict(row), "hidden": row.hints is None} for row in helped
                 ],
             }
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 
 from deeptutor_jupyter.hub.group_policy import AuditRow
+from deeptutor_jupyter.hub.hints import HelpRow
 
 EXAMPLE = """- mode: "off"
   reason: Midterm exam
@@ -41,3 +42,26 @@ From a terminal: <code>deeptutor-jupyter course policy GROUP --file policy.yaml<
 <h3>Changes</h3>
 <table><tr><th>When (UTC)</th><th>Who</th><th>Group</th><th>Before</th><th>After</th></tr>
 {log}</table>"""
+
+
+def help_section(rows: list[HelpRow], min_students: int) -> str:
+    """Help-seeking per exercise: numbers only, released as mastery is (hub/hints.py)."""
+    e = html.escape
+    hidden = f"<td colspan=3>waiting for {min_students} students</td>"
+    body = "".join(
+        f"<tr><td>{e(r.exercise or '(no exercise named)')}</td><td>{r.students}</td>"
+        + (
+            hidden
+            if r.hints is None
+            else f"<td>{r.hints} (of {r.shown_students} students)</td>"
+            f"<td>{r.mean_depth:.1f}</td><td>{r.deepest}</td>"
+        )
+        + "</tr>"
+        for r in rows
+    )
+    return f"""<h2>Help-seeking per exercise</h2>
+<p>Under a <code>hints</code> policy, counted by the course service. Figures are computed again
+only after {min_students} students have asked for a new hint since the last one, so no
+student's numbers can be worked out.</p>
+<table><tr><th>Exercise</th><th>Students who asked</th><th>Hints asked</th>
+<th>Mean ladder depth reached</th><th>Deepest</th></tr>{body}</table>"""

@@ -269,6 +269,13 @@ def test_the_instructor_changes_a_groups_policy_and_the_next_request_follows_it(
     assert "HINTS ONLY" in upstream.requests[-1].body["messages"][0]["content"]
     again = chat(hub, alice, messages=[{"role": "user", "content": "And the answer?"}])
     assert again.status_code == 403 and again.json()["error"]["code"] == "policy_hints_used"
+    # The page counts it, and shows no number for one student (help-seeking per exercise).
+    with contextlib.closing(hub.browser_login("ms-lee")) as browser:
+        summary = browser.get(f"{hub.service}/instructor/summary.json").json()
+        page = browser.get(f"{hub.service}/instructor/").text
+    unnamed = [r for r in summary["help_seeking"] if r["exercise"] == ""]
+    assert unnamed and unnamed[0]["hidden"] and unnamed[0]["hints"] is None
+    assert "Help-seeking per exercise" in page and "(no exercise named)" in page
 
     # The audit log from the terminal: who, when, old -> new, newest first.
     capsys.readouterr()
@@ -285,3 +292,43 @@ def test_the_instructor_changes_a_groups_policy_and_the_next_request_follows_it(
     upstream.add(Reply(text="Full help again."))
     assert chat(hub, alice, stream=False).status_code == 200
     assert "HINTS ONLY" not in json.dumps(upstream.requests[-1].body["messages"])
+
+
+def test_help_seeking_per_exercise_is_numbers_released_for_five_students_at_a_time(
+    tmp_path: Path,
+) -> None:
+    import sqlalchemy as sa
+
+    from deeptutor_jupyter.hub.hints import HintStore
+    from deeptutor_jupyter.hub.policy_page import help_section
+
+    store = HintStore(sa.create_engine(f"sqlite:///{tmp_path / 'hub.db'}"))
+
+    def asks(student: str, hints: int, exercise: str = "lab.ipynb#q1") -> None:
+        for n in range(hints):
+            assert store.take(student, exercise, f"{student}-{n}", 3).refused == ""
+
+    for n, student in enumerate(["s1", "s2", "s3", "s4"]):
+        asks(student, 1 + n % 3)
+    (row,) = store.by_exercise(5)
+    assert (row.students, row.hints, row.mean_depth) == (4, None, None)  # fewer than 5: hidden
+    page = help_section(store.by_exercise(5), 5)
+    assert "waiting for 5 students" in page and "lab.ipynb#q1" in page
+
+    asks("s5", 3)  # 1, 2, 3, 1, 3 hints: 10 asked, mean depth 2.0, deepest 3
+    (row,) = store.by_exercise(5)
+    assert (row.students, row.hints, row.mean_depth, row.deepest) == (5, 10, 2.0, 3)
+    assert "<td>10 (of 5 students)</td><td>2.0</td><td>3</td>" in help_section([row], 5)
+
+    # A sixth student's hints do not move the figure: it would tell theirs.
+    asks("s6", 1)
+    (row,) = store.by_exercise(5)
+    assert (row.students, row.hints, row.shown_students) == (6, 10, 5)
+    # Once five students have asked again, it is computed anew.
+    for student in ["s1", "s2", "s3", "s4"]:
+        asks(student, 1, "lab.ipynb#q2")  # another exercise: its own figure
+    assert store.by_exercise(5)[0].hints == 10
+    for student in ["s1", "s2", "s4", "s5"]:
+        store.take(student, "lab.ipynb#q1", f"{student}-again", 9)
+    (row, _other) = store.by_exercise(5)
+    assert (row.students, row.hints, row.shown_students) == (6, 15, 6)
