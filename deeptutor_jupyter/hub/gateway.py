@@ -33,7 +33,7 @@ from deeptutor_jupyter.hub.auth import (
 )
 from deeptutor_jupyter.hub.batch import GroupCommit
 from deeptutor_jupyter.hub.group_policy import GroupPolicyStore
-from deeptutor_jupyter.hub.hints import EXERCISE_HEADER, HintStore, exercise_of, question_of
+from deeptutor_jupyter.hub.hints import EXERCISE_HEADER, HintStore, question_of
 from deeptutor_jupyter.hub.mastery import MasteryStore, ReportLimiter
 from deeptutor_jupyter.hub.packs import PackStore
 from deeptutor_jupyter.hub.quota import QuotaStore, Refusal, Ticket
@@ -377,14 +377,22 @@ class ChatCompletionsHandler(ApiHandler):
     async def _hints_used(self, identity: Identity, hints: Decision, raw: dict[str, Any]) -> bool:
         """The hints cap per student and exercise (hub/hints.py), in the service's database:
         the same count from every kernel, replica or hand-made request."""
-        from deeptutor_jupyter.hub.hints import ROUNDS_PER_HINT
+        from deeptutor_jupyter.hub.hints import BACKGROUND, ROUNDS_PER_HINT, ladder_of
         from deeptutor_jupyter.learning.policy import CAP_REACHED, DEFAULT_HINTS
 
         cap = hints.hints if hints.hints is not None else DEFAULT_HINTS
-        exercise = exercise_of(self.request.headers.get(EXERCISE_HEADER))
+        day = self.state.quota.clock().date().isoformat()
+        exercise, cap = ladder_of(self.request.headers.get(EXERCISE_HEADER), raw, cap, day)
         taken = await self.state.db(
             self.state.hints.take, identity.name, exercise, question_of(raw), cap
         )
+        if taken.refused == "cap" and exercise.startswith(BACKGROUND):
+            words = (
+                f"The course's hints policy ({hints.source}) allows {cap} requests a day without "
+                "the tutor's tools (grading, memory, books); that is all for today."
+            )
+            self.fail(403, "policy_hints_used", words)
+            return True
         if taken.refused == "cap":
             self.fail(403, "policy_hints_used", CAP_REACHED.format(cap=cap, source=hints.source))
             return True

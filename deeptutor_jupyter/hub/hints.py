@@ -9,6 +9,10 @@ exercise, in the service's database: the same ladder whichever kernel (or ``curl
   question of an exercise takes the next rung; the later rounds of the same turn (tool
   results, the same question) do not, up to ``ROUNDS_PER_HINT`` requests, so replaying a
   counted question with other messages after it does not get an unbounded conversation.
+- **Requests without tools** that name no exercise are the kernel's own work, not a tutor's
+  turn: grading a quiz answer, the memory's upkeep, a book's pages, the setup check. They count
+  on a daily ladder of their own (``BACKGROUND_PER_DAY`` per student), so a quiz under a hints
+  policy keeps working and a hand-made request without tools still meets a cap.
 - Only counts and a hash of the question are stored, never its text.
 
 The instructor sees per exercise how many students asked, the hints asked and the ladder depth
@@ -34,6 +38,8 @@ MAX_EXERCISE_CHARS = 200
 # A turn is at most ``max_rounds`` requests (8 by default, docs/settings.md); three times that
 # leaves room for retries and a learner's higher setting.
 ROUNDS_PER_HINT = 24
+BACKGROUND_PER_DAY = 60
+BACKGROUND = "~background "  # + the UTC day: the ladder of requests without tools
 
 hints = sa.Table(
     "deeptutor_policy_hints",
@@ -84,6 +90,14 @@ class HintTaken:
 def exercise_of(header: str | None) -> str:
     """The exercise a request names, cut to what the table holds; "" when it names none."""
     return (header or "").strip()[:MAX_EXERCISE_CHARS]
+
+
+def ladder_of(header: str | None, raw: dict[str, Any], cap: int, day: str) -> tuple[str, int]:
+    """The ladder a request counts on, and its cap."""
+    exercise = exercise_of(header)
+    if not exercise and not raw.get("tools"):
+        return BACKGROUND + day, BACKGROUND_PER_DAY
+    return exercise, cap
 
 
 def question_of(raw: dict[str, Any]) -> str:
@@ -157,6 +171,7 @@ class HintStore:
             )
             counts = conn.execute(
                 sa.select(hints.c.exercise, asked, pending)
+                .where(~hints.c.exercise.startswith(BACKGROUND))
                 .group_by(hints.c.exercise)
                 .order_by(hints.c.exercise)
             ).all()

@@ -111,6 +111,7 @@ def test_a_hints_pack_puts_its_instruction_first_in_every_request(
 
 
 HOMEWORK = b"---\npolicy: {mode: hints, hints: 2}\n---\n# Homework\n"
+TOOLS = [{"type": "function", "function": {"name": "read_notebook", "parameters": {}}}]
 
 
 async def kernel_asks(hub: Hub, token: str, workspace: Path, cell: str, question: str) -> str:
@@ -193,7 +194,14 @@ def test_a_turns_later_rounds_take_no_rung_and_a_missing_header_saves_nothing(
 ) -> None:
     import sqlalchemy as sa
 
-    from deeptutor_jupyter.hub.hints import ROUNDS_PER_HINT, HintStore, exercise_of, question_of
+    from deeptutor_jupyter.hub.hints import (
+        BACKGROUND_PER_DAY,
+        ROUNDS_PER_HINT,
+        HintStore,
+        exercise_of,
+        ladder_of,
+        question_of,
+    )
 
     store = HintStore(sa.create_engine(f"sqlite:///{tmp_path / 'hub.db'}"))
     ask = {"messages": [{"role": "user", "content": "Why?"}]}
@@ -207,6 +215,13 @@ def test_a_turns_later_rounds_take_no_rung_and_a_missing_header_saves_nothing(
     # No header: one ladder for everything that names no exercise, capped the same way.
     none = exercise_of(None)
     assert [store.take("bob", none, q, 1).refused for q in (q1, q2)] == ["", "cap"]
+    # Requests without tools naming no exercise: a daily ladder of their own; with tools, "".
+    assert ladder_of(None, {"messages": []}, 2, "2026-12-05") == (
+        "~background 2026-12-05",
+        BACKGROUND_PER_DAY,
+    )
+    assert ladder_of(None, {"tools": [{}]}, 2, "2026-12-05") == ("", 2)
+    assert ladder_of(" nb#c1 ", {"messages": []}, 2, "2026-12-05") == ("nb#c1", 2)
     # Replaying a counted question does not buy an endless conversation.
     for _ in range(ROUNDS_PER_HINT - 2):
         assert store.take("bob", "nb#c1", q1, 2).refused == ""
@@ -264,11 +279,15 @@ def test_the_instructor_changes_a_groups_policy_and_the_next_request_follows_it(
         assert "(none)" in done.text and "hints: 1" in done.text  # the audit log on the page
 
     upstream.add(Reply(text="A nudge."))
-    served = chat(hub, alice, stream=False)
+    # A tutor's turn (it offers tools) naming no exercise: one ladder per student.
+    served = chat(hub, alice, stream=False, tools=TOOLS)
     assert served.status_code == 200, served.text
     assert "HINTS ONLY" in upstream.requests[-1].body["messages"][0]["content"]
-    again = chat(hub, alice, messages=[{"role": "user", "content": "And the answer?"}])
+    again = chat(hub, alice, messages=[{"role": "user", "content": "And the answer?"}], tools=TOOLS)
     assert again.status_code == 403 and again.json()["error"]["code"] == "policy_hints_used"
+    # The kernel's own work (no tools: grading a quiz answer, memory) has a daily ladder apart.
+    upstream.add(Reply(text='{"correct": true}'))
+    assert chat(hub, alice, stream=False).status_code == 200
     # The page counts it, and shows no number for one student (help-seeking per exercise).
     with contextlib.closing(hub.browser_login("ms-lee")) as browser:
         summary = browser.get(f"{hub.service}/instructor/summary.json").json()
