@@ -191,7 +191,9 @@ class HintsOnlyModel:
             yield TextDelta(SOLVED + said)
             yield RoundEnd("stop")
             return
-        yield TextDelta(SOLVED)
+        cap = self.check.decision.hints or 0
+        # The badge said the rung this turn began with; the learner is told this one's.
+        yield TextDelta(f"{SOLVED}*Hint {rung} of {cap} instead:*\n\n")
         held: list[str] = []
         async for event in self.inner.stream(self.check.retry(request, answer, rung)):
             if isinstance(event, TextDelta):

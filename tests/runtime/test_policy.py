@@ -249,7 +249,7 @@ def test_an_answer_that_passes_the_hidden_tests_is_replaced_by_the_next_hint(
     gate, turn = _exercise_turn(tmp_path, real)
     said = asyncio.run(_said(turn.model))
     assert "whole solution" not in said and "return a + b" not in said
-    assert "passes this exercise's hidden tests" in said
+    assert "passes this exercise's hidden tests" in said and "*Hint 2 of 3 instead:*" in said
     assert said.endswith("Hint: what does `+` do with two numbers?")
     # The replacement is the next rung, counted in the ledger, asked without tools.
     retry = real.requests[1]
