@@ -38,6 +38,7 @@ from deeptutor_jupyter.providers.base import (
     ProviderEvent,
     RoundEnd,
     TextDelta,
+    ThinkingDelta,
 )
 
 WITHHELD = "\n*[Code withheld: the instructor's policy here is hints only.]*\n"
@@ -151,6 +152,22 @@ class ExerciseCheck:
         return dataclasses.replace(request, messages=[*request.messages, *said], tools=None)
 
 
+async def _reasoning_withheld(
+    events: AsyncIterator[ProviderEvent],
+) -> AsyncIterator[ProviderEvent]:
+    """The model's reasoning (its own channel) is shown to the learner too: its code blocks
+    are withheld as the answer's are."""
+    code = CodeFilter()
+    async for event in events:
+        if isinstance(event, ThinkingDelta):
+            if text := code.feed(event.text):
+                yield ThinkingDelta(text)
+            continue
+        if isinstance(event, RoundEnd) and (rest := code.flush()):
+            yield ThinkingDelta(rest)
+        yield event
+
+
 class HintsOnlyModel:
     """The real model, with code blocks withheld from what it says (hints mode); with an
     ``ExerciseCheck``, each round's answer is held until its code was run against the hidden
@@ -166,7 +183,7 @@ class HintsOnlyModel:
                 yield event
             return
         held: list[str] = []
-        async for event in self.inner.stream(request):
+        async for event in _reasoning_withheld(self.inner.stream(request)):
             if isinstance(event, TextDelta):
                 held.append(event.text)
             elif isinstance(event, RoundEnd):
@@ -195,7 +212,8 @@ class HintsOnlyModel:
         # The badge said the rung this turn began with; the learner is told this one's.
         yield TextDelta(f"{SOLVED}*Hint {rung} of {cap} instead:*\n\n")
         held: list[str] = []
-        async for event in self.inner.stream(self.check.retry(request, answer, rung)):
+        retry = self.check.retry(request, answer, rung)
+        async for event in _reasoning_withheld(self.inner.stream(retry)):
             if isinstance(event, TextDelta):
                 held.append(event.text)
             elif isinstance(event, RoundEnd):
@@ -209,7 +227,7 @@ class HintsOnlyModel:
 
     async def _withholding(self, request: ChatRequest) -> AsyncIterator[ProviderEvent]:
         code = CodeFilter()
-        async for event in self.inner.stream(request):
+        async for event in _reasoning_withheld(self.inner.stream(request)):
             if isinstance(event, TextDelta):
                 if text := code.feed(event.text):
                     yield TextDelta(text)

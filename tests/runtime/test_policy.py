@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from deeptutor_jupyter.learning.policy import decide, find_policy, read_policy
-from deeptutor_jupyter.providers.base import ChatRequest, Compat, ProviderError, RoundEnd, TextDelta
+from deeptutor_jupyter.providers.base import (
+    ChatRequest,
+    Compat,
+    ProviderError,
+    RoundEnd,
+    TextDelta,
+    ThinkingDelta,
+)
 from deeptutor_jupyter.runtime.policy_gate import (
     WITHHELD,
     CodeFilter,
@@ -296,3 +303,23 @@ def test_the_exercise_is_named_to_the_course_service_only(tmp_path: Path) -> Non
         hub, other = (r.headers for r in server.requests)
     assert hub["x-deeptutor-exercise"] == "l.ipynb#c1"
     assert "x-deeptutor-exercise" not in other
+
+
+def test_code_in_the_models_reasoning_is_withheld_too() -> None:
+    """Reasoning on its own channel (reasoning_content) is shown in the cell as thinking."""
+
+    class Reasoning(Scripted):
+        async def stream(self, request: ChatRequest):  # type: ignore[no-untyped-def]
+            yield ThinkingDelta("Solve it:\n```py\nanswer = 4")
+            yield ThinkingDelta("2\n```\nthen hint.")
+            yield TextDelta("A nudge.")
+            yield RoundEnd("stop")
+
+    async def thoughts() -> str:
+        out = []
+        async for event in HintsOnlyModel(Reasoning()).stream(ChatRequest("m", [])):
+            if isinstance(event, ThinkingDelta):
+                out.append(event.text)
+        return "".join(out)
+
+    assert asyncio.run(thoughts()) == f"Solve it:\n{WITHHELD}then hint."
