@@ -48,7 +48,8 @@ SOLVED = (
     "instructor's policy here is hints only.]*\n\n"
 )
 CHECK_SECONDS = 10.0
-_BLOCK = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(.*?)^[ \t]*\1", re.DOTALL | re.MULTILINE)
+# A block the model left unclosed runs to the end, as CodeFilter withholds it to the end.
+_BLOCK = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(.*?)(?:^[ \t]*\1|\Z)", re.DOTALL | re.MULTILINE)
 
 
 class RefusingModel:

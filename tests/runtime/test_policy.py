@@ -26,6 +26,7 @@ from deeptutor_jupyter.runtime.policy_gate import (
     PolicyGate,
     PolicyGuard,
     RefusingModel,
+    code_blocks,
 )
 
 EXAM = """---
@@ -278,6 +279,9 @@ def test_an_answer_that_does_not_pass_is_shown_and_past_the_cap_none_is_asked(
     said = asyncio.run(_said(last.model))
     assert "return a + b" not in said and "Fine" not in said
     assert "used all 1 hints" in said and len(insists.requests) == 1
+
+    # An unclosed fence is a block to the end (CodeFilter withholds it to the end as well).
+    assert code_blocks("Try:\n~~~py\nx = 1\n~~~\nand\n```\ny = 2\n") == ["x = 1\n", "y = 2\n"]
 
 
 def test_the_exercise_is_named_to_the_course_service_only(tmp_path: Path) -> None:
