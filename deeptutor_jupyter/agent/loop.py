@@ -52,10 +52,11 @@ MAX_CONTINUATIONS = 3
 # Tool calls one model message may ask for (settings ``max_tool_calls``). A model that writes
 # thousands would otherwise run them all and the cell would build a card for each.
 MAX_TOOL_CALLS = 32
-# Characters of text and thinking one round may stream (about 250k tokens, beyond any model's
-# output limit). A server that streams without end is cut here: each character is kept in the
-# events, the history and the saved answer, so 30 MB would grow state.db by hundreds of MB.
-MAX_ROUND_CHARS = 1_000_000
+# Characters of text and thinking one round may stream: above a 5 MB answer, which must still
+# arrive whole (tests/e2e/test_faults.py), and far beyond any model's output limit. A server that
+# streams without end is cut here: each character is kept in the events, the history and the
+# saved answer, so 30 MB would grow state.db by hundreds of MB.
+MAX_ROUND_CHARS = 8_000_000
 
 CONTINUE_PROMPT = (
     "Your reply was cut off by the length limit. Continue exactly where it stopped, "
