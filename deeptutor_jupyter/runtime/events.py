@@ -22,7 +22,7 @@ from deeptutor_jupyter.agent.events import (
     Thinking,
     TurnEvent,
 )
-from deeptutor_jupyter.runtime.redact import StreamScrubber, scrub, usable
+from deeptutor_jupyter.redact import StreamScrubber, scrub, usable
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.store.db import Store
@@ -60,7 +60,7 @@ class EventLog:
     _unsaved: list[Event] = field(default_factory=list)
     persist_error: str | None = None
     start_seq: int = 0  # a resumed turn continues the seq of its saved events
-    # The keys no event may carry (runtime/redact.py); a streamed key is caught across deltas.
+    # The keys no event may carry (redact.py); a streamed key is caught across deltas.
     secrets: list[str] = field(default_factory=list, repr=False)
     _streams: dict[tuple[type[StreamedEvent], bool], StreamScrubber] = field(
         default_factory=dict, repr=False

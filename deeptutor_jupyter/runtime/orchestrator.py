@@ -30,9 +30,9 @@ from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
 from deeptutor_jupyter.interaction.quiz import MakeQuizTool, model_completer, without_quiz_answers
 from deeptutor_jupyter.interaction.schema import AskUserArgs, AskUserTool
 from deeptutor_jupyter.providers.base import ChatModel, Message, ProviderError, ToolCall
+from deeptutor_jupyter.redact import scrub, scrub_text, usable
 from deeptutor_jupyter.runtime.context import TurnContext
 from deeptutor_jupyter.runtime.events import EventLog
-from deeptutor_jupyter.runtime.redact import scrub, scrub_text, usable
 from deeptutor_jupyter.runtime.saved_turn import STATE_VERSION, ModelCompat, SavedTurn
 from deeptutor_jupyter.store.db import Store
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolDeps, ToolResult
