@@ -179,6 +179,12 @@ class StoreError(DeepTutorError, RuntimeError):
     """The store could not be written; the message says why in words (disk full, read-only...)."""
 
 
+class DiskFullError(StoreError):
+    code = "disk_full"
+
+    """The disk (or the quota) holding the store is full: a turn cannot go on saving itself."""
+
+
 class CleanWrites:
     """The connection as a transaction sees it: every value written is scrubbed of the keys
     first (redact.py), so no table (a typed answer, a question, an event) can hold one."""
@@ -256,10 +262,10 @@ class SQLiteFile:
                 self._conn.execute("BEGIN IMMEDIATE")
                 yield CleanWrites(self._conn)
                 self._conn.execute("COMMIT")
-            except sqlite3.OperationalError as exc:
+            except (sqlite3.OperationalError, OSError) as exc:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
-                raise StoreError(_explain(exc, self.path)) from exc
+                raise _store_error(exc, self.path) from exc
             except BaseException:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
@@ -727,6 +733,14 @@ def _migrate(conn: sqlite3.Connection) -> None:
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def _store_error(exc: BaseException, path: Path) -> StoreError:
+    import errno
+
+    text = _explain(exc, path)
+    full = "full" in str(exc) or getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT)
+    return DiskFullError(text) if full else StoreError(text)
 
 
 def _explain(exc: BaseException, path: Path) -> str:
