@@ -172,6 +172,15 @@ def test_a_planted_key_is_in_no_file_output_or_request_after_every_path(
 
     shown = tutor_outputs(kernel)
     assert leaks(shown) == []
+    # The widget state a notebook may save: every widget the tutor built (the cards' receipts
+    # repeat the answers), but not the learner's own echoed keystrokes.
+    built = [
+        m["content"]
+        for m in kernel.iopub
+        if m["header"]["msg_type"].startswith("comm")
+        and m["content"].get("data", {}).get("method") != "echo_update"
+    ]
+    assert [c for c in built if leaks(json.dumps(c))] == []
     for kept in ("is [redacted] a safe key", "not even as [redacted].", "ValueError: [redacted]"):
         assert kept in shown
 
