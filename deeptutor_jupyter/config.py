@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.providers.specs import PROVIDERS, ProviderSpec, find_provider
+from deeptutor_jupyter.redact import register
 
 __all__ = [
     "HubService",
@@ -58,6 +59,7 @@ HUB_TOKEN_ENV = "JUPYTERHUB_API_TOKEN"
 # The token configure() mints for the course service alone (docs/hub.md); preferred to the
 # server's own token, which opens the student's server.
 HUB_SERVICE_TOKEN_ENV = "DEEPTUTOR_HUB_TOKEN"
+HUB_TOKEN_ENVS = (HUB_SERVICE_TOKEN_ENV, HUB_TOKEN_ENV)  # the first one set is sent
 HUB_REFUSED = "provider hub: the hub token is sent only to the hub's service URL"
 # The folder a jupyter_server with our extension serves, set by the extension in its own
 # environment, which the kernels it starts inherit: panel attachments are read under it only.
@@ -310,7 +312,7 @@ class HubService:
 def hub_token(environ: Mapping[str, str]) -> str:
     """The token the kernel sends the course service: the service-only one when the hub gave
     it (``DEEPTUTOR_HUB_TOKEN``), else the server's ``JUPYTERHUB_API_TOKEN``."""
-    for var in (HUB_SERVICE_TOKEN_ENV, HUB_TOKEN_ENV):
+    for var in HUB_TOKEN_ENVS:
         token = environ.get(var, "").strip()
         if token:
             return token
@@ -461,6 +463,8 @@ def resolve_settings(
     _fill_from_spec(layers)
     _resolve_key(layers, env, file_data)
     settings = Settings(**layers.values)
+    # Known to this process from now on: nothing it stores or shows may hold them (redact.py).
+    register(_secret_text(settings.api_key), *(env.get(v, "") for v in HUB_TOKEN_ENVS))
     return ResolvedSettings(settings, dict(layers.sources), list(layers.problems))
 
 

@@ -86,6 +86,7 @@ LAYERS = {
     "setup_help": 0,
     "testing": 0,
     "_files": 0,
+    "redact": 0,
 }
 
 

@@ -1,4 +1,8 @@
-"""Output bundles; each carries a readable text fallback for a notebook saved without widgets."""
+"""Output bundles; each carries a readable text fallback for a notebook saved without widgets.
+
+Every bundle the tutor shows is built here, and scrubbed of the keys (redact.py) as it is built:
+a question or a typed answer holding the key must not reach the saved notebook.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,8 @@ import html
 import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
+
+from deeptutor_jupyter.redact import clean
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.agent.events import Event, UserInputRequired, UserInputResolved
@@ -16,6 +22,7 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 def show_markdown(text: str) -> None:
     from IPython.display import display
 
+    text = clean(text)
     display({"text/markdown": text, "text/plain": text}, raw=True)  # type: ignore[no-untyped-call]
 
 
@@ -30,6 +37,7 @@ def widget_bundle(widget: Any, markdown: str, display_id: str | None = None) -> 
     view: dict[str, Any] = {"fallback": "text/markdown"}
     if display_id is not None:
         view["display_id"] = display_id
+    markdown = clean(markdown)
     return {
         WIDGET_MIME: {"model_id": widget.model_id, "version_major": 2, "version_minor": 0},
         VIEW_MIME: view,
@@ -38,7 +46,9 @@ def widget_bundle(widget: Any, markdown: str, display_id: str | None = None) -> 
     }
 
 
-def static_bundle(markdown: str, display_id: str | None = None) -> dict[str, Any]:
+def static_bundle(
+    markdown: str, display_id: str | None = None, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A finished output: Markdown and the same as HTML, and no widget view.
 
     A widget needs its model, which dies with the kernel: a reopened notebook showed "Error
@@ -46,16 +56,19 @@ def static_bundle(markdown: str, display_id: str | None = None) -> dict[str, Any
     (JupyterLab, Notebook 7, nbconvert, GitHub, VS Code) renders ``text/html``; ``text/markdown``
     stays for the tools that read the file. The marker keeps the display id, so the sidebar
     extension can still apply a late ``update_display_data`` to this output after a reload.
+    ``extra`` adds more types (a turn's trace bundle).
     """
     view: dict[str, Any] = {"static": True}
     if display_id is not None:
         view["display_id"] = display_id
-    return {
+    markdown = clean(markdown)
+    bundle = {
         "text/html": markdown_html(markdown),
         "text/markdown": markdown,
         "text/plain": markdown,
         VIEW_MIME: view,
     }
+    return {**bundle, **clean(extra or {})}
 
 
 # $$display$$ first, then $inline$ (not $ followed by a space or a digit run like "$5 and $6").

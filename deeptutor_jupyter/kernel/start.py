@@ -224,12 +224,11 @@ def final_markdown(
 
 def final_bundle(md: str, display_id: str, turn: Turn, trace: bool) -> dict[str, Any]:
     """The cell's second life: a static rendering that needs no widget model, and the trace."""
-    bundle = static_bundle(md, display_id)
     if trace and turn.trace is not None:
         from deeptutor_jupyter.memory import TRACE_MIME
 
-        bundle[TRACE_MIME] = turn.trace.model_dump(mode="json")
-    return bundle
+        return static_bundle(md, display_id, {TRACE_MIME: turn.trace.model_dump(mode="json")})
+    return static_bundle(md, display_id)
 
 
 def show_setup(

@@ -4,7 +4,9 @@ Documents are replaced, never rewritten in place: the new text goes to a tempora
 fsynced and then renamed over the old file (``deeptutor_jupyter._files``, the package's one
 renamer), so a reader (or a writer killed with SIGKILL) sees the old document or the new one,
 never a mix. Read-modify-write sequences hold an ``fcntl.flock`` on
-a lock file, which serialises the kernels of one learner across processes.
+a lock file, which serialises the kernels of one learner across processes. Every text written
+here is scrubbed of the keys first (redact.py): a memory document is read into later system
+prompts, so a key written once would travel with every turn after it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 from pathlib import Path
 
 from deeptutor_jupyter._files import SLOW_WRITE_ENV, atomic_write_bytes, locked, write_all
+from deeptutor_jupyter.redact import clean
 
 __all__ = ["SLOW_WRITE_ENV", "append_line", "atomic_write_text", "locked", "read_text"]
 
@@ -33,7 +36,7 @@ def atomic_write_text(path: Path, text: str, *, mode: int = 0o600) -> None:
     for stale in path.parent.glob(_tmp_prefix(path) + "*.tmp"):
         with contextlib.suppress(OSError):
             stale.unlink()
-    atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
+    atomic_write_bytes(path, clean(text).encode("utf-8"), mode=mode)
 
 
 def append_line(path: Path, line: str, *, fsync: bool = False) -> None:
@@ -45,7 +48,7 @@ def append_line(path: Path, line: str, *, fsync: bool = False) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
-        write_all(fd, (line.rstrip("\n") + "\n").encode("utf-8"))
+        write_all(fd, (clean(line).rstrip("\n") + "\n").encode("utf-8"))
         if fsync:
             os.fsync(fd)
     finally:

@@ -18,6 +18,7 @@ from deeptutor_jupyter.providers.base import ChatRequest, Compat, Progress, Prov
 from deeptutor_jupyter.providers.errors import Endpoint, HTTPStatusFailure, malformed
 from deeptutor_jupyter.providers.retry import RetryPolicy, Sleep, retrying_stream
 from deeptutor_jupyter.providers.specs import ProviderSpec
+from deeptutor_jupyter.redact import clean
 
 
 def join_url(base_url: str, path: str, params: Mapping[str, str] | None = None) -> str:
@@ -150,9 +151,11 @@ class HTTPModel:
     async def _post_stream(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
     ) -> AsyncIterator[httpx.Response]:
-        """POST and yield the open response; an error status is read and raised as data."""
+        """POST and yield the open response; an error status is read and raised as data.
+        The body is scrubbed of the keys (redact.py): a key the learner pasted into a question
+        or an answer goes to no model; the key's one place is the request's header."""
         async with self._http().stream(
-            "POST", url, json=body, headers=dict(headers), timeout=self._timeout
+            "POST", url, json=clean(body), headers=dict(headers), timeout=self._timeout
         ) as response:
             if response.status_code >= 400:
                 await response.aread()

@@ -22,7 +22,8 @@ from deeptutor_jupyter.agent.events import (
     Thinking,
     TurnEvent,
 )
-from deeptutor_jupyter.runtime.redact import StreamScrubber, scrub, usable
+from deeptutor_jupyter.redact import StreamScrubber, scrub, usable
+from deeptutor_jupyter.store.db import DiskFullError
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.store.db import Store
@@ -60,11 +61,18 @@ class EventLog:
     _unsaved: list[Event] = field(default_factory=list)
     persist_error: str | None = None
     start_seq: int = 0  # a resumed turn continues the seq of its saved events
-    # The keys no event may carry (runtime/redact.py); a streamed key is caught across deltas.
+    # The keys no event may carry (redact.py); a streamed key is caught across deltas.
     secrets: list[str] = field(default_factory=list, repr=False)
     _streams: dict[tuple[type[StreamedEvent], bool], StreamScrubber] = field(
         default_factory=dict, repr=False
     )
+    # Called once when the disk is full: the turn cannot keep itself and ends (orchestrator).
+    on_full: Callable[[str], None] | None = field(default=None, repr=False)
+    saved_seq: int = 0  # the last event known to be in the store
+    # Streamed text is saved at least this often (seconds), so a long answer is kept as it
+    # goes, not only at its end.
+    flush_every: float = 1.0
+    _flushed_at: float = field(default_factory=time.monotonic, repr=False)
 
     def emit(self, body: TurnEvent) -> Event | None:
         """Stamp, record and publish one event. None when a streamed delta was held back whole
@@ -93,7 +101,9 @@ class EventLog:
         self.events.append(event)
         self._unsaved.append(event)
         # Content deltas are the bulk; everything else is rare and worth saving at once.
-        if not isinstance(body, Content | Thinking):
+        if not isinstance(body, Content | Thinking) or (
+            time.monotonic() - self._flushed_at >= self.flush_every
+        ):
             self.flush()
         for sub in list(self._subscribers):
             try:
@@ -117,6 +127,7 @@ class EventLog:
             self._subscribers.remove(subscriber)
 
     def flush(self) -> None:
+        self._flushed_at = time.monotonic()
         if not self._unsaved or self.store is None:
             self._unsaved.clear()
             return
@@ -126,12 +137,16 @@ class EventLog:
                 (e.turn_id, e.seq, e.body.type, e.fields(), e.ts) for e in batch
             )
         except Exception as exc:
-            # Keep the events in memory and say so once; the turn itself goes on.
+            # Keep the events in memory and say so once.
             self._unsaved = batch + self._unsaved
             first = self.persist_error is None
             self.persist_error = str(exc)
-            if first:  # this emit's own flush fails too, but no longer says so
+            if first and isinstance(exc, DiskFullError) and self.on_full is not None:
+                self.on_full(str(exc))  # the turn ends as failed and says what was kept
+            elif first:  # this emit's own flush fails too, but no longer says so
                 self.emit(Notice(text=f"The events of this turn are not being saved: {exc}"))
+        else:
+            self.saved_seq = batch[-1].seq
 
 
 def _scrubbed(body: TurnEvent, secrets: list[str]) -> TurnEvent:

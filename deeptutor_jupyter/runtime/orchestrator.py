@@ -30,11 +30,12 @@ from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
 from deeptutor_jupyter.interaction.quiz import MakeQuizTool, model_completer, without_quiz_answers
 from deeptutor_jupyter.interaction.schema import AskUserArgs, AskUserTool
 from deeptutor_jupyter.providers.base import ChatModel, Message, ProviderError, ToolCall
+from deeptutor_jupyter.redact import scrub, scrub_text, usable
 from deeptutor_jupyter.runtime.context import TurnContext
+from deeptutor_jupyter.runtime.disk_full import disk_full_error
 from deeptutor_jupyter.runtime.events import EventLog
-from deeptutor_jupyter.runtime.redact import scrub, scrub_text, usable
 from deeptutor_jupyter.runtime.saved_turn import STATE_VERSION, ModelCompat, SavedTurn
-from deeptutor_jupyter.store.db import Store
+from deeptutor_jupyter.store.db import DiskFullError, Store
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolDeps, ToolResult
 from deeptutor_jupyter.tools.deferred import LoadToolsArgs, LoadToolsTool, deferred_manifest
 from deeptutor_jupyter.tools.registry import ToolRegistry, default_registry
@@ -76,6 +77,9 @@ class Turn:
     previous: asyncio.Task[None] | None = None
     # A resumed turn's first event: the answer it was saved waiting for (the kind's event).
     resolved: TurnEvent | None = None
+    # Why the store stopped taking this turn (a full disk): the turn ends as failed.
+    disk_full: str | None = None
+    question_saved: bool = False
 
     @property
     def turn_id(self) -> str:
@@ -107,6 +111,8 @@ class Orchestrator:
                 self.registry.register(tool)
         # Without a coordinator (no widget frontend) ask_user runs its degraded result.
         self.coordinator = coordinator
+        # Ends a full disk kept from the store (turn id -> status, error): written once it can.
+        self.unsaved_ends: dict[str, tuple[str, str | None]] = {}
         self.running: dict[str, Turn] = {}  # strong references: the loop only keeps weak ones
         self._latest: dict[str, asyncio.Task[None]] = {}  # session id -> its newest turn
 
@@ -163,6 +169,7 @@ class Orchestrator:
     def _start(self, turn: Turn, model: ChatModel, resume: Resume | None) -> Turn:
         ctx = turn.ctx
         turn.log.secrets = list(turn.deps.secrets)
+        turn.log.on_full = lambda why: self._disk_full(turn, why)
         turn.previous = self._latest.get(ctx.session_id)
         task = asyncio.get_running_loop().create_task(self._run(turn, model, resume))
         self._latest[ctx.session_id] = task
@@ -229,10 +236,15 @@ class Orchestrator:
         except asyncio.CancelledError:
             if (task := asyncio.current_task()) is not None:
                 task.uncancel()
-            turn.status = "cancelled"
             turn.answer = _streamed_text(log)
-            added = [{"role": "assistant", "content": f"{turn.answer}\n\n{STOPPED_NOTE}".strip()}]
-            log.emit(Notice(text=turn.cancel_reason or "Stopped."))
+            if turn.disk_full is not None:
+                turn.status, error = "error", turn.disk_full
+                log.emit(disk_full_error(log, turn.question_saved, turn.disk_full))
+            else:
+                turn.status = "cancelled"
+                stopped = f"{turn.answer}\n\n{STOPPED_NOTE}".strip()
+                added = [{"role": "assistant", "content": stopped}]
+                log.emit(Notice(text=turn.cancel_reason or "Stopped."))
         except ProviderError as exc:
             turn.status, error = "error", exc.message
             log.emit(
@@ -254,6 +266,10 @@ class Orchestrator:
         if turn.status != "error":
             kept = scrub([question, *added], usable(turn.deps.secrets))
             self._record_messages(turn, kept)
+        if turn.disk_full is not None and turn.status != "error":
+            # The disk filled as the answer ended: it is not kept whole, so the turn failed.
+            turn.status, error = "error", turn.disk_full
+            log.emit(disk_full_error(log, turn.question_saved, turn.disk_full))
         self._record_finish(turn, error)
         self._guard(turn, lambda s: s.drop_turn_state(*turn.open_states))
         log.emit(
@@ -478,18 +494,35 @@ class Orchestrator:
             "on_saved": turn.open_states.append,
         }
 
-    # store writes never end a turn: a full disk is reported, the answer is still shown -------
-    def _guard(self, turn: Turn, action: Callable[[Store], None]) -> None:
+    # store writes: a failed one is reported; a full disk ends the turn (``_disk_full``) -------
+    def _guard(self, turn: Turn, action: Callable[[Store], None]) -> bool:
         if self.store is None:
-            return
+            return False
         try:
             action(self.store)
+        except DiskFullError as exc:
+            self._disk_full(turn, str(exc))  # said once, in the turn's error card
+            return False
         except Exception as exc:
             turn.log.emit(Notice(text=f"Not saved: {exc}"))
+            return False
+        return True
+
+    def _disk_full(self, turn: Turn, why: str) -> None:
+        """The store cannot keep the turn: stop it (it ends as failed, saying what was kept)
+        rather than stream on into memory while its row says ``running`` for good."""
+        if turn.disk_full is None:
+            turn.disk_full = why
+            if turn.status == "running":  # not once it is ending: its task would end cancelled
+                turn.cancel(why)
 
     def _record_start(self, turn: Turn) -> None:
         c = turn.ctx
-        self._guard(
+        for turn_id, (status, error) in list(self.unsaved_ends.items()):
+            # An earlier turn's end the full disk refused; there may be room again now.
+            if self._record_end(turn, turn_id, status, error):
+                del self.unsaved_ends[turn_id]
+        turn.question_saved = self._guard(
             turn,
             lambda s: s.record_turn_start(
                 c.turn_id,
@@ -506,10 +539,18 @@ class Orchestrator:
         turn.messages = messages
         self._guard(turn, lambda s: s.append_messages(c.session_id, c.turn_id, messages))
 
+    def _record_end(self, turn: Turn, turn_id: str, status: str, error: str | None) -> bool:
+        return self._guard(turn, lambda s: s.record_turn_end(turn_id, status, None, error))
+
     def _record_finish(self, turn: Turn, error: str | None) -> None:
-        self._guard(
-            turn, lambda s: s.record_turn_end(turn.turn_id, turn.status, turn.answer, error)
+        # After a full disk, the status alone: it rewrites a row in place, where an answer
+        # would need room; if even that fails, the next turn's start writes it.
+        answer = None if turn.disk_full else turn.answer
+        saved = self._guard(
+            turn, lambda s: s.record_turn_end(turn.turn_id, turn.status, answer, error)
         )
+        if not saved and turn.disk_full:
+            self.unsaved_ends[turn.turn_id] = (turn.status, error)
 
 
 def redact(result: ToolResult, secrets: Iterable[str]) -> ToolResult:

@@ -198,7 +198,7 @@ class Planner:
         """The turn's L1 trace: written to the learner's memory, returned for the surface."""
         from deeptutor_jupyter.agent.events import Notice, ToolCallStarted, UserInputResolved
         from deeptutor_jupyter.memory import TraceRecord, summarize_answer
-        from deeptutor_jupyter.runtime.redact import scrub_text, usable
+        from deeptutor_jupyter.redact import scrub_text, usable
 
         ctx = turn.ctx
         tools: list[str] = []

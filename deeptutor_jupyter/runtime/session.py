@@ -260,8 +260,12 @@ class TutorSession(SessionReads):
     def secrets(self) -> list[str]:
         """What every output, trace and log is scrubbed of: the model keys, and the values of
         the MCP servers' ``env`` and ``headers``."""
+        from deeptutor_jupyter.redact import register
+
         mcp = self.mcp.secrets() if self.mcp is not None else []
-        return [k for k in (*self.keys, *mcp) if k]
+        found = [k for k in (*self.keys, *mcp) if k]
+        register(*found)  # and the doors out of the loop take them out too (redact.py)
+        return found
 
     # asking ------------------------------------------------------------------------------
     def ask(

@@ -143,7 +143,7 @@ class MemoryUpkeep:
     ) -> DocumentRun:
         from deeptutor_jupyter.memory.consolidate import RunBusyError, consolidate
         from deeptutor_jupyter.memory.runs import DocumentRun, op_summary
-        from deeptutor_jupyter.runtime.redact import scrub_text, usable
+        from deeptutor_jupyter.redact import scrub_text, usable
 
         doc = DocumentRun(f"{layer}/{key}.md", unseen=unseen)
         before = memory.seen_traces(layer, key)

@@ -33,7 +33,7 @@ from deeptutor_jupyter.memory.ops import DELETE_REASONS, unified_diff
 from deeptutor_jupyter.memory.store import MemoryStore, StaleDocumentError
 from deeptutor_jupyter.memory.trace import TraceRecord
 from deeptutor_jupyter.providers.base import ChatModel
-from deeptutor_jupyter.runtime.redact import scrub_text, usable
+from deeptutor_jupyter.redact import scrub_text, usable
 from deeptutor_jupyter.server.api_models import (
     ApplyReply,
     ConsolidationPreview,

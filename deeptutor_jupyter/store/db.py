@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from deeptutor_jupyter.errors import DeepTutorError
+from deeptutor_jupyter.redact import clean
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.messages import Message
@@ -178,6 +179,26 @@ class StoreError(DeepTutorError, RuntimeError):
     """The store could not be written; the message says why in words (disk full, read-only...)."""
 
 
+class DiskFullError(StoreError):
+    code = "disk_full"
+
+    """The disk (or the quota) holding the store is full: a turn cannot go on saving itself."""
+
+
+class CleanWrites:
+    """The connection as a transaction sees it: every value written is scrubbed of the keys
+    first (redact.py), so no table (a typed answer, a question, an event) can hold one."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Cursor:
+        return self._conn.execute(sql, clean(tuple(params)))
+
+    def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> sqlite3.Cursor:
+        return self._conn.executemany(sql, (clean(tuple(r)) for r in rows))
+
+
 class SQLiteFile:
     """One learner's SQLite file, private and in WAL mode, with its schema: the base of the
     store's tables and of the learning tables (store/learning.py), which share the file."""
@@ -235,16 +256,16 @@ class SQLiteFile:
             self._conn.close()
 
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
+    def _tx(self) -> Iterator[CleanWrites]:
         with self._lock:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
-                yield self._conn
+                yield CleanWrites(self._conn)
                 self._conn.execute("COMMIT")
-            except sqlite3.OperationalError as exc:
+            except (sqlite3.OperationalError, OSError) as exc:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
-                raise StoreError(_explain(exc, self.path)) from exc
+                raise _store_error(exc, self.path) from exc
             except BaseException:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
@@ -385,7 +406,7 @@ class Store(SQLiteFile):
             )
 
     @staticmethod
-    def _done_without_answer(c: sqlite3.Connection, row: EventRow) -> EventRow:
+    def _done_without_answer(c: CleanWrites, row: EventRow) -> EventRow:
         """A ``done`` event whose answer is the turn's saved answer keeps a reference to it, not
         a copy; ``events`` puts the answer back, so every reader of ``done.answer`` is served."""
         turn_id, seq, kind, data, ts = row
@@ -712,6 +733,14 @@ def _migrate(conn: sqlite3.Connection) -> None:
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def _store_error(exc: BaseException, path: Path) -> StoreError:
+    import errno
+
+    text = _explain(exc, path)
+    full = "full" in str(exc) or getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT)
+    return DiskFullError(text) if full else StoreError(text)
 
 
 def _explain(exc: BaseException, path: Path) -> str:

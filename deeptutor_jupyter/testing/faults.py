@@ -1,7 +1,7 @@
 """Misbehaving model servers for fault-injection tests: each function scripts one fault.
 
 They are ``Reply`` values for ``FakeLLMServer`` (plus ``refused_url`` for a port where nothing
-listens), so a test reads like the fault it injects::
+listens, and ``disk_full`` for the learner's store), so a test reads like the fault it injects::
 
     with FakeLLMServer([faults.keep_alive_only()]) as server: ...
 
@@ -12,8 +12,14 @@ the learner sees. See docs/testing.md.
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from deeptutor_jupyter.testing.fake_llm import Reply
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.store.db import SQLiteFile
 
 
 def refused_url() -> str:
@@ -66,3 +72,17 @@ def huge_answer(megabytes: float = 5, chunk_kb: int = 256) -> Reply:
     text = (line * (int(megabytes * 1024 * 1024) // len(line) + 1))[: int(megabytes * 1024 * 1024)]
     size = chunk_kb * 1024
     return Reply(text=text, chunks=[text[i : i + size] for i in range(0, len(text), size)])
+
+
+@contextmanager
+def disk_full(store: SQLiteFile) -> Iterator[None]:
+    """The disk under ``store`` is full from now on until the block ends: any write that needs
+    one more page fails with the real SQLITE_FULL ("database or disk is full") a full disk
+    gives, from SQLite's own page limit (``max_page_count``) on the store's connection."""
+    conn = store._conn
+    (pages,) = conn.execute("PRAGMA page_count").fetchone()
+    conn.execute(f"PRAGMA max_page_count = {pages}")
+    try:
+        yield
+    finally:
+        conn.execute("PRAGMA max_page_count = 4294967294")

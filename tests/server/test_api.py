@@ -159,6 +159,29 @@ def test_an_answer_to_a_live_kernels_question_is_taken_and_says_where_it_continu
     assert kept.result == {"selections": ["safe"], "customInput": "", "cancelled": False}
 
 
+def test_a_key_typed_into_an_answer_from_the_panel_is_stored_redacted(
+    run: Any, jp_fetch: Any, store: Store, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deeptutor_jupyter.interaction.owners import Owner, register
+
+    key = "sk-panel-only-3d9b7e51"  # registered by the server's own settings, nowhere else
+    monkeypatch.setenv("DEEPTUTOR_API_KEY", key)
+    kernel = Owner.this_process("a.ipynb")
+    register(store, kernel)
+    row = ask(store, "a.ipynb", session_id="nb-aaaaaa-1", mode="text", owner=kernel.id)
+    answer = {"session_id": row.session_id, "selections": [], "custom_input": f"mine: {key}"}
+
+    code, _body = post_answer(run, jp_fetch, row.request_id, answer)
+
+    assert code == 200
+    kept = store.get_pending(row.request_id)
+    assert kept is not None and kept.result is not None
+    assert kept.result["customInput"] == "mine: [redacted]"
+    store.close()
+    raw = b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file())
+    assert key.encode() not in raw and key[::-1].encode() not in raw
+
+
 @pytest.mark.parametrize(
     ("body", "status", "code", "words"),
     [

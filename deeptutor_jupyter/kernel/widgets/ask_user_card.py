@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from deeptutor_jupyter.interaction.answers import is_number
 from deeptutor_jupyter.interaction.schema import CHOICE_MODES, AskOption, AskUserPayload
 from deeptutor_jupyter.kernel.i18n import text
+from deeptutor_jupyter.redact import clean
 
 
 def s(key: str, language: str = "en") -> str:
@@ -56,7 +57,9 @@ def local_time(epoch: float) -> str:
 
 
 def _html(value: str, *classes: str) -> widgets.HTML:
-    w = widgets.HTML(value)
+    # Every text of the card passes here; a receipt repeats the learner's typed answer, and a
+    # key typed into it must not stay in the widget state a notebook saves (redact.py).
+    w = widgets.HTML(clean(value))
     for name in classes:
         w.add_class(name)
     return w

@@ -20,6 +20,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from deeptutor_jupyter.learning.quiz import TUTOR_GRADED, QuizOutcome
+from deeptutor_jupyter.redact import clean
 
 OnSubmit = Callable[[dict[str, Any], float], None]
 
@@ -32,6 +33,9 @@ _ERROR = "color:var(--jp-error-color1, #c62828)"
 
 
 def _html(value: str, *classes: str, math: bool = False) -> widgets.HTML:
+    # Every text of the card passes here; a receipt repeats the learner's answers, and a key
+    # typed into one must not stay in the widget state a notebook saves (redact.py).
+    value = clean(value)
     w = widgets.HTMLMath(value) if math else widgets.HTML(value)
     for name in classes:
         w.add_class(name)

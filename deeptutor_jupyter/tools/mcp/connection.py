@@ -4,7 +4,6 @@ The SDK's ``Client`` is an async context manager whose task group must be entere
 one task, so each server gets its own task that holds the connection open until ``stop``; tool
 calls from turns go through the open client. Everything a failure says (an exception, the tail
 of the server's stderr) is scrubbed of the server's ``env`` and ``headers`` values first.
-This package sits below the runtime, so it does not use runtime/redact.py.
 """
 
 from __future__ import annotations
