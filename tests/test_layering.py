@@ -68,6 +68,7 @@ LAYERS = {
     "kernel": 3,
     "server": 3,
     "hub": 3,
+    "hosts": 3,
     "runtime": 2,
     "agent": 1,
     "tools": 1,
@@ -87,7 +88,21 @@ LAYERS = {
     "testing": 0,
     "_files": 0,
     "redact": 0,
+    "limits": 0,
+    "words": 0,
+    "errors": 0,
 }
+
+
+def test_every_top_level_module_has_a_layer():
+    """A new package or module gets its place in the import order, or the order checks nothing
+    about it."""
+    found = {
+        p.stem if p.is_file() else p.name
+        for p in PACKAGE.iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").exists()
+    }
+    assert sorted(found - set(LAYERS) - {"__main__"}) == []
 
 
 def module_name(path: Path) -> str:
