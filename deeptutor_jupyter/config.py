@@ -52,6 +52,9 @@ SandboxMode = Literal["bwrap", "refuse", "unsafe"]
 HOME_ENV = "DEEPTUTOR_HOME"
 KEY_ENV = "DEEPTUTOR_API_KEY"
 SETTINGS_FILE = "settings.toml"
+# JupyterLab's display language, as the labextension last reported it (server/handlers.py).
+LAB_LANGUAGE_FILE = "jupyterlab-language"
+LAB_LANGUAGE_SOURCE = "JupyterLab"
 CUSTOM_PROVIDER = "custom"
 HUB_PROVIDER = "hub"
 HUB_URL_ENV = "DEEPTUTOR_HUB_SERVICE_URL"
@@ -81,6 +84,27 @@ def _default_language(environ: Mapping[str, str] | None = None) -> Language:
         if value:
             return "zh" if value.lower().startswith("zh") else "en"
     return "en"
+
+
+def lab_language(code: str) -> Language:
+    """Our language for a JupyterLab locale code ("zh_CN", "zh-TW", "en", "default", "fr_FR"):
+    Chinese for any Chinese, else English (the forms have no other catalog)."""
+    return "zh" if code.strip().lower().startswith("zh") else "en"
+
+
+def save_lab_language(home: Path, code: str) -> Language:
+    """Remember JupyterLab's language where every kernel of this home reads it."""
+    language = lab_language(code)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / LAB_LANGUAGE_FILE).write_text(language + "\n", encoding="utf-8")
+    return language
+
+
+def _saved_lab_language(home: Path) -> str | None:
+    try:
+        return (home / LAB_LANGUAGE_FILE).read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None  # no JupyterLab has reported (a terminal, an old server): the locale decides
 
 
 class Settings(BaseModel):
@@ -451,6 +475,10 @@ def resolve_settings(
     traits, flags = traits or {}, flags or {}
     layers = _resolve_home(env, traits, flags)
     layers.offer("language", _default_language(env), "default")
+    # JupyterLab's language beats the process locale; any language the learner set beats it.
+    from_lab = _saved_lab_language(layers.values["home"])
+    if from_lab is not None:
+        layers.offer("language", from_lab, LAB_LANGUAGE_SOURCE)
     path = settings_path(layers.values["home"])
     file_data = _read_toml(path, layers.problems)
     _offer_file(layers, file_data)

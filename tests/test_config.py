@@ -18,6 +18,7 @@ from deeptutor_jupyter.config import (
     mask_secret,
     render_settings_markdown,
     resolve_settings,
+    save_lab_language,
     settings_path,
     setup_instructions_markdown,
     write_settings,
@@ -368,6 +369,31 @@ def test_language_default_from_locale(
     r = resolve_settings(environ=env_for(home, **locale_env))
     assert r.settings.language == language
     assert r.sources["language"] == "default"
+
+
+# --- JupyterLab's language (the labextension reports it, server/handlers.py) -------------------
+
+
+@pytest.mark.parametrize(
+    ("code", "language"),
+    [("zh_CN", "zh"), ("zh-TW", "zh"), ("en", "en"), ("default", "en"), ("fr_FR", "en")],
+)
+def test_jupyterlabs_language_beats_the_locale(home: Path, code: str, language: str) -> None:
+    assert save_lab_language(home, code) == language
+    r = resolve_settings(environ=env_for(home, LANG="zh_CN.UTF-8" if language == "en" else "C"))
+    assert (r.settings.language, r.sources["language"]) == (language, "JupyterLab")
+
+
+def test_a_language_the_learner_set_beats_jupyterlabs(home: Path) -> None:
+    save_lab_language(home, "zh_CN")
+    assert (
+        resolve_settings(environ=env_for(home), flags={"language": "en"}).settings.language == "en"
+    )
+    env = env_for(home, DEEPTUTOR_LANGUAGE="en")
+    assert resolve_settings(environ=env).settings.language == "en"
+    write_toml(home, 'language = "en"\n')
+    r = resolve_settings(environ=env_for(home))
+    assert (r.settings.language, r.sources["language"]) == ("en", "settings.toml")
 
 
 def test_settings_is_frozen() -> None:

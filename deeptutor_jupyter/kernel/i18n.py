@@ -1,7 +1,7 @@
 """Every string a learner reads in the kernel's views, in English and Chinese: one table, one
 rule. A key missing in a language falls back to its English text, key by key; the forms' and
 cards' own texts live beside them (``widgets/*_strings.py``, data only) and join this table under
-a prefix (``ask.``, ``memory.``, ``setup.``, ``forget.``).
+a prefix (``ask.``, ``memory.``, ``setup.``, ``forget.``, ``quiz.``).
 """
 
 from __future__ import annotations
@@ -103,6 +103,7 @@ def _table() -> dict[str, dict[str, str]]:
             ask_user_strings,
             forget_strings,
             memory_workbench_strings,
+            quiz_strings,
             setup_strings,
         )
 
@@ -111,6 +112,7 @@ def _table() -> dict[str, dict[str, str]]:
             ("memory", memory_workbench_strings.TEXTS),
             ("setup", setup_strings.TEXTS),
             ("forget", forget_strings.TEXTS),
+            ("quiz", quiz_strings.TEXTS),
         ):
             for language, table in texts.items():
                 _STRINGS.setdefault(language, {}).update(

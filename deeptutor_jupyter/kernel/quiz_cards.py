@@ -40,7 +40,8 @@ def make_quiz_card(tutor: KernelTutor | None, body: dict[str, Any], grader: Any 
             lambda: tutor.background(_submit(tutor, card, body, answers, seconds, grader))
         )
 
-    card = QuizCard(body, on_submit=on_submit)
+    language = tutor.language if tutor is not None else "en"
+    card = QuizCard(body, on_submit=on_submit, language=language)
     _cards[str(body.get("id"))] = card
     return card
 

@@ -1,4 +1,4 @@
-"""HTTP handlers of the sidebar API: ``/deeptutor/api/{pending,memory,kbs,traces}``.
+"""HTTP handlers of the sidebar API: ``/deeptutor/api/{pending,memory,kbs,traces,language}``.
 
 Every handler requires an authenticated and authorized user (``@tornado.web.authenticated`` and
 ``@authorized`` with the ``deeptutor`` resource); jupyter_server's ``APIHandler`` checks XSRF on
@@ -22,7 +22,7 @@ from jupyter_server.utils import url_path_join
 from pydantic import ValidationError
 
 from deeptutor_jupyter import limits
-from deeptutor_jupyter.config import resolve_settings
+from deeptutor_jupyter.config import resolve_settings, save_lab_language
 from deeptutor_jupyter.interaction.coordinator import (
     InteractionCoordinator,
     InteractionError,
@@ -245,6 +245,24 @@ class TracesHandler(TutorHandler):
         self.reply({"traces": traces(learner().home, int(raw))})
 
 
+class LanguageHandler(TutorHandler):
+    """JupyterLab's display language, reported by the labextension at start: the kernels' forms
+    follow it unless the learner set a language (config.py ``resolve_settings``)."""
+
+    @tornado.web.authenticated
+    @authorized
+    def put(self) -> None:
+        try:
+            body = json.loads(self.request.body or b"{}")
+        except ValueError:
+            body = None
+        code = body.get("language") if isinstance(body, dict) else None
+        if not isinstance(code, str) or not 0 < len(code) <= 40:
+            return self.refuse(400, "bad_request", 'Send {"language": "<JupyterLab locale>"}.')
+        home = resolve_settings().settings.home
+        self.reply({"language": save_lab_language(home, code)})
+
+
 def handlers(base: str) -> list[tuple[str, type[TutorHandler]]]:
     return [
         (url_path_join(base, "pending"), PendingHandler),
@@ -252,4 +270,5 @@ def handlers(base: str) -> list[tuple[str, type[TutorHandler]]]:
         (url_path_join(base, "memory"), MemoryHandler),
         (url_path_join(base, r"memory/(L2|L3)/([a-z][a-z0-9_-]{0,31})"), MemoryDocumentHandler),
         (url_path_join(base, "traces"), TracesHandler),
+        (url_path_join(base, "language"), LanguageHandler),
     ]

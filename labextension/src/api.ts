@@ -107,3 +107,15 @@ export async function removeKnowledgeBase(name: string): Promise<KnowledgeBaseIn
   const path = `kbs/${encodeURIComponent(name)}`;
   return (await request<KnowledgeState>(path, { method: 'DELETE' })).kbs;
 }
+
+type Send = (path: string, init: RequestInit) => Promise<unknown>;
+
+/**
+ * Tell the server JupyterLab's language (`ITranslator.languageCode`, e.g. `zh-CN`): the
+ * tutor's forms in cells follow it unless the learner chose a language (`--language`).
+ */
+export async function reportLanguage(code: string, send: Send = request): Promise<void> {
+  if (code) {
+    await send('language', { method: 'PUT', body: JSON.stringify({ language: code }) });
+  }
+}

@@ -19,6 +19,7 @@ import {
   explainErrorQuestion,
   quoteAttachment
 } from './context';
+import { reportLanguage } from './api';
 import { TutorPanel } from './panel';
 import { watchCells } from './cells';
 import { keepOutputsTrue } from './displays';
@@ -60,6 +61,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
   ) => {
     // Before any label is made: commands and tabs read the bundle when they are built.
     useBundle(translator ? translator.load(DOMAIN) : null);
+    // The forms the kernel draws in cells speak JupyterLab's language too (server: language).
+    if (translator) {
+      reportLanguage(translator.languageCode).catch(reason =>
+        console.warn("DeepTutor: JupyterLab's language was not passed on.", reason)
+      );
+    }
     // Keys typed in the tutor's forms never reach notebook shortcuts (keys.ts).
     containFormKeys(document);
     // With no notebook open, the panel offers a conversation in a kernel of its own.

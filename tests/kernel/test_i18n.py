@@ -13,7 +13,7 @@ def test_english_and_chinese_have_the_same_keys() -> None:
     table = i18n._table()
     assert set(table["en"]) == set(table["zh"])
     prefixes = {key.split(".", 1)[0] for key in table["en"] if "." in key}
-    assert prefixes == {"ask", "memory", "setup", "forget"}
+    assert prefixes == {"ask", "memory", "setup", "forget", "quiz"}
 
 
 def test_a_missing_key_falls_back_to_english_key_by_key(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -139,6 +139,21 @@ def test_a_full_form_submits_at_once_and_blanks_show_as_not_answered():
     assert "your answer: (not answered)" in md and "❌" not in md
 
 
+def test_the_card_and_its_receipt_speak_the_learners_language():
+    sent: list[dict[str, Any]] = []
+    card = QuizCard(body(), on_submit=lambda answers, seconds: sent.append(answers), language="zh")
+    assert (card.submit_button.description, card.back_button.description) == ("提交答案", "返回")
+    card.submit_button.click()
+    assert "4 道题中有 4 道未作答" in card.confirm_text.value and sent == []
+    result = QuizOutcome.model_validate(
+        {"score": 0.0, "results": [{"id": "q2", "correct": False, "given": "", "answered": False}]}
+    )
+    card.show_receipt(result, where="b.ipynb")
+    text = json.dumps(json.loads(all_state(card)), ensure_ascii=False)
+    assert "得分 0%" in text and "（未作答）" in text and "导师在 b.ipynb 继续" in text
+    assert "score" not in text and "Your answer" not in text
+
+
 def test_multiple_answers_use_checkboxes():
     quiz = json.loads(json.dumps(ISSUE_EXAMPLE))
     quiz["questions"][0]["answer"] = ["a", "b"]

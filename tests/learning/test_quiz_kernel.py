@@ -315,3 +315,24 @@ def test_a_quiz_listed_by_pending_in_its_own_kernel_follows_the_answer_given_in_
 
     kernel.wait_for(lambda: "100%" in listed_receipt())
     assert len(tool_messages(fake_llm, "call_here")) == 1
+
+
+def test_the_quiz_speaks_jupyterlabs_language_and_language_overrides_it(
+    kernel: KernelDriver, fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    from deeptutor_jupyter.config import save_lab_language
+
+    one = {"title": "One", "objective": "squares", "questions": [QUIZ["questions"][0]]}
+    fake_llm.extend([quiz_reply(one, "call_zh"), quiz_reply(one, "call_en")])
+    save_lab_language(tmp_path / "home", "zh-CN")  # what the labextension reports (api.ts)
+
+    def submit_words() -> list[str]:
+        return [
+            str(kernel.widgets[c].get("description")) for c in kernel.with_class("dt-quiz-submit")
+        ]
+
+    kernel.execute("%tutor Quiz me")
+    kernel.wait_for(lambda: len(submit_words()) == 1)
+    kernel.execute("%tutor --new --language en Quiz me again")
+    kernel.wait_for(lambda: len(submit_words()) == 2)
+    assert submit_words() == ["提交答案", "Submit answers"]

@@ -347,3 +347,25 @@ def test_pending_lists_open_quizzes_apart_with_their_public_form_only(
     ]
     assert [q["prompt"] for q in listed["quizzes"][0]["questions"]] == ["3 squared?", "Why?"]
     assert "HIDDEN-REF" not in json.dumps(listed) and '"answer"' not in json.dumps(listed)
+
+
+def put_language(run: Any, jp_fetch: Any, body: str) -> tuple[int, dict[str, Any]]:
+    try:
+        response = run(jp_fetch("deeptutor", "api", "language", method="PUT", body=body))
+    except HTTPClientError as exc:
+        assert exc.response is not None
+        return exc.code, json.loads(exc.response.body)
+    return response.code, json.loads(response.body)
+
+
+def test_jupyterlabs_language_reaches_the_kernels_settings(
+    run: Any, jp_fetch: Any, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deeptutor_jupyter.config import resolve_settings
+
+    monkeypatch.setenv("LANG", "en_US.UTF-8")
+    assert put_language(run, jp_fetch, '{"language": "zh_CN"}') == (200, {"language": "zh"})
+    assert resolve_settings().settings.language == "zh"  # what a kernel of this home reads
+    code, refused = put_language(run, jp_fetch, '{"language": 7}')
+    assert (code, refused["code"]) == (400, "bad_request")
+    assert resolve_settings().settings.language == "zh"  # a bad report changes nothing

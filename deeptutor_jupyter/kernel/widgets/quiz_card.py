@@ -19,7 +19,8 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from deeptutor_jupyter.learning.quiz import TUTOR_GRADED, QuizOutcome
+from deeptutor_jupyter.kernel.i18n import Texts
+from deeptutor_jupyter.learning.quiz import QuizOutcome
 from deeptutor_jupyter.redact import clean
 
 OnSubmit = Callable[[dict[str, Any], float], None]
@@ -55,9 +56,16 @@ class QuizCard(widgets.VBox):  # type: ignore[misc]
     """One quiz: a form while open, a graded receipt once submitted."""
 
     def __init__(
-        self, body: Mapping[str, Any], *, on_submit: OnSubmit | None = None, **kwargs: Any
+        self,
+        body: Mapping[str, Any],
+        *,
+        on_submit: OnSubmit | None = None,
+        language: str = "en",
+        **kwargs: Any,
     ) -> None:
         self.body = dict(body)
+        self.language = language
+        s = self.s = Texts("quiz", language)
         self.quiz_id = str(body.get("id") or "")
         self.tool_call_id = str(body.get("tool_call_id") or "")
         self.session_id = str(body.get("session_id") or "")
@@ -70,20 +78,22 @@ class QuizCard(widgets.VBox):  # type: ignore[misc]
         self.slot: Any = None  # where a turn resumed under this card shows, if any
         self.controls: dict[str, Any] = {}
         self._opened = time.monotonic()
-        title = _html(f"<b>Quiz: {_text(body.get('title') or '')}</b>", "dt-quiz-title")
+        title = _html(
+            f"<b>{_text(s['quiz'].format(title=body.get('title') or ''))}</b>", "dt-quiz-title"
+        )
         rows: list[Any] = [title]
         for number, q in enumerate(self.questions, 1):
             rows.append(self._question(number, q))
         self.error = _html("", "dt-quiz-error")
-        self.submit_button = widgets.Button(description="Submit answers", button_style="primary")
+        self.submit_button = widgets.Button(description=s["submit"], button_style="primary")
         self.submit_button.add_class("dt-quiz-submit")
         self.submit_button.on_click(lambda _b: self.submit())
         # Submit with blanks asks first (docs/learning.md "Blanks"): go back, or submit anyway.
         self.confirm_text = _html("", "dt-quiz-confirm-text")
-        self.back_button = widgets.Button(description="Go back")
+        self.back_button = widgets.Button(description=s["go_back"])
         self.back_button.add_class("dt-quiz-back")
         self.back_button.on_click(lambda _b: self.go_back())
-        self.anyway_button = widgets.Button(description="Submit anyway", button_style="warning")
+        self.anyway_button = widgets.Button(description=s["submit_anyway"], button_style="warning")
         self.anyway_button.add_class("dt-quiz-anyway")
         self.anyway_button.on_click(lambda _b: self.submit(confirmed=True))
         self.confirm = widgets.HBox(
@@ -105,7 +115,7 @@ class QuizCard(widgets.VBox):  # type: ignore[misc]
             options = [(str(o.get("label")), str(o.get("id"))) for o in q.get("options") or []]
             if q.get("multiple"):
                 boxes = [widgets.Checkbox(description=label, indent=False) for label, _ in options]
-                hint = _html(f'<div style="{_SMALL}">Tick every correct option.</div>')
+                hint = _html(f'<div style="{_SMALL}">{self.s["tick_every"]}</div>')
                 control = widgets.VBox([hint, *boxes])
                 self.controls[qid] = ("multiple", boxes, [oid for _, oid in options])
             else:
@@ -113,7 +123,8 @@ class QuizCard(widgets.VBox):  # type: ignore[misc]
                 self.controls[qid] = ("single", control, None)
         elif kind == "numeric":
             unit = str(q.get("unit") or "")
-            control = widgets.Text(placeholder=f"a number{f' (in {unit})' if unit else ''}")
+            words = self.s["a_number_in"].format(unit=unit) if unit else self.s["a_number"]
+            control = widgets.Text(placeholder=words)
             self.controls[qid] = ("text", control, None)
             if unit:
                 control = widgets.HBox([control, widgets.Label(unit)])
@@ -125,7 +136,9 @@ class QuizCard(widgets.VBox):  # type: ignore[misc]
             control.add_class("dt-quiz-code")
             self.controls[qid] = ("text", control, None)
         else:
-            control = widgets.Textarea(placeholder="Your answer", layout=_fit(height="5em"))
+            control = widgets.Textarea(
+                placeholder=self.s["your_answer_placeholder"], layout=_fit(height="5em")
+            )
             self.controls[qid] = ("text", control, None)
         box = widgets.VBox([prompt, control], layout=_fit())
         box.add_class("dt-quiz-question")
@@ -163,16 +176,16 @@ class QuizCard(widgets.VBox):  # type: ignore[misc]
         blank = self.unanswered()
         if blank and not (confirmed or asking):  # a second click on Submit is a "submit anyway"
             total = len(self.controls)
+            counted = self.s["blanks_one" if total == 1 else "blanks_many"]
             self.confirm_text.value = (
-                f"<b>{blank} of {total} {'question is' if total == 1 else 'questions are'}"
-                " not answered.</b> Blanks are graded as not answered. "
+                f"<b>{counted.format(blank=blank, total=total)}</b> {self.s['blanks_graded']} "
             )
             self.confirm.layout.display = "flex"
             return
         self.go_back()
         self.state = "submitted"
         self.submit_button.disabled = True
-        self.submit_button.description = "Grading…"
+        self.submit_button.description = self.s["grading"]
         self.error.value = ""
         self.on_submit(self.answers(), time.monotonic() - self._opened)
 
@@ -182,15 +195,15 @@ class QuizCard(widgets.VBox):  # type: ignore[misc]
         self.error.value = f'<div style="{_ERROR}">⚠ {_text(message)}</div>'
         self.state = "closed" if final else "open"
         self.submit_button.disabled = final
-        self.submit_button.description = "Submit answers"
+        self.submit_button.description = self.s["submit"]
 
     def show_receipt(self, result: QuizOutcome, *, where: str = "") -> None:
         """The graded card: answers, right or wrong, feedback with the explanation; ``where``
         the tutor goes on when its turn runs in another notebook."""
         self.state = "graded"
-        text = receipt_html(self.body, result)
+        text = receipt_html(self.body, result, self.language)
         if where:
-            text += f"<div><i>The tutor continues in {_text(where)}.</i></div>"
+            text += f"<div><i>{_text(self.s['continues_in'].format(where=where))}</i></div>"
         receipt = _html(text, "dt-quiz-receipt", math=True)
         self.children = (receipt,)
 
@@ -199,31 +212,34 @@ class QuizCard(widgets.VBox):  # type: ignore[misc]
         self.children = (_html(f"<i>{_text(words)}</i>", "dt-quiz-receipt"),)
 
 
-def _given_text(value: Any, question: Mapping[str, Any]) -> str:
+def _given_text(value: Any, question: Mapping[str, Any], s: Texts) -> str:
     if isinstance(value, list):
         labels = {str(o.get("id")): str(o.get("label")) for o in question.get("options") or []}
-        return ", ".join(labels.get(str(v), str(v)) for v in value) or "(nothing chosen)"
-    return str(value) if str(value).strip() else "(no answer)"
+        return ", ".join(labels.get(str(v), str(v)) for v in value) or s["nothing_chosen"]
+    return str(value) if str(value).strip() else s["no_answer"]
 
 
-def receipt_html(body: Mapping[str, Any], result: QuizOutcome) -> str:
+def receipt_html(body: Mapping[str, Any], result: QuizOutcome, language: str = "en") -> str:
+    s = Texts("quiz", language)
+    title = str(body.get("title") or "")
     if result.cancelled:
-        words = "timed out" if result.reason == "timeout" else "was closed"
-        return f"<i>Quiz {_text(body.get('title', ''))}: this quiz {words}.</i>"
+        words = s["timed_out" if result.reason == "timeout" else "was_closed"]
+        return f"<i>{_text(words.format(title=title))}</i>"
     questions = {str(q.get("id")): q for q in body.get("questions") or []}
-    score = result.score or 0.0
-    parts = [f"<b>Quiz: {_text(body.get('title', ''))} · score {score:.0%}</b>"]
+    score = s["score"].format(score=f"{result.score or 0.0:.0%}")
+    parts = [f"<b>{_text(s['quiz'].format(title=title))} · {score}</b>"]
     for item in result.results:
         q = questions.get(item.id, {})
         blank = not item.answered
         mark = _BLANK if blank else _RIGHT if item.correct else _WRONG
-        given = "(not answered)" if blank else _given_text(item.given, q)
+        given = s["not_answered"] if blank else _given_text(item.given, q, s)
         code = q.get("kind") == "code" and not blank
         shown = f"<pre>{html.escape(given)}</pre>" if code else f"<i>{_text(given)}</i>"
-        tutor = f' <span style="{_SMALL}">({TUTOR_GRADED})</span>' if item.graded_by else ""
+        by = s["graded_by_tutor"]
+        tutor = f' <span style="{_SMALL}">({by})</span>' if item.graded_by else ""
         parts.append(
             f'<div class="dt-quiz-result" style="margin:6px 0">{mark} {_text(q.get("prompt", ""))}'
-            f"{tutor}<br>Your answer: {shown}<br>"
+            f"{tutor}<br>{s['your_answer']} {shown}<br>"
             f'<span style="{_SMALL}">{_text(item.feedback)}</span></div>'
         )
     return "".join(parts)
@@ -231,6 +247,7 @@ def receipt_html(body: Mapping[str, Any], result: QuizOutcome) -> str:
 
 def receipt_markdown(body: Mapping[str, Any], result: QuizOutcome) -> str:
     """The receipt as Markdown, for the saved notebook where widgets no longer render."""
+    s = Texts("quiz", "en")
     title = str(body.get("title") or "Quiz")
     if result.cancelled:
         return f"**Quiz: {title}**: not submitted."
@@ -241,8 +258,8 @@ def receipt_markdown(body: Mapping[str, Any], result: QuizOutcome) -> str:
         # Words beside marks every font has: emoji showed as empty boxes without an emoji font.
         blank = not item.answered
         mark = "– **not answered**" if blank else "✓ **right**" if item.correct else "✗ **wrong**"
-        tutor = f" _({TUTOR_GRADED})_" if item.graded_by else ""
-        given = "(not answered)" if blank else _given_text(item.given, q)
+        tutor = f" _({s['graded_by_tutor']})_" if item.graded_by else ""
+        given = "(not answered)" if blank else _given_text(item.given, q, s)
         if q.get("kind") == "code" and not blank:  # the learner's own code, as they wrote it
             lines.append(f"- {mark} {q.get('prompt', '')}{tutor} — your answer:")
             fence = "~~~~" if "~~~" in given else "~~~"
