@@ -194,7 +194,7 @@ class KernelDriver:
         return "\n".join(
             str(self.widgets[cid].get("value", ""))
             for cid in [comm_id, *self.descendants(comm_id)]
-            if self.widgets[cid].get("_model_name") == "HTMLModel"
+            if self.widgets[cid].get("_model_name") in ("HTMLModel", "HTMLMathModel")
         )
 
     def titles_in(self, comm_id: str) -> list[str]:

@@ -62,7 +62,7 @@ def shown(card: AskUserCard) -> list[Any]:
 def text_of(card: AskUserCard) -> str:
     parts = []
     for w in walk(card):
-        if isinstance(w, widgets.HTML):
+        if isinstance(w, (widgets.HTML, widgets.HTMLMath)):
             parts.append(w.value)
         elif isinstance(w, widgets.RadioButtons):
             parts.extend(w._options_labels)
@@ -337,12 +337,29 @@ def test_model_strings_are_escaped_in_html() -> None:
     evil = "<script>alert(1)</script>"
     options = [{"id": "x", "label": evil, "description": evil}]
     card, _ = make("single", title=evil, description=evil, options=options)
-    html_values = [w.value for w in walk(card) if isinstance(w, widgets.HTML)]
+    html_values = [w.value for w in walk(card) if isinstance(w, (widgets.HTML, widgets.HTMLMath))]
     assert all("<script>" not in value for value in html_values)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in card.title.value
     # Control labels are plain text in the browser, so they keep the raw characters.
     assert card.controls["choice"].options[0][0] == f"{evil} — {evil}"
     assert not any(getattr(w, "description_allow_html", False) for w in walk(card) if w is not card)
+
+
+def test_code_and_latex_in_descriptions_are_typeset_not_shown_raw() -> None:
+    options = [
+        {"id": "eig", "label": "Eigen", "description": "call `np.linalg.eig` on $A$"},
+        {"id": "plain", "label": "Plain", "description": "by hand"},
+    ]
+    card, _ = make("single", description="Solve $Av = \\lambda v$ with `numpy`", options=options)
+    # A plain-text radio label would show the backticks and dollars: the label keeps the name.
+    assert [label for label, _ in card.controls["choice"].options] == ["Eigen", "Plain — by hand"]
+    notes = with_class(card, "dt-ask-notes")
+    assert len(notes) == 1 and isinstance(notes[0], widgets.HTMLMath)
+    assert "<b>Eigen</b> — call <code>np.linalg.eig</code> on $A$" in notes[0].value
+    assert "Plain" not in notes[0].value  # said in its own label already
+    described = with_class(card, "dt-ask-description")
+    assert isinstance(described[0], widgets.HTMLMath)
+    assert "$Av = \\lambda v$ with <code>numpy</code>" in described[0].value
 
 
 # cancel and double submission ------------------------------------------------------------------

@@ -154,6 +154,16 @@ def test_the_card_and_its_receipt_speak_the_learners_language():
     assert "score" not in text and "Your answer" not in text
 
 
+def test_code_and_latex_in_prompts_render():
+    quiz = json.loads(json.dumps(ISSUE_EXAMPLE))
+    quiz["questions"][0]["prompt"] = "What does `len(x)` give for $x = [1, 2]$?"
+    b = {"id": "q", "session_id": "s", **public_view(MakeQuizArgs.model_validate(quiz))}
+    card = QuizCard(b)
+    prompt = card.children[1].children[0]
+    assert isinstance(prompt, widgets.HTMLMath)
+    assert "<code>len(x)</code> give for $x = [1, 2]$?" in prompt.value
+
+
 def test_multiple_answers_use_checkboxes():
     quiz = json.loads(json.dumps(ISSUE_EXAMPLE))
     quiz["questions"][0]["answer"] = ["a", "b"]

@@ -10,9 +10,11 @@ methods, so one card never sends two answers. The click handler may run on a ker
 thread (docs/architecture.md, "Kernel facts"): ``on_submit`` must hand its work to the loop with
 ``call_soon_threadsafe``.
 
-Model text reaches the browser two ways: through ``HTML`` widgets, where it is escaped, and
-through control labels (radio options, checkbox and button descriptions), which the frontend
-renders as plain text (``description_allow_html`` stays False), so it is not escaped twice.
+Model text reaches the browser two ways: through ``HTMLMath`` widgets, where it is escaped and
+its code spans and LaTeX render (widgets/inline.py), and through control labels (radio options,
+checkbox and button descriptions), which the frontend renders as plain text
+(``description_allow_html`` stays False), so it is not escaped twice. An option description with
+code or LaTeX therefore leaves the label and is shown typeset under the options.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from pydantic import ValidationError
 from deeptutor_jupyter.interaction.answers import is_number
 from deeptutor_jupyter.interaction.schema import CHOICE_MODES, AskOption, AskUserPayload
 from deeptutor_jupyter.kernel.i18n import text
+from deeptutor_jupyter.kernel.widgets.inline import inline_html, is_rich
 from deeptutor_jupyter.redact import clean
 
 
@@ -56,10 +59,11 @@ def local_time(epoch: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", moment) + " " + zone
 
 
-def _html(value: str, *classes: str) -> widgets.HTML:
+def _html(value: str, *classes: str, math: bool = False) -> widgets.HTML:
     # Every text of the card passes here; a receipt repeats the learner's typed answer, and a
     # key typed into it must not stay in the widget state a notebook saves (redact.py).
-    w = widgets.HTML(clean(value))
+    value = clean(value)
+    w = widgets.HTMLMath(value) if math else widgets.HTML(value)
     for name in classes:
         w.add_class(name)
     return w
@@ -168,7 +172,7 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
         self.state = "open"
         self.controls: dict[str, Any] = {}
 
-        self.title = _html(f"<b>{html.escape(question.title)}</b>", "dt-ask-title")
+        self.title = _html(f"<b>{inline_html(question.title)}</b>", "dt-ask-title", math=True)
         self.hint = _html("", "dt-ask-hint")
         self.error = _html("", "dt-ask-error")
         submit_label = question.submit_label or self._s("submit")
@@ -206,7 +210,7 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
         description = self.question.description
         if description:
             parts.append(
-                _html(f'<div style="white-space:pre-wrap">{html.escape(description)}</div>')
+                _html(f"<div>{inline_html(description)}</div>", "dt-ask-description", math=True)
             )
         if self.question.expires_at > 0:
             parts.append(
@@ -306,15 +310,20 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
         the label itself rather than in a list detached from its option.
         """
         label = f"{option.label}  {self._s('recommended')}" if option.recommended else option.label
-        return f"{label} — {option.description}" if option.description else label
+        plain = option.description and not is_rich(option.description)
+        return f"{label} — {option.description}" if plain else label
 
-    def _descriptions(self) -> list[widgets.Widget]:
+    def _descriptions(self, every: bool = False) -> list[widgets.Widget]:
+        """Descriptions typeset under the options: all of them (toggles), or those with code or
+        LaTeX, which a plain-text label would show raw."""
         lines = [
-            f"<div><b>{html.escape(o.label)}</b> — {html.escape(o.description)}</div>"
+            f"<div><b>{inline_html(o.label)}</b> — {inline_html(o.description)}</div>"
             for o in self.options
-            if o.description
+            if o.description and (every or is_rich(o.description) or is_rich(o.label))
         ]
-        return [_html(f'<div style="{_SMALL}">{"".join(lines)}</div>')] if lines else []
+        if not lines:
+            return []
+        return [_html(f'<div style="{_SMALL}">{"".join(lines)}</div>', "dt-ask-notes", math=True)]
 
     def _single(self) -> list[widgets.Widget]:
         # The frontend finds a radio input by its label, so two equal labels would share one.
@@ -327,7 +336,7 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
         choice = widgets.RadioButtons(options=labels, value=None, layout=_fit())
         choice.add_class("dt-ask-options")
         self.controls["choice"] = choice
-        return [choice]
+        return [choice, *self._descriptions()]
 
     def _multiple(self) -> list[widgets.Widget]:
         checks: dict[str, widgets.Checkbox] = {}
@@ -339,7 +348,7 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
         self.controls["checks"] = checks
         column = widgets.VBox(list(checks.values()), layout=_fit())
         column.add_class("dt-ask-options")
-        return [column]
+        return [column, *self._descriptions()]
 
     def _toggles(self) -> list[widgets.Widget]:
         toggles: dict[str, widgets.ToggleButton] = {}
@@ -353,7 +362,7 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
             toggles[o.id] = button
         self.controls["toggles"] = toggles
         row = widgets.HBox(list(toggles.values()), layout={"flex_flow": "row wrap"})
-        return [row, *self._descriptions()]
+        return [row, *self._descriptions(every=True)]
 
     @staticmethod
     def _on_toggle(change: Mapping[str, Any]) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from deeptutor_jupyter.kernel.i18n import Texts
+from deeptutor_jupyter.kernel.widgets.inline import inline_html
 from deeptutor_jupyter.learning.quiz import QuizOutcome
 from deeptutor_jupyter.redact import clean
 
@@ -108,7 +109,7 @@ class QuizCard(widgets.VBox):  # type: ignore[misc]
     def _question(self, number: int, q: Mapping[str, Any]) -> widgets.VBox:
         qid, kind = str(q.get("id")), str(q.get("kind"))
         prompt = _html(
-            f"<b>{number}.</b> {_text(q.get('prompt', ''))}", "dt-quiz-prompt", math=True
+            f"<b>{number}.</b> {inline_html(str(q.get('prompt', '')))}", "dt-quiz-prompt", math=True
         )
         control: Any
         if kind == "choice":
@@ -237,10 +238,11 @@ def receipt_html(body: Mapping[str, Any], result: QuizOutcome, language: str = "
         shown = f"<pre>{html.escape(given)}</pre>" if code else f"<i>{_text(given)}</i>"
         by = s["graded_by_tutor"]
         tutor = f' <span style="{_SMALL}">({by})</span>' if item.graded_by else ""
+        prompt = inline_html(str(q.get("prompt", "")))
         parts.append(
-            f'<div class="dt-quiz-result" style="margin:6px 0">{mark} {_text(q.get("prompt", ""))}'
+            f'<div class="dt-quiz-result" style="margin:6px 0">{mark} {prompt}'
             f"{tutor}<br>{s['your_answer']} {shown}<br>"
-            f'<span style="{_SMALL}">{_text(item.feedback)}</span></div>'
+            f'<span style="{_SMALL}">{inline_html(item.feedback)}</span></div>'
         )
     return "".join(parts)
 
