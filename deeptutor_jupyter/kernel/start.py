@@ -254,7 +254,7 @@ def show_setup(
             with below:  # the turn's view shows under the card, in this cell
                 retry(now)
 
-    card = SetupCard(resolved, on_saved=saved)
+    card = SetupCard(resolved, on_saved=saved, reruns=retry is not None)
     box = widgets.VBox([card, below]) if retry is not None else card
     if retry is not None:
         display(widget_bundle(box, card.fallback_markdown()), raw=True)  # type: ignore[no-untyped-call]

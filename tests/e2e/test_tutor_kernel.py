@@ -306,5 +306,7 @@ def test_the_question_that_waited_for_a_model_runs_once_the_setup_card_is_saved(
             asked = server.requests[0].body["messages"]
             assert asked[-1] == {"role": "user", "content": "What is 2+2?"}
             k.wait_for(lambda: "Four, from the model" in json.dumps(list(k.widgets.values())))
+            said = json.dumps(list(k.widgets.values()))
+            assert "Your question runs now, below." in said and "cell again" not in said
         finally:
             k.shutdown()

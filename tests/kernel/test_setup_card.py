@@ -77,7 +77,8 @@ def test_save_writes_private_settings_and_clears_the_key(home: Path) -> None:
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert card.api_key.value == ""
     assert card.saved_path == path
-    assert f"Saved to {path}. Run your %tutor cell again." in card.status.value
+    assert f"Saved to {path}. Nothing else is needed" in card.status.value
+    assert card.status.value.endswith("Run your %tutor cell again.</span>")
     assert SECRET_BODY not in all_state(card)
     resolved = resolve_settings(environ={"DEEPTUTOR_HOME": str(home)})
     assert resolved.ready
@@ -201,6 +202,21 @@ def test_on_saved_callback(home: Path) -> None:
     card.provider.value = "ollama"
     card.save_button.click()
     assert seen == [home / "settings.toml"]
+
+
+def test_a_card_that_runs_the_question_itself_does_not_ask_to_run_the_cell_again(
+    home: Path,
+) -> None:
+    environ = {"DEEPTUTOR_HOME": str(home)}
+    card = SetupCard(resolve_settings(environ=environ), environ=environ, reruns=True)
+    card.provider.value = "openai"
+    card.save_button.click()  # no key yet: nothing runs, nothing promised
+    assert "Still needed" in card.header.value and "below" not in card.status.value
+    assert "cell again" not in card.status.value
+    card.api_key.value = SECRET
+    card.save_button.click()
+    assert "Your question runs now, below." in card.status.value
+    assert "cell again" not in card.status.value
 
 
 def test_chinese_strings(home: Path) -> None:

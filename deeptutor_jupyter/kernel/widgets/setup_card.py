@@ -77,6 +77,7 @@ class SetupCard(TextFallback, widgets.VBox):  # type: ignore[misc]
         home: Path | None = None,
         environ: Mapping[str, str] | None = None,
         on_saved: Callable[[Path], None] | None = None,
+        reruns: bool = False,
         **kwargs: Any,
     ) -> None:
         self._environ = os.environ if environ is None else environ
@@ -84,6 +85,9 @@ class SetupCard(TextFallback, widgets.VBox):  # type: ignore[misc]
         self.language = language or resolved.settings.language
         self.home = Path(home) if home is not None else resolved.settings.home
         self.on_saved = on_saved
+        # True when a Save that leaves nothing missing runs the waiting question itself
+        # (kernel/start.py show_setup): then "run your cell again" would be wrong.
+        self.reruns = reruns
         self.saved_path: Path | None = None
         s = self._strings
 
@@ -254,7 +258,10 @@ class SetupCard(TextFallback, widgets.VBox):  # type: ignore[misc]
         environ = {**self._environ, "DEEPTUTOR_HOME": str(self.home)}
         self.missing = resolve_settings(environ=environ).missing()
         self.header.value = self._header_html(self.missing)
-        self._say(s["saved"].format(path=path) + ("" if self.missing else " " + s["all_set"]))
+        said = s["saved"].format(path=path)
+        if not self.missing:
+            said += " " + s["all_set"] + " " + s["running_below" if self.reruns else "run_again"]
+        self._say(said)
         if self.on_saved is not None:
             self.on_saved(path)
 
