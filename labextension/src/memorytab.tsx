@@ -22,6 +22,7 @@ import {
 } from './dataapi';
 import { askDeleteReason, confirmDanger } from './dialogs';
 import { __ } from './i18n';
+import { docTitle } from './memorynames';
 import { diffRows, provenance } from './knowledge';
 import { reasonText } from './errors';
 
@@ -203,7 +204,8 @@ function MemoryDocView(props: {
   const [preview, setPreview] = React.useState<ConsolidationPreview | null>(null);
   const [stale, setStale] = React.useState(false);
   const [notice, setNotice] = React.useState('');
-  const name = `${doc.layer}/${doc.key}.md`;
+  const file = `${doc.layer}/${doc.key}.md`;
+  const name = docTitle(doc.layer, doc.key);
   const entries = doc.entries ?? [];
   const consolidable = !(doc.layer === 'L3' && doc.key === 'preferences');
 
@@ -289,7 +291,7 @@ function MemoryDocView(props: {
   return (
     <details
       className="jp-DeepTutorMemory-doc"
-      data-doc={name}
+      data-doc={file}
       open={!doc.empty || editing !== null || preview !== null}
     >
       <summary>

@@ -80,8 +80,8 @@ def test_memory_keeps_itself_current_and_the_workbench_says_so(tmp_path: Path):
             [status] = k.with_class("dt-memory-auto-status")
             text = k.widgets[status]["value"]
             assert "Last ran" in text and "openai-compatible/fake-model" in text
-            assert "L2/notebook.md read 2 traces, 1 op applied" in text
-            assert "L3/profile.md read 2 traces, 1 op applied" in text
+            assert "Notes from notebooks read 2 traces, 1 op applied" in text
+            assert "About you read 2 traces, 1 op applied" in text
             [box] = k.with_class("dt-memory-auto")
             assert k.widgets[box]["value"] is True
 
@@ -125,7 +125,7 @@ def test_a_failed_run_shows_in_the_workbench_not_in_the_cell(tmp_path: Path):
             k.execute("%tutor memory")
             [status] = k.with_class("dt-memory-auto-status")
             text = k.widgets[status]["value"]
-            assert "L2/notebook.md failed" in text and "not JSON" in text
+            assert "Notes from notebooks failed" in text and "not JSON" in text
             assert "retried" in text
             assert (tmp_path / "home" / "memory" / "L2" / "notebook.md").exists() is False
         finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -112,8 +113,8 @@ def test_picker_lists_l3_then_existing_l2_documents_with_counts(store: MemorySto
         ("L2", "chat"),
     ]
     labels = dict((value, label) for label, value in bench.picker.options)
-    assert labels[("L3", "profile")] == "L3/profile.md · 2 entries"
-    assert labels[("L2", "chat")] == "L2/chat.md · 1 entry"
+    assert labels[("L3", "profile")] == "About you · 2 entries"
+    assert labels[("L2", "chat")] == "Notes from chats · 1 entry"
     assert with_class(bench, "dt-memory") == [bench]
     assert len(with_class(bench, "dt-memory-diff")) == 1
 
@@ -170,7 +171,7 @@ def test_edit_through_the_row_writes_a_validated_edit(store: MemoryStore) -> Non
     target.save_button.click()
     text = store.read_text("L3", "profile")
     assert f"- Studies multivariable calculus [^1] <!--m_{target.entry.id}-->" in text
-    assert "Saved L3/profile.md." in bench.status.value
+    assert "Saved About you." in bench.status.value
     assert "Studies multivariable calculus" in markdown_of(bench)
 
 
@@ -221,7 +222,7 @@ def test_delete_needs_a_reason_and_is_logged(store: MemoryStore) -> None:
     assert log[0]["entry_id"] == f"m_{target.entry.id}" and log[0]["reason"] == "stale"
     assert log[0]["document"] == "L3/profile.md"
     assert [r.entry.text for r in bench.entry_rows] == [HOSTILE]
-    assert bench.picker.label == "L3/profile.md · 1 entry"
+    assert bench.picker.label == "About you · 1 entry"
 
 
 def test_raw_overwrite_saves_canonical_text(store: MemoryStore) -> None:
@@ -235,7 +236,7 @@ def test_raw_overwrite_saves_canonical_text(store: MemoryStore) -> None:
     bench.raw_save.click()
     text = store.read_text("L2", "chat")
     assert "- Derivatives [^1] <!--m_" in text and "- Integrals <!--m_h" in text
-    assert "Saved L2/chat.md." in bench.status.value
+    assert "Saved Notes from chats." in bench.status.value
     assert [r.entry.text for r in bench.entry_rows] == ["Derivatives", "Integrals"]
 
 
@@ -280,7 +281,7 @@ async def test_merge_previews_a_diff_then_applies_without_a_model(store: MemoryS
     ]
     log = (store.root / "deletions.jsonl").read_text()
     assert '"reason": "superseded"' in log
-    assert "Applied 2 ops to L2/chat.md." in bench.consolidation_status.value
+    assert "Applied 2 ops to Notes from chats." in bench.consolidation_status.value
     assert bench.diff.value == "" and bench.apply_button.disabled
 
 
@@ -509,7 +510,7 @@ async def test_the_diff_hides_entry_ids_and_apply_keeps_the_previewed_id(
     bench.apply_button.click()
     applied = next(e for _, e in store.read("L3", "profile").entries() if "Irrational" in e.text)
     assert f"m_{applied.id}" == previewed
-    assert "Applied 1 op to L3/profile.md." in bench.consolidation_status.value
+    assert "Applied 1 op to About you." in bench.consolidation_status.value
 
 
 # background consolidation: status and switch --------------------------------------------
@@ -522,10 +523,27 @@ def settings_of(home: Path, **env: str):  # type: ignore[no-untyped-def]
     return lambda: resolve_settings(environ=environ)
 
 
+def test_documents_and_settings_are_named_in_words_not_layers(store: MemoryStore):
+    from deeptutor_jupyter.kernel.widgets.memory_workbench import doc_title
+
+    assert [doc_title(("L3", k)) for k in ("recent", "profile", "scope", "preferences")] == [
+        "Recent work",
+        "About you",
+        "What you are studying",
+        "Your preferences",
+    ]
+    assert doc_title("L2/quiz.md", "zh") == "测验笔记" and doc_title(("L2", "lab")) == "Notes: lab"
+    wb = MemoryWorkbench(store, settings=settings_of(store.home))
+    shown = [wb.auto_toggle.description, wb.auto_status.value, wb.fallback_markdown()]
+    shown += [label for label, _ in wb.picker.options]
+    assert not [text for text in shown if re.search(r"\bL[23]\b", text)]
+
+
 def test_the_workbench_says_background_consolidation_has_not_run_yet(store: MemoryStore):
     wb = MemoryWorkbench(store, settings=settings_of(store.home))
     assert wb.auto_toggle.value is True
-    assert "after every 5 new traces" in wb.auto_toggle.description
+    assert wb.auto_toggle.description == "Update the tutor's notes after every 5 new turns"
+    assert wb.auto_toggle.layout.width == "auto"  # the default 300px cut the label off
     assert "has not run yet" in wb.auto_status.value and "ollama/" in wb.auto_status.value
     assert "Background consolidation: on." in wb.fallback_markdown()
 
@@ -539,14 +557,14 @@ def test_the_workbench_shows_the_last_run_and_a_failure_in_red(store: MemoryStor
     wb = MemoryWorkbench(store, settings=settings_of(store.home))
     text = wb.auto_status.value
     assert "Last ran 2023-11-1" in text and "ollama/llama3.1" in text
-    assert "L2/chat.md read 2 traces, 1 op applied" in text
+    assert "Notes from chats read 2 traces, 1 op applied" in text
     assert memory_workbench._ERROR not in text
 
     bad = DocumentRun("L3/profile.md", "failed", error="ProviderError: <b>429</b>", unseen=5)
     log.append(RunRecord(at=DAY + 60, trigger="auto", model="ollama/llama3.1", documents=[bad]))
     wb.refresh()
     text = wb.auto_status.value
-    assert "L3/profile.md failed (ProviderError: &lt;b&gt;429&lt;/b&gt;)" in text
+    assert "About you failed (ProviderError: &lt;b&gt;429&lt;/b&gt;)" in text
     assert "retried" in text and memory_workbench._ERROR in text
 
 

@@ -138,7 +138,7 @@ def test_memory_entries_and_documents_are_deleted_after_a_confirmation(
 
         quiz = memory_doc(page, "L2/quiz.md")
         quiz.locator("button", has_text="Delete document").click()
-        page.locator(".jp-Dialog", has_text="Delete L2/quiz.md?").locator(
+        page.locator(".jp-Dialog", has_text="Delete Notes from quizzes?").locator(
             "button", has_text="Delete"
         ).click()
         quiz.wait_for(state="detached")
@@ -191,7 +191,7 @@ def test_a_consolidation_is_previewed_then_applied_exactly(
     assert forgotten == ["Forgotten (stale): Prefers short answers."]
     assert "t_2 Can you go slower with proofs?" in shown
     assert calls == 1 and len(fake_llm.requests) == 1  # Apply did not ask the model again
-    assert notice == "Applied 2 changes to L3/profile.md."
+    assert notice == "Applied 2 changes to About you."
     text = memory.read_text("L3", "profile")
     assert "Wants proofs step by step." in text and "Prefers short answers." not in text
     assert entries == ["Likes worked examples.", "Wants proofs step by step."]

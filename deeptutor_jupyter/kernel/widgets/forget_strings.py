@@ -7,8 +7,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "title": "Forget everything the tutor remembers",
         "what": (
             "This deletes {turns} remembered turns in {files} trace files and {documents} "
-            "documents (L2 and L3, your preferences included), the consolidation state and "
-            "the deletion log. It cannot be undone."
+            "documents (the tutor's notes and what it knows about you, your preferences "
+            "included), the consolidation state and the deletion log. It cannot be undone."
         ),
         "notebooks": (
             "Saved notebooks keep their trace bundles; remove them with "
@@ -26,7 +26,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "title": "清除导师记住的一切",
         "what": (
             "将删除 {files} 个记录文件中的 {turns} 轮对话记录、{documents} 个文档"
-            "（L2 与 L3，包括你的偏好设置）、整理状态和删除日志。此操作无法撤销。"
+            "（导师的笔记和它对你的了解，包括你的偏好设置）、整理状态和删除日志。此操作无法撤销。"
         ),
         "notebooks": "已保存的笔记本仍保留其中的记录；可用 deeptutor-jupyter scrub NOTEBOOK 删除。",
         "confirm": "我明白这会删除导师关于我的全部记忆",

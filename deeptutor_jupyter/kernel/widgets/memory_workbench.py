@@ -73,6 +73,16 @@ def doc_name(key: DocKey) -> str:
     return f"{key[0]}/{key[1]}.md"
 
 
+def doc_title(key: DocKey | str, language: str = "en") -> str:
+    """A document in a learner's words ("About you", "Notes from quizzes"), not its file name
+    ("L3/profile.md"); the panel's memory tab uses the same words (memorynames.ts)."""
+    path = key if isinstance(key, str) else doc_name(key)
+    layer, _, name = path.removesuffix(".md").partition("/")
+    s = Texts("memory", language)
+    found = s[f"doc_{layer}_{name}"]
+    return s["doc_other"].format(name=name or layer) if found.startswith("doc_") else found
+
+
 def document_keys(store: MemoryStore) -> list[DocKey]:
     """The four L3 documents, then every L2 surface that has a document on disk."""
     l2 = store.path("L2", "chat").parent
@@ -201,14 +211,15 @@ def background_summary(
         return s["auto_no_model"].format(when=when, reason=last.error), True
     parts = []
     for doc in last.documents:
+        title = doc_title(doc.document, language)
         if doc.status == "failed":
-            parts.append(s["auto_doc_failed"].format(doc=doc.document, reason=doc.error))
+            parts.append(s["auto_doc_failed"].format(doc=title, reason=doc.error))
         elif doc.status == "busy":
-            parts.append(s["auto_doc_busy"].format(doc=doc.document))
+            parts.append(s["auto_doc_busy"].format(doc=title))
         else:
             traces = _counted(len(doc.consumed), s["trace"], s["traces"])
             ops = _counted(len(doc.ops), s["op"], s["ops"])
-            parts.append(s["auto_doc_done"].format(doc=doc.document, traces=traces, ops=ops))
+            parts.append(s["auto_doc_done"].format(doc=title, traces=traces, ops=ops))
     what = "; ".join(parts)
     return s["auto_last"].format(when=when, model=last.model or model, what=what), last.failed
 
@@ -365,7 +376,10 @@ class MemoryWorkbench(TextFallback, widgets.VBox):  # type: ignore[misc]
                 self.rejected,
             ]
         )
-        self.auto_toggle = widgets.Checkbox(value=False, indent=False)
+        # A checkbox is 300px wide by default and cuts its label off with an ellipsis.
+        self.auto_toggle = widgets.Checkbox(
+            value=False, indent=False, layout=widgets.Layout(width="auto", max_width="100%")
+        )
         self.auto_toggle.add_class("dt-memory-auto")
         self.auto_status = widgets.HTML()
         self.auto_status.add_class("dt-memory-auto-status")
@@ -404,7 +418,7 @@ class MemoryWorkbench(TextFallback, widgets.VBox):  # type: ignore[misc]
 
     def _choice_label(self, key: DocKey) -> str:
         count = self._count(len(self.store.read(*key).entries()), "entry", "entries_word")
-        return self._s["entries"].format(name=doc_name(key), count=count)
+        return self._s["entries"].format(name=doc_title(key, self.language), count=count)
 
     def _count(self, n: int, one: str, many: str) -> str:
         """``1 entry``, ``2 entries`` (the strings table has both forms per language)."""
@@ -505,7 +519,7 @@ class MemoryWorkbench(TextFallback, widgets.VBox):  # type: ignore[misc]
         if result.rejected:
             # An edit must keep a citation; a hand-added line has none to keep.
             return self._s["edit_in_raw"] if not entry.refs else result.rejected[0][1]
-        self._after_write(self._s["saved"].format(name=doc_name(self.selected)))
+        self._after_write(self._s["saved"].format(name=doc_title(self.selected, self.language)))
         return ""
 
     def _delete_entry(self, entry: Entry, reason: str) -> str:
@@ -513,7 +527,7 @@ class MemoryWorkbench(TextFallback, widgets.VBox):  # type: ignore[misc]
             self.store.delete_entry(*self.selected, f"m_{entry.id}", cast(DeleteReason, reason))
         except KeyError as exc:
             return str(exc.args[0]) if exc.args else str(exc)
-        name = doc_name(self.selected)
+        name = doc_title(self.selected, self.language)
         self._after_write(self._s["deleted"].format(id=entry.id, reason=reason, name=name))
         return ""
 
@@ -530,7 +544,7 @@ class MemoryWorkbench(TextFallback, widgets.VBox):  # type: ignore[misc]
             title = html.escape(self._s["raw_invalid"])
             self.status.value = f'<div style="{_ERROR}">{title}<ul>{items}</ul></div>'
             return
-        self._after_write(self._s["saved"].format(name=doc_name(self.selected)))
+        self._after_write(self._s["saved"].format(name=doc_title(self.selected, self.language)))
 
     def _after_write(self, message: str) -> None:
         self._clear_preview()
@@ -646,7 +660,7 @@ class MemoryWorkbench(TextFallback, widgets.VBox):  # type: ignore[misc]
             return self._say_run(self._s["busy"], error=True)
         self._clear_preview()
         self.refresh()
-        name = doc_name(preview.key)
+        name = doc_title(preview.key, self.language)
         ops = self._count(len(applied.valid), "op", "ops")
         self._say_run(self._s["applied"].format(ops=ops, name=name))
         self.rejected.value = rejected_html(self._s["apply_rejected"], applied.rejected)

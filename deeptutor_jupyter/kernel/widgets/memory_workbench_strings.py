@@ -64,15 +64,24 @@ TEXTS: dict[str, dict[str, str]] = {
         "applied": "Applied {ops} to {name}.",
         "apply_rejected": "Rejected while applying:",
         "auto_title": "Background consolidation",
-        "auto_toggle": "Update L2 and L3/profile after every {every} new traces",
+        "auto_toggle": "Update the tutor's notes after every {every} new turns",
         "auto_off": (
-            "Off: L2 and L3/profile change only when you consolidate here. "
-            "Tick the box to keep them current after your turns."
+            "Off: the tutor's notes and what it knows about you change only when you "
+            "consolidate here. Tick the box to keep them current after your turns."
         ),
         "auto_never": (
-            "On: after every {every} new traces the tutor updates L2 and L3/profile with "
-            "{model}, in the background. It has not run yet."
+            "On: after every {every} new turns the tutor updates its notes and what it knows "
+            "about you with {model}, in the background. It has not run yet."
         ),
+        "doc_L3_recent": "Recent work",
+        "doc_L3_profile": "About you",
+        "doc_L3_scope": "What you are studying",
+        "doc_L3_preferences": "Your preferences",
+        "doc_L2_chat": "Notes from chats",
+        "doc_L2_notebook": "Notes from notebooks",
+        "doc_L2_quiz": "Notes from quizzes",
+        "doc_L2_kb": "Notes from the knowledge base",
+        "doc_other": "Notes: {name}",
         "auto_last": "Last ran {when} with {model}: {what}.",
         "auto_no_model": (
             "Last tried {when}: {reason}. Nothing was lost; the traces wait for the next run."
@@ -145,14 +154,24 @@ TEXTS: dict[str, dict[str, str]] = {
         "applied": "已对 {name} 应用 {ops}。",
         "apply_rejected": "应用时被拒绝：",
         "auto_title": "后台整理",
-        "auto_toggle": "每积累 {every} 条新记录，自动更新 L2 和 L3/profile",
+        "auto_toggle": "每 {every} 轮新对话后更新导师的笔记",
         "auto_off": (
-            "已关闭：L2 和 L3/profile 只在你于此处整理时改变。勾选后将在对话之后自动保持更新。"
+            "已关闭：导师的笔记和它对你的了解只在你于此处整理时改变。"
+            "勾选后将在对话之后自动保持更新。"
         ),
         "auto_never": (
-            "已开启：每积累 {every} 条新记录，导师会在后台用 {model} 更新 L2 和 L3/profile。"
+            "已开启：每 {every} 轮新对话后，导师会在后台用 {model} 更新它的笔记和对你的了解。"
             "尚未运行过。"
         ),
+        "doc_L3_recent": "最近的学习",
+        "doc_L3_profile": "关于你",
+        "doc_L3_scope": "学习范围",
+        "doc_L3_preferences": "你的偏好",
+        "doc_L2_chat": "对话笔记",
+        "doc_L2_notebook": "笔记本笔记",
+        "doc_L2_quiz": "测验笔记",
+        "doc_L2_kb": "知识库笔记",
+        "doc_other": "笔记：{name}",
         "auto_last": "上次运行：{when}，模型 {model}：{what}。",
         "auto_no_model": (
             "上次尝试：{when}：{reason}。没有丢失任何内容；这些记录会在下次运行时处理。"
