@@ -115,3 +115,39 @@ def test_the_exercise_runs_and_the_tutor_gets_the_teachers_instructions(
     system = json.dumps(request["messages"][0])
     assert "Never write the solution of a cell tagged `exercise`" in system
     assert "difference between [x for x in xs if x > 0]" in request["messages"][-1]["content"]
+
+
+def test_lab_sh_opens_a_working_copy_and_never_the_tracked_notebook(tmp_path: Path) -> None:
+    """JupyterLab autosaves what it opens: scripts/lab.sh opens copies in my-notebooks/, made
+    once (the learner's edits stay), so the tracked notebooks/ never change. Run against a
+    scratch root whose setup.sh and jupyter only report (installing and serving is not the
+    point here)."""
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[2]
+    root = tmp_path / "repo"
+    (root / "scripts").mkdir(parents=True)
+    shutil.copy(repo / "scripts" / "lab.sh", root / "scripts" / "lab.sh")
+    shutil.copytree(repo / "notebooks", root / "notebooks")
+    (root / "scripts" / "setup.sh").write_text("#!/bin/sh\n")
+    (root / ".venv" / "bin").mkdir(parents=True)
+    (root / ".venv" / "bin" / "jupyter").write_text('#!/bin/sh\necho "$PWD" "$@"\n')
+    for stub in (root / "scripts" / "setup.sh", root / ".venv" / "bin" / "jupyter"):
+        stub.chmod(0o755)
+    tracked = (root / "notebooks" / "quickstart.ipynb").read_bytes()
+
+    def launch() -> list[str]:
+        done = subprocess.run(
+            ["bash", str(root / "scripts" / "lab.sh")], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    work = root / "my-notebooks"
+    assert launch()[:3] == [str(work), "lab", "quickstart.ipynb"]
+    assert (work / "quickstart.ipynb").read_bytes() == tracked
+    assert (work / "list-comprehensions" / "exercise.ipynb").is_file()
+    (work / "quickstart.ipynb").write_text("the learner's own work")  # autosave, or the learner
+    launch()
+    assert (work / "quickstart.ipynb").read_text() == "the learner's own work"
+    assert (root / "notebooks" / "quickstart.ipynb").read_bytes() == tracked
