@@ -5,6 +5,7 @@ JupyterLab serves is what the .po source generates (scripts/i18n_catalog.py --ch
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -118,5 +119,39 @@ def test_no_message_counts_with_an_s_in_brackets():
         if isinstance(node, ast.Constant)
         and isinstance(node.value, str)
         and re.search(r"[a-z]\(s\)", node.value.replace("http(s)", ""))
+    ]
+    assert found == []
+
+
+# Characters shown as emoji by default (Unicode Emoji_Presentation, the ranges the tutor could
+# use): without a colour-emoji font, as on a fresh Debian, they show as empty boxes.
+EMOJI = re.compile(
+    "[\U0001f000-\U0001faff\u231a\u231b\u23e9-\u23fa\u25fd\u25fe\u2614\u2615\u2648-\u2653"
+    "\u267f\u2693\u26a1\u26aa\u26ab\u26bd\u26be\u26c4\u26c5\u26ce\u26d4\u26ea\u26f2\u26f3"
+    "\u26f5\u26fa\u26fd\u2705\u270a\u270b\u2728\u274c\u274e\u2753-\u2755\u2757\u2795-\u2797"
+    "\u27b0\u27bf\u2b1b\u2b1c\u2b50\u2b55\ufe0f]"
+)
+
+
+def test_no_emoji_in_what_a_learner_reads():
+    """The kernel's outputs, the panel and its catalog use marks every font has (✓ ✗ ⚠ ▶ ★)."""
+    import ast
+
+    package = ROOT / "deeptutor_jupyter"
+    found = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in package.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and EMOJI.search(node.value)
+    ]
+    panel = [*(ROOT / "labextension" / "src").glob("*.ts*"), ROOT / PO]
+    found += [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in panel
+        if not path.name.endswith(".test.ts")
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if EMOJI.search(line)
     ]
     assert found == []

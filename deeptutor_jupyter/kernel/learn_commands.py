@@ -85,7 +85,7 @@ def teach(
     objective = current(path, masteries(learning.store))
     if objective is None:
         show_markdown(
-            f"🎓 Every objective of **{path.topic}** is mastered. `%tutor review` keeps it fresh."
+            f"Every objective of **{path.topic}** is mastered. `%tutor review` keeps it fresh."
         )
         return
     show_markdown(f"**Learning path:** {path.topic} · now: **{objective.title}**")

@@ -217,7 +217,7 @@ class TutorMagics(Magics):
             show_markdown(f"⚠ **Not started.** {exc}")
         finally:
             if notice := self.state.session.take_notice():
-                show_markdown(f"🔒 {notice}")
+                show_markdown(notice)
 
     def _dispatch(self, line: str, cell: str | None) -> None:
         from deeptutor_jupyter.kernel.display import show_markdown

@@ -47,7 +47,8 @@ def progress_markdown(
     else:
         lines += [f"**Learning path:** {path.topic}", "", "| | Objective | Mastery | Evidence |"]
         lines.append("|---|---|---|---|")
-        marks = {"mastered": "✅", "open": "▶", "locked": "🔒"}
+        # Marks every font has: emoji show as empty boxes without an emoji font.
+        marks = {"mastered": "✓", "open": "▶", "locked": "locked"}
         for objective, status in statuses(path, mastery):
             m = mastery.get(objective.id)
             shown = f"{m.p:.0%}" if m else "–"

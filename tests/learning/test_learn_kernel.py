@@ -109,8 +109,8 @@ def test_a_path_is_proposed_confirmed_taught_quizzed_and_reviewed(
     # 3. Progress: three right answers open the next objective.
     msg = kernel.execute("%tutor progress")
     text = markdown_of(kernel, msg)
-    assert "| ✅ | Square numbers |" in text and "| ▶ | Square roots |" in text
-    assert "| 🔒 | Cubes |" in text and "`%tutor learn` to work on *Square roots*" in text
+    assert "| ✓ | Square numbers |" in text and "| ▶ | Square roots |" in text
+    assert "| locked | Cubes |" in text and "`%tutor learn` to work on *Square roots*" in text
     # The chart is an output of its own: in one bundle with the table, only the table showed.
     shown = [m["content"]["data"] for m in kernel.outputs_of(msg) if "data" in m["content"]]
     charts = [d for d in shown if "image/png" in d or "image/svg+xml" in d]

@@ -142,7 +142,7 @@ def test_the_learning_notebook_walks_a_path_a_quiz_and_a_review(
     tool = [m for m in requests[1]["messages"] if m.get("tool_call_id") == "call_1"]
     assert json.loads(tool[0]["content"])["score"] == 1.0
     progress = out["%tutor progress"]
-    assert "| ✅ | Eigenvalues" in progress and "| ▶ | Eigenvectors" in progress
+    assert "| ✓ | Eigenvalues" in progress and "| ▶ | Eigenvectors" in progress
     assert "review 0.333 [True, False, False]" in out["review = await wait_for_quiz()"]
     # The review answered from code is saved graded, by the same door as its Submit (issue 20).
     review = out["%tutor review --all"]

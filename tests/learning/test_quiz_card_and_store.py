@@ -217,7 +217,7 @@ def test_paths_continue_across_notebooks_and_topics(tmp_path: Path):
 def test_progress_text_names_the_next_step():
     path = path_from_lines("Algebra", "Groups\nRings")
     text = progress_markdown(path, {"groups": Mastery(0.9, 4)}, [0, 2, 0], 0)
-    assert "| ✅ | Groups | 90% |" in text and "| ▶ | Rings | – |" in text
+    assert "| ✓ | Groups | 90% |" in text and "| ▶ | Rings | – |" in text
     assert "`%tutor learn` to work on *Rings*" in text and "2 in the next 7 days" in text
     assert "No learning path yet" in progress_markdown(None, {}, [], 0)
 

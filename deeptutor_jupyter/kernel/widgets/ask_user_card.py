@@ -513,7 +513,7 @@ class AskUserCard(widgets.VBox):  # type: ignore[misc]
         self._settle("cancelled", f"<b>{html.escape(self._s('cancelled'))}</b>{_small(when)}")
 
     def show_expired(self) -> None:
-        self._settle("expired", f"<div>⏱ {html.escape(self._s('expired'))}</div>")
+        self._settle("expired", f"<div>{html.escape(self._s('expired'))}</div>")
 
     def show_not_resumable(self) -> None:
         self._settle("not_resumable", f"<div>⚠ {html.escape(self._s('not_resumable'))}</div>")

@@ -33,7 +33,7 @@ class PathCard(widgets.VBox):  # type: ignore[misc]
         self.source = "learner"
         self.state = "planning"
         self.display_id: str | None = None  # saved, that output becomes the static path
-        self.title = widgets.HTML(f"<b>🧭 Learning path: {html.escape(topic)}</b>")
+        self.title = widgets.HTML(f"<b>Learning path: {html.escape(topic)}</b>")
         self.note = widgets.HTML("<i>Planning a path…</i>")
         self.lines = widgets.Textarea(
             placeholder="One objective per line, e.g.  Vectors: adding and scaling",
@@ -76,7 +76,7 @@ class PathCard(widgets.VBox):  # type: ignore[misc]
         self.state = "saved"
         items = "".join(f"<li>{html.escape(o.title)}</li>" for o in path.objectives)
         receipt = widgets.HTML(
-            f"<b>🧭 Learning path saved: {html.escape(self.topic)}</b><ol>{items}</ol>"
+            f"<b>Learning path saved: {html.escape(self.topic)}</b><ol>{items}</ol>"
             "Run <code>%tutor learn</code> to begin with "
             f"<b>{html.escape(path.objectives[0].title)}</b>. "
             "Each objective opens once quizzes show you master the one before."

@@ -179,7 +179,7 @@ class ToolCard(widgets.Accordion):  # type: ignore[misc]
         self.body = widgets.HTML(_args_html(arguments))
         super().__init__(children=[self.body], selected_index=None)
         self.add_class("dt-tool-card")
-        self.titles = (f"🔧 {name} · {t('running', language)}",)
+        self.titles = (f"{name} · {t('running', language)}",)
         self._arguments = arguments
 
     def finish(self, content: str, is_error: bool, summary: str) -> None:
@@ -361,7 +361,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
             self._reading_text = widgets.HTML()
             self._reading = widgets.Accordion(children=[self._reading_text], selected_index=None)
             self._reading.add_class("dt-explore")
-            self._reading.titles = (f"📎 {t('reading_attachments', self.language)}",)
+            self._reading.titles = (t("reading_attachments", self.language),)
             self.blocks.children = (*self.blocks.children, self._reading)
         match body:
             case Content(text=text):
@@ -369,7 +369,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
             case ToolCallStarted(name=name, arguments=arguments):
                 self._reading_parts.append(f"\n[{name} {arguments}]\n")
             case Notice(stage="end"):
-                self._reading.titles = (f"📎 {t('read_attachments', self.language)}",)
+                self._reading.titles = (t("read_attachments", self.language),)
         self._reading_text.value = _pre("".join(self._reading_parts))
 
     def show_sources(self, markdown: str) -> None:
@@ -530,7 +530,7 @@ def _notice(text: str) -> widgets.HTML:
 def _policy_badge(text: str) -> widgets.HTML:
     style = "display:inline-block;padding:1px 8px;border-radius:10px;font-size:85%;"
     style += "border:1px solid var(--jp-border-color1,#999)"
-    w = widgets.HTML(f'<span style="{style}">🎓 {html.escape(text)}</span>')
+    w = widgets.HTML(f'<span style="{style}">{html.escape(text)}</span>')
     w.add_class("dt-policy")
     return w
 
