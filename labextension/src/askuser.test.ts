@@ -8,6 +8,7 @@ import {
   receiptOf,
   showsCustomField,
   submitLabelOf,
+  submitsOnEnter,
   toInputRequest,
   toggleSelection
 } from './askuser';
@@ -174,5 +175,19 @@ describe('resumable and receipts', () => {
     );
     expect(receiptOf(req, { cancelled: true })).toMatch(/^Cancelled/);
     expect(receiptOf(req, { cancelled: true, reason: 'timeout' })).toMatch(/^Expired/);
+  });
+});
+
+describe('submitsOnEnter', () => {
+  const enter = { key: 'Enter', shiftKey: false, ctrlKey: false, metaKey: false };
+  it('submits a complete one-line answer on Enter', () => {
+    expect(submitsOnEnter(enter, null, false)).toBe(true);
+  });
+  it('not while incomplete, sending, composing, or with a modifier', () => {
+    expect(submitsOnEnter(enter, 'Type an answer.', false)).toBe(false);
+    expect(submitsOnEnter(enter, null, true)).toBe(false);
+    expect(submitsOnEnter({ ...enter, isComposing: true }, null, false)).toBe(false);
+    expect(submitsOnEnter({ ...enter, shiftKey: true }, null, false)).toBe(false);
+    expect(submitsOnEnter({ ...enter, key: 'a' }, null, false)).toBe(false);
   });
 });

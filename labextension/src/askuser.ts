@@ -10,6 +10,7 @@
 import { CHOICE_MODES as OPTION_MODES, ISO_DATE_PATTERN, NUMBER_PATTERN } from './contracts';
 import { ASK_MODES, AskMode, InputOption, InputRequest, Submission } from './protocol';
 import { __ } from './i18n';
+import { KeyLike } from './settings';
 
 export type Control = 'radio' | 'checkbox' | 'toggle' | 'text' | 'number' | 'date' | 'directory';
 
@@ -226,4 +227,14 @@ export function receiptOf(
   );
   const custom = outcome.custom_input ? [outcome.custom_input] : [];
   return __('Answered: %1', [...labels, ...custom].join(', ') || __('(empty)'));
+}
+
+/**
+ * Enter in a one-line answer (text, number, date, "Other") submits it, as in any form: not
+ * while an input method composes (its Enter picks a word), not with a modifier, and only when
+ * the answer is complete and nothing is being sent.
+ */
+export function submitsOnEnter(e: KeyLike, problem: string | null, busy: boolean): boolean {
+  const plain = !e.shiftKey && !e.ctrlKey && !e.metaKey;
+  return e.key === 'Enter' && !e.isComposing && plain && problem === null && !busy;
 }

@@ -13,6 +13,7 @@ import {
   receiptOf,
   showsCustomField,
   submitLabelOf,
+  submitsOnEnter,
   toggleSelection
 } from './askuser';
 import { InputRequest, Submission } from './protocol';
@@ -114,6 +115,19 @@ export function AskUserCard(props: AskUserCardProps): React.ReactElement {
       setError(reasonText(reason));
     }
   };
+  const onEnter = (e: React.KeyboardEvent<HTMLInputElement>) => {
+    const key = {
+      key: e.key,
+      shiftKey: e.shiftKey,
+      ctrlKey: e.ctrlKey,
+      metaKey: e.metaKey,
+      isComposing: e.nativeEvent.isComposing
+    };
+    if (submitsOnEnter(key, problem, busy)) {
+      e.preventDefault();
+      submit();
+    }
+  };
 
   return (
     <div className={`jp-DeepTutorAsk jp-mod-${request.mode}`}>
@@ -159,6 +173,7 @@ export function AskUserCard(props: AskUserCardProps): React.ReactElement {
           value={customInput}
           disabled={busy}
           onChange={e => setCustomInput(e.target.value)}
+          onKeyDown={onEnter}
         />
       )}
       {showsCustomField(request) ? (
@@ -169,6 +184,7 @@ export function AskUserCard(props: AskUserCardProps): React.ReactElement {
           value={customInput}
           disabled={busy}
           onChange={e => setCustomInput(e.target.value)}
+          onKeyDown={onEnter}
         />
       ) : null}
       {error ? <div className="jp-DeepTutorAsk-error">{error}</div> : null}
