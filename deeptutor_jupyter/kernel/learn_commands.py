@@ -96,7 +96,8 @@ def teach(
     )
     from deeptutor_jupyter.kernel.start import ask_in_cell
 
-    ask_in_cell(tutor, resolved, question, new=False, kbs=[kb] if kb else [])
+    shown = f"Teach me: {objective.title}"  # the bubble; the instructions go to the model
+    ask_in_cell(tutor, resolved, question, new=False, kbs=[kb] if kb else [], shown=shown)
 
 
 def review_command(tutor: KernelTutor, resolved: ResolvedSettings, every: bool = False) -> None:

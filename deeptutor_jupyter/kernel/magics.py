@@ -493,6 +493,7 @@ def _ask(magics: TutorMagics, call: Call, capability: str = "chat") -> None:
         no_tools="no_tools" in parsed.switches,
         attachments=[Path(p).expanduser() for p in flags_list(call.turn_flags.get("attach")) or []],
         capability=capability,
+        shown=shown_words(parsed, call.cell_index),
     )
 
 
@@ -532,6 +533,18 @@ def compose_question(
             raise UsageError(str(exc)) from None
         question = f"{cell}\n\n{question or 'Can you help me with this cell?'}"
     return question
+
+
+def shown_words(parsed: Parsed, cell_index: str | None) -> str | None:
+    """What the learner asked, in their words, when :func:`compose_question` sent more (the
+    traceback, the cell's code): the panel's bubble and the conversation's name."""
+    if parsed.command == "why":
+        words = parsed.question or "Explain my last error."
+    elif cell_index is not None:
+        words = parsed.question or "Can you help me with this cell?"
+    else:
+        return None
+    return f"{words} (cell [{cell_index.strip('[]')}])" if cell_index is not None else words
 
 
 _QUESTION_LINE = re.compile(r"^(\s*)%tutor[ \t]+(\S.*?\?)[ \t]*$")

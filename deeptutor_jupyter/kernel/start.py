@@ -38,6 +38,7 @@ def ask_in_cell(
     no_tools: bool = False,
     attachments: list[Path] | None = None,
     capability: str = "chat",
+    shown: str | None = None,
 ) -> Turn | None:
     from IPython.display import display
 
@@ -48,7 +49,12 @@ def ask_in_cell(
 
     if not resolved.ready:
         kwargs = dict(
-            new=new, kbs=kbs, user_tools=user_tools, no_tools=no_tools, capability=capability
+            new=new,
+            kbs=kbs,
+            user_tools=user_tools,
+            no_tools=no_tools,
+            capability=capability,
+            shown=shown,
         )
 
         def retry(now: ResolvedSettings) -> None:
@@ -78,6 +84,7 @@ def ask_in_cell(
         tags=tuple(str(t) for t in tags) if isinstance(tags, list) else (),
         hidden_tests=hidden_tests(cell),
         capability=capability,
+        shown=shown,
     )
     try:
         turn = tutor.session.ask(question, resolved, options)

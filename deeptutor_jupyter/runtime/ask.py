@@ -35,6 +35,10 @@ class AskOptions:
     hidden_tests: str = ""
     # "chat", or "solve": a guided solve with the solve tools (deeptutor_jupyter/solve).
     capability: str = "chat"
+    # The learner's own words when the question sent is composed for them (`%tutor why`,
+    # `--cell N`, `%tutor learn`): the panel shows and names the conversation by these; the
+    # question sent stays in the store and the trace.
+    shown: str | None = None
 
 
 def new_session_id(notebook: str) -> str:

@@ -531,6 +531,9 @@ class Orchestrator:
                 c.profile.label,
                 c.cell_id,
                 turn.owner,
+                shown=scrub_text(c.metadata["shown"], usable(turn.deps.secrets))
+                if c.metadata.get("shown")
+                else None,
             ),
         )
 

@@ -331,6 +331,7 @@ class TutorSession(SessionReads):
                 "kbs": opts.kbs,
                 "place": opts.place or self.place(),
                 "policy": gated.payload(),
+                "shown": opts.shown,
             },
         )
         log = EventLog(ctx.turn_id, self._store)

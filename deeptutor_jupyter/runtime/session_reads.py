@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Conversation:
     id: str
-    title: str  # the learner's name for it, else its first question
+    title: str  # the learner's name for it, else their first question in their words
     turns: int
     started_at: float
 
@@ -42,7 +42,7 @@ def conversations(store: Store, notebook: str) -> list[Conversation]:
     for session_id in store.sessions_of(notebook):
         rows = store.turns(session_id)
         if rows:
-            title = store.session_title(session_id) or rows[0].question[:80]
+            title = store.session_title(session_id) or rows[0].said[:80]
             out.append(Conversation(session_id, title, len(rows), rows[0].created_at))
     return sorted(out, key=lambda c: c.started_at)
 
@@ -127,7 +127,7 @@ class SessionReads:
             live = self.live_log(row.id)
             last = live.last_seq if live is not None else self._store.last_seq(row.id)
             status = "running" if live is not None else row.status
-            out.append(TurnSummary(row.id, row.question, status, last))
+            out.append(TurnSummary(row.id, row.said, status, last))
         return out
 
     def replay(self, turn_id: str, after_seq: int = 0) -> list[Event] | None:

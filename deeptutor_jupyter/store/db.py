@@ -45,7 +45,8 @@ CREATE TABLE IF NOT EXISTS turns (
     answer TEXT,
     error TEXT,
     created_at REAL NOT NULL,
-    finished_at REAL
+    finished_at REAL,
+    shown TEXT
 );
 CREATE INDEX IF NOT EXISTS turns_by_session ON turns (session_id, created_at);
 CREATE TABLE IF NOT EXISTS owners (
@@ -106,6 +107,14 @@ class TurnRow:
     error: str | None
     created_at: float
     finished_at: float | None
+    # What the learner said or did, when the question sent was composed for them (the cell's
+    # code, a traceback, a lesson's instructions): the panel's bubble and the conversation's
+    # name. None: the question is the learner's own words.
+    shown: str | None = None
+
+    @property
+    def said(self) -> str:
+        return self.shown or self.question
 
 
 @dataclass(frozen=True)
@@ -145,7 +154,8 @@ _PENDING_COLUMNS = (
 _ADDED_COLUMNS = {
     # answer_at: the messages idx holding the turn's answer, when it is that message's content
     # (turns.answer is then NULL): the answer is kept once, not in turns and messages both.
-    "turns": ("owner", "answer_at"),
+    # shown: the learner's words when the question sent was composed (``%tutor why``, --cell).
+    "turns": ("owner", "answer_at", "shown"),
     "pending": ("owner", "place", "kind"),
     "sessions": ("title",),
     "owners": ("started",),
@@ -332,16 +342,17 @@ class Store(SQLiteFile):
         model: str,
         cell_id: str | None,
         owner: str | None = None,
+        shown: str | None = None,
     ) -> None:
         with self._tx() as c:
             # A resumed turn keeps its row; it is simply running again, maybe in another process.
             c.execute(
                 "INSERT INTO turns"
-                " (id, session_id, cell_id, question, model, status, created_at, owner)"
-                " VALUES (?, ?, ?, ?, ?, 'running', ?, ?)"
+                " (id, session_id, cell_id, question, model, status, created_at, owner, shown)"
+                " VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)"
                 " ON CONFLICT(id) DO UPDATE SET status = 'running', finished_at = NULL,"
                 " owner = excluded.owner",
-                (turn_id, session_id, cell_id, question, model, time.time(), owner),
+                (turn_id, session_id, cell_id, question, model, time.time(), owner, shown),
             )
 
     def interrupt_orphaned_turns(self, live_owners: Iterable[str]) -> int:
@@ -668,7 +679,7 @@ ANSWER_REF = "_answer_of_turn"  # a saved done event whose answer is the turn's 
 # or in the message answer_at points at.
 _TURN_ROWS = (
     "SELECT t.id, t.session_id, t.cell_id, t.question, t.model, t.status, t.answer, t.error,"
-    " t.created_at, t.finished_at, m.message FROM turns t LEFT JOIN messages m"
+    " t.created_at, t.finished_at, t.shown, m.message FROM turns t LEFT JOIN messages m"
     " ON t.answer_at IS NOT NULL AND m.session_id = t.session_id AND m.idx = t.answer_at"
 )
 

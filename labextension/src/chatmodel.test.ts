@@ -18,6 +18,18 @@ const ask = {
 };
 
 describe('folding events into a turn', () => {
+  it("keeps the learner's words over the composed question the event carries", () => {
+    const sent = 'I got this error in my notebook.\n\n```\nZeroDivisionError\n```';
+    const shown = applyEvent(
+      newTurn('turn-1', 'Explain my last error.'),
+      ev(1, 'turn_started', { question: sent })
+    );
+    expect(shown.question).toBe('Explain my last error.');
+    expect(
+      applyEvent(newTurn('turn-1', ''), ev(1, 'turn_started', { question: 'Hi?' })).question
+    ).toBe('Hi?');
+  });
+
   it('streams content, ignores an event seen already, and ends with done', () => {
     let turn = newTurn('turn-1', '');
     for (const event of [

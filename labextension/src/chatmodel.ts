@@ -81,7 +81,9 @@ export function applyEvent(turn: ChatTurn, event: TurnEvent): ChatTurn {
   const next: ChatTurn = { ...turn, lastSeq: event.seq };
   switch (event.type) {
     case 'turn_started':
-      next.question = text(event.question) || turn.question;
+      // The kernel's summary gave the learner's words; the event has the question sent, which
+      // for `%tutor why` or `--cell N` holds a traceback or a cell's code (kept in the trace).
+      next.question = turn.question || text(event.question);
       break;
     case 'content': {
       const delta = text(event.text);

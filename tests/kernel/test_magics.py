@@ -9,7 +9,13 @@ from IPython.core.inputtransformer2 import TransformerManager
 from IPython.core.interactiveshell import InteractiveShell
 
 from deeptutor_jupyter.kernel import magics
-from deeptutor_jupyter.kernel.magics import UsageError, help_text, keep_question_marks, parse
+from deeptutor_jupyter.kernel.magics import (
+    UsageError,
+    help_text,
+    keep_question_marks,
+    parse,
+    shown_words,
+)
 
 
 @pytest.mark.parametrize(
@@ -140,3 +146,18 @@ def test_help_and_the_question_mark_show_the_same_text_and_a_new_command_joins_b
         magics._refresh_docstring()
         shell.run_line_magic("unload_ext", "deeptutor_jupyter")
         InteractiveShell.clear_instance()
+
+
+@pytest.mark.parametrize(
+    ("line", "cell_index", "shown"),
+    [
+        ("why", None, "Explain my last error."),
+        ("--cell 3 why does it fail?", "3", "why does it fail? (cell [3])"),
+        ("--cell [4]", "[4]", "Can you help me with this cell? (cell [4])"),
+        ("What is a rank?", None, None),  # the learner's words are what is sent
+    ],
+)
+def test_a_composed_question_is_shown_in_the_learners_words(line, cell_index, shown):
+    parsed = parse(line, None)
+    parsed.flags.pop("cell", None)
+    assert shown_words(parsed, cell_index) == shown

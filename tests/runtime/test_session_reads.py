@@ -59,3 +59,28 @@ async def test_a_session_reads_its_own_notebook_and_nothing_of_another(
     finally:
         a.close()
         b.close()
+
+
+async def test_a_composed_question_shows_and_names_the_conversation_in_the_learners_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`%tutor why` sends the traceback, `--cell 3` the cell's code: the panel's bubble and the
+    conversation's name are what the learner asked; the model and the store keep the rest."""
+    sent = "I got this error in my notebook.\n\n```\nZeroDivisionError\n```"
+    with FakeLLMServer([Reply(text="Divide by something else.")]) as server:
+        use_fake_model(monkeypatch, tmp_path / "home", server.url)
+        a = TutorSession("a.ipynb", resolve=lambda f: resolve_settings(flags=f))
+        turn = a.ask(sent, a.resolve({}), AskOptions(shown="Explain my last error."))
+        assert turn.task is not None
+        await asyncio.wait_for(turn.task, 20)
+        for model in a.models.values():
+            await model.aclose()
+        asked = server.requests[0].body["messages"][-1]["content"]
+    try:
+        assert "ZeroDivisionError" in asked
+        assert a.conversations()[0].title == "Explain my last error."
+        assert a.turn_summaries()[0].question == "Explain my last error."
+        started = (a.replay(turn.turn_id) or [])[0].body
+        assert "ZeroDivisionError" in getattr(started, "question", "")  # the trace keeps it
+    finally:
+        a.close()
