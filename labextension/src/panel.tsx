@@ -27,6 +27,7 @@ import { QuizCard } from './quiz';
 import { DEFAULTS, SendKey, Tab, sendHint, sendsQuestion } from './settings';
 import { KnowledgeTab, MemoryTab, PendingTab } from './tabs';
 import { reasonText } from './errors';
+import { follow, nearBottom } from './follow';
 
 /** A Lumino drag event (cells from a notebook, files from the file browser). */
 interface DragEventLike extends Event {
@@ -459,6 +460,14 @@ function ChatTab(props: {
   const setQuestion = props.onDraft;
   const [problem, setProblem] = React.useState('');
   const { chat } = props;
+  // Follow the newest answer unless the learner scrolled up (follow.ts); the input stays below.
+  const turnsRef = React.useRef<HTMLDivElement>(null);
+  const following = React.useRef(true);
+  React.useLayoutEffect(() => {
+    if (turnsRef.current) {
+      follow(turnsRef.current, following.current);
+    }
+  });
   if (!chat) {
     return (
       <div className="jp-DeepTutorPanel-empty">
@@ -478,6 +487,7 @@ function ChatTab(props: {
     }
     setProblem('');
     props.clearProblem();
+    following.current = true; // a new question: show its answer as it comes
     const chips = props.chips;
     chat
       .ask(
@@ -538,7 +548,13 @@ function ChatTab(props: {
           </button>
         </span>
       </div>
-      <div className="jp-DeepTutorChat-turns">
+      <div
+        className="jp-DeepTutorChat-turns"
+        ref={turnsRef}
+        onScroll={e => {
+          following.current = nearBottom(e.currentTarget);
+        }}
+      >
         {chat.turns.map(turn => (
           <TurnView key={turn.turnId} turn={turn} chat={chat} rendermime={props.rendermime} />
         ))}
