@@ -18,6 +18,12 @@ const ask = {
 };
 
 describe('folding events into a turn', () => {
+  it('keeps the passages a sources event names, for the Sources list', () => {
+    const hits = [{ chunk_id: 'a', n: 1, file: 'week1.md' }];
+    const turn = applyEvent(newTurn('turn-1', 'q'), ev(2, 'sources', { hits }));
+    expect(turn.sources).toEqual(hits);
+  });
+
   it("keeps the learner's words over the composed question the event carries", () => {
     const sent = 'I got this error in my notebook.\n\n```\nZeroDivisionError\n```';
     const shown = applyEvent(

@@ -50,6 +50,8 @@ export interface ChatTurn {
   quizzes: QuizState[];
   errors: string[];
   notices: string[];
+  /** The knowledge-base passages the turn read (a `sources` event), for its Sources list. */
+  sources: Record<string, unknown>[];
   lastSeq: number;
 }
 
@@ -65,6 +67,7 @@ export function newTurn(turnId: string, question: string): ChatTurn {
     quizzes: [],
     errors: [],
     notices: [],
+    sources: [],
     lastSeq: 0
   };
 }
@@ -141,6 +144,9 @@ export function applyEvent(turn: ChatTurn, event: TurnEvent): ChatTurn {
       break;
     case 'notice':
       next.notices = [...turn.notices, text(event.text)];
+      break;
+    case 'sources':
+      next.sources = Array.isArray(event.hits) ? event.hits : [];
       break;
     case 'quiz_required':
       next.quizzes = [...turn.quizzes, { quiz: event, resolved: null }];

@@ -28,6 +28,7 @@ import { DEFAULTS, SendKey, Tab, sendHint, sendsQuestion } from './settings';
 import { KnowledgeTab, MemoryTab, PendingTab } from './tabs';
 import { reasonText } from './errors';
 import { follow, nearBottom } from './follow';
+import { SourceList, sourceList } from './sources';
 
 /** A Lumino drag event (cells from a notebook, files from the file browser). */
 interface DragEventLike extends Event {
@@ -319,6 +320,21 @@ const STATUS = (): Record<ChatTurn['status'], string> => ({
   error: __('Failed')
 });
 
+function SourcesView(props: { list: SourceList }): React.ReactElement {
+  return (
+    <div className="jp-DeepTutorChat-sources">
+      <div className="jp-DeepTutorChat-sourcesHeading">{props.list.heading}</div>
+      <ol>
+        {props.list.items.map(item => (
+          <li key={item.n} value={item.n} title={item.path}>
+            {item.label}
+          </li>
+        ))}
+      </ol>
+    </div>
+  );
+}
+
 function TurnView(props: {
   turn: ChatTurn;
   chat: KernelChat;
@@ -363,6 +379,9 @@ function TurnView(props: {
           />
         ) : null;
       })}
+      {turn.sources.length > 0 && !live ? (
+        <SourcesView list={sourceList(turn.sources, turn.answer)} />
+      ) : null}
       {turn.errors.map((error, i) => (
         <div key={i} className="jp-DeepTutorChat-error">
           {error}
