@@ -2,7 +2,7 @@
  * The Tutor panel in the right sidebar: Chat (over the focused notebook's kernel), Pending
  * (every waiting question, through the server), Memory and Knowledge (read through the server).
  */
-import { ISessionContext, InputDialog, ReactWidget } from '@jupyterlab/apputils';
+import { Clipboard, ISessionContext, InputDialog, ReactWidget } from '@jupyterlab/apputils';
 import { Message } from '@lumino/messaging';
 import { NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
@@ -29,6 +29,7 @@ import { KnowledgeTab, MemoryTab, PendingTab } from './tabs';
 import { reasonText } from './errors';
 import { follow, nearBottom } from './follow';
 import { SourceList, sourceList } from './sources';
+import { CodeActions, addCodeButtons, insertionAt } from './codeblocks';
 
 /** A Lumino drag event (cells from a notebook, files from the file browser). */
 interface DragEventLike extends Event {
@@ -65,6 +66,18 @@ export class TutorPanel extends ReactWidget {
   set tab(tab: Tab) {
     this._tab = tab;
     this.update();
+  }
+
+  /** A code block of an answer as a new code cell below the notebook's active cell. */
+  insertCode(source: string): void {
+    const notebook = this._notebook?.content;
+    const model = notebook?.model;
+    if (!notebook || !model) {
+      return;
+    }
+    const at = insertionAt(notebook.activeCellIndex, model.sharedModel.cells.length);
+    model.sharedModel.insertCell(at, { cell_type: 'code', source });
+    notebook.activeCellIndex = at;
   }
 
   /** The notebook the panel talks to (null: none, or the scratch conversation). */
@@ -246,6 +259,10 @@ export class TutorPanel extends ReactWidget {
             }
             onScratch={this.scratch ? () => void this.startScratch() : null}
             rendermime={this.rendermime}
+            code={{
+              copy: code => Clipboard.copyToSystem(code),
+              insert: this._notebook ? code => this.insertCode(code) : null
+            }}
             sendKey={this._sendKey}
             draft={this._draft}
             onDraft={text => {
@@ -292,7 +309,11 @@ export class TutorPanel extends ReactWidget {
   private _scratchChat: KernelChat | null = null;
 }
 
-function Markdown(props: { text: string; rendermime: IRenderMimeRegistry }): React.ReactElement {
+function Markdown(props: {
+  text: string;
+  rendermime: IRenderMimeRegistry;
+  code?: CodeActions;
+}): React.ReactElement {
   const ref = React.useRef<HTMLDivElement>(null);
   React.useEffect(() => {
     const host = ref.current;
@@ -304,6 +325,9 @@ function Markdown(props: { text: string; rendermime: IRenderMimeRegistry }): Rea
       .renderModel(new MimeModel({ data: { 'text/markdown': props.text }, trusted: false }))
       .then(() => {
         host.replaceChildren(renderer.node);
+        if (props.code) {
+          addCodeButtons(renderer.node, props.code);
+        }
         // The renderer typesets math when attached as a widget; a node placed by hand is not.
         void props.rendermime.latexTypesetter?.typeset(renderer.node);
       });
@@ -339,6 +363,7 @@ function TurnView(props: {
   turn: ChatTurn;
   chat: KernelChat;
   rendermime: IRenderMimeRegistry;
+  code: CodeActions;
 }): React.ReactElement {
   const { turn, chat } = props;
   const live = turn.status === 'running' || turn.status === 'waiting';
@@ -347,7 +372,9 @@ function TurnView(props: {
       <div className="jp-DeepTutorChat-question">{turn.question}</div>
       {turn.blocks.map((block, i) => {
         if (block.kind === 'text') {
-          return <Markdown key={i} text={block.text} rendermime={props.rendermime} />;
+          return (
+            <Markdown key={i} text={block.text} rendermime={props.rendermime} code={props.code} />
+          );
         }
         if (block.kind === 'tool') {
           const tool = turn.tools.find(t => t.id === block.id);
@@ -474,6 +501,7 @@ function ChatTab(props: {
   problem: string;
   clearProblem: () => void;
   onScratch: (() => void) | null;
+  code: CodeActions;
 }): React.ReactElement {
   const question = props.draft;
   const setQuestion = props.onDraft;
@@ -482,11 +510,23 @@ function ChatTab(props: {
   // Follow the newest answer unless the learner scrolled up (follow.ts); the input stays below.
   const turnsRef = React.useRef<HTMLDivElement>(null);
   const following = React.useRef(true);
+  const innerRef = React.useRef<HTMLDivElement>(null);
   React.useLayoutEffect(() => {
     if (turnsRef.current) {
       follow(turnsRef.current, following.current);
     }
   });
+  // Answers grow after React's render too (JupyterLab renders Markdown and math later).
+  React.useEffect(() => {
+    const outer = turnsRef.current;
+    const inner = innerRef.current;
+    if (!outer || !inner) {
+      return;
+    }
+    const observer = new ResizeObserver(() => follow(outer, following.current));
+    observer.observe(inner);
+    return () => observer.disconnect();
+  }, [chat]);
   if (!chat) {
     return (
       <div className="jp-DeepTutorPanel-empty">
@@ -574,9 +614,17 @@ function ChatTab(props: {
           following.current = nearBottom(e.currentTarget);
         }}
       >
-        {chat.turns.map(turn => (
-          <TurnView key={turn.turnId} turn={turn} chat={chat} rendermime={props.rendermime} />
-        ))}
+        <div ref={innerRef}>
+          {chat.turns.map(turn => (
+            <TurnView
+              key={turn.turnId}
+              turn={turn}
+              chat={chat}
+              rendermime={props.rendermime}
+              code={props.code}
+            />
+          ))}
+        </div>
       </div>
       {chat.status || problem || props.problem ? (
         <div className="jp-DeepTutorChat-connection">{problem || props.problem || chat.status}</div>

@@ -213,3 +213,42 @@ def test_saved_settings_apply_at_start_and_a_panel_that_does_not_follow_stays(
     assert with_a == "Notebook: a.ipynb"
     assert after_switch == "Notebook: a.ipynb"  # b has the focus; the panel stayed with a
     assert chip.startswith("Cell (not run): 2 + 2")
+
+
+@needs_chromium
+def test_a_cell_form_speaks_jupyterlabs_language_without_a_language_flag(
+    lab: str, fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    """JupyterLab in Chinese: the quiz a `%tutor` cell shows is in Chinese, though nobody set
+    `--language` (the labextension reported JupyterLab's language to the server)."""
+    from deeptutor_jupyter.testing import ToolCallSpec
+
+    quiz = {
+        "title": "平方",
+        "objective": "squares",
+        "questions": [
+            {
+                "id": "q1",
+                "kind": "choice",
+                "prompt": "`2**2` 等于多少？",
+                "options": [{"id": "a", "label": "2"}, {"id": "b", "label": "4"}],
+                "answer": ["b"],
+            }
+        ],
+    }
+    fake_llm.extend([Reply(text="小测验。", tool_calls=[ToolCallSpec("make_quiz", quiz)])])
+    write_notebook(tmp_path / "zh.ipynb", "%load_ext deeptutor_jupyter", "%tutor 考考我")
+    with lab_page("i18n-cell-form-zh") as page:
+        page.goto(f"{lab}/lab/tree/zh.ipynb?token={TOKEN}")
+        wait_for_notebook(page)
+        switch_to_chinese(page)
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        submit = page.locator(".dt-quiz-submit")
+        submit.wait_for(timeout=60000)
+        words = submit.inner_text()
+        prompt_code = page.locator(".dt-quiz-prompt code").inner_text()
+        submit.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "i18n-cell-quiz-zh.png"))
+    assert words == "提交答案"
+    assert prompt_code == "2**2"  # code in a prompt renders as code (issue 21, smaller)
+    assert (tmp_path / "home" / "jupyterlab-language").read_text().strip() == "zh"

@@ -488,3 +488,45 @@ def test_the_lab_bundle_benchmark_runs() -> None:
     for line in ("KiB gzipped", "without  extension:", "with     extension:", "ratio", "RESULT:"):
         assert line in out.stdout
     assert "[panel present]" in out.stdout and "[no panel]" in out.stdout
+
+
+@needs_chromium
+def test_an_answer_with_code_keeps_the_box_in_view_and_inserts_into_the_notebook(
+    lab: str, fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    """The panel keeps up (issue 21): the question box stays in view below a long answer that
+    the panel followed to its end, and a code block has Copy and Insert (a new cell below the
+    active one)."""
+    code = "def square(x):\n    return x * x"
+    body = "\n\n".join(f"Line {i} of a long explanation." for i in range(60))
+    fake_llm.extend([Reply(text=f"{body}\n\nTry this [1]:\n\n```python\n{code}\n```\n")])
+    write_notebook(tmp_path / "code.ipynb", "x = 1")
+    with lab_page("sidebar-code-sources") as page:
+        open_notebook(page, lab, "code.ipynb")
+        open_tutor(page)
+        box = page.locator(".jp-DeepTutorChat-input textarea")
+        box.fill("How do I square a number?")
+        page.locator(".jp-DeepTutorChat-input button", has_text="Ask").click()
+        turn = page.locator(".jp-DeepTutorChat-turn[data-status='done']")
+        turn.wait_for(timeout=60000)
+        insert = turn.locator(".jp-DeepTutorChat-codeButton", has_text="Insert")
+        insert.wait_for()
+        copy_shown = turn.locator(".jp-DeepTutorChat-codeButton", has_text="Copy").count()
+        panel = page.locator("#deeptutor-panel").bounding_box()
+        input_box = box.bounding_box()
+        # Followed to the end: the code block at the bottom of the answer is in view.
+        insert_box = insert.bounding_box()
+        insert.click()
+        page.wait_for_function(
+            "() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells.length"
+            " === 2"
+        )
+        cells = page.evaluate(
+            "() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells"
+            ".map(c => [c.cell_type, c.getSource()])"
+        )
+    assert copy_shown == 1
+    assert panel is not None and input_box is not None and insert_box is not None
+    assert input_box["y"] + input_box["height"] <= panel["y"] + panel["height"] + 1  # pinned
+    assert insert_box["y"] + insert_box["height"] <= input_box["y"]  # followed, above the box
+    assert cells == [["code", "x = 1"], ["code", code]]
