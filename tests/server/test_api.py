@@ -294,7 +294,8 @@ def test_a_knowledge_base_is_removed_and_its_sources_stay(
 
 
 @pytest.mark.parametrize(
-    ("method", "path"), [("PUT", "memory/L3/profile"), ("DELETE", "kbs/linalg")]
+    ("method", "path"),
+    [("PUT", "memory/L3/profile"), ("DELETE", "kbs/linalg"), ("PUT", "language")],
 )
 def test_an_unauthenticated_write_is_refused(
     run: Any, method: str, path: str, jp_serverapp: Any, http_server_client: Any,
@@ -309,6 +310,7 @@ def test_an_unauthenticated_write_is_refused(
     )  # fmt: skip
     assert response.code == 403
     assert MemoryStore(home).read_text("L3", "profile") == ""
+    assert not (home / "jupyterlab-language").exists()
 
 
 def test_pending_lists_open_quizzes_apart_with_their_public_form_only(
