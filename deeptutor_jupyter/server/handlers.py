@@ -252,10 +252,9 @@ class LanguageHandler(TutorHandler):
     @tornado.web.authenticated
     @authorized
     def put(self) -> None:
-        try:
-            body = json.loads(self.request.body or b"{}")
-        except ValueError:
-            body = None
+        body, ok = self.read_json("The language report")
+        if not ok:
+            return None
         code = body.get("language") if isinstance(body, dict) else None
         if not isinstance(code, str) or not 0 < len(code) <= 40:
             return self.refuse(400, "bad_request", 'Send {"language": "<JupyterLab locale>"}.')
