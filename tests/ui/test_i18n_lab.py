@@ -242,6 +242,15 @@ def test_a_cell_form_speaks_jupyterlabs_language_without_a_language_flag(
         page.goto(f"{lab}/lab/tree/zh.ipynb?token={TOKEN}")
         wait_for_notebook(page)
         switch_to_chinese(page)
+        # After the reload the indicator can read idle before the notebook is the shell's
+        # current widget with a ready kernel; run-all then has no notebook to run (seen once).
+        page.wait_for_function(
+            """() => {
+              const context = window.jupyterapp.shell.currentWidget?.sessionContext;
+              return context?.isReady && context.session?.kernel?.status === 'idle';
+            }""",
+            timeout=60000,
+        )
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
         submit = page.locator(".dt-quiz-submit")
         submit.wait_for(timeout=60000)
