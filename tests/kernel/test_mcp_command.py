@@ -11,6 +11,8 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
+from tests.kernel.tutor_shell import tutor_shell
+
 SETTINGS = """
 [mcp_servers.calc]
 command = "python"
@@ -35,16 +37,8 @@ def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Interacti
     monkeypatch.setenv("DEEPTUTOR_AUTO_CONSOLIDATE", "false")
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
     monkeypatch.chdir(tmp_path)
-    sh = InteractiveShell.instance()
-    try:
-        sh.run_line_magic("load_ext", "deeptutor_jupyter")
+    with tutor_shell() as sh:
         yield sh
-    finally:
-        magics = sh.magics_manager.registry.get("TutorMagics")
-        state = getattr(magics, "state", None)
-        if state is not None:
-            state.session.close()
-        InteractiveShell.clear_instance()
 
 
 def test_tutor_mcp_lists_servers_without_their_secrets(shell: InteractiveShell) -> None:

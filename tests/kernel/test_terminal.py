@@ -16,6 +16,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
+from tests.kernel.tutor_shell import tutor_shell
 
 
 @pytest.fixture
@@ -39,16 +40,8 @@ def shell(
     monkeypatch.setenv("DEEPTUTOR_LANGUAGE", "en")
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
     monkeypatch.chdir(tmp_path)
-    sh = InteractiveShell.instance()
-    try:
-        sh.run_line_magic("load_ext", "deeptutor_jupyter")
+    with tutor_shell() as sh:
         yield sh
-    finally:
-        magics = sh.magics_manager.registry.get("TutorMagics")
-        state = getattr(magics, "state", None)
-        if state is not None:
-            state.session.close()
-        InteractiveShell.clear_instance()
 
 
 def tool_messages(server: FakeLLMServer, call_id: str) -> list[dict[str, Any]]:
