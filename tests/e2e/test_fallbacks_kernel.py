@@ -60,7 +60,7 @@ def button(k: KernelDriver, root: str, description: str) -> str:
 
 def test_every_command_output_has_a_readable_fallback(kernel: KernelDriver, fake_llm):
     texts = run(kernel, "%tutor memory")
-    assert "Tutor memory" in texts[0] and "L3/profile.md · 0 entries" in texts[0]
+    assert "Tutor memory" in texts[0] and "About you · 0 entries" in texts[0]
     assert "%tutor memory" in texts[0]
 
     texts = run(kernel, "%tutor memory forget --all")
