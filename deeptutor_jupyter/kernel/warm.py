@@ -59,6 +59,7 @@ MODULES = (
     "deeptutor_jupyter.book.grading",  # check_exercise, a kernel tool
     "deeptutor_jupyter.solve.tools",  # registered by every session (a saved solve resumes)
     "deeptutor_jupyter.kernel.widgets.ask_user_strings",
+    "deeptutor_jupyter.kernel.widgets.quiz_strings",
     "deeptutor_jupyter.kernel.widgets.forget_strings",
     "deeptutor_jupyter.kernel.widgets.memory_workbench_strings",
     "deeptutor_jupyter.kernel.widgets.setup_strings",
