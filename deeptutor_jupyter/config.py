@@ -94,9 +94,12 @@ def lab_language(code: str) -> Language:
 
 def save_lab_language(home: Path, code: str) -> Language:
     """Remember JupyterLab's language where every kernel of this home reads it."""
+    from deeptutor_jupyter._files import atomic_write_text, ensure_private_dir
+
     language = lab_language(code)
-    home.mkdir(parents=True, exist_ok=True)
-    (home / LAB_LANGUAGE_FILE).write_text(language + "\n", encoding="utf-8")
+    if not home.exists():  # private from the start, like every home (an existing one: the
+        ensure_private_dir(home)  # kernel tightens it and says so)
+    atomic_write_text(home / LAB_LANGUAGE_FILE, language + "\n")
     return language
 
 

@@ -584,3 +584,14 @@ def test_the_tool_call_cap_is_a_setting_that_reaches_the_turn(home: Path) -> Non
     assert profile_of(r.settings).max_tool_calls == 5
     bad = resolve_settings(environ=env_for(home, DEEPTUTOR_MAX_TOOL_CALLS="0"))
     assert bad.settings.max_tool_calls == 32 and bad.problems
+
+
+def test_jupyterlabs_language_makes_a_new_home_private(tmp_path: Path) -> None:
+    """JupyterLab reports its language before any kernel ran: the home it creates is the
+    learner's alone, as a kernel would make it (no "was readable by other users" later)."""
+    import stat
+
+    home = tmp_path / "new-home"
+    save_lab_language(home, "zh_CN")
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    assert stat.S_IMODE((home / "jupyterlab-language").stat().st_mode) == 0o600
