@@ -522,7 +522,8 @@ class ChatCompletionsHandler(ApiHandler):
             else:
                 response.close()
             if not settled:
-                prompt, completion = scanner.usage(estimate_prompt_tokens(body))
+                # The prompt estimate made at admission (the whole body serialised once).
+                prompt, completion = scanner.usage(ticket.prompt)
                 await asyncio.shield(self.state.commits.settle(ticket, model, prompt, completion))
 
     async def _send(self, body: dict[str, Any]) -> aiohttp.ClientResponse:

@@ -118,6 +118,11 @@ class Ticket:
     answer: int = 0
     id: str = ""  # its row in deeptutor_hold; "" for none
 
+    @property
+    def prompt(self) -> int:
+        """The prompt estimate admitted with it: what was held beyond the answer."""
+        return self.held - self.answer
+
 
 @dataclass(frozen=True)
 class UsageRow:

@@ -399,3 +399,18 @@ def test_a_restarted_service_gives_back_its_earlier_holds_at_once(tmp_path: Path
     assert after.today("alice") == (50, 0)
     assert isinstance(after.admit("alice", limits, 900), Ticket)
     assert keep(after, 60) == 0  # its own running request stays held
+
+
+def test_a_ticket_keeps_the_prompt_estimate_it_was_admitted_with(tmp_path: Path) -> None:
+    """The gateway bills a stream without usage by the estimate made at admission (it does not
+    serialise the body twice): the ticket carries it, with or without a daily budget, and
+    also when the answer was granted less than asked."""
+    quota = store(tmp_path, Clock())
+    for student, limits, asked, granted in (
+        ("erin", Limits(daily_tokens=None, requests_per_minute=None), 300, 300),
+        ("finn", Limits(daily_tokens=1_000, requests_per_minute=None), 300, 300),
+        ("gail", Limits(daily_tokens=1_000, requests_per_minute=None), 5_000, 1_000 - 40),
+    ):
+        ticket = quota.admit(student, limits, asked, prompt=40)
+        assert isinstance(ticket, Ticket)
+        assert (ticket.prompt, ticket.answer) == (40, granted)
