@@ -288,14 +288,10 @@ def transcript_markdown(events: Iterable[Event]) -> list[str]:
     return blocks
 
 
-def quiz_receipts_from_events(events: Iterable[Event]) -> list[str]:
-    """Each quiz of the turn as Markdown: graded (answers, right or wrong, feedback, score),
-    not submitted, or still open. From the events, so a quiz answered in another notebook or
-    before a resume is in the saved file too."""
-    return list(quiz_receipts_by_id(events).values())
-
-
 def quiz_receipts_by_id(events: Iterable[Event]) -> dict[str, str]:
+    """Each quiz of the turn as Markdown by its id: graded (answers, right or wrong, feedback,
+    score), not submitted, or still open. From the events, so a quiz answered in another
+    notebook or before a resume is in the saved file too."""
     from deeptutor_jupyter.agent.events import QuizRequired, QuizResolved
     from deeptutor_jupyter.kernel.widgets import quiz_card
     from deeptutor_jupyter.learning.quiz import QuizOutcome

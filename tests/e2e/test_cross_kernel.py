@@ -70,6 +70,18 @@ def answer_first_option(k: KernelDriver, card: str) -> None:
     k.click(button(k, card, "dt-ask-submit"))
 
 
+def last_static_update(k: KernelDriver) -> dict[str, Any]:
+    """The newest display update of ``k`` that needs no widget model (what its file keeps)."""
+    return k.wait_for(
+        lambda: [
+            m["content"]["data"]
+            for m in k.iopub
+            if m["header"]["msg_type"] == "update_display_data"
+            and "application/vnd.jupyter.widget-view+json" not in m["content"]["data"]
+        ]
+    )[-1]
+
+
 def kill(k: KernelDriver) -> None:
     """SIGKILL, as the OOM killer or a crash would: nothing of the kernel runs afterwards."""
     pid = k.km.provisioner.process.pid  # type: ignore[union-attr]
@@ -105,14 +117,7 @@ def test_an_answer_from_notebook_b_continues_the_turn_in_notebook_a(
     b.wait_for(lambda: "lesson_a.ipynb, cell [3]" in receipt_text(b, card_b))
     assert "Good: we analyse first." not in answer_text(b)
     # B's saved file keeps the question answered, by label, not the open form (issue 20).
-    settled = b.wait_for(
-        lambda: [
-            m["content"]["data"]
-            for m in b.iopub
-            if m["header"]["msg_type"] == "update_display_data"
-            and "application/vnd.jupyter.widget-view+json" not in m["content"]["data"]
-        ]
-    )[-1]
+    settled = last_static_update(b)
     for text in (settled["text/markdown"], settled["text/html"]):
         assert "Analyse first" in text and "went on in lesson_a.ipynb, cell [3]" in text
     sent = tool_messages(fake_llm, "call_ask_1")

@@ -15,7 +15,7 @@ import pytest
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
 from tests.e2e.kernel_driver import KernelDriver
-from tests.e2e.test_cross_kernel import db, kernels, kill, start
+from tests.e2e.test_cross_kernel import db, kernels, kill, last_static_update, start
 from tests.learning.test_quiz_kernel import (
     answer_text,
     of_model,
@@ -113,14 +113,7 @@ def test_a_quiz_asked_in_a_is_answered_in_b_and_continues_in_a(
     # B grades, says where the turn goes on, and runs nothing of it.
     b.wait_for(lambda: "lesson_a.ipynb, cell [3]" in card_receipt(b, card_b))
     # B's saved file keeps the graded quiz as its static receipt, not the open form (issue 20).
-    settled = b.wait_for(
-        lambda: [
-            m["content"]["data"]
-            for m in b.iopub
-            if m["header"]["msg_type"] == "update_display_data"
-            and "application/vnd.jupyter.widget-view+json" not in m["content"]["data"]
-        ]
-    )[-1]
+    settled = last_static_update(b)
     for text in (settled["text/markdown"], settled["text/html"]):
         assert "score 100%" in text and "lesson_a.ipynb, cell [3]" in text
     assert "Graded: on in A's own cell." not in answer_text(b)
