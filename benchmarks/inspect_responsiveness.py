@@ -2,8 +2,9 @@
 
 A real IPython kernel (``jupyter_client``, the e2e tests' ``KernelDriver``) holds a ``Spin``
 object whose ``__repr__`` never returns and a 50-million-item list. The fake model asks
-``inspect_variable`` about the spinning one; while that runs (off the kernel loop, with
-``INSPECT_SECONDS`` raised so the inspection lasts the whole measurement) the script times
+``inspect_variable`` about the spinning one; while that runs (in a forked child of the kernel
+on Linux, else on a thread, with ``INSPECT_SECONDS`` raised so the inspection lasts the whole
+measurement) the script times
 ``execute_request("1 + 1")`` -> ``execute_reply``. The same cell is timed first with the kernel
 idle; the ratio of the medians says what the hostile inspection costs the learner. Then Stop is
 clicked and the time until the turn shows "stopped" is printed (goal: under 1 s), and finally a
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             idle = [trivial_cell_ms(k) for _ in range(n)]
             k.execute("%tutor what is spin?")
             view = k.wait_for(lambda: k.with_class("dt-turn") and k.with_class("dt-turn")[0])
-            k.wait_for(lambda: "True" in k.stream_text(k.execute("print(Spin.started)")))
+            k.wait_for(lambda: "True" in k.stream_text(k.execute("print(Spin.mark.exists())")))
             busy = [trivial_cell_ms(k) for _ in range(n)]
             stop = next(b for b in k.with_class("dt-stop") if b in k.descendants(view))
             start = time.perf_counter()

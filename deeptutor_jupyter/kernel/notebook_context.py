@@ -7,17 +7,13 @@ Everything sent to the model is bounded: a preview, never a full dump.
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import contextlib
-import itertools
 import json
 import os
 import re
-import reprlib
 import sys
 import sysconfig
-import threading
 import traceback
 from pathlib import Path
 from typing import Any, ClassVar
@@ -25,12 +21,12 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field
 
 from deeptutor_jupyter._files import read_head
+from deeptutor_jupyter.kernel.describe import INSPECT_SECONDS, describe, preview, type_name
 from deeptutor_jupyter.limits import TUTOR_MD_BYTES
 from deeptutor_jupyter.tools.base import ArgsT, Tool, ToolContext, ToolResult
 
 CELL_CHARS = 2000
 NOTEBOOK_CHARS = 20000
-PREVIEW_CHARS = 1500
 TUTOR_MD_CHARS = 6000
 ON_SCREEN = "the notebook on screen (unsaved changes included)"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -280,206 +276,6 @@ def _short_path(filename: str) -> str:
         except ValueError:
             continue
     return path.name
-
-
-# How long describing one variable may take before the tutor gives up on it (a user's
-# ``__repr__`` may spin or wait on the network); the work runs off the kernel loop meanwhile.
-INSPECT_SECONDS = 3.0
-
-
-class _BoundedRepr(reprlib.Repr):
-    """reprlib with limits, and no step that walks a whole container.
-
-    reprlib sorts a set or a dict before showing a few of its items, and falls back to the full
-    ``repr`` for bytes and for subclasses of list or dict: each is a single C call that holds the
-    GIL for seconds on 50 million items, so these are replaced by slices.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.maxlevel = 3
-        self.maxlist = self.maxtuple = self.maxdeque = self.maxarray = 20
-        self.maxset = self.maxfrozenset = self.maxdict = 20
-        self.maxstring = 300
-        self.maxlong = 60
-        self.maxother = PREVIEW_CHARS
-
-    def _items(self, x: Any, level: int, left: str, right: str, limit: int) -> str:
-        if level <= 0 and len(x):
-            return left + self.fillvalue + right
-        pieces = [self.repr1(item, level - 1) for item in itertools.islice(x, limit)]
-        if len(x) > limit:
-            pieces.append(self.fillvalue)
-        return left + ", ".join(pieces) + right
-
-    def repr_set(self, x: Any, level: int) -> str:
-        return self._items(x, level, "{", "}", self.maxset) if x else "set()"
-
-    def repr_frozenset(self, x: Any, level: int) -> str:
-        if not x:
-            return "frozenset()"
-        return self._items(x, level, "frozenset({", "})", self.maxfrozenset)
-
-    def repr_dict(self, x: Any, level: int) -> str:
-        if not x:
-            return "{}"
-        if level <= 0:
-            return "{" + self.fillvalue + "}"
-        pieces = [
-            f"{self.repr1(k, level - 1)}: {self.repr1(v, level - 1)}"
-            for k, v in itertools.islice(x.items(), self.maxdict)
-        ]
-        if len(x) > self.maxdict:
-            pieces.append(self.fillvalue)
-        return "{" + ", ".join(pieces) + "}"
-
-    def repr_int(self, x: Any, level: int) -> str:
-        # str() of a huge int is quadratic (and refused past 4300 digits).
-        if x.bit_length() > 4 * self.maxlong:
-            return f"<int of {x.bit_length()} bits>"
-        return super().repr_int(x, level)
-
-    def repr_bytes(self, x: Any, level: int) -> str:
-        return self._sliced(x)
-
-    def repr_bytearray(self, x: Any, level: int) -> str:
-        return self._sliced(x)
-
-    def _sliced(self, x: Any) -> str:
-        more = f" … ({len(x) - self.maxstring} more)" if len(x) > self.maxstring else ""
-        return repr(x[: self.maxstring]) + more
-
-    def repr_instance(self, x: Any, level: int) -> str:
-        name = type(x).__name__
-        if isinstance(x, dict):
-            return f"{name}({self.repr_dict(x, level)})"
-        if isinstance(x, (list, tuple)):
-            return f"{name}({self._items(x, level, '[', ']', self.maxlist)})"
-        if isinstance(x, (str, bytes, bytearray)):
-            return f"{name}({self._sliced(x)})"
-        return super().repr_instance(x, level)
-
-
-_BOUNDED = _BoundedRepr()
-
-
-def preview(value: Any) -> dict[str, Any]:
-    """Type, shape, dtype, length and a bounded repr: what a tutor needs, never a full dump.
-
-    Sizes come first and the preview of a container shows a few items, so the cost does not
-    grow with the value; a user's ``__repr__`` may still be slow, hence ``describe`` below.
-    """
-    info: dict[str, Any] = {"type": type_name(value)}
-    if issubclass(type(value), type):
-        # A class: its attributes and repr go through its metaclass, which may run anything;
-        # its name, read from the slots, is all a tutor needs.
-        info["preview"] = f"<class '{class_name(value)}'>"
-        return info
-    for attr in ("shape", "dtype"):
-        with contextlib.suppress(Exception):
-            if hasattr(value, attr):
-                info[attr] = _BOUNDED.repr(getattr(value, attr))[:200]
-    with contextlib.suppress(Exception):
-        if hasattr(value, "columns"):
-            columns = itertools.islice(iter(value.columns), 50)
-            info["columns"] = [_BOUNDED.repr(c)[:100] for c in columns]
-    with contextlib.suppress(Exception):
-        info["len"] = len(value)
-    shown = value
-    with contextlib.suppress(Exception):
-        if hasattr(value, "head") and hasattr(value, "columns"):
-            shown = value.head()
-    try:
-        text = _BOUNDED.repr(shown)
-    except Exception as exc:
-        text = f"<repr failed: {type(exc).__name__}: {exc}>"
-    if len(text) > PREVIEW_CHARS:
-        text = text[:PREVIEW_CHARS] + f" … ({len(text) - PREVIEW_CHARS} more chars)"
-    info["preview"] = text
-    return info
-
-
-def type_name(value: Any) -> str:
-    return class_name(type(value))  # type() never runs the learner's code, unlike __class__
-
-
-_MODULE = type.__dict__["__module__"]
-_QUALNAME = type.__dict__["__qualname__"]
-
-
-def class_name(cls: type) -> str:
-    """``module.qualname`` read from the class's own slots, never through ``cls.__module__``:
-    a metaclass may define those as properties, and this runs on the kernel's loop too (after
-    a timeout), where a slow property froze the kernel for a minute (issue 23)."""
-    try:
-        module = _MODULE.__get__(cls, type)
-    except Exception:
-        module = None
-    qualname = _QUALNAME.__get__(cls, type)
-    module = module if type(module) is str else "?"
-    qualname = qualname if type(qualname) is str else "?"
-    return f"{module}.{qualname}"
-
-
-class _Abandoned(BaseException):
-    """Raised inside a describing thread that nobody waits for any more."""
-
-
-async def describe(value: Any, timeout: float = INSPECT_SECONDS) -> dict[str, Any] | None:
-    """``preview(value)`` on a daemon thread; None when it takes longer than ``timeout``.
-
-    The kernel loop stays free meanwhile (other cells run, Stop is heard), and the awaiting
-    coroutine can be cancelled at once. A thread cannot be killed, so an abandoned one is sent
-    an exception it raises at its next bytecode: a spinning ``__repr__`` in Python stops there;
-    one stuck inside C code finishes on its own, on a daemon thread that never blocks exit.
-
-    What cannot be bounded: C code that holds the GIL (a C extension's ``__repr__`` or
-    ``__len__`` that never releases it) stops every thread of the kernel, the loop included,
-    until it returns; no timeout can run meanwhile. Only a separate process could bound that,
-    and the value is not in one. Nothing of the learner's runs on the loop itself: the type's
-    name is read from its slots (``class_name``).
-    """
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[dict[str, Any]] = loop.create_future()
-
-    def settle(result: dict[str, Any] | None, error: BaseException | None) -> None:
-        if done.done():
-            return
-        if error is not None:
-            done.set_exception(error)
-        else:
-            done.set_result(result or {})
-
-    def work() -> None:
-        result, error = None, None
-        try:
-            result = preview(value)
-        except _Abandoned:
-            return
-        except BaseException as exc:  # handed to the awaiting coroutine
-            error = exc
-        with contextlib.suppress(RuntimeError):  # the loop may be closed by then
-            loop.call_soon_threadsafe(settle, result, error)
-
-    thread = threading.Thread(target=work, name="deeptutor-inspect", daemon=True)
-    thread.start()
-    try:
-        return await asyncio.wait_for(done, timeout)
-    except TimeoutError:
-        _abandon(thread)
-        return None
-    except asyncio.CancelledError:
-        _abandon(thread)
-        raise
-
-
-def _abandon(thread: threading.Thread) -> None:
-    import ctypes
-
-    if thread.ident is not None and thread.is_alive():
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(
-            ctypes.c_ulong(thread.ident), ctypes.py_object(_Abandoned)
-        )
 
 
 _BOMS = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import os
 import threading
 import time
 from pathlib import Path
@@ -11,11 +12,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from deeptutor_jupyter.kernel import describe as describing
 from deeptutor_jupyter.kernel import notebook_context as nbc
+from deeptutor_jupyter.kernel.describe import describe
 from deeptutor_jupyter.kernel.notebook_context import (
     InspectArgs,
     InspectVariableTool,
-    describe,
     notebook_cells,
     preview,
     render_cells,
@@ -116,7 +118,13 @@ class Spins:
         return "Spins()"
 
 
-async def test_a_slow_repr_runs_off_the_loop_and_stop_cancels_at_once():
+@pytest.fixture
+def on_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where no child can be forked (not Linux), describing runs on a daemon thread."""
+    monkeypatch.setattr(describing, "CAN_FORK", False)
+
+
+async def test_on_a_thread_a_slow_repr_runs_off_the_loop_and_stop_cancels_at_once(on_thread):
     spins = Spins()
     shell = SimpleNamespace(user_ns={"spins": spins})
     tool = InspectVariableTool(shell)
@@ -134,7 +142,9 @@ async def test_a_slow_repr_runs_off_the_loop_and_stop_cancels_at_once():
     spins.release.set()
 
 
-async def test_a_repr_that_never_ends_gives_a_result_in_words(monkeypatch: pytest.MonkeyPatch):
+async def test_on_a_thread_a_repr_that_never_ends_gives_a_result_in_words(
+    on_thread, monkeypatch: pytest.MonkeyPatch
+):
     spins = Spins()
     threads_before = threading.active_count()
     info = await describe(spins, timeout=0.2)
@@ -151,6 +161,122 @@ async def test_a_repr_that_never_ends_gives_a_result_in_words(monkeypatch: pytes
     result = await tool.run(InspectArgs(name="spins"), ctx)
     assert result.is_error and "took longer than 0.2 s" in result.content
     assert "Spins" in result.content and "timed_out" in str(result.data)
+
+
+def children_of_this_process() -> list[int]:
+    found: list[int] = []
+    for task in Path("/proc/self/task").iterdir():
+        found += [int(p) for p in (task / "children").read_text().split()]
+    return found
+
+
+class SpinsForever:
+    """Marks a file when its __repr__ starts, then spins until killed."""
+
+    def __init__(self, mark: Path) -> None:
+        self.mark = mark
+
+    def __repr__(self) -> str:
+        self.mark.write_text("started")
+        while True:
+            pass
+
+
+class HoldsTheGil:
+    """A __repr__ inside one C call (sum over a range): no bytecode runs, so no other thread
+    of the process gets the GIL until it returns, seconds later."""
+
+    def __repr__(self) -> str:
+        return str(sum(range(300_000_000)))
+
+
+class ChangesState:
+    def __init__(self) -> None:
+        self.seen = 0
+
+    def __repr__(self) -> str:
+        self.seen += 1
+        print("printed by a repr")
+        return f"ChangesState(seen={self.seen})"
+
+
+needs_fork = pytest.mark.skipif(not describing.CAN_FORK, reason="forking is Linux only")
+
+
+@needs_fork
+async def test_a_spinning_repr_is_killed_at_stop_and_leaves_no_process(tmp_path: Path):
+    mark = tmp_path / "started"
+    shell = SimpleNamespace(user_ns={"spins": SpinsForever(mark)})
+    tool = InspectVariableTool(shell)
+    ctx = ToolContext(session_id="s", turn_id="t", workspace=Path("."))
+    task = asyncio.create_task(tool.run(InspectArgs(name="spins"), ctx))
+    for _ in range(1000):  # the loop runs while the child spins
+        if mark.exists():
+            break
+        await asyncio.sleep(0.01)
+    assert mark.exists() and not task.done()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert children_of_this_process() == []
+
+
+@needs_fork
+async def test_a_repr_that_never_ends_is_killed_after_the_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(nbc, "INSPECT_SECONDS", 0.3)
+    tool = InspectVariableTool(SimpleNamespace(user_ns={"spins": SpinsForever(tmp_path / "m")}))
+    ctx = ToolContext(session_id="s", turn_id="t", workspace=Path("."))
+    result = await tool.run(InspectArgs(name="spins"), ctx)
+    assert result.is_error and "took longer than 0.3 s" in result.content
+    assert "SpinsForever" in result.content and "timed_out" in str(result.data)
+    assert children_of_this_process() == []
+
+
+@needs_fork
+async def test_c_code_holding_the_gil_does_not_hold_the_kernel_loop():
+    # Issue 23: a C __repr__ holding the GIL froze the kernel for 33 s, timeout or not; a
+    # thread cannot be bounded there, a child process can.
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    ticker = asyncio.create_task(tick())
+    try:
+        assert await describe(HoldsTheGil(), timeout=0.6) is None
+    finally:
+        ticker.cancel()
+    assert ticks >= 15  # ~60 on a quiet machine; 0 while the GIL is held
+    assert children_of_this_process() == []
+
+
+@needs_fork
+async def test_a_repr_changes_nothing_in_the_kernel_and_prints_nothing(
+    capsys: pytest.CaptureFixture[str],
+):
+    value = ChangesState()
+    info = await describe(value)
+    assert info is not None and info["preview"] == "ChangesState(seen=1)"
+    assert value.seen == 0  # its side effects stayed in the child
+    assert "printed by a repr" not in capsys.readouterr().out
+    info = await describe(value)
+    assert info is not None and info["preview"] == "ChangesState(seen=1)"
+
+
+@needs_fork
+async def test_a_repr_that_ends_the_process_is_an_error_not_a_hang():
+    class Exits:
+        def __repr__(self) -> str:
+            os._exit(3)
+
+    with pytest.raises(RuntimeError, match="ended without a result"):
+        await describe(Exits())
+    assert children_of_this_process() == []
 
 
 class SlowMeta(type):
