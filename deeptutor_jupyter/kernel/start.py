@@ -93,7 +93,7 @@ def ask_in_cell(
         return None
     view = attach_view(tutor, turn, trace=resolved.settings.trace_in_outputs)
     label = turn.ctx.profile.label
-    running_md = turn_markdown(question, "", model=label, status="running", tools=[])
+    running_md = turn_markdown(shown or question, "", model=label, status="running", tools=[])
     display(widget_bundle(view, running_md, turn.turn_id), raw=True, display_id=turn.turn_id)  # type: ignore[no-untyped-call]
     if cell_id:
         tutor.cell_turns[cell_id] = turn
@@ -142,7 +142,8 @@ def attach_view(
     session, log = tutor.session, turn.log
     language = session.language
     label = turn.ctx.profile.label
-    question = turn.ctx.question
+    # The learner's words: `%tutor learn` composes instructions for the model (kept in the trace).
+    question = turn.ctx.metadata.get("shown") or turn.ctx.question
 
     def stop() -> None:
         session.stop(turn.turn_id, t("stopped_by_learner", language))

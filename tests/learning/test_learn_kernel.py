@@ -105,6 +105,17 @@ def test_a_path_is_proposed_confirmed_taught_quizzed_and_reviewed(
     submit(kernel, card)
     kernel.wait_for(lambda: "You know your squares." in answer_text(kernel), timeout=60)
     assert json.loads(tool_messages(fake_llm, "call_learn")[0]["content"])["score"] == 1.0
+    # The saved turn shows the learner's words; the instructions composed for the model (tool
+    # names and ids) stay in the request and the trace.
+    saved = kernel.wait_for(
+        lambda: [
+            m["content"]["data"]["text/markdown"]
+            for m in kernel.iopub
+            if m["header"]["msg_type"] == "update_display_data"
+            and "You know your squares." in m["content"]["data"].get("text/markdown", "")
+        ]
+    )[-1]
+    assert "**You:** Teach me: Square numbers" in saved and "make_quiz" not in saved
 
     # 3. Progress: three right answers open the next objective.
     msg = kernel.execute("%tutor progress")
