@@ -69,4 +69,9 @@ echo "==> mypy (strict)"
 .venv/bin/mypy
 echo "==> pytest"
 # pytest exits 5 when it collected nothing; that is a failure here like any other non-zero code.
-.venv/bin/python -m pytest "$@"
+if [ "$#" -gt 0 ]; then
+  .venv/bin/python -m pytest "$@"
+else
+  # The browser and hub suites run in a second process beside the rest (scripts/pytest_pair.py).
+  .venv/bin/python scripts/pytest_pair.py
+fi
