@@ -4,6 +4,7 @@
  */
 import { ILabShell, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette, ISessionContext, SessionContext } from '@jupyterlab/apputils';
+import { IEditorServices } from '@jupyterlab/codeeditor';
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
@@ -24,6 +25,7 @@ import { TutorPanel } from './panel';
 import { watchCells } from './cells';
 import { keepOutputsTrue } from './displays';
 import { containFormKeys } from './keys';
+import { upgradeCodeBoxes, useEditorServices } from './codeeditor';
 import { keepNotebooksCleanOnVersion } from './language';
 import { serveLiveCells } from './livecells';
 import { addKnowledgeCommand } from './kbcommand';
@@ -48,7 +50,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description: 'The DeepTutor panel beside the notebook.',
   autoStart: true,
   requires: [INotebookTracker, IRenderMimeRegistry],
-  optional: [ICommandPalette, ILabShell, ITranslator, ISettingRegistry, IFileBrowserFactory],
+  optional: [
+    ICommandPalette,
+    ILabShell,
+    ITranslator,
+    ISettingRegistry,
+    IFileBrowserFactory,
+    IEditorServices
+  ],
   activate: (
     app: JupyterFrontEnd,
     notebooks: INotebookTracker,
@@ -57,7 +66,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     labShell: ILabShell | null,
     translator: ITranslator | null,
     registry: ISettingRegistry | null,
-    files: IFileBrowserFactory | null
+    files: IFileBrowserFactory | null,
+    editors: IEditorServices | null
   ) => {
     // Before any label is made: commands and tabs read the bundle when they are built.
     useBundle(translator ? translator.load(DOMAIN) : null);
@@ -69,6 +79,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
     }
     // Keys typed in the tutor's forms never reach notebook shortcuts (keys.ts).
     containFormKeys(document);
+    // Code answers, in cells and in the panel, get JupyterLab's editor (codeeditor.ts).
+    useEditorServices(editors);
+    upgradeCodeBoxes(document.body);
     // With no notebook open, the panel offers a conversation in a kernel of its own.
     const scratch = async (): Promise<ISessionContext> => {
       const context = new SessionContext({

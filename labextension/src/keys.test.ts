@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { indentEdit, keyAction } from './keys';
+import { indentChange, indentEdit, keyAction } from './keys';
 
 const none = { shift: false, ctrl: false, alt: false, meta: false };
 
@@ -47,5 +47,24 @@ describe('keys typed in a form', () => {
     expect(indentEdit('      x', 7, 7, true)).toEqual({ value: '  x', start: 3, end: 3 });
     expect(indentEdit('x', 1, 1, true)).toEqual({ value: 'x', start: 1, end: 1 });
     expect(indentEdit('a\n    b', 3, 3, true)).toEqual({ value: 'a\nb', start: 2, end: 2 });
+  });
+
+  it("the code editor's Tab and Shift+Tab are the same edit, as the smallest replacement", () => {
+    const apply = (value: string, c: NonNullable<ReturnType<typeof indentChange>>) =>
+      value.slice(0, c.from) + c.insert + value.slice(c.to);
+    const code = 'def f(x):\n    return x';
+    // Tab at the end of a line pads to the next multiple of four, there and nowhere else.
+    const tab = indentChange(code, code.length, code.length, false)!;
+    expect(tab).toEqual({ from: 22, to: 22, insert: '    ', anchor: 26, head: 26 });
+    // Shift+Tab takes the line's four leading spaces off, and the caret moves with its text.
+    const back = indentChange(apply(code, tab), 26, 26, true)!;
+    expect(apply(apply(code, tab), back)).toBe('def f(x):\nreturn x    ');
+    expect(back.to - back.from - back.insert.length).toBe(4);
+    expect([back.anchor, back.head]).toEqual([22, 22]);
+    // A selection over lines indents each of them; nothing to dedent is no change at all.
+    const sel = indentChange('a\nb', 0, 3, false)!;
+    expect(apply('a\nb', sel)).toBe('    a\n    b');
+    expect([sel.anchor, sel.head]).toEqual([4, 11]);
+    expect(indentChange('x = 1', 3, 3, true)).toBeNull();
   });
 });

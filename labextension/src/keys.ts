@@ -24,7 +24,8 @@ export const FORM_ROOTS = [
   '.jp-DeepTutorQuiz'
 ].join(', ');
 
-/** Code boxes: Tab indents, Shift+Tab dedents (other boxes keep Tab for moving on). */
+/** Plain code boxes: Tab indents, Shift+Tab dedents (other boxes keep Tab for moving on). With
+ * JupyterLab's editor services, code boxes are its editor, with the same edit (codeeditor.ts). */
 export const CODE_BOXES = '.dt-quiz-code textarea, textarea.jp-DeepTutorQuiz-code';
 
 export const INDENT = '    ';
@@ -84,6 +85,51 @@ export function indentEdit(value: string, start: number, end: number, dedent: bo
     value: value.slice(0, lineStart) + text + value.slice(stop),
     start: Math.min(newStart, newEnd),
     end: newEnd
+  };
+}
+
+/** One replacement and the selection after it: what CodeMirror dispatches for Tab or Shift+Tab. */
+export interface Change {
+  from: number;
+  to: number;
+  insert: string;
+  anchor: number;
+  head: number;
+}
+
+/**
+ * The code editor's Tab and Shift+Tab (codeeditor.ts): the same edit as a plain code box's
+ * (`indentEdit`), as the smallest replacement, so undo and the caret behave as for typed text.
+ * Null when nothing changes (Shift+Tab on an unindented line).
+ */
+export function indentChange(
+  value: string,
+  start: number,
+  end: number,
+  dedent: boolean
+): Change | null {
+  const edit = indentEdit(value, start, end, dedent);
+  if (edit.value === value) {
+    return null;
+  }
+  let from = 0;
+  const limit = Math.min(value.length, edit.value.length);
+  while (from < limit && value[from] === edit.value[from]) {
+    from++;
+  }
+  let tail = 0;
+  while (
+    tail < limit - from &&
+    value[value.length - 1 - tail] === edit.value[edit.value.length - 1 - tail]
+  ) {
+    tail++;
+  }
+  return {
+    from,
+    to: value.length - tail,
+    insert: edit.value.slice(from, edit.value.length - tail),
+    anchor: edit.start,
+    head: edit.end
   };
 }
 

@@ -19,6 +19,7 @@ import {
 } from './quizform';
 import { QuizRequired, QuizResolved } from './schema';
 import { reasonText } from './errors';
+import { CodeEditorHandle, mountCodeEditor } from './codeeditor';
 
 export interface QuizCardProps {
   quiz: QuizRequired;
@@ -190,16 +191,7 @@ function QuestionField(props: {
       </div>
     );
   } else if (q.kind === 'code') {
-    field = (
-      <textarea
-        className="jp-DeepTutorQuiz-code jp-mod-styled"
-        spellCheck={false}
-        rows={Math.min(12, Math.max(4, text.split('\n').length + 1))}
-        value={text}
-        disabled={props.disabled}
-        onChange={e => props.onChange(e.target.value)}
-      />
-    );
+    field = <CodeField text={text} disabled={props.disabled} onChange={props.onChange} />;
   } else {
     const hint =
       q.kind === 'numeric'
@@ -226,5 +218,59 @@ function QuestionField(props: {
       </div>
       {field}
     </div>
+  );
+}
+
+/** A code answer: JupyterLab's editor (codeeditor.ts), or a plain textarea (Tab indents, keys.ts)
+ * when JupyterLab gave no editor services. The editor owns its text while mounted; the form
+ * keeps a copy through `onChange`, as it does for a textarea. */
+function CodeField(props: {
+  text: string;
+  disabled: boolean;
+  onChange: (value: string) => void;
+}): React.ReactElement {
+  const host = React.useRef<HTMLDivElement>(null);
+  const editor = React.useRef<CodeEditorHandle | null>(null);
+  const onChange = React.useRef(props.onChange);
+  onChange.current = props.onChange;
+  const [plain, setPlain] = React.useState(false);
+  React.useEffect(() => {
+    if (!host.current) {
+      return;
+    }
+    editor.current = mountCodeEditor(host.current, props.text, text => onChange.current(text));
+    if (!editor.current) {
+      setPlain(true);
+      return;
+    }
+    return () => {
+      editor.current?.dispose();
+      editor.current = null;
+    };
+  }, []); // mounted once: later text comes from the editor itself
+  React.useEffect(() => {
+    editor.current?.setText(props.text);
+  }, [props.text]);
+  React.useEffect(() => {
+    editor.current?.setReadOnly(props.disabled);
+  }, [props.disabled]);
+  if (plain) {
+    return (
+      <textarea
+        className="jp-DeepTutorQuiz-code jp-mod-styled"
+        spellCheck={false}
+        rows={Math.min(12, Math.max(4, props.text.split('\n').length + 1))}
+        value={props.text}
+        disabled={props.disabled}
+        onChange={e => props.onChange(e.target.value)}
+      />
+    );
+  }
+  return (
+    <div
+      className="jp-DeepTutorQuiz-code jp-DeepTutorQuiz-editor"
+      ref={host}
+      aria-disabled={props.disabled}
+    />
   );
 }

@@ -43,8 +43,8 @@ def test_a_quiz_in_lab_is_answered_graded_and_explained(
         assert "EXPLAINED" not in page.content() and "HIDDEN-TEST" not in page.content()
         card.locator("label", has_text="four").first.click()
         card.locator("input[type=text]").first.fill("3.001 m/s")
-        code = card.locator("textarea").first
-        code.fill("def sq(x):\n    return x * x\n")
+        # The code answer is JupyterLab's editor over the widget's textarea (labextension).
+        card.locator(".dt-quiz-code .cm-content").fill("def sq(x):\n    return x * x\n")
         page.wait_for_timeout(300)
         card.locator(".dt-quiz-submit").click()
         # The turn has ended: its cell is the static rendering, the graded quiz included.

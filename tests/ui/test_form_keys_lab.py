@@ -1,8 +1,10 @@
-"""Keys typed into a cell's quiz form stay in the form, in real JupyterLab and Chromium (issue 21):
-Tab indents in the code box; "a b m r y 0 0", Ctrl+Enter and Shift+Enter are text, not notebook
-shortcuts (no cell inserted, none turned raw or Markdown, no "Restart Kernel?" dialog, no re-run);
-Escape leaves the form for the notebook. Then Submit with blanks asks first, and "Submit anyway"
-sends the typed code. Screenshots: tests/ui/artifacts/form-keys*.png."""
+"""Keys typed into a cell's quiz form stay in the form, and its code question is JupyterLab's own
+code editor, in real JupyterLab and Chromium (issue 21): CodeMirror with Python highlighting,
+Enter indents after a colon, Tab indents and Shift+Tab dedents; "a b m r y 0 0", Ctrl+Enter and
+Shift+Enter are text, not notebook shortcuts (no cell inserted, none turned raw or Markdown, no
+"Restart Kernel?" dialog, no re-run); Escape leaves the form for the notebook. Then Submit with
+blanks asks first, and "Submit anyway" sends the code exactly as typed, which the kernel grades
+and the saved receipt shows. Screenshots: tests/ui/artifacts/form-keys*.png."""
 
 from __future__ import annotations
 
@@ -29,7 +31,22 @@ __all__ = ["fake_llm", "lab"]
 
 CELLS_JS = "() => window.jupyterapp.shell.currentWidget.content.widgets.map(w => w.model.type)"
 FOCUS_JS = "() => !!document.activeElement && !!document.activeElement.closest('.dt-quiz-code')"
-TYPED = "def sq(x):\n    return x * x\n#abmry00\n"
+# The widget's own textarea, under the editor: its value is what ipywidgets sends the kernel.
+VALUE_JS = "() => document.querySelector('.dt-quiz-code textarea').value"
+# CodeMirror over the hidden textarea, and "def" a highlighted token (coloured unlike plain text).
+EDITOR_JS = """() => {
+  const box = document.querySelector('.dt-quiz-code');
+  const content = box.querySelector('.cm-editor .cm-content[contenteditable=true]');
+  const def = [...box.querySelectorAll('.cm-line span')].find(s => s.textContent === 'def');
+  return {
+    editor: !!content && !!box.closest('.jp-OutputArea-output'),
+    textarea: getComputedStyle(box.querySelector('textarea')).display,
+    keyword: !!def && getComputedStyle(def).color !== getComputedStyle(content).color,
+  };
+}"""
+SET_VALUE_JS = "(text) => { document.querySelector('.dt-quiz-code textarea').value = text; }"
+SHOWN_JS = "(text) => document.querySelector('.dt-quiz-code .cm-content').innerText.includes(text)"
+TYPED = "def sq(x):\n    return x * x\n    #abmry00\n"
 
 
 def notebook_state(page: Any) -> tuple[list[str], int]:
@@ -37,7 +54,7 @@ def notebook_state(page: Any) -> tuple[list[str], int]:
 
 
 @needs_chromium
-def test_keys_in_a_quiz_code_box_stay_there_and_blanks_ask_first(
+def test_a_quiz_code_answer_is_a_python_editor_whose_keys_stay_there_and_blanks_ask_first(
     lab: str, fake_llm: FakeLLMServer, tmp_path: Path
 ) -> None:
     fake_llm.extend([quiz_reply(QUIZ), Reply(text="Noted, let us look at squares.")])
@@ -46,29 +63,36 @@ def test_keys_in_a_quiz_code_box_stay_there_and_blanks_ask_first(
         open_notebook(page, lab, "keys.ipynb")
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
         card = page.locator(".dt-quiz")
-        code = card.locator(".dt-quiz-code textarea")
+        code = card.locator(".dt-quiz-code .cm-content")
         code.wait_for()
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
         before = notebook_state(page)
         assert before == (["code", "code"], 0)
+        # The widget's value set from its model (another view of the widget typed, or the
+        # kernel) is assigned to the textarea, as ipywidgets does: the editor shows it.
+        page.evaluate(SET_VALUE_JS, "def other():\n    pass")
+        page.wait_for_function(SHOWN_JS, arg="def other():")
         code.click()
         page.keyboard.press("Control+a")
         page.keyboard.press("Delete")
         page.keyboard.type("def sq(x):")
-        page.keyboard.press("Enter")
-        page.keyboard.press("Tab")  # indents, keeps the focus in the box
+        page.keyboard.press("Enter")  # Python: the body is indented
+        assert page.evaluate(VALUE_JS) == "def sq(x):\n    "
+        page.keyboard.press("Tab")  # one level more, the focus stays in the editor
         assert page.evaluate(FOCUS_JS)
         page.keyboard.type("return x * x")
+        assert page.evaluate(VALUE_JS) == "def sq(x):\n        return x * x"
+        page.keyboard.press("Shift+Tab")  # the level Tab added comes off
+        assert page.evaluate(VALUE_JS) == "def sq(x):\n    return x * x"
         page.keyboard.press("Enter")
-        page.keyboard.press("Tab")
-        page.keyboard.press("Shift+Tab")  # dedents what Tab added
         page.keyboard.type("#")
         for key in ["a", "b", "m", "r", "y", "0", "0"]:  # notebook shortcuts in command mode
             page.keyboard.press(key)
         page.keyboard.press("Control+Enter")  # "run cell": would start the quiz's turn again
         page.keyboard.press("Shift+Enter")  # "run cell and advance"; a newline here
         page.wait_for_timeout(500)  # any command the keys triggered has run by now
-        typed = code.input_value()
+        typed = page.evaluate(VALUE_JS)
+        editor = page.evaluate(EDITOR_JS)
         requests = len(fake_llm.requests)
         after = notebook_state(page)
         still_focused = page.evaluate(FOCUS_JS)
@@ -88,6 +112,7 @@ def test_keys_in_a_quiz_code_box_stay_there_and_blanks_ask_first(
         receipt.wait_for(timeout=60000)
         receipt_text = receipt.inner_text()
         receipt.screenshot(path=str(ARTIFACTS / "form-keys-receipt.png"))
+    assert editor == {"editor": True, "textarea": "none", "keyword": True}
     assert typed == TYPED
     assert after == before  # no cell inserted, none changed type, no dialog
     assert still_focused and left
@@ -97,3 +122,4 @@ def test_keys_in_a_quiz_code_box_stay_there_and_blanks_ask_first(
     assert by_id["q3"]["given"] == TYPED and by_id["q3"]["correct"] is True
     assert by_id["q1"]["answered"] is False and by_id["q2"]["answered"] is False
     assert receipt_text.count("(not answered)") == 2
+    assert TYPED.rstrip() in receipt_text  # the saved receipt shows the code as typed

@@ -156,7 +156,7 @@ def test_a_quiz_in_the_panel_is_answered_and_graded(
         # Prompts are Markdown with LaTeX, typeset by JupyterLab's renderer.
         card.locator(".jp-DeepTutorQuiz-question[data-question-id='q2'] mjx-container").wait_for()
         card.locator(".jp-DeepTutorQuiz-input").fill("9")
-        card.locator(".jp-DeepTutorQuiz-code").fill("def sq(x):\n    return x * x\n")
+        card.locator(".jp-DeepTutorQuiz-code .cm-content").fill("def sq(x):\n    return x * x\n")
         page.screenshot(path=str(Path(__file__).parent / "artifacts" / "sidebar-quiz-form.png"))
         submit.click()
         receipt = card.locator(".jp-DeepTutorQuiz-receipt")
