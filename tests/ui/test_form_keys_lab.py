@@ -46,6 +46,9 @@ EDITOR_JS = """() => {
 }"""
 SET_VALUE_JS = "(text) => { document.querySelector('.dt-quiz-code textarea').value = text; }"
 SHOWN_JS = "(text) => document.querySelector('.dt-quiz-code .cm-content').innerText.includes(text)"
+# The editor's host, kept across Submit: once the form is gone, its CodeMirror view is destroyed.
+KEEP_HOST_JS = "() => { window.dtHost = document.querySelector('.dt-code-editor'); }"
+FREED_JS = "() => !window.dtHost.isConnected && !window.dtHost.querySelector('.cm-editor')"
 TYPED = "def sq(x):\n    return x * x\n    #abmry00\n"
 
 
@@ -106,11 +109,13 @@ def test_a_quiz_code_answer_is_a_python_editor_whose_keys_stay_there_and_blanks_
         confirm.get_by_text("2 of 3 questions are not answered").wait_for()
         card.screenshot(path=str(ARTIFACTS / "form-keys-confirm.png"))
         assert not tool_messages(fake_llm, "call_quiz_1")  # nothing submitted yet
+        page.evaluate(KEEP_HOST_JS)
         card.locator(".dt-quiz-anyway").click()
         # The turn has ended: its cell is the static rendering, the graded quiz included.
         receipt = page.locator(".dt-static", has_text="Noted, let us look at squares.")
         receipt.wait_for(timeout=60000)
         receipt_text = receipt.inner_text()
+        freed = page.evaluate(FREED_JS)
         receipt.screenshot(path=str(ARTIFACTS / "form-keys-receipt.png"))
     assert editor == {"editor": True, "textarea": "none", "keyword": True}
     assert typed == TYPED
@@ -122,4 +127,5 @@ def test_a_quiz_code_answer_is_a_python_editor_whose_keys_stay_there_and_blanks_
     assert by_id["q3"]["given"] == TYPED and by_id["q3"]["correct"] is True
     assert by_id["q1"]["answered"] is False and by_id["q2"]["answered"] is False
     assert receipt_text.count("(not answered)") == 2
+    assert freed  # the form gone, its editor is destroyed, not left running off the page
     assert TYPED.rstrip() in receipt_text  # the saved receipt shows the code as typed
