@@ -34,8 +34,6 @@ export function useEditorServices(editors: IEditorServices | null): void {
 export interface CodeEditorHandle {
   /** Replace the text (from outside: the model changed); no change event follows. */
   setText(text: string): void;
-  /** While the answers are being graded. */
-  setReadOnly(on: boolean): void;
   dispose(): void;
 }
 
@@ -96,7 +94,6 @@ export function mountCodeEditor(
         }
       }
     },
-    setReadOnly: (on: boolean) => editor.setOption('readOnly', on),
     dispose() {
       editor.dispose();
       model.dispose();

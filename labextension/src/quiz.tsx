@@ -223,7 +223,8 @@ function QuestionField(props: {
 
 /** A code answer: JupyterLab's editor (codeeditor.ts), or a plain textarea (Tab indents, keys.ts)
  * when JupyterLab gave no editor services. The editor owns its text while mounted; the form
- * keeps a copy through `onChange`, as it does for a textarea. */
+ * keeps a copy through `onChange`, as it does for a textarea. (The editor stays editable while
+ * grading: the answers were sent, and a refusal keeps what is typed meanwhile.) */
 function CodeField(props: {
   text: string;
   disabled: boolean;
@@ -248,12 +249,6 @@ function CodeField(props: {
       editor.current = null;
     };
   }, []); // mounted once: later text comes from the editor itself
-  React.useEffect(() => {
-    editor.current?.setText(props.text);
-  }, [props.text]);
-  React.useEffect(() => {
-    editor.current?.setReadOnly(props.disabled);
-  }, [props.disabled]);
   if (plain) {
     return (
       <textarea
@@ -266,11 +261,5 @@ function CodeField(props: {
       />
     );
   }
-  return (
-    <div
-      className="jp-DeepTutorQuiz-code jp-DeepTutorQuiz-editor"
-      ref={host}
-      aria-disabled={props.disabled}
-    />
-  );
+  return <div className="jp-DeepTutorQuiz-code jp-DeepTutorQuiz-editor" ref={host} />;
 }
