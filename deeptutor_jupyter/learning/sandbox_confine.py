@@ -5,6 +5,9 @@ child (sandbox_child.py) loads this file from its folder before it reads any unt
 is standard library only. ``supervise()`` forks: the parent stays outside and becomes the
 supervisor, the child confines itself with ``confine()`` and runs the code.
 
+* **No capabilities**: a kernel run as root (common in containers) would hand the child
+  CAP_SYS_MODULE, CAP_CHOWN and the rest; the bounding, ambient and current sets are emptied, and
+  no_new_privs keeps an exec from regaining any.
 * **Landlock** (the kernel's own unprivileged sandbox, syscalls through ctypes; ABI 6 needed,
   Linux 6.12+): reads only under the Python install and system folders, writes only in the
   child's folder, so no ``/proc`` (no other process, no kernel environ), no ``/etc/shadow``, no
@@ -34,6 +37,8 @@ _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # one number on ever
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
 _PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS, _PR_SET_CHILD_SUBREAPER = 1, 38, 36
+_PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+_CAPABILITY_VERSION_3 = 0x20080522
 
 _EXECUTE, _WRITE_FILE, _READ_FILE, _READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 _MAKE_CHAR, _MAKE_BLOCK = 1 << 6, 1 << 11
@@ -72,6 +77,27 @@ _DENIED = (
     "umount2",
     "pivot_root",
     "chroot",
+    # What only privileged processes may do: denied again in case a capability were left.
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "kexec_load",
+    "kexec_file_load",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "open_by_handle_at",
+    "iopl",
+    "ioperm",
+    "acct",
+    "quotactl",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "sethostname",
+    "setdomainname",
+    "syslog",
 )
 # Calls that may name another process of the same user: allowed only on this one (argument == 0).
 _SELF_ONLY = (
@@ -138,10 +164,11 @@ def libseccomp() -> ctypes.CDLL:
 
 
 def confine(work: str, read_roots: Sequence[str]) -> None:
-    """Confine this process and all it starts: seccomp first, then Landlock (irrevocable)."""
+    """Confine this process and all it starts: capabilities, seccomp, then Landlock (for good)."""
     abi = landlock_abi()
     if abi < MIN_ABI:
         raise OSError(f"Landlock ABI {abi} here, {MIN_ABI} needed (Linux 6.12 or later)")
+    _drop_capabilities()
     _seccomp()
     fs = _FS_ABI_1 | (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0)
     fs |= _IOCTL_DEV if abi >= 5 else 0
@@ -180,6 +207,23 @@ def _allow(ruleset: int, path: str, rights: int) -> None:
         )
     finally:
         os.close(fd)
+
+
+def _drop_capabilities() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in range(64):
+        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            code = ctypes.get_errno()
+            if code == errno.EINVAL:  # past the kernel's last capability
+                break
+            if code != errno.EPERM:  # EPERM: no CAP_SETPCAP, so no capability to lose either
+                raise OSError(code, f"PR_CAPBSET_DROP {cap}: {os.strerror(code)}")
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
+    nothing = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: twice 32 bits
+    if libc.capset(header, nothing) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"capset: {os.strerror(code)}")
 
 
 def _seccomp() -> None:
