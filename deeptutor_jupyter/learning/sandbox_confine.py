@@ -16,7 +16,8 @@ supervisor, the child confines itself with ``confine()`` and runs the code.
 * **seccomp**, through Debian's ``libseccomp`` (``libseccomp2``, via ctypes): no sockets at all
   (UDP, raw and pathname Unix sockets are not covered by Landlock), no ptrace or
   process_vm_readv, no keyrings, io_uring (its operations bypass seccomp), SysV or POSIX message
-  IPC, bpf or perf; no resource limits, priority or affinity set on another process.
+  IPC, bpf or perf, no change of a file's mode, owner, times or xattrs (Landlock does not cover
+  metadata); no resource limits, priority or affinity set on another process.
 * **The supervisor** is a child subreaper: every process the code starts, even one that double
   forks into a new session, stays below it. When the child ends, or on SIGTERM (a timeout in the
   kernel, or the kernel gone), it kills and reaps them all before it exits. The child cannot
@@ -98,7 +99,31 @@ _DENIED = (
     "sethostname",
     "setdomainname",
     "syslog",
+    # File metadata is not Landlock's (up to ABI 7): mode, owner, times, xattrs of files outside.
+    "chmod",
+    "fchmod",
+    "fchmodat",
+    "fchmodat2",
+    "chown",
+    "fchown",
+    "lchown",
+    "fchownat",
+    "utime",
+    "utimes",
+    "utimensat",
+    "futimesat",
+    "setxattr",
+    "lsetxattr",
+    "fsetxattr",
+    "removexattr",
+    "lremovexattr",
+    "fremovexattr",
+    "setxattrat",
+    "removexattrat",
+    "file_setattr",
 )
+# Calls newer than Debian's libseccomp knows, by number: one table on x86_64 and aarch64 since 424.
+_NEWER = {"setxattrat": 463, "removexattrat": 466, "file_setattr": 469}
 # Calls that may name another process of the same user: allowed only on this one (argument == 0).
 _SELF_ONLY = (
     ("prlimit64", 0),
@@ -246,6 +271,8 @@ def _seccomp() -> None:
 
 def _rule(lib: ctypes.CDLL, ctx: int, name: str, compare: _ArgCmp | None) -> None:
     number = lib.seccomp_syscall_resolve_name(name.encode())
+    if number < 0 and os.uname().machine in ("x86_64", "aarch64"):
+        number = _NEWER.get(name, -1)
     if number < 0:  # no such call on this architecture
         return
     args = ctypes.pointer(compare) if compare is not None else None

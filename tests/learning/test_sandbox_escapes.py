@@ -123,7 +123,11 @@ def via_symlink():
     return open("link.db", "rb").read()
 attempt("symlink", via_symlink)
 attempt("hardlink", lambda: os.link(OUT + "/state.db", "hard.db"))
-attempt("capability", lambda: os.chown(".", 4321, 4321))  # CAP_CHOWN, had the kernel root's
+attempt("capability", lambda: os.nice(-1))  # CAP_SYS_NICE, had the kernel root's
+attempt("chown", lambda: os.chown(".", 4321, 4321))
+attempt("chmod", lambda: os.chmod(OUT + "/state.db", 0o666))  # metadata: not Landlock's
+attempt("utime", lambda: os.utime(OUT + "/state.db", (0, 0)))
+attempt("xattr", lambda: os.setxattr(OUT + "/state.db", "user.x", b"1"))
 print(json.dumps(got))
 """
 
@@ -140,6 +144,8 @@ def test_every_escape_is_held_without_the_audit_hook(mode, tmp_path, monkeypatch
     db = out / "state.db"
     sqlite3.connect(db).execute("create table answers(x)").connection.commit()
     before = db.read_bytes()
+    db.chmod(0o600)
+    stat_before = db.stat()
     # AF_UNIX paths are short (108 bytes): the listener's socket lives in a folder of its own.
     with tempfile.TemporaryDirectory(dir=out) as sockets, socket.socket() as server:
         unix_path = os.path.join(sockets, "s")
@@ -177,12 +183,18 @@ def test_every_escape_is_held_without_the_audit_hook(mode, tmp_path, monkeypatch
     assert KEY not in outcome.output and KEY[::-1] not in outcome.output
     refused = ["kernel_environ", "shadow", "state_db_read", "chdir", "dir_fd", "sqlite", "mkfifo"]
     refused += ["tcp", "unix", "signal", "prlimit", "vm_read", "symlink", "hardlink", "capability"]
+    refused += ["chown", "chmod", "utime", "xattr"]
     for name in refused:
         assert got[name].startswith("refused:"), (name, got[name])
     if mode == "landlock":  # no socket at all (seccomp); bwrap's own loopback may take one
         assert got["udp"].startswith("refused:")
     assert "DEEPTUTOR_API_KEY" not in got["all_environ"] + got["own_environ"]
     assert sorted(p.name for p in out.iterdir()) == ["state.db"] and db.read_bytes() == before
+    assert (db.stat().st_mode, db.stat().st_mtime_ns) == (
+        stat_before.st_mode,
+        stat_before.st_mtime_ns,
+    )
+    assert os.listxattr(db) == []
 
 
 @pytest.mark.parametrize("mode", ISOLATING)
