@@ -124,14 +124,18 @@ _DENIED = (
 )
 # Calls newer than Debian's libseccomp knows, by number: one table on x86_64 and aarch64 since 424.
 _NEWER = {"setxattrat": 463, "removexattrat": 466, "file_setattr": 469}
-# Calls that may name another process of the same user: allowed only on this one (argument == 0).
+# Calls that may name other processes of the same user (all of them, for PRIO_USER): allowed
+# only on this one, i.e. denied when argument ``index`` is not ``value``.
 _SELF_ONLY = (
-    ("prlimit64", 0),
-    ("setpriority", 1),
-    ("ioprio_set", 1),
-    ("sched_setaffinity", 0),
-    ("sched_setscheduler", 0),
-    ("sched_setparam", 0),
+    ("prlimit64", 0, 0),
+    ("setpriority", 0, 0),  # PRIO_PROCESS
+    ("setpriority", 1, 0),
+    ("ioprio_set", 0, 1),  # IOPRIO_WHO_PROCESS
+    ("ioprio_set", 1, 0),
+    ("sched_setaffinity", 0, 0),
+    ("sched_setscheduler", 0, 0),
+    ("sched_setparam", 0, 0),
+    ("sched_setattr", 0, 0),
 )
 
 
@@ -260,8 +264,8 @@ def _seccomp() -> None:
     try:
         for name in _DENIED:
             _rule(lib, ctx, name, None)
-        for name, arg in _SELF_ONLY:
-            _rule(lib, ctx, name, _ArgCmp(arg, _SCMP_CMP_NE, 0, 0))
+        for name, index, value in _SELF_ONLY:
+            _rule(lib, ctx, name, _ArgCmp(index, _SCMP_CMP_NE, value, 0))
         result = lib.seccomp_load(ctx)
         if result < 0:
             raise OSError(-result, f"seccomp_load: {os.strerror(-result)}")

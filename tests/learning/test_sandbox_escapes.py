@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sqlite3
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -108,6 +111,7 @@ def unix():
 attempt("unix", unix)
 attempt("signal", lambda: os.kill({kernel}, 0))
 attempt("prlimit", lambda: resource.prlimit({kernel}, resource.RLIMIT_NOFILE))
+attempt("renice_user", lambda: os.setpriority(os.PRIO_USER, 0, 1))  # every process of the user
 class IoVec(ctypes.Structure):
     _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
 def vm_read():
@@ -143,6 +147,7 @@ def test_every_escape_is_held_without_the_audit_hook(mode, tmp_path, monkeypatch
     out.mkdir()
     db = out / "state.db"
     sqlite3.connect(db).execute("create table answers(x)").connection.commit()
+    niceness = os.getpriority(os.PRIO_PROCESS, 0)
     before = db.read_bytes()
     db.chmod(0o600)
     stat_before = db.stat()
@@ -186,15 +191,46 @@ def test_every_escape_is_held_without_the_audit_hook(mode, tmp_path, monkeypatch
     refused += ["chown", "chmod", "utime", "xattr"]
     for name in refused:
         assert got[name].startswith("refused:"), (name, got[name])
-    if mode == "landlock":  # no socket at all (seccomp); bwrap's own loopback may take one
-        assert got["udp"].startswith("refused:")
+    if mode == "landlock":  # bwrap's own loopback may take a datagram, its own pids a nice value
+        assert got["udp"].startswith("refused:") and got["renice_user"].startswith("refused:")
     assert "DEEPTUTOR_API_KEY" not in got["all_environ"] + got["own_environ"]
     assert sorted(p.name for p in out.iterdir()) == ["state.db"] and db.read_bytes() == before
     assert (db.stat().st_mode, db.stat().st_mtime_ns) == (
         stat_before.st_mode,
         stat_before.st_mtime_ns,
     )
-    assert os.listxattr(db) == []
+    assert os.listxattr(db) == [] and os.getpriority(os.PRIO_PROCESS, 0) == niceness
+
+
+CAPLESS = """
+import json, os
+from deeptutor_jupyter.learning.sandbox import Sandbox
+sandbox = Sandbox(mode="landlock", audit_hook=False)
+square = sandbox.run_sync("def f(x):\\n    return x * x\\n", "assert f(3) == 9", 5)
+renice = sandbox.run_sync("", "import os\\nos.setpriority(os.PRIO_USER, 0, 5)", 5)
+niceness = os.getpriority(os.PRIO_PROCESS, 0)
+print(json.dumps([square.status, renice.status, renice.message, niceness]))
+"""
+
+
+def test_landlock_holds_for_a_kernel_without_capabilities():
+    # The usual container: the kernel has no capabilities, so none of the kernel's own protects
+    # it from a process of its user (renicing every process of the user: only seccomp stops it).
+    needs("landlock")
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root to start a kernel without capabilities (setpriv)")
+    drop = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--ambient-caps=-all", "--"]
+    run = subprocess.run(
+        [*drop, sys.executable, "-c", CAPLESS],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+    )
+    square, renice, message, niceness = json.loads(run.stdout)
+    assert (square, renice, niceness) == ("passed", "error", 0), run.stdout
+    assert "PermissionError" in message
 
 
 @pytest.mark.parametrize("mode", ISOLATING)
