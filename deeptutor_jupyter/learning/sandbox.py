@@ -297,6 +297,8 @@ def _probe_landlock(python: str) -> str:
     from deeptutor_jupyter.learning import sandbox_confine
 
     abi = sandbox_confine.landlock_abi()
+    if abi == 0:
+        return "Landlock is off in this kernel, or a seccomp profile blocks its calls"
     if abi < sandbox_confine.MIN_ABI:
         return f"Landlock ABI {abi} here, {sandbox_confine.MIN_ABI} needed: Linux 6.12 or later"
     try:

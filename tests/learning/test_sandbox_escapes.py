@@ -306,6 +306,17 @@ def test_auto_falls_back_to_landlock_where_bwrap_cannot_run(monkeypatch):
     assert Sandbox(mode="bwrap").isolation == "none"  # a forced mode never falls back
 
 
+def test_a_landlock_without_signal_scoping_or_blocked_is_not_used(monkeypatch):
+    # ABI 6 brings the scopes that keep a same-user child from signalling the kernel.
+    from deeptutor_jupyter.learning import sandbox_confine
+
+    for abi, words in ((5, "Landlock ABI 5 here, 6 needed"), (0, "a seccomp profile blocks")):
+        monkeypatch.setattr(sandbox_confine, "landlock_abi", lambda abi=abi: abi)
+        monkeypatch.setattr(sandbox_module, "_landlock_cache", {})
+        sandbox = Sandbox(mode="landlock")
+        assert sandbox.isolation == "none" and words in sandbox.reason
+
+
 async def test_a_code_answer_that_is_not_run_is_not_graded(no_isolation):
     q = CodeQuestion(id="q4", kind="code", prompt="square", tests="assert f(2) == 4", timeout_s=5)
     result = await grade_code(q, SQUARE, Sandbox(mode="auto"))
