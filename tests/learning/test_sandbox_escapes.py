@@ -110,6 +110,7 @@ def unix():
     s.connect({unix!r})
 attempt("unix", unix)
 attempt("signal", lambda: os.kill({kernel}, 0))
+attempt("parent", lambda: os.kill(os.getppid(), 0))  # Landlock: the supervisor that reaps
 attempt("prlimit", lambda: resource.prlimit({kernel}, resource.RLIMIT_NOFILE))
 attempt("renice_user", lambda: os.setpriority(os.PRIO_USER, 0, 1))  # every process of the user
 class IoVec(ctypes.Structure):
@@ -192,7 +193,8 @@ def test_every_escape_is_held_without_the_audit_hook(mode, tmp_path, monkeypatch
     for name in refused:
         assert got[name].startswith("refused:"), (name, got[name])
     if mode == "landlock":  # bwrap's own loopback may take a datagram, its own pids a nice value
-        assert got["udp"].startswith("refused:") and got["renice_user"].startswith("refused:")
+        for name in ("udp", "renice_user", "parent"):
+            assert got[name].startswith("refused:"), (name, got[name])
     assert "DEEPTUTOR_API_KEY" not in got["all_environ"] + got["own_environ"]
     assert sorted(p.name for p in out.iterdir()) == ["state.db"] and db.read_bytes() == before
     assert (db.stat().st_mode, db.stat().st_mtime_ns) == (
