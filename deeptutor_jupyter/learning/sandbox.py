@@ -282,6 +282,11 @@ def bwrap_works(python: str | None = None) -> bool:
     return ok
 
 
+def isolation_available(python: str | None = None) -> bool:
+    """Whether ``sandbox = "auto"`` runs code here: bubblewrap or Landlock works."""
+    return bwrap_works(python) or not landlock_problem(python)
+
+
 _landlock_cache: dict[str, str] = {}
 
 
