@@ -10,9 +10,11 @@ nothing model-written runs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -65,6 +67,15 @@ def survivors() -> list[int]:
             except OSError:
                 pass
     return found
+
+
+@pytest.fixture(autouse=True)
+def _no_sleeper_outlives_a_failed_test():
+    """A test that finds survivors fails; these would otherwise run on for 16 minutes."""
+    yield
+    for pid in survivors():
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 HOSTILE = """
