@@ -7,7 +7,9 @@ Variants, interleaved in every iteration so drift on a busy machine hits all of 
 * **sandbox, rlimit**: ``Sandbox(mode="unsafe").run_sync``: a fresh temp folder, the runner
   file, resource limits, the audit hook, the outcome read back;
 * **sandbox, bwrap**: the same inside bubblewrap (new namespaces, read-only mounts), when it
-  works on this machine.
+  works on this machine;
+* **sandbox, landlock**: the same under Landlock + seccomp with the reaping supervisor (one more
+  fork), when this kernel offers it.
 
 Prints medians and p90 in milliseconds and the ratio of each sandbox variant to the bare process.
 
@@ -33,7 +35,12 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
-from deeptutor_jupyter.learning.sandbox import Sandbox, bwrap_works, sandbox_python  # noqa: E402
+from deeptutor_jupyter.learning.sandbox import (  # noqa: E402
+    Sandbox,
+    bwrap_works,
+    landlock_problem,
+    sandbox_python,
+)
 
 CODE = "def sq(x):\n    return x * x\n"
 TESTS = "assert sq(3) == 9\nassert sq(-2) == 4\n"
@@ -68,6 +75,10 @@ def main() -> None:
     if has_bwrap:
         bwrap = Sandbox(mode="bwrap")
         variants["sandbox, bwrap"] = lambda: _check(bwrap.run_sync(CODE, TESTS, 5))
+    no_landlock = landlock_problem(python)
+    if not no_landlock:
+        landlock = Sandbox(mode="landlock")
+        variants["sandbox, landlock"] = lambda: _check(landlock.run_sync(CODE, TESTS, 5))
     for action in variants.values():  # warm-up, not counted
         action()
     samples: dict[str, list[float]] = {name: [] for name in variants}
@@ -78,6 +89,8 @@ def main() -> None:
     print(f"sandbox benchmark: {n} iterations, python {python}")
     if not has_bwrap:
         print("sandbox, bwrap: not available here (bubblewrap missing or namespaces forbidden)")
+    if no_landlock:
+        print(f"sandbox, landlock: not available here ({no_landlock})")
     for name, values in samples.items():
         print(f"{name:<18} median {statistics.median(values):7.1f} ms   p90 {p90(values):7.1f} ms")
     base = statistics.median(samples["bare python -c"])

@@ -44,10 +44,11 @@ __all__ = [
 ]
 
 Language = Literal["en", "zh"]
-# How code answers of quizzes are graded (docs/learning.md#the-code-sandbox): "bwrap" runs the
-# model's tests in bubblewrap and refuses to run them where bubblewrap cannot work; "refuse" never
-# runs them; "unsafe" runs them with resource limits and an audit hook only (no isolation).
-SandboxMode = Literal["bwrap", "refuse", "unsafe"]
+# How code answers of quizzes are graded (docs/learning.md#the-code-sandbox): "auto" runs the
+# model's tests in bubblewrap, else under Landlock and seccomp, else not at all; "bwrap" and
+# "landlock" only in that one; "refuse" never runs them; "unsafe" runs them with resource limits
+# and an audit hook only (no isolation).
+SandboxMode = Literal["auto", "bwrap", "landlock", "refuse", "unsafe"]
 
 HOME_ENV = "DEEPTUTOR_HOME"
 KEY_ENV = "DEEPTUTOR_API_KEY"
@@ -149,7 +150,7 @@ class Settings(BaseModel):
     # (numbers only: probability and graded answers, never answers). False keeps it here.
     share_progress: bool = True
     # Where the tests of code questions run; "unsafe" is for a single-user laptop only.
-    sandbox: SandboxMode = "bwrap"
+    sandbox: SandboxMode = "auto"
 
     @field_validator("provider", mode="before")
     @classmethod

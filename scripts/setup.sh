@@ -13,12 +13,16 @@ if [ ! -x .venv/bin/python ]; then
   echo "==> creating .venv"
   "$python" -m venv .venv
 fi
-# Code answers of quizzes are graded in bubblewrap when it is there (learning/sandbox.py).
-if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-  echo "==> installing bubblewrap from Debian's packages (quiz code sandbox)"
-  { apt-get install -y -qq bubblewrap >/dev/null 2>&1 ||
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; }; } ||
-    echo "bubblewrap could not be installed; code answers of quizzes will not be run (docs/learning.md)." >&2
+# Code answers of quizzes are graded in bubblewrap when it can run, else under Landlock with
+# libseccomp's filter (learning/sandbox.py, sandbox_confine.py): install both from Debian's packages.
+sandbox_packages=()
+command -v bwrap >/dev/null 2>&1 || sandbox_packages+=(bubblewrap)
+ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2 ' || sandbox_packages+=(libseccomp2)
+if [ ${#sandbox_packages[@]} -gt 0 ] && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  echo "==> installing ${sandbox_packages[*]} from Debian's packages (quiz code sandbox)"
+  { apt-get install -y -qq "${sandbox_packages[@]}" >/dev/null 2>&1 ||
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${sandbox_packages[@]}" >/dev/null; }; } ||
+    echo "${sandbox_packages[*]} could not be installed; code answers of quizzes may not be run (docs/learning.md)." >&2
 fi
 stamp=.venv/.deeptutor-installed
 want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)"

@@ -417,7 +417,7 @@ class QuizCoordinator:
                 from deeptutor_jupyter.learning.sandbox import Sandbox, grade_code
 
                 if self._sandbox is None:
-                    self._sandbox = await asyncio.to_thread(Sandbox)  # probes bwrap once
+                    self._sandbox = await asyncio.to_thread(Sandbox)  # probes the isolation once
                 results.append(await grade_code(q, str(given), self._sandbox))
         return results
 

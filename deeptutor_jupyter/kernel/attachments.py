@@ -121,8 +121,9 @@ def server_root(notebook_path: str, here: Path | None = None, language: str = "e
 
     The path comes from the browser, so it is checked against the real one: the folders it
     names must be the real folder's last ones, and the root it gives must be inside the folder
-    the server serves (``SERVER_ROOT_ENV``, set by our server extension). A deeper made-up
-    path once moved the root to ``/`` and read ``/etc/passwd``.
+    the server serves (``SERVER_ROOT_ENV``, set by our server extension; for a kernel another
+    server started, see :func:`_unserved_limit`). A deeper made-up path once moved the root to
+    ``/`` and read ``/etc/passwd``.
     """
     folders = PurePosixPath(notebook_path).parent.parts if notebook_path else ()
     if notebook_path.startswith("/") or ".." in folders or "." in folders:
@@ -132,13 +133,27 @@ def server_root(notebook_path: str, here: Path | None = None, language: str = "e
     depth = len(folders)
     base = real.parents[depth - 1] if 0 < depth <= len(real.parents) else real
     served = os.environ.get(SERVER_ROOT_ENV, "").strip()
+    limit = Path(served).resolve() if served else _unserved_limit(real)
     if (
         depth >= len(real.parts)
         or (depth and real.parts[-depth:] != folders)
-        or (served and not base.is_relative_to(Path(served).resolve()))
+        or not base.is_relative_to(limit)
     ):
         raise ValueError(t("attach_not_here", language).format(path=notebook_path, real=real))
     return base
+
+
+def _unserved_limit(real: Path) -> Path:
+    """How high the root may go when no server of ours started this kernel, so the folder the
+    server serves is unknown: up to the learner's home when the notebook is in it, else up to
+    the notebook's top folder (``/srv`` of ``/srv/course/week1``); never ``/``."""
+    try:
+        home = Path.home().resolve()
+    except (KeyError, RuntimeError):  # no HOME and no passwd entry
+        home = Path("/")
+    if len(home.parts) > 1 and real.is_relative_to(home):
+        return home
+    return Path(*real.parts[:2])
 
 
 def _file(item: FileAttachment, root: Path, language: str) -> tuple[str, dict[str, Any], str, str]:

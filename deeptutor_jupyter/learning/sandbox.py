@@ -4,12 +4,15 @@ The tests of a ``code`` question are written by a model, so they are untrusted: 
 child process, never in the notebook's kernel, and only where that child can be isolated. The
 ``sandbox`` setting decides (docs/learning.md#the-code-sandbox):
 
-* ``"bwrap"`` (default): bubblewrap (Debian package ``bubblewrap``) runs the child in new
-  namespaces (no network, its own pids, so nothing of the kernel's ``/proc`` is there) with only
-  the Python install and system libraries mounted read-only, an empty environment and a fresh
-  folder as the only writable place; when the child ends, its pid namespace dies with every
-  process it started. Where bubblewrap cannot run (often in Docker and Kubernetes), code answers
-  are **not run** and the result says why and how to enable it: never a silent fallback.
+* ``"auto"`` (default): bubblewrap where it can run, else Landlock, else code answers are **not
+  run** and the result says why and how to enable it: never a silent fallback to no isolation.
+* ``"bwrap"``: bubblewrap (Debian package ``bubblewrap``) runs the child in new namespaces (no
+  network, its own pids, so nothing of the kernel's ``/proc`` is there) with only the Python
+  install and system libraries mounted read-only, an empty environment and a fresh folder as the
+  only writable place; when the child ends, its pid namespace dies with every process it
+  started. Bubblewrap needs user namespaces, which Docker and Kubernetes often forbid.
+* ``"landlock"``: for those: Landlock and seccomp confine the child to the same contract, and a
+  supervisor reaps every process it started (learning/sandbox_confine.py).
 * ``"refuse"``: never run them.
 * ``"unsafe"``: the child runs with resource limits and an audit hook only. The hook stops
   careless tests, not a determined one (native code, ``_posixsubprocess``, ``/proc``): for a
@@ -44,22 +47,39 @@ from deeptutor_jupyter.learning.quiz import CodeQuestion, QuestionResult
 from deeptutor_jupyter.learning.sandbox_proc import ChildRun, Limits, run_child
 
 Status = Literal["passed", "failed", "error", "timeout", "memory", "not_run"]
-Isolation = Literal["bwrap", "unsafe", "none"]
+Isolation = Literal["bwrap", "landlock", "unsafe", "none"]
 
 MEMORY_MB = 256
 FILE_BYTES = 1 << 20
 STARTUP_GRACE_S = 3.0  # the interpreter's start is not the learner's time
 CHILD = Path(__file__).with_name("sandbox_child.py")
+CONFINE = Path(__file__).with_name("sandbox_confine.py")
 OUTPUT_LIMIT = 64_000  # bytes kept of each of the child's stdout and stderr
 VERDICT_LIMIT = 1 << 20
 
-NOT_RUN_NO_BWRAP = (
-    "Code answers are not run on this machine, so this one was not graded: the tests are written "
-    "by a model and need an isolated sandbox, and bubblewrap (`bwrap`) is missing or may not "
-    "create namespaces here (common in Docker and Kubernetes). To enable grading, install "
-    "bubblewrap (`apt-get install bubblewrap`) where unprivileged user namespaces are allowed "
-    "(in a container: run it with them allowed). On a single-user laptop you may instead set "
-    '`sandbox = "unsafe"` in settings.toml, which runs the tests without isolation.'
+NOT_RUN = "Code answers are not run on this machine, so this one was not graded: the tests are "
+NO_BWRAP = (
+    "written by a model and need an isolated sandbox, and bubblewrap (`bwrap`) is missing or may "
+    "not create namespaces here (common in Docker and Kubernetes). "
+)
+NO_LANDLOCK = (
+    "written by a model and need an isolated sandbox, and Landlock cannot be used here ({}). "
+)
+NO_EITHER = (
+    "written by a model and need an isolated sandbox, and neither bubblewrap (`bwrap`: missing, "
+    "or no user namespaces, common in Docker and Kubernetes) nor Landlock ({}) can be used here. "
+)
+TO_ENABLE_BWRAP = (
+    "To enable grading, install bubblewrap (`apt-get install bubblewrap`) where unprivileged user "
+    "namespaces are allowed (in a container: run it with them allowed)"
+)
+TO_ENABLE_LANDLOCK = (
+    "run on Linux 6.12 or later with Landlock enabled and Debian's `libseccomp2` installed "
+    "(in a container: a seccomp profile that allows the landlock_* calls)"
+)
+UNSAFE_HINT = (
+    '. On a single-user laptop you may instead set `sandbox = "unsafe"` in settings.toml, which '
+    "runs the tests without isolation."
 )
 NOT_RUN_REFUSED = (
     'Code answers are not run here (the `sandbox` setting is "refuse"), so this one was not graded.'
@@ -106,11 +126,13 @@ class Sandbox:
             self.mode = configured_mode()
         if self.mode == "unsafe":
             self.isolation = "unsafe"
-        elif self.mode == "bwrap" and bwrap_works(self.python):
+        elif self.mode in ("auto", "bwrap") and bwrap_works(self.python):
             self.isolation = "bwrap"
+        elif self.mode in ("auto", "landlock") and not landlock_problem(self.python):
+            self.isolation = "landlock"
         else:
             self.isolation = "none"
-            self.reason = NOT_RUN_REFUSED if self.mode == "refuse" else NOT_RUN_NO_BWRAP
+            self.reason = _not_run_reason(self.mode, self.python)
 
     async def run(self, code: str, tests: str, timeout_s: float = 5.0) -> Outcome:
         """Off the event loop: the kernel stays responsive while the child runs."""
@@ -126,12 +148,15 @@ class Sandbox:
             (work / "solution.py").write_text(code, encoding="utf-8")
             (work / "tests.py").write_text(tests, encoding="utf-8")
             (work / "runner.py").write_text(CHILD.read_text(encoding="utf-8"), encoding="utf-8")
-            config = {
+            config: dict[str, object] = {
                 "cpu_seconds": max(1, math.ceil(timeout_s)),
                 "memory_bytes": self.memory_mb << 20,
                 "file_bytes": FILE_BYTES,
                 "audit_hook": self.audit_hook,
             }
+            if self.isolation == "landlock":
+                (work / "confine.py").write_text(CONFINE.read_text("utf-8"), encoding="utf-8")
+                config.update(landlock=True, read_roots=[str(p) for p in read_roots(self.python)])
             nonce = secrets.token_hex(16)
             run = self._spawn(work, config, nonce, timeout_s + STARTUP_GRACE_S)
         outcome = _read_outcome(run, nonce, timeout_s)
@@ -161,6 +186,7 @@ class Sandbox:
             wall_s=wall_s,
             limits=Limits(verdict=VERDICT_LIMIT, output=OUTPUT_LIMIT),
             bwrap=bwrap,
+            supervised=self.isolation == "landlock",
         )
 
 
@@ -173,15 +199,24 @@ def sandbox_python() -> str:
     return os.path.realpath(sys.executable)
 
 
-def _system_mounts(python: str) -> list[str]:
-    args: list[str] = ["--ro-bind", "/usr", "/usr"]
-    for path in ("/lib", "/lib64", "/lib32", "/bin", "/sbin"):
-        args += ["--ro-bind-try", path, path]
+SYSTEM_ROOTS = ("/lib", "/lib64", "/lib32", "/bin", "/sbin")  # besides /usr; some are links
+
+
+def read_roots(python: str) -> list[Path]:
+    """What the child may read (and run): /usr, the system folders and the Python install."""
+    roots = [Path("/usr"), *(Path(p) for p in SYSTEM_ROOTS)]
     prefix = Path(sys.base_prefix).resolve()
-    roots = {prefix, Path(python).resolve().parent.parent}
-    for root in sorted(roots):
+    for root in sorted({prefix, Path(python).resolve().parent.parent}):
         if root != Path("/usr") and Path("/usr") not in root.parents:
-            args += ["--ro-bind", str(root), str(root)]
+            roots.append(root)
+    return roots
+
+
+def _system_mounts(python: str) -> list[str]:
+    args: list[str] = []
+    for root in read_roots(python):
+        bind = "--ro-bind-try" if str(root) in SYSTEM_ROOTS else "--ro-bind"
+        args += [bind, str(root), str(root)]
     return args
 
 
@@ -247,6 +282,64 @@ def bwrap_works(python: str | None = None) -> bool:
     return ok
 
 
+def isolation_available(python: str | None = None) -> bool:
+    """Whether ``sandbox = "auto"`` runs code here: bubblewrap or Landlock works."""
+    return bwrap_works(python) or not landlock_problem(python)
+
+
+_landlock_cache: dict[str, str] = {}
+
+
+def landlock_problem(python: str | None = None) -> str:
+    """Why the "landlock" mode cannot run here ("" when it can): a real child is confined once."""
+    python = python or sandbox_python()
+    if python not in _landlock_cache:
+        _landlock_cache[python] = _probe_landlock(python)
+    return _landlock_cache[python]
+
+
+def _probe_landlock(python: str) -> str:
+    from deeptutor_jupyter.learning import sandbox_confine
+
+    abi = sandbox_confine.landlock_abi()
+    if abi == 0:
+        return "Landlock is off in this kernel, or a seccomp profile blocks its calls"
+    if abi < sandbox_confine.MIN_ABI:
+        return f"Landlock ABI {abi} here, {sandbox_confine.MIN_ABI} needed: Linux 6.12 or later"
+    try:
+        sandbox_confine.libseccomp()
+    except OSError:
+        return "libseccomp (Debian's `libseccomp2`) is missing"
+    probe = Sandbox(mode="unsafe", python=python)
+    probe.isolation = "landlock"
+    outcome = probe.run_sync("", "", 10)
+    return "" if outcome.passed else f"a confined test run failed: {outcome.message[:200]}"
+
+
+def _not_run_reason(mode: str, python: str) -> str:
+    if mode == "refuse":
+        return NOT_RUN_REFUSED
+    if mode == "bwrap":
+        return NOT_RUN + NO_BWRAP + TO_ENABLE_BWRAP + UNSAFE_HINT
+    problem = landlock_problem(python)
+    if mode == "landlock":
+        return (
+            NOT_RUN
+            + NO_LANDLOCK.format(problem)
+            + "To enable grading, "
+            + TO_ENABLE_LANDLOCK
+            + UNSAFE_HINT
+        )
+    return (
+        NOT_RUN
+        + NO_EITHER.format(problem)
+        + TO_ENABLE_BWRAP
+        + ", or "
+        + TO_ENABLE_LANDLOCK
+        + UNSAFE_HINT
+    )
+
+
 def _since(started: float) -> float:
     return round(time.monotonic() - started, 4)
 
@@ -310,8 +403,17 @@ def _file_words(name: str | None) -> str:
 def sandbox_status(mode: SandboxMode) -> str:
     """One line for ``%tutor config``: whether code answers of quizzes are run here, and why."""
     sandbox = Sandbox(mode=mode)
+    chosen = " (chosen automatically; the `sandbox` setting overrides)" if mode == "auto" else ""
     if sandbox.isolation == "bwrap":
-        return "Code answers of quizzes run in bubblewrap (no network, no access to your files)."
+        return (
+            f"Code answers of quizzes run in bubblewrap{chosen} (no network, no access to your "
+            "files)."
+        )
+    if sandbox.isolation == "landlock":
+        return (
+            f"Code answers of quizzes run under Landlock and seccomp{chosen} (no network, no "
+            "access to your files or other processes; bubblewrap cannot run here)."
+        )
     if sandbox.isolation == "unsafe":
         return (
             'Code answers of quizzes run WITHOUT isolation (`sandbox = "unsafe"`): the tests '

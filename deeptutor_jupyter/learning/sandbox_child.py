@@ -1,10 +1,11 @@
 """The program the sandbox runs (learning/sandbox.py copies it into a fresh folder).
 
-It runs with ``python -I -S`` and only the standard library. It reads a nonce from stdin, limits
-itself before reading any untrusted text (CPU, address space, open files, file size, no core
-dump), installs an audit hook that refuses network, processes and writes outside its folder (a
-second fence inside bubblewrap; the only one, and a weak one, in the "unsafe" mode), then runs the
-learner's code and the model's tests in one namespace. The outcome goes to the private pipe whose
+It runs with ``python -I -S`` and only the standard library. It reads a nonce from stdin; in the
+"landlock" mode it confines itself (sandbox_confine.py); it limits itself before reading any
+untrusted text (CPU, address space, open files, file size, no core dump), installs an audit hook
+that refuses network, processes and writes outside its folder (a second fence inside bubblewrap
+or Landlock; the only one, and a weak one, in the "unsafe" mode), then runs the learner's code
+and the model's tests in one namespace. The outcome goes to the private pipe whose
 number config.json names, tagged with the nonce: printing a fake outcome grades nothing. (Code
 that digs the nonce out of this process's memory can fake its own grade: it runs here, after all.
 It can reach nothing outside the sandbox by that.)
@@ -188,6 +189,16 @@ def _run(report: Callable[[dict[str, Any]], None], hook: bool) -> None:
     report(result)
 
 
+def _confine(read_roots: list[str]) -> None:
+    """The "landlock" mode (sandbox_confine.py, copied here as confine.py): from here on this is
+    the supervised child under Landlock and seccomp; the supervisor never returns."""
+    namespace: dict[str, Any] = {"__name__": "confine"}
+    with open("confine.py", encoding="utf-8") as f:
+        exec(compile(f.read(), "confine.py", "exec"), namespace)
+    namespace["supervise"]()
+    namespace["confine"](os.getcwd(), read_roots)
+
+
 def main() -> None:
     nonce = os.read(0, 64).decode("ascii").strip()  # not sys.stdin: no buffer keeps a copy
     with open("config.json", encoding="utf-8") as f:
@@ -199,6 +210,14 @@ def main() -> None:
         while data:
             data = data[os.write(verdict_fd, data) :]
 
+    if config.get("landlock"):
+        try:
+            _confine(config["read_roots"])
+        except Exception as exc:  # nothing runs unconfined
+            report(
+                {"status": "not_run", "message": f"The sandbox could not confine the code: {exc}"}
+            )
+            return
     _limit(config["cpu_seconds"], config["memory_bytes"], config["file_bytes"])
     try:
         _run(report, hook=config.get("audit_hook", True))

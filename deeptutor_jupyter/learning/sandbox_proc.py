@@ -10,6 +10,10 @@ kernel kills every process left in the namespace before the child counts as exit
 returns only after that, so no sleeper started by the tests outlives the grading. On a timeout
 the child itself is killed first (its pid comes on bwrap's ``--info-fd``); killing bwrap alone
 would leave the namespace to die a moment later, after the grade.
+
+Under Landlock (``supervised``) the child is a supervisor (learning/sandbox_confine.py) that
+reaps every process below it before it exits; on a timeout it gets SIGTERM, which makes it reap
+and exit, and only if it has not within ``REAP_WAIT_S`` is its group killed.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ def run_child(
     wall_s: float,
     limits: Limits,
     bwrap: bool,
+    supervised: bool = False,
 ) -> ChildRun:
     """``argv_for(verdict_fd, info_fd)`` builds the command once the fd numbers are known."""
     verdict_r, verdict_w = os.pipe()
@@ -80,7 +85,7 @@ def run_child(
     out, err = proc.stdout.fileno(), proc.stderr.fileno()
     caps = {verdict_r: limits.verdict, out: limits.output, err: limits.output}
     try:
-        timed_out, kept = _collect(proc, caps, wall_s, lambda: _kill(proc, info_r))
+        timed_out, kept = _collect(proc, caps, wall_s, lambda: _kill(proc, info_r, supervised))
     finally:
         _kill_group(proc)  # what the child left in its group (bwrap: its namespace is gone)
         _close(verdict_r, info_r)
@@ -139,15 +144,17 @@ def _read_into(fd: int, into: bytearray, limit: int) -> int:
     return len(chunk)
 
 
-def _kill(proc: subprocess.Popen[bytes], info_r: int) -> None:
-    """Kill the namespace's init and let bwrap return once it is gone; else kill the group.
+def _kill(proc: subprocess.Popen[bytes], info_r: int, supervised: bool) -> None:
+    """Kill the namespace's init and let bwrap return once it is gone, or let the supervisor reap
+    and exit; else kill the group.
 
     The init is bwrap's child and bwrap has not been reaped, so that pid is still the init's.
     """
     init = _init_pid(info_r) if info_r >= 0 else None
-    if init is not None:
+    pid, signum = (proc.pid, signal.SIGTERM) if supervised else (init, signal.SIGKILL)
+    if pid is not None:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(init, signal.SIGKILL)
+            os.kill(pid, signum)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(REAP_WAIT_S)
             return

@@ -19,12 +19,14 @@ from deeptutor_jupyter.book import BuildState, build_book, open_state
 from deeptutor_jupyter.book.stages import BookError
 from deeptutor_jupyter.config import resolve_settings
 from deeptutor_jupyter.knowledge import KnowledgeBase
-from deeptutor_jupyter.learning.sandbox import Sandbox, bwrap_works
+from deeptutor_jupyter.learning.sandbox import Sandbox, isolation_available
 from deeptutor_jupyter.providers import model_from_settings
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
 from tests.runtime.fake_model_env import use_fake_model
 
-pytestmark = pytest.mark.skipif(not bwrap_works(), reason="the book's examples need the sandbox")
+pytestmark = pytest.mark.skipif(
+    not isolation_available(), reason="the book's examples need the sandbox"
+)
 
 DOT = "def dot(a, b):\n    return sum(x * y for x, y in zip(a, b))\n"
 IDENTITY = "def identity(n):\n    return [[int(i == j) for j in range(n)] for i in range(n)]\n"

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from deeptutor_jupyter.knowledge import KnowledgeBase
-from deeptutor_jupyter.learning.sandbox import bwrap_works
+from deeptutor_jupyter.learning.sandbox import isolation_available
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
 from tests.book.test_book import NOT_REPAIRED, OUTLINE, REPAIRED, VECTORS, matrices
 from tests.e2e.kernel_driver import KernelDriver
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.skipif(not bwrap_works(), reason="the book's examples need the sandbox"),
+    pytest.mark.skipif(not isolation_available(), reason="the book's examples need the sandbox"),
 ]
 
 

@@ -113,6 +113,23 @@ def test_the_root_stays_inside_the_folder_the_server_serves(
         read({"kind": "file", "path": "etc/passwd"}, notebook_path=above)
 
 
+def test_without_a_served_folder_the_root_stays_in_the_home_and_never_reaches_slash(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A kernel another server started: DEEPTUTOR_SERVER_ROOT is not set.
+    from deeptutor_jupyter.config import SERVER_ROOT_ENV
+
+    monkeypatch.delenv(SERVER_ROOT_ENV, raising=False)
+    real = (root / "week1").resolve()
+    everything = "/".join(real.parts[1:]) + "/lesson.ipynb"  # every folder: the root would be "/"
+    with pytest.raises(AttachmentError, match="not where this kernel's notebook is"):
+        read({"kind": "file", "path": "etc/passwd"}, notebook_path=everything)
+    monkeypatch.setenv("HOME", str(root.parent))  # the notebook in the home: up to it, no higher
+    assert server_root(f"{root.name}/week1/lesson.ipynb") == root.parent.resolve()
+    with pytest.raises(AttachmentError, match="not where this kernel's notebook is"):
+        read({"kind": "file", "path": "x"}, notebook_path=f"{root.parent.name}/{root.name}/week1/a")
+
+
 @pytest.mark.parametrize("path", ["../outside.txt", "/../outside.txt", "data/../../outside.txt"])
 def test_a_file_outside_the_root_is_refused(root: Path, path: str) -> None:
     (root.parent / "outside.txt").write_text("secret plans")

@@ -173,7 +173,7 @@ async def test_a_stuck_solve_stops_at_the_bound_and_says_where(
 
 
 async def test_a_code_step_is_run_in_the_sandbox(tmp_path: Path) -> None:
-    from deeptutor_jupyter.learning.sandbox import bwrap_works
+    from deeptutor_jupyter.learning.sandbox import isolation_available
     from deeptutor_jupyter.solve.tools import (
         SolveCheckArgs,
         SolveCheckTool,
@@ -182,8 +182,8 @@ async def test_a_code_step_is_run_in_the_sandbox(tmp_path: Path) -> None:
     )
     from deeptutor_jupyter.tools.base import ToolContext, ToolDeps
 
-    if not bwrap_works():
-        pytest.skip("bubblewrap cannot run here")
+    if not isolation_available():
+        pytest.skip("neither bubblewrap nor Landlock can run here")
     ctx = ToolContext("s", "turn-code", tmp_path, ToolDeps(home=tmp_path))
     plan = SolvePlanArgs(steps=[PlannedStep(title="Write square", check="code")])
     await SolvePlanTool().run(plan, ctx)
