@@ -6,8 +6,7 @@ import * as React from 'react';
 
 import { __ } from './i18n';
 import { fetchMastery, isEmpty, masteryText, reviewText, statusText } from './mastery';
-import { MasteryReply } from './contracts';
-import { reasonText } from './errors';
+import { useLoad } from './tabs';
 
 function dueText(due: number): string {
   if (due === 0) {
@@ -21,18 +20,7 @@ function dueText(due: number): string {
 export function MasteryTab(props: {
   renderText: (text: string) => React.ReactElement;
 }): React.ReactElement {
-  const [reply, setReply] = React.useState<MasteryReply | null>(null);
-  const [error, setError] = React.useState('');
-  const load = React.useCallback(() => {
-    fetchMastery().then(
-      r => {
-        setReply(r);
-        setError('');
-      },
-      reason => setError(reasonText(reason))
-    );
-  }, []);
-  React.useEffect(load, [load]);
+  const [reply, error, load] = useLoad(fetchMastery);
   const now = Date.now() / 1000;
   return (
     <div className="jp-DeepTutorMastery">
