@@ -1,7 +1,8 @@
 """The Tutor panel's model and knowledge-base chooser and its Progress tab, in real JupyterLab and
-Debian's Chromium (one JupyterLab for the module): a model and a knowledge base picked in the
-panel serve the next turn's request and show in its trace line; the mastery view is honest
-before any quiz and shows the objective, typeset, after a graded one."""
+Debian's Chromium (one JupyterLab, one notebook and kernel: the steps share them, as a learner's
+session does): the mastery view is honest before any quiz; a model and a knowledge base picked in
+the panel serve the next turns' requests and show in the turn's trace line; after a graded quiz
+the mastery view shows the objective, typeset."""
 
 from __future__ import annotations
 
@@ -80,50 +81,39 @@ def pick(page: Any, select: str, value: str) -> None:
 
 
 @needs_chromium
-def test_a_model_and_knowledge_base_picked_in_the_panel_serve_the_next_turn(
-    shared_lab: str, llm: FakeLLMServer, root: Path
-) -> None:
-    llm.extend([Reply(text="The rank counts the pivots [1].")])
-    write_notebook(root / "choice.ipynb", "x = 1")
-    with lab_page("panel-choice") as page:
-        open_notebook(page, shared_lab, "choice.ipynb")
-        open_tutor(page)
-        model = page.locator(".jp-DeepTutorChat-model")
-        model.wait_for(timeout=60000)
-        offered = model.locator("option").all_inner_texts()
-        pick(page, ".jp-DeepTutorChat-model", "fake-big")
-        pick(page, ".jp-DeepTutorChat-kb", "linalg")
-        page.locator(".jp-DeepTutorChat-input textarea").fill("What is rank?")
-        page.locator(".jp-DeepTutorChat-input button", has_text="Ask").click()
-        turn = page.locator(".jp-DeepTutorChat-turn[data-status='done']")
-        turn.wait_for(timeout=60000)
-        used = turn.locator(".jp-DeepTutorChat-used").inner_text()
-    assert offered == ["fake-model (configured)", "fake-big"]
-    request = llm.requests[-1].body
-    assert request["model"] == "fake-big"
-    assert "Knowledge bases selected for this turn: linalg" in request["messages"][0]["content"]
-    assert used == "fake-big \u00b7 KB linalg"
-
-
-@needs_chromium
-def test_the_progress_tab_is_honest_when_empty_and_shows_a_graded_objective(
+def test_a_model_and_knowledge_base_picked_serve_the_next_turn_and_progress_shows_the_quiz(
     shared_lab: str, llm: FakeLLMServer, root: Path
 ) -> None:
     llm.extend(
         [
+            Reply(text="The rank counts the pivots [1]."),
             Reply(text="A quick check.", tool_calls=[ToolCallSpec("make_quiz", QUIZ, id="q_1")]),
             Reply(text="Well done on squares."),
         ]
     )
-    write_notebook(root / "progress.ipynb", "x = 1")
+    write_notebook(root / "choice.ipynb", "x = 1")
     with lab_page("panel-progress") as page:
-        open_notebook(page, shared_lab, "progress.ipynb")
+        open_notebook(page, shared_lab, "choice.ipynb")
         open_tutor(page)
+        # Before any quiz: the Progress tab says there is nothing yet, and how to start.
         page.locator(".jp-DeepTutorPanel-tab", has_text="Progress").click()
         empty = page.locator(".jp-DeepTutorMastery .jp-DeepTutorPanel-empty")
         empty.wait_for()
         empty_text = empty.inner_text()
         page.screenshot(path=str(ARTIFACTS / "panel-progress-empty.png"))
+
+        page.locator(".jp-DeepTutorPanel-tab", has_text="Chat").click()
+        model = page.locator(".jp-DeepTutorChat-model")
+        model.wait_for(timeout=60000)
+        offered = model.locator("option").all_inner_texts()
+        pick(page, ".jp-DeepTutorChat-model", "fake-big")
+        pick(page, ".jp-DeepTutorChat-kb", "linalg")
+        ask(page, "What is rank?")
+        turn = page.locator(".jp-DeepTutorChat-turn[data-status='done']")
+        turn.wait_for(timeout=60000)
+        used = turn.locator(".jp-DeepTutorChat-used").inner_text()
+        chosen_request = llm.requests[-1].body
+        page.screenshot(path=str(ARTIFACTS / "panel-choice.png"))
 
         store = LearningStore(root / "home" / "state.db")
         path = LearningPath.model_validate(
@@ -137,16 +127,13 @@ def test_the_progress_tab_is_honest_when_empty_and_shows_a_graded_objective(
         )
         store.save_path("p-powers", path.topic, path.model_dump())
         store.close()
-
-        page.locator(".jp-DeepTutorPanel-tab", has_text="Chat").click()
-        page.locator(".jp-DeepTutorChat-input textarea").fill("Quiz me on squares.")
-        page.locator(".jp-DeepTutorChat-input button", has_text="Ask").click()
+        ask(page, "Quiz me on squares.")
         card = page.locator("#deeptutor-panel .jp-DeepTutorQuiz")
         card.wait_for(timeout=60000)
         card.locator("label", has_text="four").click()
         card.locator("button", has_text="Submit answers").click()
         card.locator(".jp-DeepTutorQuiz-receipt").wait_for(timeout=60000)
-        page.locator(".jp-DeepTutorChat-turn[data-status='done']").wait_for(timeout=60000)
+        page.locator(".jp-DeepTutorChat-turn[data-status='done']").nth(1).wait_for(timeout=60000)
 
         page.locator(".jp-DeepTutorPanel-tab", has_text="Progress").click()
         squares = page.locator(".jp-DeepTutorMastery-objective", has_text="integers")
@@ -158,8 +145,19 @@ def test_the_progress_tab_is_honest_when_empty_and_shows_a_graded_objective(
         cubes = page.locator(".jp-DeepTutorMastery-objective", has_text="Cubes").inner_text()
         inputs = page.locator(".jp-DeepTutorMastery input, .jp-DeepTutorMastery textarea").count()
     assert "No learning path yet." in empty_text and "%tutor learn <topic>" in empty_text
+    assert offered == ["fake-model (configured)", "fake-big"]
+    assert chosen_request["model"] == "fake-big"
+    system = chosen_request["messages"][0]["content"]
+    assert "Knowledge bases selected for this turn: linalg" in system
+    assert used == "fake-big \u00b7 KB linalg"
+    assert llm.requests[-1].body["model"] == "fake-big"  # the choice stays for the conversation
     assert topic == "Learning path: Powers"
     assert bold == "integers"
     assert "working on it" in numbers and "%" in numbers and "review" in numbers
     assert "later" in cubes and "\u2013" in cubes  # locked, no quiz yet
     assert inputs == 0  # read-only
+
+
+def ask(page: Any, question: str) -> None:
+    page.locator(".jp-DeepTutorChat-input textarea").fill(question)
+    page.locator(".jp-DeepTutorChat-input button", has_text="Ask").click()
