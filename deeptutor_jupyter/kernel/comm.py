@@ -362,6 +362,7 @@ class Channel:
                 turn_log.unsubscribe(forward)
                 self.subscriptions.pop(turn_log.turn_id, None)
                 self.send(_turn_summaries(tutor))
+                self.send_choices(tutor)  # a knowledge base made meanwhile can be chosen now
 
         self.subscriptions[turn_log.turn_id] = (turn_log, forward)
         turn_log.subscribe(forward, after_seq)

@@ -66,9 +66,13 @@ def test_a_model_and_knowledge_base_chosen_in_the_panel_serve_the_next_turn(
     chosen = panel.wait(lambda: choices(panel)[1:])[0]
     assert chosen["choice"] == {"model": "fake-big", "kbs": ["linalg"]}
 
+    KnowledgeBase(tmp_path / "home", "calculus").add_sources([notes])
     fake_llm.extend([Reply(text="It counts pivots.")])
     panel.send({"action": "ask", "question": "What is rank?", "conversation": None})
     panel.wait(lambda: panel.events("done"))
+    # When the turn ends the lists are sent again: a knowledge base made meanwhile is offered.
+    after = panel.wait(lambda: choices(panel)[2:])[0]
+    assert after["kbs"] == ["calculus", "linalg"] and after["choice"] == chosen["choice"]
     assert fake_llm.requests[-1].body["model"] == "fake-big"
     started = panel.events("turn_started")[0]
     assert started["model"].endswith("fake-big") and started["kbs"] == ["linalg"]
