@@ -5,6 +5,7 @@ student crafting comm messages would send it), and the next turn's request uses 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,21 +13,17 @@ import pytest
 
 from deeptutor_jupyter.knowledge import KnowledgeBase
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
-from tests.e2e.kernel_driver import SECRET, KernelDriver, kernel_env
+from tests.e2e.kernel_driver import SECRET, KernelDriver, kernel_env, loaded_kernel
 from tests.e2e.test_sidebar_comm import Panel
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
-def kernel(tmp_path: Path, fake_llm: FakeLLMServer) -> Any:
+def kernel(tmp_path: Path, fake_llm: FakeLLMServer) -> Iterator[KernelDriver]:
     env = kernel_env(tmp_path, fake_llm, DEEPTUTOR_MODELS="fake-big")
-    driver = KernelDriver(env, cwd=tmp_path)
-    try:
-        driver.execute("%load_ext deeptutor_jupyter")
+    with loaded_kernel(env, tmp_path) as driver:
         yield driver
-    finally:
-        driver.shutdown()
 
 
 def choices(panel: Panel) -> list[dict[str, Any]]:
