@@ -538,6 +538,8 @@ def _display(name: str, value: Any) -> str:
         return mask_secret(value.get_secret_value())
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, tuple):
+        return ", ".join(map(str, value)) or _NOT_SET
     return str(value)
 
 
