@@ -59,6 +59,7 @@ LAB_LANGUAGE_SOURCE = "JupyterLab"
 CUSTOM_PROVIDER = "custom"
 HUB_PROVIDER = "hub"
 HUB_URL_ENV = "DEEPTUTOR_HUB_SERVICE_URL"
+HUB_MODELS_ENV = "DEEPTUTOR_HUB_MODELS"  # the course's models, comma-separated (hub/configure.py)
 HUB_TOKEN_ENV = "JUPYTERHUB_API_TOKEN"
 # The token configure() mints for the course service alone (docs/hub.md); preferred to the
 # server's own token, which opens the student's server.
@@ -119,6 +120,9 @@ class Settings(BaseModel):
 
     provider: str | None = None
     model: str | None = None
+    # More models of the same provider the Tutor panel offers beside ``model`` (same key and
+    # URL); on a hub the course's models are offered instead (docs/sidebar.md#model-and-knowledge).
+    models: tuple[str, ...] = ()
     base_url: str | None = None
     api_key: SecretStr | None = None
     timeout: float = Field(60.0, gt=0)
@@ -160,6 +164,17 @@ class Settings(BaseModel):
             if spec is None:
                 raise ValueError(f"unknown provider {value.strip()!r}; known: {_known_names()}")
             return spec.name
+        return value
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _model_list(cls, value: Any) -> Any:
+        # An environment variable or a flag gives them comma-separated.
+        if isinstance(value, str):
+            value = value.split(",")
+        if isinstance(value, list | tuple):
+            names = [v.strip() if isinstance(v, str) else v for v in value]
+            return tuple(dict.fromkeys(n for n in names if n != ""))
         return value
 
     @field_validator("language", mode="before")
@@ -335,6 +350,7 @@ class HubService:
     url: str
     name: str
     model: str | None
+    models: tuple[str, ...] = ()  # every model the course offers (the gateway's allow-list)
 
 
 def hub_token(environ: Mapping[str, str]) -> str:
@@ -359,7 +375,9 @@ def hub_service(environ: Mapping[str, str] | None = None) -> HubService | None:
         return None
     name = env.get("DEEPTUTOR_HUB_SERVICE_NAME", "").strip() or "deeptutor"
     model = env.get("DEEPTUTOR_HUB_MODEL", "").strip() or None
-    return HubService(url=url.rstrip("/"), name=name, model=model)
+    offered = [m.strip() for m in env.get(HUB_MODELS_ENV, "").split(",") if m.strip()]
+    models = tuple(dict.fromkeys([*([model] if model else []), *offered]))
+    return HubService(url=url.rstrip("/"), name=name, model=model, models=models)
 
 
 def _resolve_home(
@@ -521,6 +539,8 @@ def _display(name: str, value: Any) -> str:
         return mask_secret(value.get_secret_value())
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, tuple):
+        return ", ".join(map(str, value)) or _NOT_SET
     return str(value)
 
 

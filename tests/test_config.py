@@ -488,6 +488,9 @@ def test_describe_rows_cover_every_field(home: Path) -> None:
     assert by_name["provider"] == ("ollama", "env DEEPTUTOR_PROVIDER")
     assert by_name["api_key"] == ("—", "default")
     assert by_name["trace_in_outputs"] == ("yes", "default")
+    assert by_name["models"] == ("—", "default")
+    more = resolve_settings(environ=env_for(home, DEEPTUTOR_MODELS=" llama3.2, qwen2.5 ,,"))
+    assert dict((n, v) for n, v, _s in describe_settings(more))["models"] == "llama3.2, qwen2.5"
 
 
 def test_markdown_lists_problems_missing_and_layers(home: Path) -> None:

@@ -50,6 +50,8 @@ class TurnStarted(_Event):
     model: str
     capability: str = "chat"
     resumed: bool = False
+    # The knowledge bases selected for the turn (the conversation's choice, or --kb).
+    kbs: list[str] = Field(default_factory=list)
 
 
 class RoundStarted(_Event):

@@ -28,6 +28,7 @@ from typing import Any
 SERVICE_URL_ENV = "DEEPTUTOR_HUB_SERVICE_URL"
 SERVICE_NAME_ENV = "DEEPTUTOR_HUB_SERVICE_NAME"
 SERVICE_MODEL_ENV = "DEEPTUTOR_HUB_MODEL"
+SERVICE_MODELS_ENV = "DEEPTUTOR_HUB_MODELS"  # every model offered: the panel's model chooser
 KERNEL_TOKEN_ENV = "DEEPTUTOR_HUB_TOKEN"
 
 
@@ -128,6 +129,7 @@ def configure(
     spawner_env[SERVICE_URL_ENV] = kernel_url or f"http://{service_host}:{port}{prefix}v1"
     spawner_env[SERVICE_NAME_ENV] = name
     spawner_env[SERVICE_MODEL_ENV] = models[0]
+    spawner_env[SERVICE_MODELS_ENV] = ",".join(models)
     spawner_env[KERNEL_TOKEN_ENV] = KernelToken(name)
     c.Spawner.environment = spawner_env
     return service

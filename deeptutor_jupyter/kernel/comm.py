@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.kernel.comm_messages import (
         AnswerAction,
         AskAction,
+        ChooseAction,
         NewAction,
         QuizAnswerAction,
         RenameAction,
@@ -184,6 +185,16 @@ class Channel:
         if tutor is not None:
             _open(tutor)
             self.send(_turn_summaries(tutor))
+            self.send_choices(tutor)
+
+    def send_choices(self, tutor: KernelTutor) -> None:
+        """The chooser's model and knowledge bases (kernel/choose.py); none before a model is
+        configured: the setup card comes first."""
+        from deeptutor_jupyter.kernel.choose import choices
+
+        found = choices(tutor)
+        if found is not None:
+            self.send(found)
 
     def send(self, message: Wire) -> None:
         if not self.closed:
@@ -311,12 +322,23 @@ class Channel:
     def new(self, tutor: KernelTutor, data: NewAction) -> None:
         _new_conversation(tutor)
         self.send(_turn_summaries(tutor))
+        self.send_choices(tutor)
 
     def switch(self, tutor: KernelTutor, data: SwitchAction) -> None:
         if not _switch_conversation(tutor, data.conversation):
             self.refuse("switch", "No such conversation in this notebook.", "unknown")
             return
         self.send(_turn_summaries(tutor))
+        self.send_choices(tutor)
+
+    def choose(self, tutor: KernelTutor, data: ChooseAction) -> None:
+        from deeptutor_jupyter.kernel.choose import choose
+
+        refused = choose(tutor, data)
+        if refused:
+            self.refuse("choose", refused, "choice")
+            return
+        self.send_choices(tutor)
 
     def rename(self, tutor: KernelTutor, data: RenameAction) -> None:
         if not _rename_conversation(tutor, data.conversation, data.title):
@@ -340,6 +362,7 @@ class Channel:
                 turn_log.unsubscribe(forward)
                 self.subscriptions.pop(turn_log.turn_id, None)
                 self.send(_turn_summaries(tutor))
+                self.send_choices(tutor)  # a knowledge base made meanwhile can be chosen now
 
         self.subscriptions[turn_log.turn_id] = (turn_log, forward)
         turn_log.subscribe(forward, after_seq)

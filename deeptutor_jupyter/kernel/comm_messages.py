@@ -126,6 +126,18 @@ class QuizAnswerAction(_Action):
     seconds: float | None = Field(None, ge=0)
 
 
+class ChooseAction(_Action):
+    """Choose the model (None: the configured one) and the knowledge bases of one of this
+    notebook's conversations, for its next turns (runtime/choice.py); names only."""
+
+    action: Literal["choose"]
+    conversation: str = Field(min_length=1, max_length=100)
+    model: str | None = Field(None, max_length=200)
+    kbs: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        default_factory=list, max_length=10
+    )
+
+
 PanelAction = Annotated[
     AskAction
     | StopAction
@@ -134,7 +146,8 @@ PanelAction = Annotated[
     | NewAction
     | SwitchAction
     | RenameAction
-    | QuizAnswerAction,
+    | QuizAnswerAction
+    | ChooseAction,
     Field(discriminator="action"),
 ]
 # The union's own `action` literals, in its order: adding an action to the union adds it here.
@@ -177,6 +190,25 @@ class TurnsMessage(BaseModel):
     conversations: list[Conversation]
 
 
+class ChosenModels(BaseModel):
+    """A conversation's choice: ``model`` None is the configured model."""
+
+    model: str | None = None
+    kbs: list[str] = Field(default_factory=list)
+
+
+class ChoicesMessage(BaseModel):
+    """What the chooser shows (on open, after choose/new/switch): the current conversation's
+    choice and what may be chosen. Names only: never a key or a URL."""
+
+    type: Literal["choices"] = "choices"
+    session_id: str
+    choice: ChosenModels
+    models: list[str] = Field(description="The models it may use; the course's on a hub.")
+    default_model: str = Field(description="The configured model, used when none is chosen.")
+    kbs: list[str] = Field(description="The learner's knowledge bases.")
+
+
 class ResolvedAnswer(Submission):
     reason: str = ""
 
@@ -217,7 +249,13 @@ class ErrorMessage(BaseModel):
 
 
 KernelMessage = Annotated[
-    EventMessage | TurnsMessage | AnsweredMessage | AskedMessage | QuizGradedMessage | ErrorMessage,
+    EventMessage
+    | TurnsMessage
+    | AnsweredMessage
+    | AskedMessage
+    | QuizGradedMessage
+    | ErrorMessage
+    | ChoicesMessage,
     Field(discriminator="type"),
 ]
 

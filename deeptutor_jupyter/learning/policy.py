@@ -39,6 +39,8 @@ class PolicyEntry(BaseModel):
     until: AwareDatetime | None = None
     tags: tuple[str, ...] = ()
     hints: int | None = Field(None, ge=0, le=20)
+    # The only models the tutor may use while this entry applies; empty: any the learner has.
+    models: tuple[str, ...] = ()
 
     @field_validator("mode", mode="before")
     @classmethod
@@ -79,6 +81,7 @@ class Decision:
     until: dt.datetime | None = None
     hints: int | None = None  # the cap of a hints entry
     error: str = ""  # a malformed policy: what is wrong and where
+    models: tuple[str, ...] = ()  # the models allowed; empty: any
 
     def refusal(self) -> str:
         """Why the tutor sends nothing to the model now, in the learner's words."""
@@ -200,6 +203,7 @@ def decide(
                 entry.reason,
                 entry.until,
                 hints if entry.mode == "hints" else None,
+                models=entry.models,
             )
     return Decision("full", source.path)
 

@@ -74,6 +74,7 @@ class TraceRecord(BaseModel):
     ask_user: list[TraceAsk] = Field(default_factory=list)
     status: str = "done"
     notebook: str = ""
+    kbs: list[str] = Field(default_factory=list)  # the knowledge bases the turn searched in
 
     @field_validator("trace_id")
     @classmethod

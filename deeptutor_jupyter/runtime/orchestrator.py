@@ -203,6 +203,7 @@ class Orchestrator:
                 model=ctx.profile.label,
                 capability=ctx.capability,
                 resumed=resume is not None,
+                kbs=[str(k) for k in ctx.metadata.get("kbs") or []],
             )
         )
         self._record_start(turn)

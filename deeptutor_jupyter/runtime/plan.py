@@ -231,6 +231,7 @@ class Planner:
             ask_user=asked,
             status=turn.status,
             notebook=self._notebook,
+            kbs=[str(k) for k in ctx.metadata.get("kbs") or []],
         )
         if self._memory is not None:
             try:

@@ -34,10 +34,12 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.config import ResolvedSettings
     from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator, Result, Wire
     from deeptutor_jupyter.interaction.owners import Owner
+    from deeptutor_jupyter.learning.policy import Decision
     from deeptutor_jupyter.learning.quiz import QuizOutcome
     from deeptutor_jupyter.memory import MemoryStore
     from deeptutor_jupyter.messages import Message
     from deeptutor_jupyter.providers.base import ChatModel
+    from deeptutor_jupyter.runtime.choice import Choice
     from deeptutor_jupyter.runtime.events import Event, EventLog, Subscriber
     from deeptutor_jupyter.runtime.learning import Learning
     from deeptutor_jupyter.runtime.orchestrator import Orchestrator, Turn
@@ -298,6 +300,8 @@ class TutorSession(SessionReads):
             self.new_conversation()
         assert self._orchestrator is not None and self._store is not None
         self._store.ensure_session(self.session_id, self.notebook)
+        resolved, opts = self._chosen(resolved, opts)  # the conversation's model and KBs
+        s = resolved.settings
         self.refresh_mcp(s.home)  # settings.toml or the course's allow-list may have changed
         model = model or self.model_for(resolved)  # first: it registers the key to redact
         plan = self._plan().plan_turn(
@@ -348,15 +352,100 @@ class TutorSession(SessionReads):
             log.emit(Notice(text=compaction.notice, stage="compacted"))
         return turn
 
-    def _gate(self, opts: AskOptions, model: ChatModel, home: Path) -> GatedTurn:
-        """The instructor's policy for this question (runtime/policy_gate.py)."""
+    # choosing the model and knowledge bases (runtime/choice.py) ----------------------------
+    def choices(self, resolved: ResolvedSettings) -> dict[str, Any]:
+        """What the panel's chooser shows, names only: the current conversation's choice, the
+        models and knowledge bases it may choose from, and the configured model."""
+        from deeptutor_jupyter.knowledge import list_kbs
+        from deeptutor_jupyter.runtime.choice import offered_models, read_choice
+
+        self.open(resolved)
+        assert self._store is not None
+        return {
+            "session_id": self.session_id,
+            "choice": read_choice(self._store, self.session_id).wire(),
+            "models": offered_models(resolved, self._decision(resolved, ())),
+            "default_model": resolved.settings.model or "",
+            "kbs": [str(kb["name"]) for kb in list_kbs(resolved.settings.home)],
+        }
+
+    def choose(
+        self, resolved: ResolvedSettings, session_id: str, model: str | None, kbs: list[str]
+    ) -> Choice:
+        """Choose the model (None: the configured one) and knowledge bases of one of this
+        notebook's conversations; raises ``ChoiceError`` in words for what may not be chosen."""
+        from deeptutor_jupyter.knowledge import list_kbs
+        from deeptutor_jupyter.runtime.choice import (
+            Choice,
+            ChoiceError,
+            check_kbs,
+            check_model,
+            offered_models,
+            save_choice,
+        )
+        from deeptutor_jupyter.runtime.session_reads import is_of
+
+        self.open(resolved)
+        assert self._store is not None
+        if session_id != self.session_id and not is_of(self._store, self.notebook, session_id):
+            raise ChoiceError("No such conversation in this notebook.")
+        choice = Choice(model or None, tuple(dict.fromkeys(kbs)))
+        if choice.model is not None:
+            decision = self._decision(resolved, ())
+            check_model(choice.model, offered_models(resolved, decision), decision)
+        check_kbs(choice.kbs, [str(kb["name"]) for kb in list_kbs(resolved.settings.home)])
+        self._store.ensure_session(session_id, self.notebook)
+        save_choice(self._store, session_id, choice)
+        return choice
+
+    def _chosen(
+        self, resolved: ResolvedSettings, opts: AskOptions
+    ) -> tuple[ResolvedSettings, AskOptions]:
+        """The conversation's choice applied to a turn (a cell's own --model/--kb win), checked
+        again: the settings or the instructor's policy may have changed since it was made."""
+        from dataclasses import replace
+
+        from deeptutor_jupyter.runtime.choice import (
+            ChoiceError,
+            check_model,
+            chosen_by_cell,
+            offered_models,
+            read_choice,
+            with_model,
+        )
+        from deeptutor_jupyter.runtime.plan import PlanError
+
+        assert self._store is not None
+        choice = read_choice(self._store, self.session_id)
+        if choice.kbs and not opts.kbs:
+            opts = replace(opts, kbs=list(choice.kbs))
+        decision = self._decision(resolved, opts.tags)
+        try:
+            if choice.model is not None and not chosen_by_cell(resolved):
+                check_model(choice.model, offered_models(resolved, decision), decision)
+                resolved = with_model(resolved, choice.model)
+            elif decision.models and resolved.settings.model not in decision.models:
+                check_model(resolved.settings.model or "", [], decision)  # the policy's words
+        except ChoiceError as exc:
+            raise PlanError(str(exc)) from None
+        return resolved, opts
+
+    def _decision(self, resolved: ResolvedSettings, tags: tuple[str, ...]) -> Decision:
+        return self._policy_gate().gate(resolved.settings.home, self.workspace(), tags)
+
+    def _policy_gate(self) -> PolicyGate:
         from deeptutor_jupyter.runtime.policy_gate import PolicyGate
 
         if self._policy is None:
             self._policy = PolicyGate()
+        return self._policy
+
+    def _gate(self, opts: AskOptions, model: ChatModel, home: Path) -> GatedTurn:
+        """The instructor's policy for this question (runtime/policy_gate.py)."""
+        policy = self._policy_gate()
         cell, workspace = opts.cell_id, self.workspace()
-        decision = self._policy.gate(home, workspace, opts.tags)
-        return self._policy.apply(
+        decision = policy.gate(home, workspace, opts.tags)
+        return policy.apply(
             decision, model, home, self.notebook, cell, workspace, opts.tags, opts.hidden_tests
         )
 
@@ -520,13 +609,9 @@ class TutorSession(SessionReads):
         if saved is None:
             return None  # submit() checked can_resume first; only if settings changed since
         resolved = self.resolve(saved.profile_flags)
-        if self._policy is None:
-            from deeptutor_jupyter.runtime.policy_gate import PolicyGate
-
-            self._policy = PolicyGate()
         # The policy applies to a resumed turn too, read again at each of its rounds.
         home = resolved.settings.home
-        model = self._policy.guard(self.model_for(resolved), home, self.workspace(), ())
+        model = self._policy_gate().guard(self.model_for(resolved), home, self.workspace(), ())
         self._store.claim_pending(row.request_id, self._owner_id() or "", self.place())
         log = EventLog(row.turn_id, self._store)  # resume_turn continues the saved seq
         self._follow(log)

@@ -23,6 +23,8 @@ __all__ = [
     "KbJob",
     "KnowledgeBaseInfo",
     "KnowledgeState",
+    "MasteryObjective",
+    "MasteryReply",
     "MemoryDocument",
     "MemoryEntry",
     "PreviewChange",
@@ -170,6 +172,34 @@ class AddKnowledgeBaseRequest(BaseModel):
 
 class JobReply(BaseModel):
     job: KbJob
+
+
+class MasteryObjective(BaseModel):
+    """One objective as the mastery view shows it (server/mastery_api.py)."""
+
+    id: str
+    title: str = Field(description="Markdown with LaTeX, as the path wrote it.")
+    status: Literal["mastered", "open", "locked", "other"] = Field(
+        description="On the path (mastered, open: the one to work on, locked), or a quiz's "
+        "objective that is not on it (other)."
+    )
+    mastery: float | None = Field(
+        description="Probability the objective is known; None: no quiz yet."
+    )
+    answers: int = Field(description="Graded answers behind it.")
+    confidence: str = Field(description="How much evidence stands behind it, in words.")
+    review_due: float | None = Field(
+        description="When its next review card is due (epoch seconds); None: no card."
+    )
+
+
+class MasteryReply(BaseModel):
+    """``GET /deeptutor/api/mastery``: read-only; ``topic`` None when there is no learning path."""
+
+    topic: str | None
+    objectives: list[MasteryObjective]
+    next: str | None = Field(description="The open objective's title; None when none is open.")
+    due_now: int = Field(description="Review cards due now.")
 
 
 def dump(model: BaseModel) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from jupyter_server.utils import url_path_join
 
-from deeptutor_jupyter.server import course_open, handlers, kb_api, memory_api
+from deeptutor_jupyter.server import course_open, handlers, kb_api, mastery_api, memory_api
 
 API = handlers.API
 
@@ -16,6 +16,7 @@ def setup_handlers(web_app: Any) -> None:
     routes: list[tuple[str, Any]] = [
         *memory_api.handlers(base),
         *kb_api.handlers(base),
+        *mastery_api.handlers(base),
         *handlers.handlers(base),
         *course_open.handlers(web_app.settings["base_url"]),
     ]

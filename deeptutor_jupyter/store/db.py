@@ -32,7 +32,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     notebook TEXT NOT NULL,
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL,
-    title TEXT
+    title TEXT,
+    choice TEXT
 );
 CREATE INDEX IF NOT EXISTS sessions_by_notebook ON sessions (notebook, updated_at);
 CREATE TABLE IF NOT EXISTS turns (
@@ -157,7 +158,8 @@ _ADDED_COLUMNS = {
     # shown: the learner's words when the question sent was composed (``%tutor why``, --cell).
     "turns": ("owner", "answer_at", "shown"),
     "pending": ("owner", "place", "kind"),
-    "sessions": ("title",),
+    # choice: the model and knowledge bases chosen for the conversation (runtime/choice.py).
+    "sessions": ("title", "choice"),
     "owners": ("started",),
 }
 _LATE_INDEXES = "CREATE INDEX IF NOT EXISTS turns_by_status ON turns (status);"
@@ -327,6 +329,18 @@ class Store(SQLiteFile):
         """The name the learner gave a conversation, None when it has none."""
         rows = self._query("SELECT title FROM sessions WHERE id = ?", (session_id,))
         return rows[0][0] if rows and rows[0][0] else None
+
+    def set_session_choice(self, session_id: str, choice: dict[str, Any] | None) -> bool:
+        """Keep a conversation's chosen model and knowledge bases (None: back to the defaults).
+        False when there is no such conversation."""
+        value = json.dumps(choice) if choice else None
+        with self._tx() as c:
+            cur = c.execute("UPDATE sessions SET choice = ? WHERE id = ?", (value, session_id))
+            return cur.rowcount > 0
+
+    def session_choice(self, session_id: str) -> dict[str, Any] | None:
+        rows = self._query("SELECT choice FROM sessions WHERE id = ?", (session_id,))
+        return json.loads(rows[0][0]) if rows and rows[0][0] else None
 
     def notebook_of(self, session_id: str) -> str | None:
         """The notebook a session belongs to (the sidebar says where a question waits)."""

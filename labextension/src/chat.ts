@@ -8,6 +8,7 @@ import { Kernel, KernelMessage as KM } from '@jupyterlab/services';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { ChatTurn, applyEvent, newTurn } from './chatmodel';
+import { Chooser, chooseAction, chooserFrom } from './choice';
 import { Attachment } from './context';
 import { __ } from './i18n';
 import {
@@ -130,6 +131,22 @@ export class KernelChat {
     this.send({ action: 'rename', conversation, title: title.trim().slice(0, 80) });
   }
 
+  /** What the chooser shows for the current conversation (null: nothing offered yet). */
+  get chooser(): Chooser | null {
+    return this._chooser && this._chooser.sessionId === this._sessionId ? this._chooser : null;
+  }
+
+  /** Choose the conversation's model ('' = the configured one) and knowledge base ('' = none);
+   * the kernel checks it and answers with the new choices, or refuses in words (the status). */
+  async choose(model: string, kb: string): Promise<void> {
+    const chooser = this.chooser;
+    if (!chooser) {
+      return;
+    }
+    await this.connect();
+    this.send(chooseAction(chooser, model, kb));
+  }
+
   stop(turnId: string): void {
     this.send({ action: 'stop', turn_id: turnId });
   }
@@ -210,6 +227,9 @@ export class KernelChat {
       this._changed.emit();
     } else if (message.type === 'turns') {
       this._onTurns(message);
+    } else if (message.type === 'choices') {
+      this._chooser = chooserFrom(message);
+      this._setStatus('');
     } else if (message.type === 'answered') {
       this._settleAnswer(message.request_id, null);
     } else if (message.type === 'asked') {
@@ -320,6 +340,7 @@ export class KernelChat {
   private _status = '';
   private _sessionId = '';
   private _conversations: Conversation[] = [];
+  private _chooser: Chooser | null = null;
   private _notebook = '';
   private _answerWaiters: {
     requestId: string;

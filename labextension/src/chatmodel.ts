@@ -52,6 +52,9 @@ export interface ChatTurn {
   notices: string[];
   /** The knowledge-base passages the turn read (a `sources` event), for its Sources list. */
   sources: Record<string, unknown>[];
+  /** The model and knowledge bases the turn used (its `turn_started`), for its trace line. */
+  model: string;
+  kbs: string[];
   lastSeq: number;
 }
 
@@ -68,6 +71,8 @@ export function newTurn(turnId: string, question: string): ChatTurn {
     errors: [],
     notices: [],
     sources: [],
+    model: '',
+    kbs: [],
     lastSeq: 0
   };
 }
@@ -87,6 +92,8 @@ export function applyEvent(turn: ChatTurn, event: TurnEvent): ChatTurn {
       // The kernel's summary gave the learner's words; the event has the question sent, which
       // for `%tutor why` or `--cell N` holds a traceback or a cell's code (kept in the trace).
       next.question = turn.question || text(event.question);
+      next.model = text(event.model);
+      next.kbs = Array.isArray(event.kbs) ? event.kbs.map(String) : [];
       break;
     case 'content': {
       const delta = text(event.text);

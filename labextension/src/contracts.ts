@@ -27,7 +27,8 @@ export const ACTIONS = [
   'new',
   'switch',
   'rename',
-  'quiz_answer'
+  'quiz_answer',
+  'choose'
 ] as const;
 
 /** The notebook on screen (comm_messages.py `LIVE_TARGET`). */
@@ -134,6 +135,36 @@ export interface KnowledgeBaseInfo {
 export interface KnowledgeState {
   kbs: KnowledgeBaseInfo[];
   jobs: KbJob[];
+}
+
+/** One objective as the mastery view shows it (server/mastery_api.py). */
+export interface MasteryObjective {
+  id: string;
+  /** Markdown with LaTeX, as the path wrote it. */
+  title: string;
+  /**
+   * On the path (mastered, open: the one to work on, locked), or a quiz's objective that is not on
+   * it (other).
+   */
+  status: 'mastered' | 'open' | 'locked' | 'other';
+  /** Probability the objective is known; None: no quiz yet. */
+  mastery: number | null;
+  /** Graded answers behind it. */
+  answers: number;
+  /** How much evidence stands behind it, in words. */
+  confidence: string;
+  /** When its next review card is due (epoch seconds); None: no card. */
+  review_due: number | null;
+}
+
+/** `GET /deeptutor/api/mastery`: read-only; `topic` None when there is no learning path. */
+export interface MasteryReply {
+  topic: string | null;
+  objectives: MasteryObjective[];
+  /** The open objective's title; None when none is open. */
+  next: string | null;
+  /** Review cards due now. */
+  due_now: number;
 }
 
 /** A document as `GET memory` lists it, with its entries and their provenance. */

@@ -30,6 +30,9 @@ import { reasonText } from './errors';
 import { follow, nearBottom } from './follow';
 import { SourceList, sourceList } from './sources';
 import { CodeActions, addCodeButtons, insertionAt } from './codeblocks';
+import { ChoiceBar } from './chooser';
+import { turnChoiceLabel } from './choice';
+import { MasteryTab } from './masterytab';
 
 /** A Lumino drag event (cells from a notebook, files from the file browser). */
 interface DragEventLike extends Event {
@@ -45,7 +48,8 @@ const TABS = (): [Tab, string][] => [
   ['chat', __('Chat')],
   ['pending', __('Pending')],
   ['memory', __('Memory')],
-  ['knowledge', __('Knowledge')]
+  ['knowledge', __('Knowledge')],
+  ['progress', __('Progress')]
 ];
 
 export class TutorPanel extends ReactWidget {
@@ -283,6 +287,10 @@ export class TutorPanel extends ReactWidget {
         return <MemoryTab />;
       case 'knowledge':
         return <KnowledgeTab />;
+      case 'progress':
+        return (
+          <MasteryTab renderText={text => <Markdown text={text} rendermime={this.rendermime} />} />
+        );
     }
   }
 
@@ -421,6 +429,11 @@ function TurnView(props: {
       ))}
       <div className="jp-DeepTutorChat-status">
         <span>{STATUS()[turn.status]}</span>
+        {turn.model ? (
+          <span className="jp-DeepTutorChat-used" title={__('Model and knowledge base used')}>
+            {turnChoiceLabel(turn.model, turn.kbs, __('KB'))}
+          </span>
+        ) : null}
         {live ? (
           <button
             className="jp-Button jp-mod-styled jp-mod-warn"
@@ -607,6 +620,7 @@ function ChatTab(props: {
           </button>
         </span>
       </div>
+      <ChoiceBar chat={chat} />
       <div
         className="jp-DeepTutorChat-turns"
         ref={turnsRef}

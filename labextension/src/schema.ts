@@ -94,6 +94,39 @@ export interface CellAttachment {
   error?: string;
 }
 
+/**
+ * What the chooser shows (on open, after choose/new/switch): the current conversation's choice and
+ * what may be chosen. Names only: never a key or a URL.
+ */
+export interface ChoicesMessage {
+  type: 'choices';
+  session_id: string;
+  choice: ChosenModels;
+  /** The models it may use; the course's on a hub. */
+  models: string[];
+  /** The configured model, used when none is chosen. */
+  default_model: string;
+  /** The learner's knowledge bases. */
+  kbs: string[];
+}
+
+/**
+ * Choose the model (None: the configured one) and the knowledge bases of one of this notebook's
+ * conversations, for its next turns (runtime/choice.py); names only.
+ */
+export interface ChooseAction {
+  action: 'choose';
+  conversation: string;
+  model?: string | null;
+  kbs?: string[];
+}
+
+/** A conversation's choice: `model` None is the configured model. */
+export interface ChosenModels {
+  model?: string | null;
+  kbs?: string[];
+}
+
 export interface Content {
   /** Per turn, strictly increasing, continued after a resume. */
   seq: number;
@@ -494,6 +527,7 @@ export interface TraceRecord {
   ask_user?: TraceAsk[];
   status?: string;
   notebook?: string;
+  kbs?: string[];
   [key: string]: unknown;
 }
 
@@ -511,6 +545,7 @@ export interface TurnStarted {
   model: string;
   capability?: string;
   resumed?: boolean;
+  kbs?: string[];
 }
 
 export interface TurnSummary {
@@ -601,11 +636,18 @@ export type PanelAction =
   | NewAction
   | SwitchAction
   | RenameAction
-  | QuizAnswerAction;
+  | QuizAnswerAction
+  | ChooseAction;
 
 /** What the kernel sends the panel, by `type`. */
 export type KernelMessage =
-  EventMessage | TurnsMessage | AnsweredMessage | AskedMessage | QuizGradedMessage | ErrorMessage;
+  | EventMessage
+  | TurnsMessage
+  | AnsweredMessage
+  | AskedMessage
+  | QuizGradedMessage
+  | ErrorMessage
+  | ChoicesMessage;
 
 /** Context sent with a question, by `kind`. */
 export type Attachment = CellAttachment | FileAttachment | QuoteAttachment;

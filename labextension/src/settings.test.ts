@@ -42,7 +42,8 @@ describe('readSettings', () => {
       'chat',
       'pending',
       'memory',
-      'knowledge'
+      'knowledge',
+      'progress'
     ]);
     expect(props.sendKey.oneOf.map(o => o.const)).toEqual(['Shift Enter', 'Enter', 'Ctrl Enter']);
   });

@@ -4,7 +4,7 @@
  */
 import { __ } from './i18n';
 
-export type Tab = 'chat' | 'pending' | 'memory' | 'knowledge';
+export type Tab = 'chat' | 'pending' | 'memory' | 'knowledge' | 'progress';
 export type SendKey = 'Shift Enter' | 'Enter' | 'Ctrl Enter';
 
 export interface PanelSettings {
@@ -16,7 +16,7 @@ export interface PanelSettings {
   sendKey: SendKey;
 }
 
-export const TABS: readonly Tab[] = ['chat', 'pending', 'memory', 'knowledge'];
+export const TABS: readonly Tab[] = ['chat', 'pending', 'memory', 'knowledge', 'progress'];
 export const SEND_KEYS: readonly SendKey[] = ['Shift Enter', 'Enter', 'Ctrl Enter'];
 
 export const DEFAULTS: PanelSettings = {

@@ -12,7 +12,8 @@ import { QuizCard } from './quiz';
 import { QuizAnswers } from './quizform';
 import { reasonText } from './errors';
 
-function useLoad<T>(load: () => Promise<T>): [T | null, string, () => void] {
+/** A read through the server: its value, the error in words, and a reload. */
+export function useLoad<T>(load: () => Promise<T>): [T | null, string, () => void] {
   const [value, setValue] = React.useState<T | null>(null);
   const [error, setError] = React.useState('');
   const reload = React.useCallback(() => {

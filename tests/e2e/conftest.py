@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from deeptutor_jupyter.testing import FakeLLMServer
-from tests.e2e.kernel_driver import SECRET, KernelDriver, kernel_env
+from tests.e2e.kernel_driver import SECRET, KernelDriver, kernel_env, loaded_kernel
 
 __all__ = ["SECRET", "kernel_env"]
 
@@ -19,9 +19,5 @@ def fake_llm() -> Iterator[FakeLLMServer]:
 
 @pytest.fixture
 def kernel(tmp_path: Path, fake_llm: FakeLLMServer) -> Iterator[KernelDriver]:
-    driver = KernelDriver(kernel_env(tmp_path, fake_llm), cwd=tmp_path)
-    try:
-        driver.execute("%load_ext deeptutor_jupyter")
+    with loaded_kernel(kernel_env(tmp_path, fake_llm), tmp_path) as driver:
         yield driver
-    finally:
-        driver.shutdown()

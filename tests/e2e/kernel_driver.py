@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import queue
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,17 @@ def kernel_env(tmp_path: Path, server: FakeLLMServer, **extra: str) -> dict[str,
     )
     env.update(extra)
     return env
+
+
+@contextmanager
+def loaded_kernel(env: dict[str, str], cwd: Path) -> Iterator[KernelDriver]:
+    """A kernel with the extension loaded, shut down at the end (the fixtures' one shape)."""
+    driver = KernelDriver(env, cwd=cwd)
+    try:
+        driver.execute("%load_ext deeptutor_jupyter")
+        yield driver
+    finally:
+        driver.shutdown()
 
 
 class KernelDriver:

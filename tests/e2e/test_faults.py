@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, faults
-from tests.e2e.kernel_driver import KernelDriver, kernel_env
+from tests.e2e.kernel_driver import KernelDriver, kernel_env, loaded_kernel
 
 pytestmark = pytest.mark.e2e
 
@@ -44,12 +44,8 @@ def k(home: Path, server: FakeLLMServer) -> Iterator[KernelDriver]:
         DEEPTUTOR_MAX_RETRY_WAIT="30",
         DEEPTUTOR_LANGUAGE="en",
     )
-    driver = KernelDriver(env, cwd=home)
-    try:
-        driver.execute("%load_ext deeptutor_jupyter")
+    with loaded_kernel(env, home) as driver:
         yield driver
-    finally:
-        driver.shutdown()
 
 
 def ask(k: KernelDriver, line: str) -> str:

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
-from tests.e2e.kernel_driver import KernelDriver
+from tests.e2e.kernel_driver import KernelDriver, loaded_kernel
 from tests.hub.harness import UPSTREAM_KEY, Hub
 from tests.hub.test_gateway_hub import SERVICE_SCOPE
 from tests.hub.test_kernel_hub import server_environ, turn_view
@@ -170,12 +170,8 @@ def alice_kernel(
         JPY_SESSION_NAME=str(tmp_path / "lesson.ipynb"),
         IPYTHONDIR=str(tmp_path / "ipython"),
     )
-    driver = KernelDriver(env, cwd=tmp_path)
-    try:
-        driver.execute("%load_ext deeptutor_jupyter")
+    with loaded_kernel(env, tmp_path) as driver:
         yield driver
-    finally:
-        driver.shutdown()
 
 
 def shown(k: KernelDriver, code: str) -> str:

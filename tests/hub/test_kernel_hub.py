@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
-from tests.e2e.kernel_driver import KernelDriver
+from tests.e2e.kernel_driver import KernelDriver, loaded_kernel
 from tests.hub.harness import UPSTREAM_KEY, Hub
 from tests.hub.test_gateway_hub import upstream_connection_open
 
@@ -61,12 +61,8 @@ def alice_kernel(alice_env: dict[str, str], tmp_path: Path) -> Iterator[KernelDr
         JPY_SESSION_NAME=str(tmp_path / "lesson.ipynb"),
         IPYTHONDIR=str(tmp_path / "ipython"),
     )
-    driver = KernelDriver(env, cwd=tmp_path)
-    try:
-        driver.execute("%load_ext deeptutor_jupyter")
+    with loaded_kernel(env, tmp_path) as driver:
         yield driver
-    finally:
-        driver.shutdown()
 
 
 def turn_view(k: KernelDriver) -> str:

@@ -53,6 +53,7 @@ def test_configure_gives_the_key_to_the_service_only() -> None:
     assert env["TZ"] == "UTC"  # the teacher's own entries stay
     assert env["DEEPTUTOR_HUB_SERVICE_URL"] == "http://127.0.0.1:10101/services/deeptutor/v1"
     assert env["DEEPTUTOR_HUB_MODEL"] == "deepseek-chat"
+    assert env["DEEPTUTOR_HUB_MODELS"] == "deepseek-chat"  # the panel's chooser offers these
     assert KEY not in json.dumps({k: v for k, v in env.items() if isinstance(v, str)})
     # The kernel's token is minted per spawn for the service alone; the server's token, which
     # opens the student's server, gets no access to the service.

@@ -123,6 +123,11 @@ def test_a_store_without_conversation_names_gains_them_and_keeps_its_sessions(
         assert store.session_title("nb-old") == "Week 1"  # ensure_session keeps the name
         assert store.rename_session("nb-old", "   ")
         assert store.session_title("nb-old") is None
+        # The model and knowledge bases chosen in the panel (runtime/choice.py) are kept too.
+        assert store.session_choice("nb-old") is None
+        assert store.set_session_choice("nb-old", {"model": "gpt-4o", "kbs": ["linalg"]})
+        assert store.session_choice("nb-old") == {"model": "gpt-4o", "kbs": ["linalg"]}
+        assert not store.set_session_choice("nb-nothere", {"model": "x"})
     finally:
         store.close()
 

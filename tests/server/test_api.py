@@ -15,7 +15,7 @@ from deeptutor_jupyter.memory.trace import TraceRecord
 from deeptutor_jupyter.store.db import Store
 from tests.server.conftest import ask, owner_coordinator
 
-ROUTES = ["pending", "memory", "kbs", "traces"]
+ROUTES = ["pending", "memory", "kbs", "traces", "mastery"]
 
 
 def get(run: Any, jp_fetch: Any, route: str, **params: str) -> dict[str, Any]:

@@ -28,7 +28,7 @@ def jp_server_config() -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("route", ["pending", "memory", "kbs", "traces"])
+@pytest.mark.parametrize("route", ["pending", "memory", "kbs", "traces", "mastery"])
 def test_a_user_not_authorized_for_the_tutor_is_refused(
     run: Any, jp_fetch: Any, store: Store, route: str
 ) -> None:
