@@ -50,6 +50,9 @@ class TurnStarted(_Event):
     model: str
     capability: str = "chat"
     resumed: bool = False
+    replaces: str | None = Field(
+        None, description="The turn this one regenerates: it takes that turn's place."
+    )
 
 
 class RoundStarted(_Event):

@@ -288,6 +288,20 @@ class InteractionCoordinator:
         self.calls.resolve_waiter(request_id, TIMEOUT_RESULT.wire())
         return True
 
+    def cancel(self, request_id: str, reason: str) -> bool:
+        """Close a question no learner will answer (its conversation was deleted): consumed
+        once and audited; a turn waiting here ends, one waiting elsewhere reads it in the store.
+        False when it was no longer pending."""
+        row = self.store.get_pending(request_id)
+        result = AskUserResult(cancelled=True, reason=reason)
+        if row is None or not self.store.resolve_pending(
+            request_id, "cancelled", result.wire(), time.time()
+        ):
+            return False
+        self._audit_outcome(row, "cancelled", result)
+        self.calls.resolve_waiter(request_id, result.wire())
+        return True
+
     def expire_stale(self, rows: list[PendingRow]) -> list[PendingRow]:
         """Expire what is past its time, of any kind; returns the rows that are still pending."""
         return self.calls.expire_stale(rows, time.time())

@@ -126,6 +126,21 @@ class QuizAnswerAction(_Action):
     seconds: float | None = Field(None, ge=0)
 
 
+class RegenerateAction(_Action):
+    """Ask the last question of the current conversation again; the new answer takes the place
+    of ``turn_id``'s (refused unless that is still the last answer and nothing runs or waits)."""
+
+    action: Literal["regenerate"]
+    turn_id: str
+
+
+class DeleteAction(_Action):
+    """Delete one of this notebook's conversations (its waiting questions are cancelled)."""
+
+    action: Literal["delete"]
+    conversation: str
+
+
 PanelAction = Annotated[
     AskAction
     | StopAction
@@ -134,7 +149,9 @@ PanelAction = Annotated[
     | NewAction
     | SwitchAction
     | RenameAction
-    | QuizAnswerAction,
+    | QuizAnswerAction
+    | RegenerateAction
+    | DeleteAction,
     Field(discriminator="action"),
 ]
 # The union's own `action` literals, in its order: adding an action to the union adds it here.

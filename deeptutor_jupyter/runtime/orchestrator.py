@@ -203,6 +203,7 @@ class Orchestrator:
                 model=ctx.profile.label,
                 capability=ctx.capability,
                 resumed=resume is not None,
+                replaces=ctx.metadata.get("replaces"),
             )
         )
         self._record_start(turn)

@@ -231,6 +231,8 @@ class Planner:
             ask_user=asked,
             status=turn.status,
             notebook=self._notebook,
+            # Regenerated: the old turn's trace stays in L1, this one names it.
+            **({"replaces": ctx.metadata["replaces"]} if ctx.metadata.get("replaces") else {}),
         )
         if self._memory is not None:
             try:

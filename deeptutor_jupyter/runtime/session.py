@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deeptutor_jupyter.errors import DeepTutorError
-from deeptutor_jupyter.runtime.ask import AskOptions, new_session_id, profile_of
+from deeptutor_jupyter.runtime.ask import AskOptions, new_session_id, new_turn_id, profile_of
+from deeptutor_jupyter.runtime.session_edits import SessionEdits
 from deeptutor_jupyter.runtime.session_reads import SessionReads
 from deeptutor_jupyter.runtime.upkeep import MemoryUpkeep
 from deeptutor_jupyter.words import plural
@@ -54,7 +54,7 @@ __all__ = ["AskOptions", "TutorSession"]  # AskOptions lives in runtime/ask.py
 RESUMABLE = ("chat", "solve")  # capabilities whose saved turns this runtime continues
 
 
-class TutorSession(SessionReads):
+class TutorSession(SessionReads, SessionEdits):
     def __init__(
         self,
         notebook: str,
@@ -315,7 +315,7 @@ class TutorSession(SessionReads):
         self.history, compaction = compact_history(self.history, s.context_budget)
         ctx = TurnContext(
             session_id=self.session_id,
-            turn_id=f"turn-{uuid.uuid4().hex[:12]}",
+            turn_id=opts.turn_id or new_turn_id(),
             question=question,
             profile=profile_of(s),
             capability=opts.capability,
@@ -332,6 +332,7 @@ class TutorSession(SessionReads):
                 "place": opts.place or self.place(),
                 "policy": gated.payload(),
                 "shown": opts.shown,
+                "replaces": opts.replaces,
             },
         )
         log = EventLog(ctx.turn_id, self._store)

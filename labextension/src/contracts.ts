@@ -27,7 +27,9 @@ export const ACTIONS = [
   'new',
   'switch',
   'rename',
-  'quiz_answer'
+  'quiz_answer',
+  'regenerate',
+  'delete'
 ] as const;
 
 /** The notebook on screen (comm_messages.py `LIVE_TARGET`). */

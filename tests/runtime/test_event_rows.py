@@ -232,7 +232,10 @@ def test_a_store_written_before_answers_were_kept_once_reads_as_before(tmp_path:
     Store(path).close()
     run = {"text": "Hello there, " * 100, PARTS: [13] * 100}
     with sqlite3.connect(path) as db:  # the rows an older version wrote, all JSON text
-        db.execute("INSERT INTO sessions VALUES ('s', 'n.ipynb', 1, 1, NULL)")
+        db.execute(
+            "INSERT INTO sessions (id, notebook, created_at, updated_at)"
+            " VALUES ('s', 'n.ipynb', 1, 1)"
+        )
         db.execute(
             "INSERT INTO turns (id, session_id, question, model, status, answer, created_at)"
             " VALUES ('t', 's', 'q', 'm', 'done', ?, 1)",
