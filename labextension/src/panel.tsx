@@ -30,6 +30,8 @@ import { reasonText } from './errors';
 import { follow, nearBottom } from './follow';
 import { SourceList, sourceList } from './sources';
 import { CodeActions, addCodeButtons, insertionAt } from './codeblocks';
+import { DeleteConversationButton, RegenerateButton } from './conversationedits';
+import { regenerable } from './turnedits';
 
 /** A Lumino drag event (cells from a notebook, files from the file browser). */
 interface DragEventLike extends Event {
@@ -278,7 +280,12 @@ export class TutorPanel extends ReactWidget {
           />
         );
       case 'pending':
-        return <PendingTab chat={this._chat} />;
+        return (
+          <PendingTab
+            chat={this._chat}
+            renderText={text => <Markdown text={text} rendermime={this.rendermime} />}
+          />
+        );
       case 'memory':
         return <MemoryTab />;
       case 'knowledge':
@@ -364,6 +371,7 @@ function TurnView(props: {
   chat: KernelChat;
   rendermime: IRenderMimeRegistry;
   code: CodeActions;
+  regenerable?: boolean;
 }): React.ReactElement {
   const { turn, chat } = props;
   const live = turn.status === 'running' || turn.status === 'waiting';
@@ -400,6 +408,7 @@ function TurnView(props: {
             key={i}
             request={q.request}
             settled={q.settled}
+            renderText={text => <Markdown text={text} rendermime={props.rendermime} />}
             onSubmit={answer =>
               chat.answer(q.request.id, q.request.session_id ?? chat.sessionId, answer)
             }
@@ -429,6 +438,7 @@ function TurnView(props: {
             {__('Stop')}
           </button>
         ) : null}
+        {props.regenerable ? <RegenerateButton chat={chat} turnId={turn.turnId} /> : null}
       </div>
     </div>
   );
@@ -598,6 +608,7 @@ function ChatTab(props: {
               {__('Rename')}
             </button>
           ) : null}
+          {current ? <DeleteConversationButton chat={chat} conversation={current} /> : null}
           <button
             className="jp-Button jp-mod-styled jp-DeepTutorChat-new"
             title={__('Start a new conversation in this notebook')}
@@ -622,6 +633,7 @@ function ChatTab(props: {
               chat={chat}
               rendermime={props.rendermime}
               code={props.code}
+              regenerable={turn.turnId === regenerable(chat.turns)}
             />
           ))}
         </div>

@@ -1,2 +1,3 @@
 import './base.css';
 import './data.css';
+import './edits.css';
