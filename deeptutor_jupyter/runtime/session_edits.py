@@ -86,7 +86,8 @@ class SessionEdits:
         session.history = store.history(session.session_id)
         options = AskOptions(
             capability=capability,
-            shown=last.shown,
+            # The learner's words for the bubble, when what is sent holds attached context.
+            shown=last.shown or (last.question if question != last.question else None),
             place=place,
             turn_id=new_id,
             replaces=last.id,

@@ -13,8 +13,11 @@ from typing import Any
 
 import pytest
 
+from deeptutor_jupyter import limits
 from deeptutor_jupyter.config import resolve_settings
+from deeptutor_jupyter.runtime.context import AttachedContext
 from deeptutor_jupyter.runtime.orchestrator import Turn
+from deeptutor_jupyter.runtime.plan import PlanError
 from deeptutor_jupyter.runtime.session import AskOptions, TutorSession
 from deeptutor_jupyter.runtime.session_edits import DELETED, EditRefused
 from deeptutor_jupyter.store.db import PendingRow
@@ -80,7 +83,8 @@ async def test_regenerate_asks_again_and_takes_the_last_answers_place(
     try:
         resolved = a.resolve({})
         first = await finished(a.ask("2+2?", resolved, AskOptions()))
-        second = await finished(a.ask("3*3?", resolved, AskOptions()))
+        cell = AttachedContext(id="ctx1", name="read_cell", content="CELL [3]: x = 3")
+        second = await finished(a.ask("3*3?", resolved, AskOptions(context=[cell])))
         assert second.answer == "It is nine."  # a tool round, then the answer
 
         with pytest.raises(EditRefused) as not_last:
@@ -88,16 +92,17 @@ async def test_regenerate_asks_again_and_takes_the_last_answers_place(
         assert not_last.value.code == "not_last"
 
         again = await finished(a.regenerate(second.turn_id, resolved))
-        # The model got the same learner message after the first exchange, without the old
-        # answer or its tool round.
+        # The model got the same learner message (with the cell attached) after the first
+        # exchange, without the old answer or its tool round.
         assert [(m["role"], m.get("content")) for m in sent(server, 3)] == [
             ("user", "2+2?"),
             ("assistant", "Four."),
-            ("user", "3*3?"),
+            ("user", "CELL [3]: x = 3\n\n3*3?"),
         ]
         assert again.answer == "Nine, again."
         # The new turn takes the old one's place in the list; the old stays in the store.
-        assert [t.turn_id for t in a.turn_summaries()] == [first.turn_id, again.turn_id]
+        summaries = [(t.turn_id, t.question) for t in a.turn_summaries()]
+        assert summaries == [(first.turn_id, "2+2?"), (again.turn_id, "3*3?")]
         assert a.conversations()[0].turns == 2
         old = a.replay(second.turn_id)
         assert old is not None and old[-1].body.type == "done"
@@ -125,7 +130,7 @@ async def test_regenerate_asks_again_and_takes_the_last_answers_place(
 
 
 async def test_regenerate_is_refused_while_a_turn_runs_or_a_question_waits(
-    server: FakeLLMServer,
+    server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server.extend(
         [
@@ -163,6 +168,14 @@ async def test_regenerate_is_refused_while_a_turn_runs_or_a_question_waits(
         assert [t.turn_id for t in a.turn_summaries()] == [asking.turn_id]  # nothing replaced
         stopped = a._store.get_pending(row.request_id)  # type: ignore[union-attr]
         assert stopped is not None and stopped.status == "cancelled"
+        # A regenerate that cannot start (the question is now over the limit) changes nothing.
+        a._store.resolve_pending("ask_orphan", "expired", {}, time.time())  # type: ignore[union-attr]
+        monkeypatch.setattr(limits, "QUESTION_CHARS", 3)
+        before = list(a.history)
+        with pytest.raises(PlanError):
+            a.regenerate(asking.turn_id, resolved)
+        assert a.history == before
+        assert a.conversations()[0].turns == 1
     finally:
         await close(a)
 

@@ -12,8 +12,14 @@ from typing import Any
 import pytest
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
-from tests.ui.test_lab import ARTIFACTS, lab_page, lab_server, needs_chromium, open_notebook
-from tests.ui.test_lab import write_notebook
+from tests.ui.test_lab import (
+    ARTIFACTS,
+    lab_page,
+    lab_server,
+    needs_chromium,
+    open_notebook,
+    write_notebook,
+)
 from tests.ui.test_sidebar import open_tutor
 
 pytestmark = pytest.mark.ui
