@@ -4,7 +4,8 @@
 - **Regenerate** the last answer: a new turn asks the last question again and takes the old
   turn's place. The old turn and its messages stay in the store marked ``replaced_by`` the new
   one (its events replay, its trace stays in L1), but they leave the conversation's history and
-  turn list; the new turn's ``turn_started`` and trace name the turn they replace. Refused while
+  turn list; the new turn's ``turn_started`` and trace name the turn they replace (and memory
+  consolidation skips the replaced trace, memory/trace.py ``not_replaced``). Refused while
   a turn of the conversation runs or one of its questions waits: the tail is not settled.
 - **Delete** a conversation: its waiting questions and quizzes are cancelled (a turn waiting on
   one ends, here or in another kernel), its turns running here are stopped, and the conversation

@@ -20,7 +20,7 @@ from tests.ui.test_lab import (
     open_notebook,
     write_notebook,
 )
-from tests.ui.test_sidebar import open_tutor
+from tests.ui.test_sidebar import ask_in_panel, open_tutor
 
 pytestmark = pytest.mark.ui
 
@@ -74,8 +74,7 @@ def test_latex_options_regenerate_and_delete_in_the_panel(
     with lab_page("panel-edits") as page:
         open_notebook(page, lab, "edits.ipynb")
         open_tutor(page)
-        page.locator(".jp-DeepTutorChat-input textarea").fill("What is rank?")
-        page.locator(".jp-DeepTutorChat-input button", has_text="Ask").click()
+        ask_in_panel(page, "What is rank?")
 
         # The option's LaTeX is typeset and its backticks are code, by the panel's renderer.
         card = page.locator("#deeptutor-panel .jp-DeepTutorAsk")
