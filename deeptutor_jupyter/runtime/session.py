@@ -294,7 +294,9 @@ class TutorSession(SessionReads, SessionEdits):
         opts = options or AskOptions()
         s = resolved.settings
         self.open(resolved)
-        if opts.new:
+        # New, or the current one was deleted meanwhile (the panel of another kernel of this
+        # notebook): a deleted conversation takes no more turns (runtime/session_edits.py).
+        if opts.new or self.session_id not in self.notebook_sessions():
             self.new_conversation()
         assert self._orchestrator is not None and self._store is not None
         self._store.ensure_session(self.session_id, self.notebook)

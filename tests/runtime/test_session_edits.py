@@ -188,6 +188,7 @@ async def test_delete_cancels_what_waits_hides_the_conversation_and_refuses_othe
             Reply(text="Four."),
             Reply(text="Elsewhere."),
             Reply(text="Asking.", tool_calls=[ToolCallSpec("ask_user", ASK, id="c1")]),
+            Reply(text="Yes."),
         ]
     )
     a, other = session_of(), session_of("other.ipynb")
@@ -217,9 +218,18 @@ async def test_delete_cancels_what_waits_hides_the_conversation_and_refuses_othe
         fresh.open(fresh.resolve({}))
         assert fresh.session_id == kept.ctx.session_id  # a new kernel never reopens it
         fresh.close()
+        # Another kernel of the notebook still on it: its next question starts a new one.
+        other_kernel = session_of()
+        other_kernel.open(other_kernel.resolve({}))
+        other_kernel.switch(kept.ctx.session_id)
+        assert a.delete_conversation(kept.ctx.session_id) == a.session_id
+        late = await finished(other_kernel.ask("Still there?", resolved, AskOptions()))
+        assert late.ctx.session_id not in (doomed, kept.ctx.session_id)
+        assert [c.id for c in a.conversations()] == [late.ctx.session_id]
+        await close(other_kernel)
 
         # The last one: a new, empty conversation is current.
-        assert a.delete_conversation(kept.ctx.session_id) not in (doomed, kept.ctx.session_id)
+        assert a.delete_conversation(late.ctx.session_id) not in (doomed, late.ctx.session_id)
         assert a.conversations() == [] and a.history == []
     finally:
         await close(a, other)
