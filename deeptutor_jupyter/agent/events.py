@@ -52,6 +52,9 @@ class TurnStarted(_Event):
     resumed: bool = False
     # The knowledge bases selected for the turn (the conversation's choice, or --kb).
     kbs: list[str] = Field(default_factory=list)
+    replaces: str | None = Field(
+        None, description="The turn this one regenerates: it takes that turn's place."
+    )
 
 
 class RoundStarted(_Event):

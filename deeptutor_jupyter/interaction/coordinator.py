@@ -279,13 +279,23 @@ class InteractionCoordinator:
         return result
 
     def expire(self, request_id: str) -> bool:
+        return self._close(request_id, "expired", TIMEOUT_RESULT)
+
+    def cancel(self, request_id: str, reason: str) -> bool:
+        """Close a question no learner will answer (its conversation was deleted): consumed
+        once and audited; a turn waiting here ends, one waiting elsewhere reads it in the store.
+        False when it was no longer pending."""
+        return self._close(request_id, "cancelled", AskUserResult(cancelled=True, reason=reason))
+
+    def _close(self, request_id: str, status: str, result: Result) -> bool:
+        """Consume a question no learner answered (expired, cancelled) and wake its turn."""
         row = self.store.get_pending(request_id)
         if row is None or not self.store.resolve_pending(
-            request_id, "expired", TIMEOUT_RESULT.wire(), time.time()
+            request_id, status, result.wire(), time.time()
         ):
             return False
-        self._audit_outcome(row, "expired", TIMEOUT_RESULT)
-        self.calls.resolve_waiter(request_id, TIMEOUT_RESULT.wire())
+        self._audit_outcome(row, status, result)
+        self.calls.resolve_waiter(request_id, result.wire())
         return True
 
     def expire_stale(self, rows: list[PendingRow]) -> list[PendingRow]:

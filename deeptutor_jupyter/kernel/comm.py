@@ -27,8 +27,10 @@ if TYPE_CHECKING:
         AnswerAction,
         AskAction,
         ChooseAction,
+        DeleteAction,
         NewAction,
         QuizAnswerAction,
+        RegenerateAction,
         RenameAction,
         StopAction,
         SubscribeAction,
@@ -183,7 +185,7 @@ class Channel:
     def start(self) -> None:
         tutor = self.tutor_of()
         if tutor is not None:
-            _open(tutor)
+            open_store(tutor)
             self.send(_turn_summaries(tutor))
             self.send_choices(tutor)
 
@@ -256,7 +258,7 @@ class Channel:
         """Grade a quiz through the same door as the cell's form (``TutorSession.submit_quiz``):
         consumed once, the graded result becomes the tool result of the make_quiz call, whose
         turn goes on in its owner's cell."""
-        _open(tutor)
+        open_store(tutor)
         tutor.background(self._grade(tutor, data))
 
     async def _grade(self, tutor: KernelTutor, data: QuizAnswerAction) -> None:
@@ -346,6 +348,28 @@ class Channel:
             return
         self.send(_turn_summaries(tutor))
 
+    def regenerate(self, tutor: KernelTutor, data: RegenerateAction) -> None:
+        """A new turn in place of the last answer (runtime/session_edits.py), followed live."""
+        from deeptutor_jupyter.kernel.panel_edits import regenerate
+
+        started = regenerate(tutor, data.turn_id, PANEL, NO_MODEL)
+        if isinstance(started, tuple):
+            self.refuse("regenerate", started[1], started[0])
+            return
+        self.send({"type": "asked", "turn_id": started.turn_id})
+        self.send(_turn_summaries(tutor))
+        self.follow(tutor, started, 0)
+
+    def delete(self, tutor: KernelTutor, data: DeleteAction) -> None:
+        from deeptutor_jupyter.kernel.panel_edits import delete
+
+        open_store(tutor)
+        refused = delete(tutor, data.conversation)
+        if refused is not None:
+            self.refuse("delete", refused[1], refused[0])
+            return
+        self.send(_turn_summaries(tutor))
+
     def follow(self, tutor: KernelTutor, turn_log: EventLog, after_seq: int) -> None:
         """Forward a live turn's events after ``after_seq``, then follow it until it is done;
         then the turn list again (the finished turn now counts in its conversation)."""
@@ -368,8 +392,12 @@ class Channel:
         turn_log.subscribe(forward, after_seq)
 
 
-# adapters: the only calls into the runtime (runtime/session.py) ----------------------------------
+# adapters: the only calls into the runtime (runtime/session.py; kernel/panel_edits.py) ----------
 PANEL = "the Tutor panel"
+NO_MODEL = (
+    "The tutor has no model configured yet. Run %tutor config in a cell, or set "
+    "DEEPTUTOR_PROVIDER, DEEPTUTOR_MODEL and the provider's API key."
+)
 
 
 def _context(tutor: KernelTutor, data: AskAction) -> list[AttachedContext]:
@@ -400,10 +428,7 @@ def _start(
     session = tutor.session
     resolved = session.resolve({})
     if not resolved.ready:
-        return (
-            "The tutor has no model configured yet. Run %tutor config in a cell, or set "
-            "DEEPTUTOR_PROVIDER, DEEPTUTOR_MODEL and the provider's API key."
-        )
+        return NO_MODEL
     place = {"notebook": Path(session.notebook).name, "cell": PANEL}
     capability, question = panel_capability(question)
     options = AskOptions(place=place, context=context or [], capability=capability)
@@ -424,7 +449,7 @@ def panel_capability(question: str) -> tuple[str, str]:
     return "chat", question
 
 
-def _open(tutor: KernelTutor) -> None:
+def open_store(tutor: KernelTutor) -> None:
     """Open the notebook's store on connect, so the panel shows the conversation so far."""
     session = tutor.session
     if not session.is_open:
@@ -460,17 +485,17 @@ def _saved_events(tutor: KernelTutor, turn_id: str, after_seq: int) -> list[Even
 
 def _new_conversation(tutor: KernelTutor) -> None:
     """A fresh conversation for the notebook; its next ``%tutor`` cell continues it too."""
-    _open(tutor)
+    open_store(tutor)
     tutor.session.new_conversation()
 
 
 def _switch_conversation(tutor: KernelTutor, session_id: str) -> bool:
-    _open(tutor)
+    open_store(tutor)
     return tutor.session.switch(session_id)
 
 
 def _rename_conversation(tutor: KernelTutor, session_id: str, title: str) -> bool:
-    _open(tutor)
+    open_store(tutor)
     return tutor.session.rename(session_id, title)
 
 

@@ -138,6 +138,21 @@ class ChooseAction(_Action):
     )
 
 
+class RegenerateAction(_Action):
+    """Ask the last question of the current conversation again; the new answer takes the place
+    of ``turn_id``'s (refused unless that is still the last answer and nothing runs or waits)."""
+
+    action: Literal["regenerate"]
+    turn_id: str
+
+
+class DeleteAction(_Action):
+    """Delete one of this notebook's conversations (its waiting questions are cancelled)."""
+
+    action: Literal["delete"]
+    conversation: str
+
+
 PanelAction = Annotated[
     AskAction
     | StopAction
@@ -147,7 +162,9 @@ PanelAction = Annotated[
     | SwitchAction
     | RenameAction
     | QuizAnswerAction
-    | ChooseAction,
+    | ChooseAction
+    | RegenerateAction
+    | DeleteAction,
     Field(discriminator="action"),
 ]
 # The union's own `action` literals, in its order: adding an action to the union adds it here.

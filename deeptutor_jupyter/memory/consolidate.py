@@ -32,7 +32,7 @@ from deeptutor_jupyter.memory.document import Document, line_view, normalise, pa
 from deeptutor_jupyter.memory.ops import OpsPreview, plan, unified_diff
 from deeptutor_jupyter.memory.prompts import mode_prompt, trace_lines
 from deeptutor_jupyter.memory.store import MemoryStore, StaleDocumentError
-from deeptutor_jupyter.memory.trace import TraceRecord
+from deeptutor_jupyter.memory.trace import TraceRecord, not_replaced
 from deeptutor_jupyter.providers.base import ChatModel, ChatRequest, TextDelta
 
 Mode = Literal["update", "audit", "dedup", "merge"]
@@ -125,7 +125,7 @@ class _Run:
 
 async def _update(run: _Run, model: ChatModel) -> None:
     seen = run.store.seen_traces(run.layer, run.key)
-    fresh = [record for record in run.traces() if record.trace_id not in seen]
+    fresh = [r for r in not_replaced(run.traces()) if r.trace_id not in seen]
     for start in range(0, len(fresh), TRACE_CHUNK):
         chunk = fresh[start : start + TRACE_CHUNK]
         user = (
@@ -279,7 +279,7 @@ async def preview(
     if mode == "update":
         seen = store.seen_traces(layer, key)
         surface = key if layer == "L2" else None
-        unseen = [r.trace_id for r in store.traces(surface) if r.trace_id not in seen]
+        unseen = [r.trace_id for r in not_replaced(store.traces(surface)) if r.trace_id not in seen]
     result = await consolidate(store, model, layer=layer, key=key, mode=mode, apply=False)
     after = before if not result.ops_applied else _after(store, layer, key, before, result)
     return Preview(layer, key, mode, before, result, after, unseen)

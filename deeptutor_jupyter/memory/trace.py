@@ -106,6 +106,14 @@ class TraceRecord(BaseModel):
         return dt.datetime.fromtimestamp(self.started_at, dt.UTC).strftime("%Y-%m-%d")
 
 
+def not_replaced(records: list[TraceRecord]) -> list[TraceRecord]:
+    """The records no regenerated turn replaced (runtime/session_edits.py). A replaced answer's
+    trace stays in L1, and memory that already cites it keeps its footnote; it is only not
+    offered to consolidation as new evidence: the learner asked for another answer."""
+    replaced = {(r.model_extra or {}).get("replaces") for r in records} - {None}
+    return [r for r in records if r.turn_id not in replaced]
+
+
 _FENCE_RE = re.compile(r"```.*?(```|$)", re.S)
 _MARKUP_RE = re.compile(r"(^|\s)#{1,6}\s+|[*_`>]+|!?\[([^\]]*)\]\([^)]*\)", re.M)
 

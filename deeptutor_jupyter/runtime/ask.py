@@ -39,11 +39,19 @@ class AskOptions:
     # `--cell N`, `%tutor learn`): the panel shows and names the conversation by these; the
     # question sent stays in the store and the trace.
     shown: str | None = None
+    # Regenerate (runtime/session_edits.py): the new turn's id, minted before it starts, and
+    # the turn it replaces, named in its turn_started event and its trace.
+    turn_id: str | None = None
+    replaces: str | None = None
 
 
 def new_session_id(notebook: str) -> str:
     digest = hashlib.sha1(notebook.encode("utf-8")).hexdigest()[:10]
     return f"nb-{digest}-{uuid.uuid4().hex[:8]}"
+
+
+def new_turn_id() -> str:
+    return f"turn-{uuid.uuid4().hex[:12]}"
 
 
 def profile_of(s: Settings) -> ModelProfile:

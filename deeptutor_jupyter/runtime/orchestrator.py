@@ -204,6 +204,7 @@ class Orchestrator:
                 capability=ctx.capability,
                 resumed=resume is not None,
                 kbs=[str(k) for k in ctx.metadata.get("kbs") or []],
+                replaces=ctx.metadata.get("replaces"),
             )
         )
         self._record_start(turn)

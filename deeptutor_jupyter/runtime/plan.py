@@ -232,6 +232,8 @@ class Planner:
             status=turn.status,
             notebook=self._notebook,
             kbs=[str(k) for k in ctx.metadata.get("kbs") or []],
+            # Regenerated: the old turn's trace stays in L1, this one names it.
+            **({"replaces": ctx.metadata["replaces"]} if ctx.metadata.get("replaces") else {}),
         )
         if self._memory is not None:
             try:

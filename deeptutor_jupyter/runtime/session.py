@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deeptutor_jupyter.errors import DeepTutorError
-from deeptutor_jupyter.runtime.ask import AskOptions, new_session_id, profile_of
+from deeptutor_jupyter.runtime.ask import AskOptions, new_session_id, new_turn_id, profile_of
+from deeptutor_jupyter.runtime.session_edits import SessionEdits
 from deeptutor_jupyter.runtime.session_reads import SessionReads
 from deeptutor_jupyter.runtime.upkeep import MemoryUpkeep
 from deeptutor_jupyter.words import plural
@@ -56,7 +56,7 @@ __all__ = ["AskOptions", "TutorSession"]  # AskOptions lives in runtime/ask.py
 RESUMABLE = ("chat", "solve")  # capabilities whose saved turns this runtime continues
 
 
-class TutorSession(SessionReads):
+class TutorSession(SessionReads, SessionEdits):
     def __init__(
         self,
         notebook: str,
@@ -296,7 +296,9 @@ class TutorSession(SessionReads):
         opts = options or AskOptions()
         s = resolved.settings
         self.open(resolved)
-        if opts.new:
+        # New, or the current one was deleted meanwhile (the panel of another kernel of this
+        # notebook): a deleted conversation takes no more turns (runtime/session_edits.py).
+        if opts.new or self.session_id not in self.notebook_sessions():
             self.new_conversation()
         assert self._orchestrator is not None and self._store is not None
         self._store.ensure_session(self.session_id, self.notebook)
@@ -319,7 +321,7 @@ class TutorSession(SessionReads):
         self.history, compaction = compact_history(self.history, s.context_budget)
         ctx = TurnContext(
             session_id=self.session_id,
-            turn_id=f"turn-{uuid.uuid4().hex[:12]}",
+            turn_id=opts.turn_id or new_turn_id(),
             question=question,
             profile=profile_of(s),
             capability=opts.capability,
@@ -336,6 +338,7 @@ class TutorSession(SessionReads):
                 "place": opts.place or self.place(),
                 "policy": gated.payload(),
                 "shown": opts.shown,
+                "replaces": opts.replaces,
             },
         )
         log = EventLog(ctx.turn_id, self._store)

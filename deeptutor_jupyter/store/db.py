@@ -156,11 +156,15 @@ _ADDED_COLUMNS = {
     # answer_at: the messages idx holding the turn's answer, when it is that message's content
     # (turns.answer is then NULL): the answer is kept once, not in turns and messages both.
     # shown: the learner's words when the question sent was composed (``%tutor why``, --cell).
-    "turns": ("owner", "answer_at", "shown"),
+    # replaced_by: the turn that regenerated this one (the panel's Regenerate); its row, events
+    # and messages stay, out of the history and the turn list (runtime/session_edits.py).
+    # deleted_at: a conversation the learner deleted, hidden from every read (same file).
+    "turns": ("owner", "answer_at", "shown", "replaced_by"),
     "pending": ("owner", "place", "kind"),
     # choice: the model and knowledge bases chosen for the conversation (runtime/choice.py).
-    "sessions": ("title", "choice"),
+    "sessions": ("title", "choice", "deleted_at"),
     "owners": ("started",),
+    "messages": ("replaced_by",),
 }
 _LATE_INDEXES = "CREATE INDEX IF NOT EXISTS turns_by_status ON turns (status);"
 
@@ -311,7 +315,8 @@ class Store(SQLiteFile):
 
     def latest_session(self, notebook: str) -> str | None:
         rows = self._query(
-            "SELECT id FROM sessions WHERE notebook = ? ORDER BY updated_at DESC LIMIT 1",
+            "SELECT id FROM sessions WHERE notebook = ? AND deleted_at IS NULL"
+            " ORDER BY updated_at DESC LIMIT 1",
             (notebook,),
         )
         return rows[0][0] if rows else None
@@ -408,10 +413,45 @@ class Store(SQLiteFile):
         return _turn_row(rows[0]) if rows else None
 
     def turns(self, session_id: str) -> list[TurnRow]:
+        """The conversation's turns, oldest first; a regenerated one gives way to its new turn."""
         rows = self._query(
-            _TURN_ROWS + " WHERE t.session_id = ? ORDER BY t.created_at", (session_id,)
+            _TURN_ROWS + " WHERE t.session_id = ? AND t.replaced_by IS NULL ORDER BY t.created_at",
+            (session_id,),
         )
         return [_turn_row(r) for r in rows]
+
+    def running_turns(self, session_id: str) -> list[str]:
+        """The ids of the conversation's turns marked running, in any process."""
+        rows = self._query(
+            "SELECT id FROM turns WHERE session_id = ? AND status = 'running'", (session_id,)
+        )
+        return [r[0] for r in rows]
+
+    def replace_turn(self, turn_id: str, by: str | None) -> None:
+        """Mark a turn and its messages as replaced by the turn ``by`` (None: undo): they leave
+        the history and the turn list but stay in the store, the provenance of what was shown."""
+        with self._tx() as c:
+            c.execute("UPDATE turns SET replaced_by = ? WHERE id = ?", (by, turn_id))
+            c.execute(
+                f"UPDATE messages SET replaced_by = ? WHERE {_OF_TURN}", (by, turn_id, turn_id)
+            )
+
+    def turn_messages(self, turn_id: str) -> list[Message]:
+        """The messages a turn added to its conversation, in order."""
+        rows = self._query(
+            f"SELECT message FROM messages WHERE {_OF_TURN} ORDER BY idx", (turn_id, turn_id)
+        )
+        return [json.loads(r[0]) for r in rows]
+
+    def delete_session(self, session_id: str) -> bool:
+        """Tombstone a conversation: no read lists it or its turns again. False when there is
+        no such live conversation."""
+        with self._tx() as c:
+            cur = c.execute(
+                "UPDATE sessions SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL",
+                (str(time.time()), session_id),
+            )
+            return cur.rowcount > 0
 
     def answer_of(self, turn_id: str) -> str | None:
         row = self.get_turn(turn_id)
@@ -580,7 +620,9 @@ class Store(SQLiteFile):
         return [PendingRow.from_row(r) for r in rows]
 
     def sessions_of(self, notebook: str) -> list[str]:
-        rows = self._query("SELECT id FROM sessions WHERE notebook = ?", (notebook,))
+        rows = self._query(
+            "SELECT id FROM sessions WHERE notebook = ? AND deleted_at IS NULL", (notebook,)
+        )
         return [r[0] for r in rows]
 
     def turn_state(self, request_id: str) -> dict[str, Any] | None:
@@ -672,7 +714,7 @@ class Store(SQLiteFile):
                 (session_id,),
             ).fetchone()
             c.executemany(
-                "INSERT INTO messages VALUES (?, ?, ?, ?)",
+                "INSERT INTO messages (session_id, idx, turn_id, message) VALUES (?, ?, ?, ?)",
                 [
                     (session_id, start + i, turn_id, json.dumps(m, ensure_ascii=False))
                     for i, m in enumerate(messages)
@@ -681,12 +723,16 @@ class Store(SQLiteFile):
 
     def history(self, session_id: str) -> list[Message]:
         rows = self._query(
-            "SELECT message FROM messages WHERE session_id = ? ORDER BY idx", (session_id,)
+            "SELECT message FROM messages WHERE session_id = ? AND replaced_by IS NULL"
+            " ORDER BY idx",
+            (session_id,),
         )
         return [json.loads(r[0]) for r in rows]
 
 
 EventRow = tuple[str, int, str, dict[str, Any], float]
+# A turn's messages, found through the messages' key (session_id, idx), not a scan of every one.
+_OF_TURN = "session_id = (SELECT session_id FROM turns WHERE id = ?) AND turn_id = ?"
 ANSWER_REF = "_answer_of_turn"  # a saved done event whose answer is the turn's saved answer
 
 # A turn's answer is in turns.answer (older stores, or an answer that is no message's content)

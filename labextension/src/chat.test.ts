@@ -297,3 +297,24 @@ describe('when the comm goes away', () => {
     expect(session.kernel.executed).toEqual([]);
   });
 });
+
+describe('regenerate and delete', () => {
+  it('sends regenerate, resolves when the new turn started, rejects a refusal in words', async () => {
+    const first = chat.regenerate('turn-2');
+    await new Promise(resolve => setTimeout(resolve, 0));
+    expect(sent(session)).toEqual([{ action: 'regenerate', turn_id: 'turn-2' }]);
+    session.kernel.comm.receive({ type: 'asked', turn_id: 'turn-3' });
+    expect(await state(first)).toBe('resolved');
+
+    const second = chat.regenerate('turn-3');
+    await new Promise(resolve => setTimeout(resolve, 0));
+    const message = 'A turn of this conversation is still running';
+    session.kernel.comm.receive({ type: 'error', action: 'regenerate', message, code: 'busy' });
+    await expect(second).rejects.toThrow(message);
+  });
+
+  it('sends delete with the conversation', async () => {
+    await chat.deleteConversation('nb-1');
+    expect(sent(session)).toEqual([{ action: 'delete', conversation: 'nb-1' }]);
+  });
+});

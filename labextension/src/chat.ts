@@ -7,7 +7,7 @@ import { ISessionContext } from '@jupyterlab/apputils';
 import { Kernel, KernelMessage as KM } from '@jupyterlab/services';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { ChatTurn, applyEvent, newTurn } from './chatmodel';
+import { ChatTurn, newTurn } from './chatmodel';
 import { Chooser, chooseAction, chooserFrom } from './choice';
 import { Attachment } from './context';
 import { __ } from './i18n';
@@ -20,6 +20,7 @@ import {
   TurnsMessage
 } from './protocol';
 import { QuizResolved } from './schema';
+import { foldEvent } from './turnedits';
 
 /** A question the kernel did not ask; `attachment` is the index of the attachment it refused. */
 export class AskRefused extends Error {
@@ -94,6 +95,22 @@ export class KernelChat {
     await new Promise<string>((resolve, reject) =>
       this._askWaiters.push({ key: '', resolve, reject })
     );
+  }
+
+  /** Ask the last question again in place of `turnId`'s answer (turnedits.ts); resolves once
+   * the new turn started, rejects (AskRefused) with the kernel's refusal in words. */
+  async regenerate(turnId: string): Promise<void> {
+    await this.connect();
+    this.send({ action: 'regenerate', turn_id: turnId });
+    await new Promise<string>((resolve, reject) =>
+      this._askWaiters.push({ key: '', resolve, reject })
+    );
+  }
+
+  /** Delete one of this notebook's conversations; the kernel then lists what is current. */
+  async deleteConversation(conversation: string): Promise<void> {
+    await this.connect();
+    this.send({ action: 'delete', conversation });
   }
 
   /** Send a quiz's answers; resolves with the grade, rejects with the refusal in words. */
@@ -215,15 +232,11 @@ export class KernelChat {
 
   private _onMessage(message: KernelMessage): void {
     if (message.type === 'event') {
-      const event = message.event;
-      const index = this._turns.findIndex(t => t.turnId === event.turn_id);
-      const turn = index >= 0 ? this._turns[index] : newTurn(event.turn_id, '');
-      const next = applyEvent(turn, event);
-      if (next === turn) {
+      const next = foldEvent(this._turns, message.event);
+      if (next === this._turns) {
         return;
       }
-      this._turns =
-        index >= 0 ? this._turns.map((t, i) => (i === index ? next : t)) : [...this._turns, next];
+      this._turns = next;
       this._changed.emit();
     } else if (message.type === 'turns') {
       this._onTurns(message);
@@ -249,7 +262,7 @@ export class KernelChat {
       );
     } else if (message.type === 'error') {
       const { action } = message;
-      if (action === 'ask' && this._askWaiters.length) {
+      if ((action === 'ask' || action === 'regenerate') && this._askWaiters.length) {
         const refused = new AskRefused(message.message, message.attachment ?? null);
         settle(this._askWaiters, null, waiter => waiter.reject(refused));
       } else if (action === 'quiz_answer' && message.quiz_id) {
@@ -336,7 +349,7 @@ export class KernelChat {
   private _comm: Kernel.IComm | null = null;
   private _wanted = false;
   private _connecting: Promise<void> | null = null;
-  private _turns: ChatTurn[] = [];
+  private _turns: readonly ChatTurn[] = [];
   private _status = '';
   private _sessionId = '';
   private _conversations: Conversation[] = [];

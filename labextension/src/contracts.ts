@@ -28,7 +28,9 @@ export const ACTIONS = [
   'switch',
   'rename',
   'quiz_answer',
-  'choose'
+  'choose',
+  'regenerate',
+  'delete'
 ] as const;
 
 /** The notebook on screen (comm_messages.py `LIVE_TARGET`). */

@@ -37,6 +37,9 @@ export interface AskUserCardProps {
   where?: string;
   /** Said on the receipt: the turn goes on in this notebook's cell. */
   continuesIn?: string;
+  /** How the title, question and options are shown (the panel renders Markdown and LaTeX, as
+   * for answers); plain text by default. */
+  renderText?: (text: string) => React.ReactNode;
 }
 
 const NOT_RESUMABLE = (): string =>
@@ -59,6 +62,7 @@ export function AskUserCard(props: AskUserCardProps): React.ReactElement {
   const [busy, setBusy] = React.useState(false);
   const [local, setLocal] = React.useState<Settled | null>(null);
   const settled = props.settled ?? local;
+  const render = props.renderText ?? ((text: string) => text);
 
   const send = async (answer: Submission) => {
     setBusy(true);
@@ -75,10 +79,10 @@ export function AskUserCard(props: AskUserCardProps): React.ReactElement {
 
   const header = (
     <div className="jp-DeepTutorAsk-head">
-      <div className="jp-DeepTutorAsk-title">{request.title}</div>
+      <div className="jp-DeepTutorAsk-title">{render(request.title)}</div>
       {props.where ? <div className="jp-DeepTutorAsk-where">{props.where}</div> : null}
       {request.description ? (
-        <div className="jp-DeepTutorAsk-description">{request.description}</div>
+        <div className="jp-DeepTutorAsk-description">{render(request.description)}</div>
       ) : null}
     </div>
   );
@@ -154,12 +158,14 @@ export function AskUserCard(props: AskUserCardProps): React.ReactElement {
                     setSelections(toggleSelection(request, selections, option.id, e.target.checked))
                   }
                 />
-                <span className="jp-DeepTutorAsk-label">{option.label}</span>
+                <span className="jp-DeepTutorAsk-label">{render(option.label)}</span>
                 {option.recommended ? (
                   <span className="jp-DeepTutorAsk-recommended">{__('recommended')}</span>
                 ) : null}
                 {option.description ? (
-                  <span className="jp-DeepTutorAsk-optionDescription">{option.description}</span>
+                  <span className="jp-DeepTutorAsk-optionDescription">
+                    {render(option.description)}
+                  </span>
                 ) : null}
               </label>
             );

@@ -33,6 +33,8 @@ import { CodeActions, addCodeButtons, insertionAt } from './codeblocks';
 import { ChoiceBar } from './chooser';
 import { turnChoiceLabel } from './choice';
 import { MasteryTab } from './masterytab';
+import { DeleteConversationButton, RegenerateButton } from './conversationedits';
+import { regenerable } from './turnedits';
 
 /** A Lumino drag event (cells from a notebook, files from the file browser). */
 interface DragEventLike extends Event {
@@ -282,7 +284,12 @@ export class TutorPanel extends ReactWidget {
           />
         );
       case 'pending':
-        return <PendingTab chat={this._chat} />;
+        return (
+          <PendingTab
+            chat={this._chat}
+            renderText={text => <Markdown text={text} rendermime={this.rendermime} />}
+          />
+        );
       case 'memory':
         return <MemoryTab />;
       case 'knowledge':
@@ -372,6 +379,7 @@ function TurnView(props: {
   chat: KernelChat;
   rendermime: IRenderMimeRegistry;
   code: CodeActions;
+  regenerable?: boolean;
 }): React.ReactElement {
   const { turn, chat } = props;
   const live = turn.status === 'running' || turn.status === 'waiting';
@@ -408,6 +416,7 @@ function TurnView(props: {
             key={i}
             request={q.request}
             settled={q.settled}
+            renderText={text => <Markdown text={text} rendermime={props.rendermime} />}
             onSubmit={answer =>
               chat.answer(q.request.id, q.request.session_id ?? chat.sessionId, answer)
             }
@@ -442,6 +451,7 @@ function TurnView(props: {
             {__('Stop')}
           </button>
         ) : null}
+        {props.regenerable ? <RegenerateButton chat={chat} turnId={turn.turnId} /> : null}
       </div>
     </div>
   );
@@ -611,6 +621,7 @@ function ChatTab(props: {
               {__('Rename')}
             </button>
           ) : null}
+          {current ? <DeleteConversationButton chat={chat} conversation={current} /> : null}
           <button
             className="jp-Button jp-mod-styled jp-DeepTutorChat-new"
             title={__('Start a new conversation in this notebook')}
@@ -636,6 +647,7 @@ function ChatTab(props: {
               chat={chat}
               rendermime={props.rendermime}
               code={props.code}
+              regenerable={turn.turnId === regenerable(chat.turns)}
             />
           ))}
         </div>

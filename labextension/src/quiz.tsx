@@ -74,7 +74,7 @@ export function QuizCard(props: QuizCardProps): React.ReactElement {
                   <span className="jp-DeepTutorQuiz-mark">
                     {!line.answered ? '\u2013' : line.correct ? '\u2713' : '\u2717'}
                   </span>{' '}
-                  {line.prompt}
+                  {render(line.prompt)}
                 </div>
                 <div>
                   {__('Your answer:')} {line.code ? <pre>{line.given}</pre> : <i>{line.given}</i>}
@@ -185,7 +185,7 @@ function QuestionField(props: {
               disabled={props.disabled}
               onChange={e => props.onChoose(option.id, e.target.checked)}
             />
-            <span>{option.label}</span>
+            <span className="jp-DeepTutorQuiz-optionLabel">{props.render(option.label)}</span>
           </label>
         ))}
       </div>

@@ -147,6 +147,12 @@ export interface Conversation {
   started_at: number;
 }
 
+/** Delete one of this notebook's conversations (its waiting questions are cancelled). */
+export interface DeleteAction {
+  action: 'delete';
+  conversation: string;
+}
+
 export interface Done {
   /** Per turn, strictly increasing, continued after a resume. */
   seq: number;
@@ -387,6 +393,15 @@ export interface QuoteAttachment {
   number?: number | null;
 }
 
+/**
+ * Ask the last question of the current conversation again; the new answer takes the place of
+ * `turn_id`'s (refused unless that is still the last answer and nothing runs or waits).
+ */
+export interface RegenerateAction {
+  action: 'regenerate';
+  turn_id: string;
+}
+
 /** Name one of this notebook's conversations; an empty title goes back to its first question. */
 export interface RenameAction {
   action: 'rename';
@@ -546,6 +561,8 @@ export interface TurnStarted {
   capability?: string;
   resumed?: boolean;
   kbs?: string[];
+  /** The turn this one regenerates: it takes that turn's place. */
+  replaces?: string | null;
 }
 
 export interface TurnSummary {
@@ -637,7 +654,9 @@ export type PanelAction =
   | SwitchAction
   | RenameAction
   | QuizAnswerAction
-  | ChooseAction;
+  | ChooseAction
+  | RegenerateAction
+  | DeleteAction;
 
 /** What the kernel sends the panel, by `type`. */
 export type KernelMessage =

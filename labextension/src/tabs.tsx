@@ -42,7 +42,11 @@ export function shortPath(path: string): string {
  * the server. A quiz is graded by a kernel from the stored quiz: the focused notebook's kernel
  * takes it, whichever notebook asked it, and its turn goes on in that notebook's cell.
  */
-export function PendingTab(props: { chat: KernelChat | null }): React.ReactElement {
+export function PendingTab(props: {
+  chat: KernelChat | null;
+  /** Markdown and LaTeX in questions, options and quiz prompts (the panel's renderer). */
+  renderText?: (text: string) => React.ReactNode;
+}): React.ReactElement {
   const [pending, error, reload] = useLoad(fetchPending);
   React.useEffect(() => {
     const timer = setInterval(reload, PENDING_REFRESH_MS);
@@ -96,6 +100,7 @@ export function PendingTab(props: { chat: KernelChat | null }): React.ReactEleme
           quiz={{ ...q, type: 'quiz_required', seq: 0, ts: q.created_at }}
           resolved={null}
           continuesIn={shortPath(q.notebook)}
+          renderText={props.renderText}
           onSubmit={(answers, seconds) => answerQuiz(q, answers, seconds)}
         />
       ))}
@@ -105,6 +110,7 @@ export function PendingTab(props: { chat: KernelChat | null }): React.ReactEleme
           request={q}
           where={q.notebook ? __('in %1', shortPath(q.notebook)) : ''}
           continuesIn={shortPath(q.notebook)}
+          renderText={props.renderText}
           onSubmit={submission => answer(q, submission)}
         />
       ))}

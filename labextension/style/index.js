@@ -1,3 +1,4 @@
 import './base.css';
 import './data.css';
 import './progress.css';
+import './edits.css';

@@ -227,6 +227,45 @@ def test_asking_with_no_model_configured_says_how_to_set_one_up(
     assert fake_llm.requests == []
 
 
+def test_regenerate_and_delete_over_the_comm_drive_the_cells_session(
+    kernel: KernelDriver, fake_llm: FakeLLMServer
+) -> None:
+    """The panel's Regenerate is a turn of the kernel's one session: a %tutor cell asked next
+    continues from the new answer. Delete hides the conversation; refusals come in words."""
+    fake_llm.extend(
+        [Reply(text="Old answer."), Reply(text="New answer."), Reply(text="From the cell.")]
+    )
+    panel = Panel(kernel)
+
+    def last_turns() -> dict[str, Any]:
+        return [m for m in panel.messages() if m["type"] == "turns"][-1]
+
+    panel.send({"action": "ask", "question": "Explain rank.", "conversation": None})
+    old = panel.wait(lambda: panel.events("done"))[0]["turn_id"]
+    panel.send({"action": "regenerate", "turn_id": "turn-not-last"})
+    refused = panel.wait(lambda: panel.errors())[0]
+    assert (refused["action"], refused["code"]) == ("regenerate", "not_last")
+
+    panel.send({"action": "regenerate", "turn_id": old})
+    started = panel.wait(lambda: panel.events("turn_started")[1:])[0]
+    assert started["replaces"] == old and started["question"] == "Explain rank."
+    panel.wait(lambda: len(panel.events("done")) == 2)
+    panel.wait(lambda: [t["turn_id"] for t in last_turns()["turns"]] == [started["turn_id"]])
+
+    kernel.execute("%tutor And its nullity?")
+    kernel.wait_for(lambda: len(fake_llm.requests) == 3)
+    history = [m.get("content") for m in fake_llm.requests[2].body["messages"][1:]]
+    assert history == ["Explain rank.", "New answer.", "And its nullity?"]
+
+    conversation = last_turns()["session_id"]
+    panel.send({"action": "delete", "conversation": "nb-not-mine"})
+    refused = panel.wait(lambda: panel.errors()[1:])[0]
+    assert (refused["action"], refused["code"]) == ("delete", "unknown")
+    panel.send({"action": "delete", "conversation": conversation})
+    panel.wait(lambda: last_turns()["session_id"] != conversation)
+    assert last_turns()["conversations"] == [] and last_turns()["turns"] == []
+
+
 @pytest.mark.parametrize(
     ("data", "words"),
     [

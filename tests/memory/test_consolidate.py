@@ -10,7 +10,12 @@ from typing import Any
 import pytest
 
 from deeptutor_jupyter.memory import MemoryStore
-from deeptutor_jupyter.memory.consolidate import RunBusyError, consolidate, parse_ops_reply
+from deeptutor_jupyter.memory.consolidate import (
+    RunBusyError,
+    consolidate,
+    parse_ops_reply,
+    preview,
+)
 from deeptutor_jupyter.providers import ChatModel
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
 
@@ -73,6 +78,21 @@ async def test_update_is_incremental_and_chunked(
     server.clear_requests()
     third = await consolidate(store, model, layer="L3", key="profile", mode="update")
     assert server.requests == [] and third.passes == 0
+
+
+async def test_a_replaced_answer_is_not_offered_again(
+    store: MemoryStore, server: FakeLLMServer, model: ChatModel
+) -> None:
+    """A regenerated turn's trace names the turn it replaces (runtime/session_edits.py): the
+    old trace stays in L1 and citable, but consolidation and its preview skip it."""
+    store.emit(make_record("t_old", turn_id="turn-old"))
+    store.emit(make_record("t_new", turn_id="turn-new", replaces="turn-old"))
+    server.extend([ops_reply(), ops_reply()])
+    shown = await preview(store, model, layer="L2", key="chat", mode="update")
+    assert shown.unseen == ["t_new"]
+    await consolidate(store, model, layer="L2", key="chat", mode="update")
+    assert sent_trace_ids(server) == [["t_new"], ["t_new"]]
+    assert "t_old" in store.known_trace_ids()
 
 
 async def test_update_on_l2_reads_only_its_surface(

@@ -135,7 +135,7 @@ def test_the_panel_speaks_chinese_and_follows_its_settings(
         turn = page.locator(".jp-DeepTutorChat-turn[data-status='done']")
         turn.wait_for(timeout=60000)
         turn.get_by_text("矩阵的秩等于主元的个数。").first.wait_for()
-        status = turn.locator(".jp-DeepTutorChat-status").inner_text()
+        status = turn.locator(".jp-DeepTutorChat-status > span").first.inner_text()
         page.screenshot(path=str(ARTIFACTS / "i18n-chat-zh.png"))
         stored = json.loads(
             page.evaluate(

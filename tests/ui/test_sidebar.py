@@ -129,6 +129,12 @@ def open_tutor(page: Any) -> None:
             page.keyboard.press("Escape")
 
 
+def ask_in_panel(page: Any, question: str) -> None:
+    """Type a question in the panel's box and press its Ask button."""
+    page.locator(".jp-DeepTutorChat-input textarea").fill(question)
+    page.locator(".jp-DeepTutorChat-input button", has_text="Ask").click()
+
+
 def pending_question(home: Path, notebook: str) -> PendingRow:
     """A question whose kernel is alive (this test process stands in for it): an answer given
     in the panel is taken, and that kernel would continue the turn in its own cell."""
