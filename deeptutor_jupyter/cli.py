@@ -198,15 +198,18 @@ def _course_policy(args: argparse.Namespace, url: str, headers: dict[str, str]) 
     if not args.target:
         print("deeptutor-jupyter course policy: name the hub group", file=sys.stderr)
         return 2
+    from deeptutor_jupyter.providers.hub_link import hub_client
+
     where = f"{url}/policies/{args.target}"
     try:
-        if args.file:
-            text = Path(args.file).read_text(encoding="utf-8")
-            r = httpx.put(where, content=text.encode("utf-8"), headers=headers, timeout=30)
-        elif args.clear:
-            r = httpx.delete(where, headers=headers, timeout=30)
-        else:
-            r = httpx.get(where, headers=headers, timeout=30)
+        with hub_client(headers=headers, timeout=30) as client:
+            if args.file:
+                text = Path(args.file).read_text(encoding="utf-8")
+                r = client.put(where, content=text.encode("utf-8"))
+            elif args.clear:
+                r = client.delete(where)
+            else:
+                r = client.get(where)
     except (OSError, httpx.HTTPError) as exc:
         print(f"deeptutor-jupyter course policy: {exc}", file=sys.stderr)
         return 1
@@ -233,6 +236,7 @@ def _course(args: argparse.Namespace) -> int:
     import httpx
 
     from deeptutor_jupyter.config import hub_token
+    from deeptutor_jupyter.providers.hub_link import hub_client
     from deeptutor_jupyter.runtime.course_files import PackError, publish
 
     url = (args.url or os.environ.get("DEEPTUTOR_HUB_SERVICE_URL", "")).strip().rstrip("/")
@@ -265,10 +269,11 @@ def _course(args: argparse.Namespace) -> int:
             if done.get("warning"):
                 print(f"warning: {done['warning']}", file=sys.stderr)
             return 0
-        if args.action == "withdraw":
-            r = httpx.delete(f"{url}/packs/{args.target}", headers=headers, timeout=30)
-        else:
-            r = httpx.get(f"{url}/packs", headers=headers, timeout=30)
+        with hub_client(headers=headers, timeout=30) as client:
+            if args.action == "withdraw":
+                r = client.delete(f"{url}/packs/{args.target}")
+            else:
+                r = client.get(f"{url}/packs")
     except (PackError, httpx.HTTPError) as exc:
         print(f"deeptutor-jupyter course: {exc}", file=sys.stderr)
         return 1

@@ -23,8 +23,9 @@ from tornado.web import Application
 from deeptutor_jupyter.hub.auth import hub_token_checker
 from deeptutor_jupyter.hub.gateway import ChatCompletionsHandler, GatewayState, ModelsHandler
 from deeptutor_jupyter.hub.instructor import instructor_routes, student_routes
+from deeptutor_jupyter.hub.kernel_socket import SOCKET_ENV, bind_kernel_socket
 from deeptutor_jupyter.hub.lease import keep
-from deeptutor_jupyter.hub.mastery import MasteryStore
+from deeptutor_jupyter.hub.mastery import MasteryStore, ReportLimiter
 from deeptutor_jupyter.hub.pack_routes import hub_group_counter, pack_routes
 from deeptutor_jupyter.hub.packs import PackStore
 from deeptutor_jupyter.hub.policy_routes import policy_routes
@@ -81,6 +82,7 @@ def state_from_env(environ: Mapping[str, str]) -> tuple[GatewayState, str]:
         quota=QuotaStore(engine, replica=replica),
         packs=PackStore(engine),
         _mastery=MasteryStore(engine),
+        _reports=ReportLimiter(engine),
         check_token=check,
         has_scope=has_scope,
         service_name=environ.get("JUPYTERHUB_SERVICE_NAME", "deeptutor"),
@@ -117,7 +119,10 @@ async def serve(environ: Mapping[str, str]) -> None:
     state, prefix = state_from_env(environ)
     where = urlparse(environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:10101"))
     app = make_app(state, prefix)
-    app.listen(where.port or 80, address=where.hostname or "127.0.0.1", xheaders=True)
+    server = app.listen(where.port or 80, address=where.hostname or "127.0.0.1", xheaders=True)
+    if environ.get(SOCKET_ENV, "").strip():
+        # Students' kernels come here, never to the port (hub/kernel_socket.py).
+        server.add_socket(bind_kernel_socket(environ[SOCKET_ENV].strip()))
     # Listening, this process is the only one of its name: an earlier one's holds go back now,
     # before the loop serves a request (so none of this process's holds predates its beat).
     lease = state.config.hold_lease_seconds

@@ -30,6 +30,9 @@ SERVICE_NAME_ENV = "DEEPTUTOR_HUB_SERVICE_NAME"
 SERVICE_MODEL_ENV = "DEEPTUTOR_HUB_MODEL"
 SERVICE_MODELS_ENV = "DEEPTUTOR_HUB_MODELS"  # every model offered: the panel's model chooser
 KERNEL_TOKEN_ENV = "DEEPTUTOR_HUB_TOKEN"
+# On one machine: the service's Unix socket and its uid (providers/hub_link.py).
+SERVICE_SOCKET_ENV = "DEEPTUTOR_HUB_SERVICE_SOCKET"
+SERVICE_UID_ENV = "DEEPTUTOR_HUB_SERVICE_UID"
 
 
 class KernelToken:
@@ -67,6 +70,7 @@ def configure(
     port: int = 10101,
     service_host: str = "127.0.0.1",
     kernel_url: str | None = None,
+    socket_dir: str | None = None,
     db_url: str | None = None,
     api_key_env: str = "DEEPTUTOR_UPSTREAM_API_KEY",
     api_key_file: str | None = None,
@@ -81,6 +85,9 @@ def configure(
     starting the hub), or ``api_key_file`` names a file the service reads at start.
     ``kernel_url`` is how students' kernels reach the service; by default its own address
     (``http://<service_host>:<port>/services/<name>/v1``), on Kubernetes the hub's service name.
+    Without ``kernel_url`` (servers on the hub's machine) kernels reach the service through a
+    Unix socket in ``socket_dir`` (default ``/run/deeptutor-hub`` when the hub runs as root),
+    a folder only the service's user may write, and check its holder's uid; never its port.
     ``lti`` registers an LMS (docs/lms.md): the hub then logs students in by LTI 1.3 launch.
     ``xapi`` names a learning record store; its password is read from ``lrs_password_env``.
     """
@@ -98,6 +105,7 @@ def configure(
     }
     if db_url:
         settings["db_url"] = db_url
+    socket_path = None if kernel_url else _socket_path(socket_dir, name)
     if lti is not None:
         settings["lti"] = dict(lti)
         group = str(lti.get("instructors_group", "lti-instructors"))
@@ -112,6 +120,8 @@ def configure(
         service_env["DEEPTUTOR_HUB_UPSTREAM_KEY_FILE"] = api_key_file
     elif env.get(api_key_env, "").strip():
         service_env["DEEPTUTOR_HUB_UPSTREAM_KEY"] = env[api_key_env].strip()
+    if socket_path:
+        service_env["DEEPTUTOR_HUB_SOCKET"] = socket_path
     service = {
         "name": name,
         "url": f"http://{service_host}:{port}",
@@ -131,8 +141,21 @@ def configure(
     spawner_env[SERVICE_MODEL_ENV] = models[0]
     spawner_env[SERVICE_MODELS_ENV] = ",".join(models)
     spawner_env[KERNEL_TOKEN_ENV] = KernelToken(name)
+    if socket_path:
+        spawner_env[SERVICE_SOCKET_ENV] = socket_path
+        # A managed service runs as the hub's user: only that uid may hold the socket.
+        spawner_env[SERVICE_UID_ENV] = str(os.geteuid())
     c.Spawner.environment = spawner_env
     return service
+
+
+def _socket_path(socket_dir: str | None, name: str) -> str:
+    if socket_dir is None:
+        # /run is root's; a hub run as another user names a folder its students can reach.
+        socket_dir = "/run/deeptutor-hub" if os.geteuid() == 0 else os.path.abspath("deeptutor-run")
+    if not os.path.isabs(socket_dir):
+        raise ValueError(f"configure(socket_dir={socket_dir!r}) must be an absolute path")
+    return os.path.join(socket_dir, f"{name}.sock")
 
 
 def _lti_login(c: Any, lti: dict[str, Any], name: str) -> None:

@@ -88,8 +88,7 @@ class GatewayState:
     _mastery: MasteryStore | None = None
     _hints: HintStore | None = None
     _group_policy: GroupPolicyStore | None = None
-    mastery_limiter: ReportLimiter = field(default_factory=ReportLimiter)
-    score_limiter: ReportLimiter = field(default_factory=ReportLimiter)
+    _reports: ReportLimiter | None = None
     _overrides: dict[str, Limits] = field(default_factory=dict)
     _overrides_until: float = 0.0
     _overrides_loading: asyncio.Future[Any] | None = None
@@ -106,6 +105,13 @@ class GatewayState:
         if self._mastery is None:
             self._mastery = MasteryStore(self.quota.engine, self.quota.clock)
         return self._mastery
+
+    @property
+    def reports(self) -> ReportLimiter:
+        """Students' mastery and score reports a minute, shared by the replicas."""
+        if self._reports is None:
+            self._reports = ReportLimiter(self.quota.engine, self.quota.clock)
+        return self._reports
 
     @property
     def hints(self) -> HintStore:

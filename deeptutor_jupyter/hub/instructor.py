@@ -69,7 +69,7 @@ class MasteryReportHandler(ApiHandler):
         if identity is None:
             return
         state = self.state
-        wait = state.mastery_limiter.wait_for(identity.name)
+        wait = await state.db(state.reports.wait_for, identity.name, "mastery")
         if wait:
             self.fail(429, "rate_limited", "Too many mastery reports; try later.", wait)
             return

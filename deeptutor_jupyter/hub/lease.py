@@ -25,10 +25,10 @@ from deeptutor_jupyter.hub.quota import (
     _DROP_HOLD,
     _SETTLE_BUDGET,
     QuotaStore,
-    _run,
     holds,
     insert_missing,
     replicas,
+    run_sql,
 )
 
 log = logging.getLogger("deeptutor.hub")
@@ -64,12 +64,12 @@ def sweep(store: QuotaStore, lease_seconds: int) -> int:
     for hold in found:
         # One transaction each: a hold and its student's budget row, like a settlement.
         with store.engine.begin() as conn:
-            if _run(conn, _DROP_HOLD, {"id": hold.id}) != 1:
+            if run_sql(conn, _DROP_HOLD, {"id": hold.id}) != 1:
                 continue  # settled meanwhile
             params: dict[str, Any] = {"student": hold.student, "day": hold.day}
-            _run(conn, _SETTLE_BUDGET, {**params, "used": hold.prompt, "held": hold.held})
+            run_sql(conn, _SETTLE_BUDGET, {**params, "used": hold.prompt, "held": hold.held})
             usage = {**params, "model": INTERRUPTED, "prompt": hold.prompt, "completion": 0}
-            _run(conn, _COUNT_USAGE, usage)
+            run_sql(conn, _COUNT_USAGE, usage)
         given += 1
     if given:
         log.warning("gave back %d holds of requests a stopped service process left", given)

@@ -5,7 +5,8 @@
   runtime/course.py ``course_objectives``). So a student's rows are at most one per course
   objective, each replaced by the next report (an upsert); values are in [0, 1], answer counts
   whole numbers up to a million, a report at most ``MAX_OBJECTIVES_PER_REPORT`` objectives, and
-  a student sends at most ``REPORTS_PER_MINUTE`` reports a minute (per replica).
+  a student sends at most ``REPORTS_PER_MINUTE`` reports a UTC minute, counted in the database
+  so that replicas share the limit.
 - **Not differenced.** An aggregate the instructor sees (mean, how many mastered) is computed
   anew only when at least ``min_group_size`` students have reported since it was last computed
   (their rows are marked ``pending`` until then); otherwise the page keeps showing the previous
@@ -20,14 +21,18 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
-from collections import deque
 from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from deeptutor_jupyter.hub.quota import Clock, add_column, insert_missing, metadata, utc_now
+from deeptutor_jupyter.hub.quota import (
+    Clock,
+    add_column,
+    insert_missing,
+    metadata,
+    run_sql,
+    utc_now,
+)
 
 MAX_OBJECTIVES_PER_REPORT = 200
 REPORTS_PER_MINUTE = 10
@@ -54,6 +59,21 @@ shown = sa.Table(
     sa.Column("mastered", sa.Integer, nullable=False),
     sa.Column("computed", sa.String(32), nullable=False),
 )
+
+report_minute = sa.Table(
+    "deeptutor_report_minute",
+    metadata,
+    sa.Column("student", sa.String(255), primary_key=True),
+    sa.Column("kind", sa.String(16), primary_key=True),
+    sa.Column("minute", sa.BigInteger, primary_key=True),
+    sa.Column("count", sa.Integer, nullable=False, default=0),
+)
+_TAKE_REPORT_SLOT = """INSERT INTO deeptutor_report_minute (student, kind, minute, count)
+VALUES (:student, :kind, :minute, 1)
+ON CONFLICT (student, kind, minute) DO UPDATE SET count = deeptutor_report_minute.count + 1
+WHERE deeptutor_report_minute.count < :limit"""
+_SWEEP_REPORT_SLOTS = """DELETE FROM deeptutor_report_minute
+WHERE student = :student AND kind = :kind AND minute < :minute"""
 
 
 @dataclass(frozen=True)
@@ -102,24 +122,27 @@ def mastery_values(raw: bytes, objectives: set[str]) -> dict[str, tuple[float, i
 
 
 class ReportLimiter:
-    """At most ``per_minute`` reports a minute per student, in this replica's memory."""
+    """At most ``per_minute`` reports of a kind (``mastery``, ``score``) per student and UTC
+    minute, counted in the shared database: every replica enforces the same limit.
 
-    def __init__(self, per_minute: int = REPORTS_PER_MINUTE) -> None:
-        self.per_minute = per_minute
-        self._sent: dict[str, deque[float]] = {}
-        self._lock = threading.Lock()
+    One conditional upsert takes a slot (as the chat's per-minute limit does, hub/quota.py), so
+    two replicas on one PostgreSQL never let more through between them."""
 
-    def wait_for(self, student: str, now: float | None = None) -> int:
+    def __init__(
+        self, engine: sa.Engine, clock: Clock = utc_now, per_minute: int = REPORTS_PER_MINUTE
+    ) -> None:
+        self.engine, self.clock, self.per_minute = engine, clock, per_minute
+        metadata.create_all(engine, tables=[report_minute])
+
+    def wait_for(self, student: str, kind: str = "mastery") -> int:
         """0 when the report may go now (it is counted), else the seconds until it may."""
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            sent = self._sent.setdefault(student, deque())
-            while sent and sent[0] <= now - 60:
-                sent.popleft()
-            if len(sent) >= self.per_minute:
-                return max(1, int(sent[0] + 60 - now + 0.999))
-            sent.append(now)
-            return 0
+        now = self.clock()
+        minute = int(now.timestamp() // 60)
+        params = {"student": student, "kind": kind, "minute": minute}
+        with self.engine.begin() as conn:
+            taken = run_sql(conn, _TAKE_REPORT_SLOT, {**params, "limit": self.per_minute}) == 1
+            run_sql(conn, _SWEEP_REPORT_SLOTS, params)  # the student's earlier minutes
+        return 0 if taken else max(1, 60 - now.second)
 
 
 class MasteryStore:

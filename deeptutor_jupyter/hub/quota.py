@@ -208,7 +208,7 @@ _NAMED = re.compile(r":(\w+)")
 _by_style: dict[tuple[str, str], str] = {}
 
 
-def _run(conn: sa.Connection, sql: str, params: dict[str, Any]) -> int:
+def run_sql(conn: sa.Connection, sql: str, params: dict[str, Any]) -> int:
     """Run one of the statements above in the driver's parameter style; its rowcount."""
     return int(conn.exec_driver_sql(_style(conn, sql), params).rowcount)
 
@@ -353,7 +353,7 @@ class QuotaStore:
         minute = int(now.timestamp() // 60)
         per_minute = limits.requests_per_minute
         if per_minute is not None and not self._take_minute_slot(conn, student, minute, per_minute):
-            _run(conn, _COUNT_REFUSAL, {"student": student, "day": day})
+            run_sql(conn, _COUNT_REFUSAL, {"student": student, "day": day})
             return Refusal(
                 "rate_limited",
                 f"You are sending questions faster than your course allows "
@@ -365,8 +365,8 @@ class QuotaStore:
             return self._record_hold(conn, ticket, max(0, prompt), now)
         if per_minute is not None:
             # A refused request should not also cost a slot of the minute.
-            _run(conn, _GIVE_SLOT_BACK, {"student": student, "minute": minute})
-        _run(conn, _COUNT_REFUSAL, {"student": student, "day": day})
+            run_sql(conn, _GIVE_SLOT_BACK, {"student": student, "minute": minute})
+        run_sql(conn, _COUNT_REFUSAL, {"student": student, "day": day})
         return Refusal("budget_exhausted", budget_message())
 
     def _hold(
@@ -381,7 +381,7 @@ class QuotaStore:
         params: dict[str, Any] = {"student": student, "day": day}
         if daily is None:
             hold = prompt + answer
-            _run(conn, _HOLD, {**params, "hold": hold, "limit": _UNLIMITED})
+            run_sql(conn, _HOLD, {**params, "hold": hold, "limit": _UNLIMITED})
             return Ticket(student, day, hold, answer)
         # Read what is left, then hold within it. The UPDATE re-checks its WHERE against a
         # concurrent replica's committed hold; losing that race once reads again.
@@ -392,7 +392,7 @@ class QuotaStore:
             if granted < 1:
                 return None
             hold = prompt + granted
-            if _run(conn, _HOLD, {**params, "hold": hold, "limit": daily}) == 1:
+            if run_sql(conn, _HOLD, {**params, "hold": hold, "limit": daily}) == 1:
                 return Ticket(student, day, hold, granted)
         return None
 
@@ -410,14 +410,14 @@ class QuotaStore:
             "incarnation": self.incarnation,
             "started": int(now.timestamp()),
         }
-        _run(conn, _ADD_HOLD, row)
+        run_sql(conn, _ADD_HOLD, row)
         return Ticket(ticket.student, ticket.day, ticket.held, ticket.answer, hold_id)
 
     def _drop_hold(self, conn: sa.Connection, ticket: Ticket) -> int:
         """The hold still to give back: none when a sweep already gave it back (hub/lease.py)."""
         if not ticket.id:
             return ticket.held
-        return ticket.held if _run(conn, _DROP_HOLD, {"id": ticket.id}) == 1 else 0
+        return ticket.held if run_sql(conn, _DROP_HOLD, {"id": ticket.id}) == 1 else 0
 
     def _take_minute_slot(
         self, conn: sa.Connection, student: str, minute: int, per_minute: int
@@ -426,18 +426,18 @@ class QuotaStore:
         if per_minute <= 0:
             return False
         params = {"student": student, "minute": minute, "limit": per_minute}
-        taken = _run(conn, _TAKE_SLOT, params) == 1
+        taken = run_sql(conn, _TAKE_SLOT, params) == 1
         if self._swept.get(student) != minute:
             # Only the student's own old rows, once a minute: touching others' rows would
             # break the lock order of hub/batch.py.
-            _run(conn, _SWEEP_SLOTS, {"student": student, "before": minute - 1})
+            run_sql(conn, _SWEEP_SLOTS, {"student": student, "before": minute - 1})
             self._swept[student] = minute
         return taken
 
     def release_in(self, conn: sa.Connection, ticket: Ticket) -> None:
         held = self._drop_hold(conn, ticket)
         params = {"student": ticket.student, "day": ticket.day, "used": 0, "held": held}
-        _run(conn, _SETTLE_BUDGET, params)
+        run_sql(conn, _SETTLE_BUDGET, params)
 
     def settle_in(
         self, conn: sa.Connection, ticket: Ticket, model: str, prompt: int, completion: int
@@ -447,9 +447,9 @@ class QuotaStore:
         prompt, completion = _bounded(prompt), _bounded(completion)
         held = self._drop_hold(conn, ticket)
         budget = {"student": ticket.student, "day": ticket.day, "held": held}
-        _run(conn, _SETTLE_BUDGET, {**budget, "used": prompt + completion})
+        run_sql(conn, _SETTLE_BUDGET, {**budget, "used": prompt + completion})
         usage = {"student": ticket.student, "day": ticket.day, "model": model}
-        _run(conn, _COUNT_USAGE, {**usage, "prompt": prompt, "completion": completion})
+        run_sql(conn, _COUNT_USAGE, {**usage, "prompt": prompt, "completion": completion})
 
     # --- reports ------------------------------------------------------------------------------
 

@@ -38,7 +38,7 @@ class ScoreReportHandler(ApiHandler):
         identity = await self.identify()
         if identity is None:
             return
-        wait = self.state.score_limiter.wait_for(identity.name)
+        wait = await self.state.db(self.state.reports.wait_for, identity.name, "score")
         if wait:
             self.fail(429, "rate_limited", "Too many score reports; try later.", wait)
             return

@@ -122,6 +122,11 @@ class HTTPModel:
 
     def _http(self) -> httpx.AsyncClient:
         # Created on first use, inside the loop that streams, rather than in __init__.
+        if self._client is None and self.spec.name == "hub":
+            from deeptutor_jupyter.providers.hub_link import hub_async_client
+
+            # Through the service's checked socket when the hub gave one (hub_link.py).
+            self._client = hub_async_client(verify=ssl_context_for(self.base_url))
         if self._client is None:
             self._client = httpx.AsyncClient(verify=ssl_context_for(self.base_url))
         return self._client

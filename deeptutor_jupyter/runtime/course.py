@@ -91,8 +91,10 @@ class CourseSync:
     def _check(self) -> None:
         import httpx
 
+        from deeptutor_jupyter.providers.hub_link import hub_client
+
         headers = {"Authorization": f"Bearer {self.token}"}
-        with httpx.Client(base_url=self.service.url, headers=headers, timeout=TIMEOUT) as client:
+        with hub_client(base_url=self.service.url, headers=headers, timeout=TIMEOUT) as client:
             try:
                 r = client.get("/packs")
             except httpx.HTTPError as exc:
@@ -192,17 +194,17 @@ def budget_status(environ: Mapping[str, str] | None = None) -> str:
     import httpx
 
     from deeptutor_jupyter.config import hub_service, hub_token
+    from deeptutor_jupyter.providers.hub_link import hub_client
 
     env = os.environ if environ is None else environ
     service = hub_service(env)
     if service is None:
         return "No course service: your budget is your provider's (docs/hub.md)."
     try:
-        r = httpx.get(
-            f"{service.url}/usage",
-            headers={"Authorization": f"Bearer {hub_token(env)}"},
-            timeout=TIMEOUT,
-        )
+        with hub_client(env, timeout=TIMEOUT) as client:
+            r = client.get(
+                f"{service.url}/usage", headers={"Authorization": f"Bearer {hub_token(env)}"}
+            )
         r.raise_for_status()
         data = r.json()
         used, held = int(data["used_today"]), int(data["held_now"])
@@ -333,12 +335,11 @@ def _post_in_background(
     def post() -> None:
         import httpx
 
-        with contextlib.suppress(httpx.HTTPError):
-            httpx.post(
-                f"{service.url}/{path}",
-                json=body,
-                headers={"Authorization": f"Bearer {token}"},
-                timeout=TIMEOUT,
+        from deeptutor_jupyter.providers.hub_link import hub_client
+
+        with contextlib.suppress(httpx.HTTPError), hub_client(env, timeout=TIMEOUT) as client:
+            client.post(
+                f"{service.url}/{path}", json=body, headers={"Authorization": f"Bearer {token}"}
             )
 
     thread = threading.Thread(target=post, name=f"deeptutor-{path}", daemon=True)

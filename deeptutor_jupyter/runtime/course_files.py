@@ -100,16 +100,18 @@ def publish(
     """PUT the folder to the course service; the service's answer, or PackError in its words."""
     import httpx
 
+    from deeptutor_jupyter.providers.hub_link import hub_client
+
     archive = build_archive(folder)
     params = {"group": group} if group else {}
     try:
-        r = httpx.put(
-            f"{service_url.rstrip('/')}/packs/{name}",
-            content=archive,
-            params=params,
-            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/gzip"},
-            timeout=60,
-        )
+        with hub_client(timeout=60) as client:
+            r = client.put(
+                f"{service_url.rstrip('/')}/packs/{name}",
+                content=archive,
+                params=params,
+                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/gzip"},
+            )
     except httpx.HTTPError as exc:
         raise PackError(f"the course service could not be reached ({type(exc).__name__})") from None
     if r.status_code not in (200, 201):

@@ -86,6 +86,7 @@ configure(
     groups={groups!r},
     instructors={{"ms-lee"}},
     port={service_port},
+    socket_dir="{tmp}/run",
     db_url={db_url!r},
     lti={lti!r},
 )
@@ -106,6 +107,7 @@ class Hub:
         self.tmp = tmp
         self.port, self.hub_port = free_port(), free_port()
         self.service_port = free_port()
+        self.socket_path = tmp / "run" / "deeptutor.sock"  # where kernels reach the service
         self.admin_token = secrets.token_hex(16)
         self.db_url = db_url or f"sqlite:///{tmp}/deeptutor-hub.sqlite"
         config = CONFIG.format(

@@ -327,17 +327,18 @@ def test_an_upstream_that_echoes_the_key_does_not_show_it_to_the_student(
 
 def test_a_body_is_read_only_after_the_token_was_checked_and_only_so_far(hub: Hub) -> None:
     import socket
-    from urllib.parse import urlparse
 
     # An anonymous request announcing 90 MB is refused from its headers: the answer comes
     # while 64 KiB of the body were sent (before, the service waited to read it all). Sent
-    # to the service's own port: the proxy, cut off mid-body, would answer 503 itself.
-    url = urlparse(f"http://127.0.0.1:{hub.service_port}/services/deeptutor/v1/chat/completions")
-    with socket.create_connection((url.hostname, url.port), timeout=20) as sock:
+    # to the service's own socket: the proxy, cut off mid-body, would answer 503 itself.
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(20)
+        sock.connect(str(hub.socket_path))
         sock.sendall(
-            f"POST {url.path} HTTP/1.1\r\nHost: {url.netloc}\r\n"
-            "Content-Type: application/json\r\nContent-Length: 90000000\r\n\r\n".encode()
-            + b"x" * (64 << 10)
+            b"POST /services/deeptutor/v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 90000000\r\n\r\n"
+            + b"x"
+            * (64 << 10)
         )
         head = sock.recv(4096).decode("latin-1")
     assert head.startswith("HTTP/1.1 401"), head[:200]

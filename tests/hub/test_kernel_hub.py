@@ -8,8 +8,10 @@ holds the hub-issued ``JUPYTERHUB_API_TOKEN`` and the ``DEEPTUTOR_HUB_*`` entrie
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,9 +19,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from deeptutor_jupyter.providers.hub_link import NotTheService, hub_async_client, hub_client
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
 from tests.e2e.kernel_driver import KernelDriver, loaded_kernel
 from tests.hub.harness import UPSTREAM_KEY, Hub
+from tests.hub.squat import PortSquatter, socket_of_another_user
 from tests.hub.test_gateway_hub import upstream_connection_open
 
 pytestmark = [pytest.mark.hub, pytest.mark.e2e]
@@ -81,48 +85,82 @@ def test_the_key_is_nowhere_in_the_students_server(alice_env: dict[str, str]) ->
     assert UPSTREAM_KEY not in json.dumps(alice_env)
 
 
-def test_a_process_in_the_services_place_receives_no_token_that_opens_a_server(
-    hub: Hub, alice_env: dict[str, str], tmp_path: Path
-) -> None:
-    """S2: after a crash a student's process bound the service's port and received the next
-    kernel's token. The kernel now sends a token minted for the service alone."""
-    with FakeLLMServer(models=["fake-model"]) as squatter:
-        squatter.add(Reply(text="captured"))
-        env = dict(alice_env)
-        env.update(
-            DEEPTUTOR_HUB_SERVICE_URL=f"{squatter.url}",  # whoever listens where the service did
-            DEEPTUTOR_HOME=str(tmp_path / "home"),
-            DEEPTUTOR_AUTO_CONSOLIDATE="false",
-            JPY_SESSION_NAME=str(tmp_path / "lesson.ipynb"),
-            IPYTHONDIR=str(tmp_path / "ipython"),
-        )
-        k = KernelDriver(env, cwd=tmp_path)
-        try:
-            k.execute("%load_ext deeptutor_jupyter")
-            k.execute("%tutor What is a limit?")
-            k.wait_for(lambda: any(r.path.endswith("/chat/completions") for r in squatter.requests))
-        finally:
-            k.shutdown()
-        sent = {r.headers.get("authorization", "") for r in squatter.requests}
-    tokens = {h.removeprefix("Bearer ").strip() for h in sent if h}
-    assert tokens == {alice_env["DEEPTUTOR_HUB_TOKEN"]}
-    assert alice_env["JUPYTERHUB_API_TOKEN"] not in tokens
-    for token in tokens:
-        opened = httpx.get(
-            f"{hub.url}/user/alice/api/contents",
-            headers={"Authorization": f"token {token}"},
-            follow_redirects=False,
-            timeout=30,
-        )
-        assert opened.status_code == 403, opened.status_code
-        # ... while it does what the tutor needs.
-        models = httpx.get(
-            f"{hub.service}/v1/models", headers={"Authorization": f"Bearer {token}"}, timeout=30
-        )
-        assert models.status_code == 200
-    # The server's own token (which opens the server) is not accepted by the service.
+def test_the_kernel_token_opens_nothing_but_the_tutor(hub: Hub, alice_env: dict[str, str]) -> None:
+    """Should a token ever leak, the kernel's opens no server; the server's own is refused."""
+    token = alice_env["DEEPTUTOR_HUB_TOKEN"]
+    assert token != alice_env["JUPYTERHUB_API_TOKEN"]
+    opened = httpx.get(
+        f"{hub.url}/user/alice/api/contents",
+        headers={"Authorization": f"token {token}"},
+        follow_redirects=False,
+        timeout=30,
+    )
+    assert opened.status_code == 403, opened.status_code
+    models = httpx.get(
+        f"{hub.service}/v1/models", headers={"Authorization": f"Bearer {token}"}, timeout=30
+    )
+    assert models.status_code == 200
     server_token = {"Authorization": f"Bearer {alice_env['JUPYTERHUB_API_TOKEN']}"}
     assert httpx.get(f"{hub.service}/v1/models", headers=server_token).status_code == 403
+
+
+def test_a_process_on_the_services_port_receives_nothing(
+    alice_env: dict[str, str], upstream: FakeLLMServer, tmp_path: Path
+) -> None:
+    """S2: after a crash a student's process bound the service's port and received the next
+    kernel's token. Kernels on the hub's machine now use the service's socket, never a port:
+    a process listening at the service URL the kernel was given gets no connection at all."""
+    squatter = PortSquatter()
+    env = dict(alice_env)
+    env.update(
+        DEEPTUTOR_HUB_SERVICE_URL=f"http://127.0.0.1:{squatter.port}/services/deeptutor/v1",
+        DEEPTUTOR_HOME=str(tmp_path / "home"),
+        DEEPTUTOR_AUTO_CONSOLIDATE="false",
+        JPY_SESSION_NAME=str(tmp_path / "lesson.ipynb"),
+        IPYTHONDIR=str(tmp_path / "ipython"),
+    )
+    upstream.add(Reply(text="Through the socket."))
+    k = KernelDriver(env, cwd=tmp_path)
+    try:
+        k.execute("%load_ext deeptutor_jupyter")
+        k.execute("%tutor What is a limit?")
+        view = turn_view(k)
+        k.wait_for(lambda: k.markdown_in(view) == "Through the socket.", timeout=60)
+        said = json.dumps([m["content"] for m in k.outputs_of(k.execute("%tutor budget"))])
+        assert "Today's tutor budget" in said
+    finally:
+        k.shutdown()
+        squatter.close()
+    assert squatter.connections == 0
+
+
+def test_a_socket_held_by_another_user_receives_no_token(
+    hub: Hub, alice_env: dict[str, str]
+) -> None:
+    """A socket the kernel is pointed at but that another uid holds (SO_PEERCRED) is closed
+    before a byte is sent, by the blocking client (packs, mastery, budget, the CLI) and the
+    asyncio one (the model's stream). The same token goes through the service's own socket."""
+    url = f"{alice_env['DEEPTUTOR_HUB_SERVICE_URL']}/models"
+    auth = {"Authorization": f"Bearer {alice_env['DEEPTUTOR_HUB_TOKEN']}"}
+    service_socket = Path(alice_env["DEEPTUTOR_HUB_SERVICE_SOCKET"])
+    assert stat.S_IMODE(service_socket.parent.stat().st_mode) == 0o755
+    with hub_client(alice_env, timeout=30) as client:
+        assert client.get(url, headers=auth).status_code == 200
+
+    async def fetch(env: dict[str, str]) -> int:
+        async with hub_async_client(env, timeout=30) as client:
+            return (await client.get(url, headers=auth)).status_code
+
+    assert asyncio.run(fetch(alice_env)) == 200
+    with socket_of_another_user() as squatter:
+        env = {**alice_env, "DEEPTUTOR_HUB_SERVICE_SOCKET": squatter.path}
+        refused = pytest.raises(NotTheService, match=r"held by uid 65534, not the service")
+        with refused, hub_client(env, timeout=30) as client:
+            client.get(url, headers=auth)
+        assert (squatter.said(), squatter.said()) == ("connected", "received 0 bytes")
+        with pytest.raises(NotTheService, match=r"held by uid 65534"):
+            asyncio.run(fetch(env))
+        assert (squatter.said(), squatter.said()) == ("connected", "received 0 bytes")
 
 
 def test_tutor_in_a_students_kernel_goes_through_the_course_service(

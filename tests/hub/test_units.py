@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ import pytest
 from traitlets.config import Config
 
 from deeptutor_jupyter.hub import configure
+from deeptutor_jupyter.hub.kernel_socket import bind_kernel_socket
 from deeptutor_jupyter.hub.lease import INTERRUPTED, keep
 from deeptutor_jupyter.hub.mastery import (
     MAX_OBJECTIVES_PER_REPORT,
@@ -62,9 +65,51 @@ def test_configure_gives_the_key_to_the_service_only() -> None:
     assert "server_token_scopes" not in c.Spawner
     user_role = next(r for r in c.JupyterHub.load_roles if r["name"] == "user")
     assert user_role["scopes"] == ["self", "access:services!service=deeptutor"]
+    # On one machine kernels use the service's socket, held by the hub's uid (the service's).
+    assert env["DEEPTUTOR_HUB_SERVICE_SOCKET"] == "/run/deeptutor-hub/deeptutor.sock"
+    assert env["DEEPTUTOR_HUB_SERVICE_UID"] == str(os.geteuid())
+    assert service["environment"]["DEEPTUTOR_HUB_SOCKET"] == "/run/deeptutor-hub/deeptutor.sock"
     # Calling it twice (a reloaded config) does not duplicate the service.
     configure(c, upstream_url="https://x/v1", models=["m"], environ={})
     assert [s["name"] for s in c.JupyterHub.services] == ["deeptutor"]
+
+
+def test_a_kernel_url_means_no_socket_and_a_relative_socket_dir_is_refused() -> None:
+    c = Config()
+    kernel_url = "http://jupyterhub:10101/services/deeptutor/v1"
+    service = configure(c, upstream_url="https://x/v1", models=["m"], kernel_url=kernel_url)
+    assert "DEEPTUTOR_HUB_SOCKET" not in service["environment"]
+    assert "DEEPTUTOR_HUB_SERVICE_SOCKET" not in c.Spawner.environment
+    with pytest.raises(ValueError, match="absolute path"):
+        configure(Config(), upstream_url="https://x/v1", models=["m"], socket_dir="run")
+
+
+def test_the_service_binds_its_socket_only_in_a_folder_nobody_else_may_write(
+    tmp_path: Path,
+) -> None:
+    """A folder others may write (or one above it) would let a student put their own socket
+    where kernels look; the service refuses to start on it."""
+    (tmp_path / "open").mkdir(mode=0o777)
+    (tmp_path / "open").chmod(0o777)
+    with pytest.raises(ServiceConfigError, match="nobody else may write"):
+        bind_kernel_socket(str(tmp_path / "open" / "deeptutor.sock"))
+    (tmp_path / "loose").mkdir()
+    (tmp_path / "loose").chmod(0o777)  # not sticky: a student could move the folder aside
+    with pytest.raises(ServiceConfigError, match="may be changed by other users"):
+        bind_kernel_socket(str(tmp_path / "loose" / "run" / "deeptutor.sock"))
+    if os.geteuid() == 0:  # a folder another user made first
+        (tmp_path / "theirs").mkdir()
+        os.chown(tmp_path / "theirs", 65534, 65534)
+        with pytest.raises(ServiceConfigError, match="owned by uid 0"):
+            bind_kernel_socket(str(tmp_path / "theirs" / "deeptutor.sock"))
+    old_umask = os.umask(0o077)
+    try:
+        sock = bind_kernel_socket(str(tmp_path / "run" / "deeptutor.sock"))
+    finally:
+        os.umask(old_umask)
+    sock.close()
+    assert stat.S_IMODE((tmp_path / "run").stat().st_mode) == 0o755
+    assert stat.S_IMODE((tmp_path / "run" / "deeptutor.sock").stat().st_mode) == 0o666
 
 
 def test_configure_with_a_key_file_and_without_models() -> None:
@@ -238,12 +283,20 @@ def test_a_mastery_report_names_course_objectives_with_numbers_only() -> None:
     assert "up to 200" in str(mastery_values(many, {f"o{i}" for i in range(300)}))
 
 
-def test_mastery_reports_are_rate_limited_per_student() -> None:
-    limiter = ReportLimiter(per_minute=2)
-    assert [limiter.wait_for("a", now=100.0) for _ in range(2)] == [0, 0]
-    assert limiter.wait_for("a", now=110.0) == 50
-    assert limiter.wait_for("b", now=110.0) == 0  # per student
-    assert limiter.wait_for("a", now=160.5) == 0  # the minute has passed
+def test_reports_are_rate_limited_per_student_in_the_shared_database(tmp_path: Path) -> None:
+    """Two limiters on one database (two replicas) enforce one limit between them."""
+    now = [dt.datetime(2026, 3, 1, 10, 0, 10, tzinfo=dt.UTC)]
+    engine = make_engine(f"sqlite:///{tmp_path / 'hub.sqlite'}")
+    one, two = (ReportLimiter(engine, lambda: now[0], per_minute=2) for _ in range(2))
+    assert [one.wait_for("a"), two.wait_for("a")] == [0, 0]
+    assert one.wait_for("a") == 50 and two.wait_for("a") == 50
+    assert two.wait_for("b") == 0  # per student
+    assert two.wait_for("a", "score") == 0  # and per kind of report
+    now[0] += dt.timedelta(seconds=55)  # the next minute
+    assert two.wait_for("a") == 0
+    with engine.connect() as conn:  # the earlier minute's count was swept
+        rows = conn.exec_driver_sql("SELECT student, kind FROM deeptutor_report_minute").all()
+    assert sorted(map(tuple, rows)) == [("a", "mastery"), ("a", "score"), ("b", "mastery")]
 
 
 def test_a_pack_knows_its_objectives_as_the_kernel_does(tmp_path: Path) -> None:
