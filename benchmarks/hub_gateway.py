@@ -10,9 +10,12 @@ the time to the first content byte and to the end of the answer.
 
 Printed: p50/p95 of both, the gateway's own pre-forward time (for information), end-to-end
 p95 of whole answers through the gateway beside the direct upstream (the anchor, same run) at 1,
-10 and N concurrent streams, and the gateway's memory per open stream (RSS with 2N streams held
-open minus RSS with N, over N). Goal (issues 13, 28): end-to-end p95 added under 10 ms at 100
-concurrent streams; a gateway p95 below the direct one is noise and counts as 0 added.
+10 and N concurrent streams, the same at 10 streams while another connection writes to the
+gateway's database (it holds SQLite's write lock ``--write-hold-ms`` of every
+``--write-hold-ms + --write-gap-ms``, as a flood of mastery reports or a backup would), and the
+gateway's memory per open stream (RSS with 2N streams held open minus RSS with N, over N).
+Goal (issues 13, 28): end-to-end p95 added under 10 ms at 100 concurrent streams; a gateway
+p95 below the direct one is noise and counts as 0 added.
 
 Usage::
 
@@ -29,9 +32,11 @@ import argparse
 import asyncio
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -185,6 +190,11 @@ async def one_at_a_time(
 
 
 GROWTH: dict[int, dict[str, list[tuple[float, float]]]] = {}
+WRITE_ARGS: dict[str, float] = {}
+
+
+def args_text(write: dict[str, float]) -> str:
+    return f"{write['hold']:g} ms of every {write['hold'] + write['gap']:g} ms"
 
 
 def growth_plan(n: int, rounds: int) -> list[tuple[int, int]]:
@@ -199,6 +209,53 @@ def end_to_end(results: dict[str, list[tuple[float, float]]]) -> tuple[float, fl
     return d, g, max(g - d, 0.0)
 
 
+def hold_write_lock(db: str, hold: float, gap: float, stop: threading.Event) -> int:
+    """Another writer of the gateway's SQLite file: takes the write lock for ``hold`` seconds,
+    lets go for ``gap``, until ``stop``; the number of times it held it."""
+    conn = sqlite3.connect(db, timeout=30, isolation_level=None)
+    conn.execute("CREATE TABLE IF NOT EXISTS bench_writer (at REAL)")
+    times = 0
+    while not stop.is_set():
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO bench_writer (at) VALUES (?)", (time.time(),))
+        time.sleep(hold)
+        conn.execute("COMMIT")
+        times += 1
+        time.sleep(gap)
+    conn.close()
+    return times
+
+
+def write_load_plan(n: int, rounds: int) -> tuple[int, int]:
+    """(concurrent streams, bursts) under write load: 10 (or n if fewer), as growth_plan."""
+    size = min(10, n)
+    return size, max(15, -(-200 // size)) if rounds > 1 else 3
+
+
+async def under_write_load(
+    client: httpx.AsyncClient, direct: str, via: str, args: argparse.Namespace, db: str
+) -> None:
+    """10 concurrent streams (or N if fewer), alternating direct and through the gateway,
+    while another connection keeps taking the database's write lock."""
+    size, times = write_load_plan(args.n, args.rounds)
+    stop = threading.Event()
+    hold, gap = args.write_hold_ms / 1000, args.write_gap_ms / 1000
+    writer = asyncio.get_running_loop().run_in_executor(None, hold_write_lock, db, hold, gap, stop)
+    loaded: dict[str, list[tuple[float, float]]] = {"direct": [], "gateway": []}
+    try:
+        for r in range(times):
+            order = [("direct", direct), ("gateway", via)]
+            for name, url in order if r % 2 == 0 else order[::-1]:
+                loaded[name] += await burst(client, url, size)
+    finally:
+        stop.set()
+        held = await writer
+    WRITE_LOAD[size] = (loaded, held)
+
+
+WRITE_LOAD: dict[int, tuple[dict[str, list[tuple[float, float]]], int]] = {}
+
+
 async def until(predicate: Any) -> None:
     while not predicate():
         await asyncio.sleep(0.01)
@@ -211,7 +268,7 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
-async def measure(args: argparse.Namespace, upstream: str, gateway: str, pid: int) -> None:
+async def measure(args: argparse.Namespace, upstream: str, gateway: str, pid: int, db: str) -> None:
     direct = f"{upstream}/chat/completions"
     via = f"{gateway}{PREFIX}v1/chat/completions"
     n = args.n
@@ -238,6 +295,7 @@ async def measure(args: argparse.Namespace, upstream: str, gateway: str, pid: in
                     grown[name] += await burst(client, url, size)
             GROWTH[size] = grown
         GROWTH[n] = results
+        await under_write_load(client, direct, via, args, db)
         # The upstream's last 2n replies are slow (20 s), so the streams stay open. The
         # first n reach the concurrency the rounds already had (memory the allocator keeps);
         # the next n are beyond it, so their RSS growth is what an open stream costs.
@@ -308,6 +366,13 @@ def report(
         f"goal p95 added < 10 ms end to end vs direct upstream at 1, 10 and {n}: {verdict} "
         f"({worst:.2f} ms at {at})"
     )
+    for size, (loaded, held) in WRITE_LOAD.items():
+        d, g, plus = end_to_end(loaded)
+        print(
+            f"end to end, {size:>3} concurrent, database under write load (another writer held "
+            f"the write lock {held} times, {args_text(WRITE_ARGS)}): direct p95 {d:7.2f} ms, "
+            f"gateway p95 {g:7.2f} ms, added p95 {plus:.2f} ms"
+        )
     per_stream = (busy - idle) / n
     print(
         f"gateway RSS with {n} open streams {idle / 1024:.1f} MiB, {2 * n}: {busy / 1024:.1f} MiB"
@@ -323,6 +388,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="10 streams, 1 round")
     parser.add_argument("--single", type=int, default=50, help="one-at-a-time requests")
     parser.add_argument("--profile", metavar="FILE", help="cProfile the gateway into FILE")
+    parser.add_argument("--write-hold-ms", type=float, default=20, help="write lock held (ms)")
+    parser.add_argument("--write-gap-ms", type=float, default=20, help="then let go (ms)")
     parser.add_argument("--serve-gateway", nargs=3, metavar=("PORT", "UPSTREAM", "DB"))
     parser.add_argument("--serve-upstream", nargs=3, type=int, metavar=("FAST", "SLOW", "AFTER"))
     args = parser.parse_args()
@@ -336,7 +403,8 @@ def main() -> int:
     if args.quick:
         args.n, args.rounds, args.single = 10, 1, 5
     fast = 2 * args.n * (args.rounds + 1) + 2 * args.single
-    fast += sum(2 * size * times for size, times in growth_plan(args.n, args.rounds))
+    plans = [*growth_plan(args.n, args.rounds), write_load_plan(args.n, args.rounds)]
+    fast += sum(2 * size * times for size, times in plans)
     upstream_proc = subprocess.Popen(
         [
             sys.executable,
@@ -373,7 +441,8 @@ def main() -> int:
                     if child.poll() is not None or time.monotonic() > deadline:
                         raise SystemExit("the gateway did not start") from None
                     time.sleep(0.1)
-            asyncio.run(measure(args, upstream, gateway, child.pid))
+            WRITE_ARGS.update(hold=args.write_hold_ms, gap=args.write_gap_ms)
+            asyncio.run(measure(args, upstream, gateway, child.pid, f"{tmp}/q.sqlite"))
         finally:
             for proc in (child, upstream_proc):
                 proc.terminate()

@@ -25,6 +25,7 @@ def test_hub_gateway_benchmark_quick() -> None:
         "gateway  first byte p50",
         "gateway's own work before forwarding (Server-Timing)",
         "end to end,   1 concurrent: direct p95",
+        "end to end,  10 concurrent, database under write load (another writer held",
         "goal p95 added < 10 ms end to end vs direct upstream",
         "memory per open stream:",
         "RESULT:",

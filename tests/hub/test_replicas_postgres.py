@@ -6,6 +6,7 @@ process of the same service with the same settings, as a second pod would be on 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import subprocess
@@ -17,12 +18,15 @@ from pathlib import Path
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
+from deeptutor_jupyter.hub.mastery import REPORTS_PER_MINUTE
 from deeptutor_jupyter.hub.usage_stream import estimate_prompt_tokens
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
 from tests.hub.harness import UPSTREAM_KEY, Hub, free_port
 from tests.hub.postgres import Postgres
 from tests.hub.test_gateway_hub import SERVICE_SCOPE
+from tests.hub.test_quota_hub import publish_objectives
 
 pytestmark = pytest.mark.hub
 
@@ -150,3 +154,90 @@ def test_concurrent_requests_on_two_replicas_admit_exactly_the_budget(
     used = httpx.get(f"{replica}/v1/usage", headers={"Authorization": f"Bearer {token}"}).json()
     assert used["used_today"] == 900
     assert json.dumps(used).count('"requests": 9') == 1
+
+
+def _usage(url: str, token: str) -> tuple[int, int]:
+    data = httpx.get(f"{url}/v1/usage", headers={"Authorization": f"Bearer {token}"}).json()
+    return int(data["used_today"]), int(data["held_now"])
+
+
+def _lock_waiters(engine: sa.Engine) -> int:
+    """Sessions of the database waiting for a lock (the replicas' admissions, below)."""
+    with engine.connect() as conn:
+        return int(
+            conn.execute(
+                sa.text(
+                    "SELECT count(*) FROM pg_stat_activity "
+                    "WHERE wait_event_type = 'Lock' AND backend_type = 'client backend'"
+                )
+            ).scalar_one()
+        )
+
+
+def test_replicas_that_read_the_same_budget_at_once_admit_only_what_is_left(
+    pg_hub: Hub, replica: str, upstream: FakeLLMServer, postgres: Postgres
+) -> None:
+    """The race a read-then-write admission loses, made to happen every run: the test holds
+    the student's budget row locked while twenty requests reach both replicas, and lets go
+    only once each replica's admission waits on it (each replica runs one batch at a time, so
+    two waiting sessions are one per replica). Both have read the budget by then. With the
+    conditional upsert the second one re-checks against the first one's hold and is refused;
+    an admission that decides on what it read admits both, every time."""
+    token = pg_hub.token_for("carol", [SERVICE_SCOPE])
+    prompt = estimate_prompt_tokens({"messages": [{"role": "user", "content": "hi"}]})
+    # First a request whose real cost (from the upstream) differs from its hold: afterwards
+    # the day has room for one prompt and 50 answer tokens, less than one request's 100.
+    spent = 1000 - prompt - 50
+    upstream.add(Reply(text="Big.", usage={"prompt_tokens": spent - 300, "completion_tokens": 300}))
+    assert _ask(replica, token, max_tokens=500).status_code == 200
+    deadline = time.monotonic() + 20
+    while _usage(replica, token) != (spent, 0):  # the settlement commits after the stream
+        assert time.monotonic() < deadline, _usage(replica, token)
+        time.sleep(0.05)
+    # The one admitted answer costs more than its hold (the upstream counts the prompt higher
+    # than the estimate, the documented overshoot): nothing it settles frees room for another.
+    real = {"prompt_tokens": prompt + 32, "completion_tokens": 50}
+    upstream.add(Reply(text="ok", usage=real))
+    engine = sa.create_engine(postgres.url)
+    day = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+    urls = [pg_hub.service if i % 2 else replica for i in range(20)]
+    try:
+        with ThreadPoolExecutor(20) as pool:
+            with engine.connect() as lock, lock.begin():
+                lock.execute(
+                    sa.text(
+                        "SELECT 1 FROM deeptutor_budget_day "
+                        "WHERE student = 'carol' AND day = :day FOR UPDATE"
+                    ),
+                    {"day": day},
+                )
+                asked = [pool.submit(_ask, u, token) for u in urls]
+                deadline = time.monotonic() + 30
+                while _lock_waiters(engine) < 2:
+                    assert time.monotonic() < deadline, "the replicas never waited"
+                    time.sleep(0.02)
+            statuses = sorted(f.result().status_code for f in asked)
+    finally:
+        engine.dispose()
+    assert statuses == [200] + [429] * 19
+    assert upstream.requests[-1].body["max_tokens"] == 50  # what was left, not the 100 asked
+    deadline = time.monotonic() + 20
+    while _usage(replica, token)[1]:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert _usage(pg_hub.service, token) == (spent + prompt + 82, 0)
+
+
+def test_mastery_reports_are_limited_once_across_replicas(pg_hub: Hub, replica: str) -> None:
+    publish_objectives(pg_hub, "Limits")
+    auth = {"Authorization": f"Bearer {pg_hub.token_for('dan', [SERVICE_SCOPE])}"}
+    # The limit counts per UTC minute: start well inside one, so all reports fall in it.
+    deadline = time.monotonic() + 15
+    while dt.datetime.now(dt.UTC).second > 45:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    codes = [
+        httpx.post(f"{url}/v1/mastery", json={"limits": 0.5}, headers=auth).status_code
+        for url in [pg_hub.service, replica] * REPORTS_PER_MINUTE
+    ]
+    assert codes == [200] * REPORTS_PER_MINUTE + [429] * REPORTS_PER_MINUTE
