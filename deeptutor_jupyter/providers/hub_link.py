@@ -116,24 +116,26 @@ def hub_client(environ: Mapping[str, str] | None = None, **kwargs: Any) -> httpx
     """An ``httpx.Client`` for the course service: through its checked socket when there is one.
 
     ``trust_env`` is off then, so no proxy variable reroutes the token past the socket."""
-    where = service_socket(environ)
-    if where is None:
-        return httpx.Client(**kwargs)
-    transport = httpx.HTTPTransport(uds=where[0], trust_env=False)
-    # httpx takes no network backend: its pool is replaced by one whose connections are checked.
-    transport._pool = httpcore.ConnectionPool(
-        uds=where[0], network_backend=_CheckedBackend(where[1])
-    )
-    return httpx.Client(transport=transport, trust_env=False, **kwargs)
+    parts = (httpx.HTTPTransport, httpcore.ConnectionPool, _CheckedBackend)
+    client: httpx.Client = _client(httpx.Client, parts, environ, kwargs)
+    return client
 
 
 def hub_async_client(environ: Mapping[str, str] | None = None, **kwargs: Any) -> httpx.AsyncClient:
     """The asyncio twin of ``hub_client`` (the model's stream, providers/_http.py)."""
+    parts = (httpx.AsyncHTTPTransport, httpcore.AsyncConnectionPool, _AsyncCheckedBackend)
+    client: httpx.AsyncClient = _client(httpx.AsyncClient, parts, environ, kwargs)
+    return client
+
+
+def _client(
+    kind: Any, parts: tuple[Any, Any, Any], environ: Mapping[str, str] | None, kwargs: Any
+) -> Any:
     where = service_socket(environ)
     if where is None:
-        return httpx.AsyncClient(**kwargs)
-    transport = httpx.AsyncHTTPTransport(uds=where[0], trust_env=False)
-    transport._pool = httpcore.AsyncConnectionPool(
-        uds=where[0], network_backend=_AsyncCheckedBackend(where[1])
-    )
-    return httpx.AsyncClient(transport=transport, trust_env=False, **kwargs)
+        return kind(**kwargs)
+    transport_kind, pool_kind, backend_kind = parts
+    transport = transport_kind(uds=where[0], trust_env=False)
+    # httpx takes no network backend: its pool is replaced by one whose connections are checked.
+    transport._pool = pool_kind(uds=where[0], network_backend=backend_kind(where[1]))
+    return kind(transport=transport, trust_env=False, **kwargs)
