@@ -120,16 +120,14 @@ def test_a_process_on_the_services_port_receives_nothing(
         IPYTHONDIR=str(tmp_path / "ipython"),
     )
     upstream.add(Reply(text="Through the socket."))
-    k = KernelDriver(env, cwd=tmp_path)
     try:
-        k.execute("%load_ext deeptutor_jupyter")
-        k.execute("%tutor What is a limit?")
-        view = turn_view(k)
-        k.wait_for(lambda: k.markdown_in(view) == "Through the socket.", timeout=60)
-        said = json.dumps([m["content"] for m in k.outputs_of(k.execute("%tutor budget"))])
-        assert "Today's tutor budget" in said
+        with loaded_kernel(env, tmp_path) as k:
+            k.execute("%tutor What is a limit?")
+            view = turn_view(k)
+            k.wait_for(lambda: k.markdown_in(view) == "Through the socket.", timeout=60)
+            said = json.dumps([m["content"] for m in k.outputs_of(k.execute("%tutor budget"))])
+            assert "Today's tutor budget" in said
     finally:
-        k.shutdown()
         squatter.close()
     assert squatter.connections == 0
 
