@@ -49,14 +49,17 @@ def widget_bundle(widget: Any, markdown: str, display_id: str | None = None) -> 
 def static_bundle(
     markdown: str, display_id: str | None = None, extra: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """A finished output: Markdown and the same as HTML, and no widget view.
+    """A finished output: the Markdown rendered as HTML, once, and no widget view.
 
     A widget needs its model, which dies with the kernel: a reopened notebook showed "Error
     displaying widget: model not found" where the answer was (issue 20). Every frontend
-    (JupyterLab, Notebook 7, nbconvert, GitHub, VS Code) renders ``text/html``; ``text/markdown``
-    stays for the tools that read the file. The marker keeps the display id, so the sidebar
-    extension can still apply a late ``update_display_data`` to this output after a reload.
-    ``extra`` adds more types (a turn's trace bundle).
+    (JupyterLab, Notebook 7, nbconvert, GitHub, VS Code) renders ``text/html``, LaTeX included
+    (left as ``$...$`` for MathJax). The text is carried once (issue 28: Markdown, HTML and plain
+    text each held a whole answer, 3.35x its bytes): ``text/plain`` only names the output, and no
+    ``text/markdown``, since JupyterLab ranks the trace card (labextension/src/mime.ts) above
+    Markdown and would show it instead of the answer. The marker keeps the display id, so the
+    sidebar extension can still apply a late ``update_display_data`` to this output after a
+    reload. ``extra`` adds more types (a turn's trace bundle).
     """
     view: dict[str, Any] = {"static": True}
     if display_id is not None:
@@ -64,11 +67,22 @@ def static_bundle(
     markdown = clean(markdown)
     bundle = {
         "text/html": markdown_html(markdown),
-        "text/markdown": markdown,
-        "text/plain": markdown,
+        "text/plain": plain_pointer(markdown),
         VIEW_MIME: view,
     }
     return {**bundle, **clean(extra or {})}
+
+
+POINTER_CHARS = 100
+
+
+def plain_pointer(markdown: str) -> str:
+    """A short plain-text name for a static output (its first line), not a second copy."""
+    first = next((line.strip() for line in markdown.splitlines() if line.strip()), "")
+    first = re.sub(r"[*_`]", "", first)
+    if len(first) > POINTER_CHARS:
+        first = first[: POINTER_CHARS - 1] + "…"
+    return f"{first} [DeepTutor: the full text is this output's HTML]"
 
 
 # $$display$$ first, then $inline$ (not $ followed by a space or a digit run like "$5 and $6").

@@ -7,8 +7,10 @@ by sending the same ``custom`` message a browser sends.
 
 from __future__ import annotations
 
+import html
 import os
 import queue
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -52,6 +54,17 @@ def loaded_kernel(env: dict[str, str], cwd: Path) -> Iterator[KernelDriver]:
         yield driver
     finally:
         driver.shutdown()
+
+
+def shown_text(data: dict[str, Any]) -> str:
+    """The text an output bundle shows, to look for words in: its Markdown, or (a finished,
+    static output carries its text once, as HTML: kernel/display.py ``static_bundle``) its HTML
+    without tags, entities decoded; else its plain text."""
+    if "text/markdown" in data:
+        return str(data["text/markdown"])
+    if "text/html" in data:
+        return html.unescape(re.sub(r"<[^>]+>", "", str(data["text/html"])))
+    return str(data.get("text/plain", ""))
 
 
 class KernelDriver:

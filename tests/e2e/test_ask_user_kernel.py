@@ -16,7 +16,7 @@ import pytest
 from deeptutor_jupyter.store.db import Store
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
 from tests.e2e.conftest import kernel_env
-from tests.e2e.kernel_driver import KernelDriver
+from tests.e2e.kernel_driver import KernelDriver, shown_text
 
 pytestmark = pytest.mark.e2e
 
@@ -302,12 +302,12 @@ def test_kernel_restart_resumes_the_exact_turn(tmp_path):
             for display_id in (turn_id, f"pending-{request_id}"):
                 final = k.wait_for(
                     lambda d=display_id: [
-                        u for u in display_updates(k, d) if "Resumed" in u["text/markdown"]
+                        u for u in display_updates(k, d) if "Resumed" in shown_text(u)
                     ]
                 )
                 assert "application/vnd.deeptutor.trace+json" in final[-1]
                 # The resumed turn says first what was answered, as the live turn would have.
-                assert "**You answered:** Analyse first" in final[-1]["text/markdown"]
+                assert "You answered: Analyse first" in shown_text(final[-1])
         finally:
             k.shutdown()
 

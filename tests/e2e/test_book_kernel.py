@@ -12,7 +12,7 @@ from deeptutor_jupyter.knowledge import KnowledgeBase
 from deeptutor_jupyter.learning.sandbox import isolation_available
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
 from tests.book.test_book import NOT_REPAIRED, OUTLINE, REPAIRED, VECTORS, matrices
-from tests.e2e.kernel_driver import KernelDriver
+from tests.e2e.kernel_driver import KernelDriver, shown_text
 
 pytestmark = [
     pytest.mark.e2e,
@@ -25,10 +25,10 @@ def final_markdown(k: KernelDriver, text: str) -> str:
         k.wait_for(
             lambda: next(
                 (
-                    m["content"]["data"]["text/markdown"]
+                    shown_text(m["content"]["data"])
                     for m in k.iopub
                     if m["header"]["msg_type"] == "update_display_data"
-                    and text in m["content"]["data"].get("text/markdown", "")
+                    and text in shown_text(m["content"]["data"])
                 ),
                 None,
             ),
@@ -56,7 +56,7 @@ def test_a_book_is_stopped_from_its_cell_and_resumed_by_the_same_line(
     fake_llm.extend([matrices(), REPAIRED, NOT_REPAIRED])
     kernel.execute("%tutor book Linear algebra --kb course")
     done = final_markdown(kernel, "Study notebook")
-    assert "`linear-algebra.ipynb`" in done and "Written: Matrices." in done
+    assert "Study notebook: linear-algebra.ipynb." in done and "Written: Matrices." in done
     assert len(fake_llm.requests) == 6  # the outline and chapter 1 were not asked for again
     cells = json.loads((tmp_path / "linear-algebra.ipynb").read_text())["cells"]
     assert sum("exercise" in c["metadata"].get("tags", []) for c in cells) == 2

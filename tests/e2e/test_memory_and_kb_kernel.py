@@ -10,7 +10,7 @@ import pytest
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
 from tests.e2e.conftest import kernel_env
-from tests.e2e.kernel_driver import KernelDriver
+from tests.e2e.kernel_driver import KernelDriver, shown_text
 
 pytestmark = pytest.mark.e2e
 TRACE_MIME = "application/vnd.deeptutor.trace+json"
@@ -47,7 +47,7 @@ def test_each_turn_leaves_its_trace_in_the_cell_and_in_the_store(kernel, fake_ll
     assert trace["question"] == "What is a derivative?"
     assert trace["answer_summary"].startswith("A derivative is a rate of change.")
     assert trace["model"].endswith("/fake-model") and trace["turn_id"].startswith("turn-")
-    assert "A derivative is a rate of change." in bundle["text/markdown"]
+    assert "A derivative is a rate of change." in shown_text(bundle)
     files = list((tmp_path / "home" / "memory" / "trace").rglob("*.jsonl"))
     assert len(files) == 1 and files[0].parent.name == "notebook"
     lines = [json.loads(line) for line in files[0].read_text().splitlines()]
@@ -62,7 +62,7 @@ def test_traces_can_be_kept_out_of_outputs(tmp_path):
             k.execute("%load_ext deeptutor_jupyter\n%tutor hi")
             done(k)
             bundle = final_bundle(k)
-            assert TRACE_MIME not in bundle and "ok" in bundle["text/markdown"]
+            assert TRACE_MIME not in bundle and "ok" in shown_text(bundle)
             assert list((tmp_path / "home" / "memory" / "trace").rglob("*.jsonl"))
         finally:
             k.shutdown()
@@ -105,9 +105,9 @@ def test_a_kb_turn_searches_and_cites_the_right_cell(kernel, fake_llm, tmp_path)
     result = next(m for m in fake_llm.requests[1].body["messages"] if m.get("tool_call_id") == "s1")
     assert "An eigenvalue scales its eigenvector." in result["content"]
     bundle = final_bundle(kernel)
-    md = bundle["text/markdown"]
-    assert "**Sources**" in md and "week1.ipynb, cell 2" in md
-    assert "(course/week1.ipynb" in md  # relative to the notebook, so JupyterLab opens it
+    page = bundle["text/html"]
+    assert "<strong>Sources</strong>" in page and "week1.ipynb, cell 2" in page
+    assert 'href="course/week1.ipynb' in page  # relative to the notebook, so JupyterLab opens it
     sources = [w for w in kernel.widgets.values() if "dt-sources" in w.get("_dom_classes", ())]
     assert sources and "week1.ipynb" in json.dumps(sources[0]["outputs"])
 

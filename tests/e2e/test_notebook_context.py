@@ -11,7 +11,7 @@ import pytest
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
 from tests.e2e.conftest import kernel_env
-from tests.e2e.kernel_driver import KernelDriver
+from tests.e2e.kernel_driver import KernelDriver, shown_text
 
 pytestmark = pytest.mark.e2e
 
@@ -59,10 +59,10 @@ def test_why_keeps_the_learners_frames_only(kernel: KernelDriver, fake_llm: Fake
     def final_markdown() -> str:
         # The final bundle may follow the status line's "done" by a message or two.
         return "".join(
-            m["content"]["data"].get("text/markdown", "")
+            shown_text(m["content"]["data"])
             for m in kernel.iopub
             if m["header"]["msg_type"] == "update_display_data"
-            and "That is not JSON." in m["content"]["data"].get("text/markdown", "")
+            and "That is not JSON." in shown_text(m["content"]["data"])
         )
 
     saved = kernel.wait_for(final_markdown)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
-from tests.e2e.kernel_driver import KernelDriver
+from tests.e2e.kernel_driver import KernelDriver, shown_text
 from tests.e2e.test_sidebar_comm import Panel
 
 pytestmark = pytest.mark.e2e
@@ -35,7 +35,7 @@ def final_markdown(k: KernelDriver, msg_id: str, contains: str) -> str:
         for m in k.iopub:
             if m["header"]["msg_type"] != "update_display_data":
                 continue
-            md = str(m["content"]["data"].get("text/markdown", ""))
+            md = shown_text(m["content"]["data"])
             if contains in md and "answering…" not in md:
                 return md
         return ""

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
-from tests.e2e.kernel_driver import KernelDriver
+from tests.e2e.kernel_driver import KernelDriver, shown_text
 from tests.e2e.test_ask_user_kernel import answer_text, button, card_of, inside, update
 
 pytestmark = pytest.mark.e2e
@@ -55,10 +55,10 @@ def test_a_solve_asks_the_learner_checks_each_step_and_stays_in_the_notebook(
     # The final bundle (the saved notebook) keeps the plan as the gate left it.
     final = kernel.wait_for(
         lambda: [
-            m["content"]["data"]["text/markdown"]
+            shown_text(m["content"]["data"])
             for m in kernel.iopub
             if m["header"]["msg_type"] == "update_display_data"
-            and "391**" in m["content"]["data"].get("text/markdown", "")
+            and "391" in m["content"]["data"].get("text/html", "")
         ]
     )
     assert "☑ 1. Multiply 17 by 23" in final[-1]

@@ -10,7 +10,7 @@ import pytest
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
 from tests.e2e.conftest import SECRET, kernel_env
-from tests.e2e.kernel_driver import KernelDriver
+from tests.e2e.kernel_driver import KernelDriver, shown_text
 
 pytestmark = pytest.mark.e2e
 
@@ -56,7 +56,8 @@ def test_answer_streams_into_the_cell_as_markdown(kernel: KernelDriver, fake_llm
     kernel.wait_for(
         lambda: any(
             m["header"]["msg_type"] == "update_display_data"
-            and answer in m["content"]["data"].get("text/markdown", "")
+            and "An eigenvector keeps its direction: $A v = \\lambda v$."
+            in shown_text(m["content"]["data"])
             for m in kernel.iopub
         )
     )

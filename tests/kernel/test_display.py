@@ -113,7 +113,9 @@ def test_static_html_keeps_latex_for_mathjax_and_escapes_raw_html():
     )
     bundle = static_bundle(md, "turn-1")
     page = bundle["text/html"]
-    assert WIDGET_MIME not in bundle and bundle["text/markdown"] == md
+    assert WIDGET_MIME not in bundle and "text/markdown" not in bundle
+    # The text once: text/plain names the output (its first line), it is not a second copy.
+    assert bundle["text/plain"].startswith("You: eigen?") and "lambda" not in bundle["text/plain"]
     assert "<strong>You:</strong>" in page
     assert "$a*b + c*d$" in page and "$\\{x\\}$" in page  # no emphasis, escapes kept
     assert "$$A v = \\lambda v$$" in page

@@ -19,6 +19,7 @@ import pytest
 from nbclient import NotebookClient
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
+from tests.e2e.kernel_driver import shown_text
 
 pytestmark = pytest.mark.e2e
 
@@ -57,8 +58,7 @@ def text_of(cell: Any) -> str:
     parts = []
     for out in cell.get("outputs", []):
         parts.append(out.get("text", ""))
-        data = out.get("data", {})
-        parts.append(data.get("text/markdown", "") or data.get("text/plain", ""))
+        parts.append(shown_text(out.get("data", {})))
     return "".join(parts)
 
 

@@ -143,4 +143,4 @@ def test_every_store_write_and_memory_file_and_bundle_is_cleaned(tmp_path: Path)
     raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
     assert all(form.encode() not in raw for form in forms(DOOR_KEY))
     bundle = static_bundle(f"**You:** {DOOR_KEY}", "d", {"trace": {"q": DOOR_KEY}})
-    assert DOOR_KEY not in json.dumps(bundle) and MARK in bundle["text/markdown"]
+    assert DOOR_KEY not in json.dumps(bundle) and MARK in bundle["text/html"]
