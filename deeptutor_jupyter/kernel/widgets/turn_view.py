@@ -61,23 +61,27 @@ class _TextBlock:
     Resending the whole answer on every update costs O(length x updates) bytes (issue 14: 148 MB
     for a 62 kB answer). So the text is cut at safe Markdown boundaries (a blank line outside
     code fences and ``$$`` math, followed by an unindented line): a finished block is sent once
-    in full and never again. The block still growing is resent only when it has grown by
-    ``GROWTH`` since it was last sent (and ``MIN_STEP`` characters), which bounds its bytes
-    geometrically (partial sends total at most ``GROWTH / (GROWTH - 1)`` times the block);
-    ``sync(final=True)`` sends exactly what there is.
+    in full and never again. The block still growing is resent when it has grown by ``GROWTH``
+    since it was last sent, which bounds its bytes geometrically (partial sends total at most
+    ``GROWTH / (GROWTH - 1)`` times the block), and no text waits more than ``MAX_GAP``
+    seconds unshown (issue 28): then the block is cut at its last safe boundary if that leaves
+    ``SOFT_MIN`` characters, else resent. ``sync(final=True)`` sends exactly what there is.
     """
 
     GROWTH = 4.0
-    MIN_STEP = 64
+    MAX_GAP = 0.9  # seconds: text that arrived is shown within this (issue 28: 10 s gaps)
     # Each block is a widget (about 1 kB to open, and one more entry in the children list), so
     # a block holds at least this much text: paragraphs are grouped, not one widget each.
     MIN_BLOCK = 3000
+    # When text has waited MAX_GAP, a block this long is cut at its last safe boundary rather
+    # than resent: resending a long block every second would cost its length every second.
+    SOFT_MIN = 1000
 
-    def __init__(self) -> None:
-        # Shared by the blocks (opened once); auto width: 100% plus padding made a stray scrollbar.
-        self._layout = widgets.Layout(width="auto", max_width="100%")
-        self.widget = widgets.VBox(layout=self._layout)
-        self.widget.add_class("dt-answer")
+    def __init__(self, layout: widgets.Layout | None = None) -> None:
+        # Shared by the blocks (opened once a view); auto width: 100% plus padding made a
+        # stray scrollbar.
+        self._layout = layout or text_layout()
+        self.widget = widgets.VBox(layout=self._layout, _dom_classes=("dt-answer",))
         self.parts: list[str] = []
         self._joined = 0  # parts already in self._buf
         self._buf = ""
@@ -88,6 +92,9 @@ class _TextBlock:
         self._blank = False  # the last scanned line was blank, outside fences and math
         self._active: widgets.Output | None = None
         self._sent = -1  # length of the active block's text last sent
+        self.shown_at = 0.0  # when text was last sent (the clock sync() is given)
+        self._shown_len = 0  # how much of _buf was shown then
+        self._soft = 0  # the last safe boundary, whatever the block's length
         self._done: list[tuple[widgets.Output, str]] = []  # finished blocks and their text
         self.suffix = ""  # link definitions, so the [n] markers of the answer link to sources
 
@@ -110,29 +117,50 @@ class _TextBlock:
             self._buf += "".join(self.parts[self._joined :])
             self._joined = len(self.parts)
 
-    def sync(self, final: bool = True) -> None:
+    def sync(self, final: bool = True, now: float | None = None) -> None:
+        """Send what is due: finished blocks once; the growing block when it is a run's first
+        words, has grown ``GROWTH`` times, or is final; and within ``MAX_GAP`` seconds of new
+        text, by cutting at the last safe boundary if the block is long enough, else resent."""
+        now = time.monotonic() if now is None else now
         self._join()
-        for cut in self._boundaries():
+        cuts = self._boundaries()
+        due = now - self.shown_at >= self.MAX_GAP and len(self._buf) > self._shown_len
+        if due and not cuts and self._soft - self._start >= self.SOFT_MIN:
+            cuts = [self._soft]
+        for cut in cuts:
             self._send(self._buf[self._start : cut])  # a finished block: its last send
             if self._active is not None:
                 self._done.append((self._active, self._buf[self._start : cut]))
             self._start, self._active, self._sent = cut, None, -1
+        if cuts:
+            self._shown(now, cuts[-1])
         active = self._buf[self._start :]
         if not active or len(active) == self._sent:
             return
-        # A block's first words show at once (a slow model's first token must not wait).
-        grown = len(active) >= max(self._sent * self.GROWTH, self._sent + self.MIN_STEP)
-        if final or self._sent < 0 or grown:
+        # A run's first words show at once (a slow model's first token must not wait); a
+        # block after a cut waits for its turn: the view has just moved.
+        first = self._sent < 0 and not self._done and not cuts
+        grown = self._sent >= 0 and len(active) >= self._sent * self.GROWTH
+        if final or first or grown or (due and not cuts):
             self._send(active)
+            self._shown(now, len(self._buf))
+
+    def _shown(self, now: float, upto: int) -> None:
+        self.shown_at, self._shown_len = now, upto
 
     def _send(self, text: str) -> None:
+        if len(text) == self._sent:
+            return
+        self._sent = len(text)
+        output = (_markdown_output(text + self.suffix),)
         if self._active is None:
-            # The class given at creation: add_class after it would cost one more message.
-            self._active = widgets.Output(layout=self._layout, _dom_classes=("dt-text",))
+            # Created with its text and class: setting them after would cost a message each.
+            self._active = widgets.Output(
+                layout=self._layout, outputs=output, _dom_classes=("dt-text",)
+            )
             self.widget.children = (*self.widget.children, self._active)
-        if len(text) != self._sent:
-            self._sent = len(text)
-            self._active.outputs = (_markdown_output(text + self.suffix),)
+        else:
+            self._active.outputs = output
 
     def _boundaries(self) -> list[int]:
         """Offsets where a new block may start, found in the complete lines not yet scanned."""
@@ -142,6 +170,7 @@ class _TextBlock:
             line = buf[self._scan : end]
             if self._blank and line.strip() and not line[0].isspace() and not self._fence:
                 start = cuts[-1] if cuts else self._start
+                self._soft = self._scan
                 # Blocks grow with the answer, so their number (and children list) stays small.
                 least = max(self.MIN_BLOCK, start // 6)
                 if not self._math and self._scan - start >= least:
@@ -161,6 +190,10 @@ class _TextBlock:
         elif stripped.count("$$") % 2:
             self._math = not self._math
         self._blank = not stripped and not self._fence and not self._math
+
+
+def text_layout() -> widgets.Layout:
+    return widgets.Layout(width="auto", max_width="100%")
 
 
 def _markdown_output(text: str) -> dict[str, Any]:
@@ -208,24 +241,25 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         self.quiz_receipts: list[str] = []  # Markdown, for the saved notebook
         self._answers: dict[str, tuple[UserInputResolved, float]] = {}
         self.model_label = model_label
-        self.status = widgets.HTML()
-        self.status.add_class("dt-status")
-        self.thinking_text = widgets.HTML()
-        self.thinking = widgets.Accordion(children=[self.thinking_text], selected_index=None)
-        self.thinking.titles = (t("thinking", language),)
-        self.thinking.layout.display = "none"
-        self.blocks = widgets.VBox()
-        self.errors = widgets.VBox()
+        # Every widget opens with its whole state (a Layout alone is ~1.7 kB on the wire, and
+        # as much again to close): the view's plain parts share one Layout, get their classes
+        # and values at creation, and the thinking card and the notes box only exist once
+        # needed (issue 28: ~53 kB a turn before any answer text).
+        self._plain = widgets.Layout()
+        self._text_layout = text_layout()
+        self.thinking: widgets.Accordion | None = None
+        self.thinking_text: widgets.HTML | None = None
+        self.errors: widgets.VBox | None = None  # notices and error cards
+        self.blocks = widgets.VBox(layout=self._plain)
         self.stop_button = widgets.Button(
-            description=t("stop", language), icon="stop", button_style="warning"
+            description=t("stop", language),
+            icon="stop",
+            button_style="warning",
+            layout=self._plain,
+            _dom_classes=("dt-stop",),
         )
-        self.stop_button.add_class("dt-stop")
         if on_stop is not None:
             self.stop_button.on_click(lambda _b: on_stop())
-        super().__init__(
-            children=[self.status, self.thinking, self.blocks, self.errors, self.stop_button]
-        )
-        self.add_class("dt-turn")
         self._text: _TextBlock | None = None
         self._text_blocks: list[_TextBlock] = []
         self._thinking_parts: list[str] = []
@@ -233,7 +267,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         self._thinking_sent = 0  # characters of thinking last sent
         self._cards: dict[str, ToolCard] = {}
         self._reading: widgets.Accordion | None = None
-        self._reading_text = widgets.HTML()
+        self._reading_text: widgets.HTML | None = None
         self._reading_parts: list[str] = []
         self._round = 0
         self._phase = ""
@@ -248,7 +282,14 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         self._status_key: tuple[Any, ...] = ()
         self._status_at = 0.0
         self.finished = False
-        self._render_status()
+        self.status = widgets.HTML(
+            self._status_html(), layout=self._plain, _dom_classes=("dt-status",)
+        )
+        super().__init__(
+            children=[self.status, self.blocks, self.stop_button],
+            layout=self._plain,
+            _dom_classes=("dt-turn",),
+        )
 
     # event intake ------------------------------------------------------------------------
     def handle(self, event: Event) -> None:
@@ -298,20 +339,31 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
                 self._render_status()
             case Notice(text=text, stage="policy"):
                 # The instructor's policy in force, with where it comes from: a badge on top.
-                self.errors.children = (_policy_badge(text), *self.errors.children)
+                self._note(_policy_badge(text), first=True)
             case Notice(text=text, stage=stage):
                 if stage == "compacted":  # the history was summarised: said on the status
                     self._compacted = True
                     self._render_status()
                 self._flush()
-                self.errors.children = (*self.errors.children, _notice(text))
+                self._note(_notice(text))
             case ErrorEvent():
                 self._flush()
-                self.errors.children = (*self.errors.children, error_card(body, self.language))
+                self._note(error_card(body, self.language))
             case Done():
                 self._finish(body)
             case TurnStarted() | Sources():
                 pass  # the header says who answers; the sources come through show_sources
+
+    def _note(self, widget: widgets.Widget, first: bool = False) -> None:
+        """A notice, an error card or the policy badge, in the notes box above Stop."""
+        if self.errors is None:
+            self.errors = widgets.VBox([widget], layout=self._plain)
+            shown: tuple[Any, ...] = tuple(self.children)  # type: ignore[has-type]
+            self.children = (*shown[:-1], self.errors, shown[-1])
+        elif first:
+            self.errors.children = (widget, *self.errors.children)
+        else:
+            self.errors.children = (*self.errors.children, widget)
 
     def _tool_card(self, call: ToolCallStarted) -> None:
         self._flush()
@@ -357,7 +409,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
 
     def _explore(self, body: TurnEvent) -> None:
         """The attachment-reading pass goes into one collapsed card, apart from the answer."""
-        if self._reading is None:
+        if self._reading is None or self._reading_text is None:
             self._reading_text = widgets.HTML()
             self._reading = widgets.Accordion(children=[self._reading_text], selected_index=None)
             self._reading.add_class("dt-explore")
@@ -395,7 +447,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
     # rendering ---------------------------------------------------------------------------
     def _current_text(self) -> _TextBlock:
         if self._text is None:
-            self._text = _TextBlock()
+            self._text = _TextBlock(self._text_layout)
             self._text_blocks.append(self._text)
             self.blocks.children = (*self.blocks.children, self._text.widget)
         return self._text
@@ -416,15 +468,30 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
             # Like the answer's active block: resent when grown by half, in full when final.
             if final or len(text) >= 1.5 * self._thinking_sent + 64:
                 self._thinking_shown, self._thinking_sent = len(self._thinking_parts), len(text)
-                self.thinking.layout.display = None
-                self.thinking_text.value = _pre(text)
+                self._show_thinking(_pre(text))
         if final or self._status_key != self._key():
             self._render_status()  # the clock alone is the ticker's job
+
+    def _show_thinking(self, value: str) -> None:
+        if self.thinking is None or self.thinking_text is None:
+            self.thinking_text = widgets.HTML(value)
+            self.thinking = widgets.Accordion(
+                children=[self.thinking_text],
+                selected_index=None,
+                titles=(t("thinking", self.language),),
+            )
+            shown: tuple[Any, ...] = tuple(self.children)
+            self.children = (shown[0], self.thinking, *shown[1:])
+        else:
+            self.thinking_text.value = value
 
     def _key(self) -> tuple[Any, ...]:
         return (self._round, self._phase, self._state, self._retry_at)
 
     def _render_status(self, final: str = "") -> None:
+        self.status.value = self._status_html(final)
+
+    def _status_html(self, final: str = "") -> str:
         self._status_key, self._status_at = self._key(), time.monotonic()
         elapsed = time.monotonic() - self._started
         bits = [f"<b>{html.escape(self.model_label)}</b>"]
@@ -435,7 +502,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         if self._compacted:
             bits.append(html.escape(t("compacted", self.language)))
         bits.append(final or html.escape(self._retry_status() or self._state))
-        self.status.value = '<span class="dt-status-line">' + " · ".join(bits) + "</span>"
+        return '<span class="dt-status-line">' + " · ".join(bits) + "</span>"
 
     def _retry_status(self) -> str:
         left = self._retry_at - time.monotonic()
@@ -468,24 +535,17 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         if usage.get("total_tokens"):
             words += f" · {usage['total_tokens']:,} tokens"
         self._render_status(final=words)
-        self.stop_button.disabled = True
         self._release()
 
     def _release(self) -> None:
         """Close what a finished turn no longer shows (issue 14: 22 live widgets a turn, never
         closed). The cell keeps the status, the answer, cards and notices; the saved notebook
         reads the final display bundle (kernel/start.py), not these widgets."""
-        gone: list[Any] = [self.stop_button]
-        if not self._thinking_parts:
-            gone.append(self.thinking)
-        if not self.errors.children:
-            gone.append(self.errors)
-        shown: tuple[Any, ...] = tuple(self.children)  # type: ignore[has-type]
-        self.children = tuple(c for c in shown if c not in gone)
-        if self._reading is None:
-            gone.append(self._reading_text)
-        for widget in gone:
-            _close_tree(widget)
+        shown: tuple[Any, ...] = tuple(self.children)
+        self.children = tuple(c for c in shown if c is not self.stop_button)
+        # Its layout is the view's shared one, which stays.
+        self.stop_button.style.close()
+        self.stop_button.close()
 
     @property
     def answer_text(self) -> str:
@@ -498,14 +558,6 @@ _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 def with_code(text: str) -> str:
     """Escaped text whose Markdown code spans (```%tutor config```) show as ``<code>``."""
     return _CODE_SPAN.sub(r"<code>\1</code>", html.escape(text))
-
-
-def _close_tree(widget: Any) -> None:
-    for child in getattr(widget, "children", ()):
-        _close_tree(child)
-    for part in (getattr(widget, "layout", None), getattr(widget, "style", None), widget):
-        if isinstance(part, widgets.Widget):
-            part.close()
 
 
 def error_card(error: ErrorEvent, language: str = "en") -> widgets.HTML:
