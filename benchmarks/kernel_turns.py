@@ -44,6 +44,32 @@ def probe(k: KernelDriver) -> dict[str, float]:
     return dict(json.loads(k.stream_text(msg_id).strip().splitlines()[-1]))
 
 
+def plain_cells(steps: list[int]) -> dict[int, float]:
+    """The anchor for RSS: a kernel with the extension loaded that runs the same number of
+    cell pairs without a turn (IPython and ipykernel keep each cell's source, AST and
+    message headers: what the kernel itself grows by, whatever the cells do)."""
+    seen: dict[int, float] = {}
+    with tempfile.TemporaryDirectory() as tmp, FakeLLMServer() as server:
+        server.extend([Reply(text="Short answer.")])
+        k = KernelDriver(kernel_env(Path(tmp), server), cwd=Path(tmp))
+        try:
+            k.execute("%load_ext deeptutor_jupyter")
+            k.execute("%tutor warm up")
+            k.execute("import deeptutor_jupyter; await deeptutor_jupyter.wait_for_turns()")
+            probe(k)
+            done = 0
+            for step in steps:
+                while done < step:
+                    k.execute(f"x = 'question {done}'")
+                    k.execute("await deeptutor_jupyter.wait_for_turns();")
+                    k.iopub.clear()
+                    done += 1
+                seen[step] = probe(k)["rss_kb"]
+        finally:
+            k.shutdown()
+    return seen
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("-n", type=int, default=100)
@@ -52,6 +78,7 @@ def main() -> None:
     steps = [1, 3] if a.quick else sorted({1, 10, a.n})
     n = steps[-1]
     seen: dict[int, dict[str, float]] = {}
+    plain = plain_cells(steps)
     with tempfile.TemporaryDirectory() as tmp, FakeLLMServer() as server:
         server.extend([Reply(text=f"Short answer number {i}.") for i in range(3 * n + 10)])
         k = KernelDriver(kernel_env(Path(tmp), server), cwd=Path(tmp))
@@ -90,9 +117,12 @@ def main() -> None:
         f"widgets per finished turn, {steps[0]} -> {steps[-1]}: {per_turn:.2f} "
         f"(goal <= {WIDGETS_PER_TURN}; issue 28: 10)"
     )
+    plain_per_cell = (plain[steps[-1]] - plain[steps[0]]) / span
     print(
         f"RSS per finished turn, {steps[0]} -> {steps[-1]}: {rss_per_turn:+.1f} kB "
-        f"(goal <= {RSS_KB_PER_TURN:.0f}; issue 28: +87)"
+        f"(goal <= {RSS_KB_PER_TURN:.0f}; issue 28: +87); the same cells without a turn "
+        f"(the anchor, same run): {plain_per_cell:+.1f} kB, so the turns' own "
+        f"{rss_per_turn - plain_per_cell:+.1f} kB"
     )
     print(f"turns holding a history copy: {last['history_copies']:.0f} of {last['turns']:.0f}")
     ok = (

@@ -105,7 +105,8 @@ class TutorHost:
         from deeptutor_jupyter.agent.events import ErrorEvent
 
         self.turns.pop(turn.turn_id, None)
-        errors = [e.body for e in turn.log.events if isinstance(e.body, ErrorEvent)]
+        events = self.session.events_of(turn)  # a finished turn's are in the store
+        errors = [e.body for e in events if isinstance(e.body, ErrorEvent)]
         error = f"{errors[-1].message} {errors[-1].hint}".strip() if errors else ""
         return Settled(turn, answer=turn.answer, error=error)
 
@@ -130,7 +131,7 @@ class TutorHost:
 
     def _last_seq(self, row: PendingRow) -> int:
         turn = self.turns.get(row.turn_id)
-        return turn.log.events[-1].seq if turn is not None and turn.log.events else 0
+        return turn.log.last_seq if turn is not None else 0
 
     def row(self, request_id: str) -> PendingRow:
         """The waiting question or quiz with this id, from any conversation."""

@@ -18,6 +18,7 @@ same function the server extension uses.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from deeptutor_jupyter.runtime.saved_turn import SavedTurn
     from deeptutor_jupyter.runtime.watcher import Watcher
     from deeptutor_jupyter.store.db import PendingRow, QuestionState, Store
-    from deeptutor_jupyter.tools.base import Tool
+    from deeptutor_jupyter.tools.base import Tool, ToolDeps
     from deeptutor_jupyter.tools.mcp import McpServers
 
 __all__ = ["AskOptions", "TutorSession"]  # AskOptions lives in runtime/ask.py
@@ -476,6 +477,8 @@ class TutorSession(SessionReads, SessionEdits):
 
     def _track(self, turn: Turn) -> None:
         self.turns.append(turn)
+        if turn.task is not None:
+            turn.task.add_done_callback(lambda _t: _let_go(turn))
         watcher = self._watcher
         if watcher is None:
             return
@@ -694,3 +697,21 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
+
+
+def _let_go(turn: Turn) -> None:
+    """A finished turn keeps what ``wait_for_turns`` shows (status, answer, trace), not its
+    events, prompt blocks or tools' deps (issue 28: every turn kept them, +31 kB of kernel RSS
+    a turn). Runs once the turn's task is done, so every view has read ``done``; the events
+    are read back from the store after (``events_of``, ``subscribe``)."""
+    if turn.log.retire():
+        turn.ctx.system_blocks, turn.ctx.context = [], []
+        turn.deps = _no_deps()
+
+
+@functools.cache
+def _no_deps() -> ToolDeps:
+    """One empty ``ToolDeps`` for every finished turn, not an object each."""
+    from deeptutor_jupyter.tools.base import ToolDeps
+
+    return ToolDeps()

@@ -204,6 +204,8 @@ async def test_a_streamed_answer_grows_state_db_by_at_most_twice_its_size(
         path = tmp_path / "home" / "state.db"
         before = _db_bytes(path)
         turn = session.ask("Tell me everything", resolved, AskOptions())
+        events: list[Event] = []
+        turn.log.subscribe(events.append)
         assert turn.task is not None
         await asyncio.wait_for(turn.task, 60)
         grown = _db_bytes(path) - before
@@ -219,7 +221,7 @@ async def test_a_streamed_answer_grows_state_db_by_at_most_twice_its_size(
         assert [t.answer for t in store.turns(row.session_id)][-1] == answer
         replayed = store.events(turn.turn_id)
         assert [(s, t, d) for s, t, d in replayed] == [
-            (e.seq, e.body.type, e.fields()) for e in turn.log.events
+            (e.seq, e.body.type, e.fields()) for e in events
         ]
         assert replayed[-1][1] == "done" and replayed[-1][2]["answer"] == answer
         assert store.history(row.session_id)[-1] == {"role": "assistant", "content": answer}

@@ -37,7 +37,8 @@ async def test_a_follow_up_waits_for_the_previous_answer_and_reads_it(
         "An eigenvector.",
         "And 2*3+1?",
     ]
-    assert any(e.fields().get("text") == WAITING_FOR_PREVIOUS for e in second.log.events)
+    said = session.events_of(second)  # a finished turn's events are read from the store
+    assert any(e.fields().get("text") == WAITING_FOR_PREVIOUS for e in said)
 
 
 async def test_the_owner_beats_while_a_turn_waits_and_stops_when_it_ends(
@@ -106,3 +107,38 @@ async def test_wait_names_the_turns_still_running_when_its_timeout_passes(
         for model in session.models.values():
             await model.aclose()
     assert first.status == "done" and stuck.status == "cancelled"
+
+
+async def test_finished_turns_hold_no_events_so_memory_stays_flat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 28: the session keeps every turn (``wait_for_turns``), and each kept its whole
+    event log (+31 kB of kernel RSS a turn). Once saved and seen, a finished turn lets go of
+    its events: the events alive after 50 turns are those after 5, and a reader still gets
+    them all from the store."""
+    import gc
+
+    from deeptutor_jupyter.runtime.events import Event
+
+    def alive() -> tuple[int, int]:
+        gc.collect()
+        events = sum(1 for o in gc.get_objects() if isinstance(o, Event))
+        return events, sum(len(t.log.events) for t in session.turns)
+
+    with FakeLLMServer([Reply(chunks=["An ", "answer ", f"{i}."]) for i in range(60)]) as server:
+        use_fake_model(monkeypatch, tmp_path / "home", server.url)
+        session = TutorSession("lesson.ipynb", resolve=lambda f: resolve_settings(flags=f))
+        resolved = session.resolve({})
+        seen = {}
+        for n in range(1, 51):
+            turn = session.ask(f"Question {n}?", resolved, AskOptions())
+            await session.wait(30)
+            if n in (5, 50):
+                seen[n] = alive()
+        for model in session.models.values():
+            await model.aclose()
+    assert seen[50] == seen[5] and seen[50][1] == 0, seen
+    assert turn.answer == "An answer 49." and len(session.turns) == 50  # the turns stay
+    said = session.events_of(turn)
+    assert said[0].body.type == "turn_started" and said[-1].body.type == "done"
+    assert said[-1].seq == turn.log.last_seq

@@ -36,7 +36,7 @@ async def solve(
     monkeypatch: pytest.MonkeyPatch,
     replies: list[Reply],
     answer: Callable[[TutorSession], Awaitable[None]] | None = None,
-) -> tuple[Any, list[ToolCallFinished], FakeLLMServer]:
+) -> tuple[Any, list[ToolCallFinished], FakeLLMServer, list[Any]]:
     """A solve turn in-process; without ``answer`` it runs where no form can be shown (as in a
     terminal), so its steps need no offer."""
     with FakeLLMServer(replies) as server:
@@ -44,6 +44,8 @@ async def solve(
         session = TutorSession("lesson.ipynb", resolve=lambda f: resolve_settings(flags=f))
         options = AskOptions(capability="solve", interactive=answer is not None)
         turn = session.ask("What is 17*23 + 9?", session.resolve({}), options)
+        events: list[Any] = []  # a finished turn's log lets go of them once saved
+        turn.log.subscribe(events.append)
         assert turn.task is not None
         if answer is not None:
             await answer(session)
@@ -51,15 +53,15 @@ async def solve(
         for model in session.models.values():
             await model.aclose()
         session.close()
-    results = [e.body for e in turn.log.events if isinstance(e.body, ToolCallFinished)]
-    return turn, results, server
+    results = [e.body for e in events if isinstance(e.body, ToolCallFinished)]
+    return turn, results, server, events
 
 
 async def test_a_failing_step_replans_once_and_the_solve_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     replan = {"reason": "17*23 is 391", "steps": PLAN["steps"]}
-    turn, results, server = await solve(
+    turn, results, server, events = await solve(
         tmp_path,
         monkeypatch,
         [
@@ -95,7 +97,7 @@ async def test_a_failing_step_replans_once_and_the_solve_goes_on(
     assert state is not None and state.status == "solved" and state.replans == 1
     assert state.reasons == ["17*23 is 391"]
     # A turn like any other: its capability, the solve tools only in it, the instructions.
-    started = turn.log.events[0].body
+    started = events[0].body
     assert isinstance(started, TurnStarted) and started.capability == "solve"
     sent = server.requests[0].body
     names = [t["function"]["name"] for t in sent["tools"]]
@@ -142,7 +144,7 @@ async def test_where_forms_reach_the_learner_a_step_is_checked_only_after_it_was
             (row,) = await asyncio.wait_for(waiting(), 10)
             session.submit(row.session_id, row.request_id, ["try"], "391")
 
-    _, results, _ = await solve(tmp_path, monkeypatch, replies, answer)
+    _, results, _, _ = await solve(tmp_path, monkeypatch, replies, answer)
     checks = [(r.is_error, r.content.splitlines()[0]) for r in results if r.name == "solve_check"]
     assert checks[0][0] and checks[0][1].startswith("Offer step 1 to the learner first")
     assert checks[1][0] and checks[1][1].startswith("That ask_user does not name step 1.")
@@ -158,7 +160,7 @@ async def test_a_stuck_solve_stops_at_the_bound_and_says_where(
     for n in range(MAX_REPLANS + 1):
         replies += [check(1, "2**10", "1000", n), call("solve_replan", replan, n)]
     replies += [check(1, "2**10", "1024", 99), Reply(text="I am stuck at step 1 (Find x).")]
-    turn, results, _ = await solve(tmp_path, monkeypatch, replies)
+    turn, results, _, _ = await solve(tmp_path, monkeypatch, replies)
     replans = [r for r in results if r.name == "solve_replan"]
     assert [r.is_error for r in replans] == [False] * MAX_REPLANS + [True]
     assert replans[-1].content.startswith(

@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -130,13 +131,16 @@ def make_session(
     return make
 
 
-async def run_turn(session: TutorSession, question: str = "Help") -> object:
+async def run_turn(session: TutorSession, question: str = "Help") -> tuple[Any, list[Any]]:
+    """The finished turn and its events (a finished turn's log lets go of them once saved)."""
     turn = session.ask(question, session.resolve({}))
+    events: list[Any] = []
+    turn.log.subscribe(events.append)
     assert turn.task is not None
     await asyncio.wait_for(asyncio.wait([turn.task]), 60)
     for model in session.models.values():
         await model.aclose()
-    return turn
+    return turn, events
 
 
 def tool_names(body: dict) -> list[str]:
@@ -157,7 +161,7 @@ async def test_mcp_tools_are_listed_then_called_directly_or_after_load_tools(mak
     ]
     with FakeLLMServer(replies) as llm:
         session = make_session(llm.url)
-        turn = await run_turn(session)
+        turn, events = await run_turn(session)
     first, second, third, fourth, last = (r.body for r in llm.requests)
     system = first["messages"][0]["content"]
     assert "- mcp__calc__add: [MCP calc] Add two integers." in system
@@ -173,7 +177,7 @@ async def test_mcp_tools_are_listed_then_called_directly_or_after_load_tools(mak
     broken = result_of(last, "b1")
     assert "MCP server 'broken'" in broken and "calc.toml not found" in broken
     assert turn.status == "done" and turn.answer == "5 and 42."
-    notices = [e.body.text for e in turn.log.events if isinstance(e.body, Notice)]
+    notices = [e.body.text for e in events if isinstance(e.body, Notice)]
     assert any("'broken' did not start" in n and "calc.toml not found" in n for n in notices)
     assert any("'mute' did not start: it did not start within 1 s" in n for n in notices)
     # Loaded tools stay loaded for the conversation's next turn.
@@ -188,14 +192,14 @@ async def test_a_server_error_and_a_hang_are_cards_and_the_turn_goes_on(make_ses
         Reply(text="Done."),
     ]
     with FakeLLMServer(replies) as llm:
-        turn = await run_turn(make_session(llm.url))
+        turn, events = await run_turn(make_session(llm.url))
     _, second, third, last = (r.body for r in llm.requests)
     assert result_of(second, "e1").startswith("MCP server 'calc' returned an error for 'boom'")
     assert result_of(third, "h1") == (
         "MCP server 'calc' did not answer 'hang' within 2 s (its timeout); the call was abandoned."
     )
     assert result_of(last, "a1") == "2"  # the server still serves after a hung call
-    cards = [e.body for e in turn.log.events if isinstance(e.body, ToolCallFinished)]
+    cards = [e.body for e in events if isinstance(e.body, ToolCallFinished)]
     assert [c.is_error for c in cards] == [True, True, False]
     assert turn.status == "done"
 
@@ -204,14 +208,14 @@ async def test_an_env_secret_reaches_no_output_trace_or_listing(make_session, se
     replies = [Reply(tool_calls=[ToolCallSpec("mcp__calc__secret", {}, id="s1")]), Reply(text="ok")]
     with FakeLLMServer(replies) as llm:
         session = make_session(llm.url)
-        turn = await run_turn(session)
+        _, events = await run_turn(session)
     assert result_of(llm.requests[1].body, "s1") == "my token is [redacted]"
     home = session.home
     assert home is not None
     for path in home.rglob("*"):  # the store, the events, the L1 trace, the audit log
         if path.is_file() and path.name != "settings.toml":
             assert TOKEN.encode() not in path.read_bytes(), path
-    assert TOKEN not in json.dumps([e.fields() for e in turn.log.events])
+    assert TOKEN not in json.dumps([e.fields() for e in events])
     listed = status_markdown(servers)  # %tutor mcp
     assert "(env: CALC_PID_FILE, CALC_TOKEN)" in listed and TOKEN not in listed
     # A failed server's stderr is shown, without the secrets of its env.
