@@ -107,6 +107,9 @@ class Warmer:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._imported = threading.Event()  # set when the imports are done (or failed)
+        # Set when a question waited for the imports: it then runs at once, and ``after`` is
+        # left to it (it builds what it needs itself), not built beside it for the GIL.
+        self._asked = threading.Event()
 
     def start(
         self, modules: tuple[str, ...] = MODULES, after: Callable[[], None] | None = None
@@ -114,7 +117,9 @@ class Warmer:
         """Start the thread, once; False when it was started before.
 
         ``after`` runs in the thread once the imports are done (``wait`` does not wait for
-        it): slow values only needed later, such as the SSL context of an https model.
+        it): slow values only needed later, such as the SSL context of an https model; not
+        when a question already waited (Run All): it would only compete with that question
+        for the interpreter (issue 28: "sent at once" cost more than no warming at all).
         """
         with self._lock:
             if self._thread is not None:
@@ -134,6 +139,7 @@ class Warmer:
         thread = self._thread
         if thread is None or self._imported.is_set() or threading.current_thread() is thread:
             return True
+        self._asked.set()
         return self._imported.wait(timeout)
 
     def _run(self, modules: tuple[str, ...], after: Callable[[], None] | None) -> None:
@@ -147,7 +153,7 @@ class Warmer:
                 _build_values()
         finally:
             self._imported.set()
-        if after is not None:
+        if after is not None and not self._asked.is_set():
             with contextlib.suppress(Exception):  # the client builds it again if it needs it
                 after()
 

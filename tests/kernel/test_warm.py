@@ -54,6 +54,24 @@ def test_wait_returns_once_the_thread_has_imported(modules: Path) -> None:
     assert warmer.start((name,)) is False  # once per warmer
 
 
+def test_a_question_that_waited_is_not_raced_by_the_after_step(modules: Path) -> None:
+    # Run All: the question waited for the imports and then runs at once; the slow ``after``
+    # value (an SSL context) is left to it rather than built beside it. Nobody waiting (the
+    # learner is still typing): the thread builds it.
+    for name, asked in (("warm_probe_e", True), ("warm_probe_f", False)):
+        built = threading.Event()
+        warmer = Warmer()
+        warmer.start((slow_module(modules, name, 0.2),), after=built.set)
+        if asked:
+            assert warmer.wait()
+        else:
+            while warmer.warming():
+                time.sleep(0.01)
+        assert warmer._thread is not None
+        warmer._thread.join(5)
+        assert built.is_set() is not asked, name
+
+
 def test_an_import_racing_the_thread_gets_the_whole_module(modules: Path) -> None:
     # A cell importing the same module meanwhile blocks on its import lock, never sees it half
     # initialised, and does not import it a second time.
@@ -73,10 +91,9 @@ def test_a_failing_import_does_not_stop_the_rest(modules: Path) -> None:
     ran = threading.Event()
     warmer = Warmer()
     warmer.start(("warm_probe_broken", "warm_probe_missing_xyz", name), after=ran.set)
-    assert warmer.wait()
+    assert ran.wait(5)  # ``after`` still runs (no question waited)
     assert name in sys.modules
     assert "warm_probe_broken" not in sys.modules
-    assert ran.wait(5)  # ``after`` still runs
 
 
 def test_wait_gives_up_after_its_timeout(modules: Path) -> None:
