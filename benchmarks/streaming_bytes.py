@@ -89,7 +89,8 @@ def one_answer(k: KernelDriver, server: FakeLLMServer, answer: str, delay: float
         kind = m["header"]["msg_type"]
         by_kind[kind] = by_kind.get(kind, 0) + wire_bytes(m)
     data = last["content"]["data"]
-    copies = sum(1 for v in data.values() if isinstance(v, str) and answer[-200:] in v)
+    # Its last words, prose in Markdown and in HTML alike (the trace's summary is its start).
+    copies = sum(1 for v in data.values() if isinstance(v, str) and "That is all." in v)
     return {
         "total": sum(by_kind.values()),
         "comm": sum(n for kind, n in by_kind.items() if kind.startswith("comm_")),
@@ -139,7 +140,7 @@ def main() -> None:
         )
         print(
             f"    final display update: {r['final']:,} bytes = {r['final'] / n:.2f}x the answer, "
-            f"{r['copies']} whole copies of the answer ({', '.join(r['mimes'])})"
+            f"{r['copies']} copies of the answer ({', '.join(r['mimes'])})"
         )
     (small, rs), (large, rl) = results[0], results[-1]
     slope = (rl["total"] - rs["total"]) / (len(large.encode()) - len(small.encode()))
