@@ -65,6 +65,7 @@ MODULES = (
     "deeptutor_jupyter.kernel.widgets.setup_strings",
     "deeptutor_jupyter.agent.events",
     "deeptutor_jupyter.agent.loop",
+    "deeptutor_jupyter.runtime.choice",  # the conversation's chosen model and knowledge bases
     "deeptutor_jupyter.runtime.compaction",
     "deeptutor_jupyter.runtime.context",
     "deeptutor_jupyter.runtime.course",

@@ -109,13 +109,13 @@ def test_a_path_is_proposed_confirmed_taught_quizzed_and_reviewed(
     # names and ids) stay in the request and the trace.
     saved = kernel.wait_for(
         lambda: [
-            m["content"]["data"]["text/markdown"]
+            shown_text(m["content"]["data"])
             for m in kernel.iopub
             if m["header"]["msg_type"] == "update_display_data"
-            and "You know your squares." in m["content"]["data"].get("text/markdown", "")
+            and "You know your squares." in shown_text(m["content"]["data"])
         ]
     )[-1]
-    assert "**You:** Teach me: Square numbers" in saved and "make_quiz" not in saved
+    assert "You: Teach me: Square numbers" in saved and "make_quiz" not in saved
 
     # 3. Progress: three right answers open the next objective.
     msg = kernel.execute("%tutor progress")

@@ -107,7 +107,8 @@ async def test_the_next_turns_use_the_choice_and_their_trace_says_so(
     turn = session.ask("What is rank?", resolved, AskOptions())
     await finish(session, turn)
     assert server.requests[-1].body["model"] == "fake-large"
-    started = next(e.body for e in turn.log.events if isinstance(e.body, TurnStarted))
+    said = session.events_of(turn)  # a finished turn's events are read from the store
+    started = next(e.body for e in said if isinstance(e.body, TurnStarted))
     assert isinstance(started, TurnStarted)
     assert (started.model.endswith("fake-large"), started.kbs) == (True, ["linalg"])
     assert turn.trace is not None and turn.trace.kbs == ["linalg"]
