@@ -97,7 +97,8 @@ def teach(
     from deeptutor_jupyter.kernel.start import ask_in_cell
 
     shown = f"Teach me: {objective.title}"  # the bubble; the instructions go to the model
-    ask_in_cell(tutor, resolved, question, new=False, kbs=[kb] if kb else [], shown=shown)
+    kbs = [kb] if kb else []
+    ask_in_cell(tutor, resolved, question, new=False, kbs=kbs, shown=shown, instructions=True)
 
 
 def review_command(tutor: KernelTutor, resolved: ResolvedSettings, every: bool = False) -> None:

@@ -39,6 +39,7 @@ def ask_in_cell(
     attachments: list[Path] | None = None,
     capability: str = "chat",
     shown: str | None = None,
+    instructions: bool = False,
 ) -> Turn | None:
     from IPython.display import display
 
@@ -55,6 +56,7 @@ def ask_in_cell(
             no_tools=no_tools,
             capability=capability,
             shown=shown,
+            instructions=instructions,
         )
 
         def retry(now: ResolvedSettings) -> None:
@@ -85,6 +87,7 @@ def ask_in_cell(
         hidden_tests=hidden_tests(cell),
         capability=capability,
         shown=shown,
+        instructions=instructions,
     )
     try:
         turn = tutor.session.ask(question, resolved, options)
@@ -93,7 +96,8 @@ def ask_in_cell(
         return None
     view = attach_view(tutor, turn, trace=resolved.settings.trace_in_outputs)
     label = turn.ctx.profile.label
-    running_md = turn_markdown(shown or question, "", model=label, status="running", tools=[])
+    words = shown if instructions and shown else question
+    running_md = turn_markdown(words, "", model=label, status="running", tools=[])
     display(widget_bundle(view, running_md, turn.turn_id), raw=True, display_id=turn.turn_id)  # type: ignore[no-untyped-call]
     if cell_id:
         tutor.cell_turns[cell_id] = turn
@@ -142,8 +146,10 @@ def attach_view(
     session, log = tutor.session, turn.log
     language = session.language
     label = turn.ctx.profile.label
-    # The learner's words: `%tutor learn` composes instructions for the model (kept in the trace).
-    question = turn.ctx.metadata.get("shown") or turn.ctx.question
+    # The learner's words where the question sent is instructions (`%tutor learn`; the trace
+    # keeps them); a `why` or `--cell` question shows whole, with the error or code it quotes.
+    shown = turn.ctx.metadata.get("shown")
+    question = shown if shown and turn.ctx.metadata.get("instructions") else turn.ctx.question
 
     def stop() -> None:
         session.stop(turn.turn_id, t("stopped_by_learner", language))

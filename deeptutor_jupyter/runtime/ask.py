@@ -39,6 +39,9 @@ class AskOptions:
     # `--cell N`, `%tutor learn`): the panel shows and names the conversation by these; the
     # question sent stays in the store and the trace.
     shown: str | None = None
+    # The question sent is instructions composed for the model (`%tutor learn`), not the
+    # learner's context (`why`, `--cell`): the cell shows ``shown`` in its place too.
+    instructions: bool = False
     # Regenerate (runtime/session_edits.py): the new turn's id, minted before it starts, and
     # the turn it replaces, named in its turn_started event and its trace.
     turn_id: str | None = None

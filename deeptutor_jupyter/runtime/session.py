@@ -339,6 +339,7 @@ class TutorSession(SessionReads, SessionEdits):
                 "place": opts.place or self.place(),
                 "policy": gated.payload(),
                 "shown": opts.shown,
+                "instructions": opts.instructions,
                 "replaces": opts.replaces,
             },
         )
