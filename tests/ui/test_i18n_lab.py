@@ -152,7 +152,7 @@ def test_the_panel_speaks_chinese_and_follows_its_settings(
     assert labels == ["导师：打开", "向导师询问这个单元格", "解释这个错误"]  # palette, context menu
     assert trace_labels == ["问题", "回答", "工具"]  # the saved-turn card (the MIME renderer)
     assert trace_meta == "custom/fake-model · 完成"
-    assert tabs == ["对话", "待回答", "记忆", "知识库"]
+    assert tabs == ["对话", "待回答", "记忆", "知识库", "进度"]
     assert "新建" in buttons and "提问" in buttons
     assert shortcut == ["Ctrl Shift U"]
     assert where == "笔记本：week1.ipynb"
