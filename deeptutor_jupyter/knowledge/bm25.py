@@ -45,18 +45,38 @@ def postings(ptr: Any, terms: Any, tfs: Any, n_vocab: int) -> tuple[Any, Any, An
     import numpy as np
 
     rows = np.repeat(np.arange(len(ptr) - 1, dtype=np.int32), np.diff(ptr))
-    # Within one term the order of rows does not change a sum over it: no stable sort needed.
-    order = np.argsort(terms, kind="quicksort")
+    order = term_order(terms)
     indptr = np.zeros(n_vocab + 1, dtype=np.int64)
     np.cumsum(np.bincount(terms, minlength=n_vocab), out=indptr[1:])
     return indptr, rows[order], tfs[order].astype(np.int32)
 
 
-def lengths(ptr: Any, tfs: Any) -> Any:
+def term_order(terms: Any) -> Any:
+    """The permutation that sorts ``terms`` (ids below 2**32), in time linear in their number.
+
+    A comparison sort of every posting was the one step of indexing a big file that grew
+    faster than the file (n log n, and out of cache: 16 MB took ~9x as long as 4 MB). numpy
+    sorts 16-bit keys stably by radix, so the ids are sorted by their low 16 bits, then, only
+    when a vocabulary is that large, stably by their high 16 bits (a least-significant-digit
+    radix sort).
+    """
     import numpy as np
 
-    rows = np.repeat(np.arange(len(ptr) - 1, dtype=np.int64), np.diff(ptr))
-    return np.bincount(rows, weights=tfs, minlength=len(ptr) - 1).astype(np.int32)
+    order = np.argsort(terms.astype(np.uint16), kind="stable")  # the low 16 bits
+    if len(terms) and int(terms.max()) > 0xFFFF:
+        high = (terms >> 16).astype(np.uint16)[order]
+        order = order[np.argsort(high, kind="stable")]
+    return order
+
+
+def lengths(ptr: Any, tfs: Any) -> Any:
+    """Each doc's length (its term counts summed), from running sums: linear, and no array
+    of one row id per posting."""
+    import numpy as np
+
+    sums = np.zeros(len(tfs) + 1, dtype=np.int64)
+    np.cumsum(tfs, out=sums[1:])
+    return (sums[ptr[1:]] - sums[ptr[:-1]]).astype(np.int32)
 
 
 @dataclass

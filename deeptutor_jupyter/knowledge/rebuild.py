@@ -92,7 +92,8 @@ class Build:
 
 
 _INT32_KEYS = 2**31  # (doc, term) keys below this are sorted as int32
-_BATCH_TOKENS = 1 << 21  # new docs are counted this many tokens at a time, to bound memory
+_BATCH_TOKENS = 1 << 18  # new docs are counted this many tokens at a time: each batch is
+# sorted, and a sort of a bounded size (in cache) keeps counting linear in the tokens
 
 
 def _new_docs(build: Build, vocab: Vocabulary) -> tuple[Any, Any, Any]:

@@ -613,3 +613,78 @@ def test_only_a_change_of_sources_waits_for_the_manifest_rename_to_be_durable(
     more = _corpus(tmp_path / "more", n=1)
     kb.add_sources([more])
     assert synced == ["inc", "inc"]
+
+
+def _sort_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Records the length of every comparison sort numpy does from now on (``np.unique``,
+    and ``np.argsort``/``np.sort`` unless they are a radix sort of 16-bit keys)."""
+    import numpy as np
+
+    sizes: list[int] = []
+
+    def recording(real: Any, always: bool) -> Any:
+        def sort(a: Any, *args: Any, **kwargs: Any) -> Any:
+            a = np.asarray(a)
+            radix = kwargs.get("kind") == "stable" and a.dtype.itemsize <= 2
+            if always or not radix:
+                sizes.append(a.size)
+            return real(a, *args, **kwargs)
+
+        return sort
+
+    monkeypatch.setattr(np, "unique", recording(np.unique, True))
+    monkeypatch.setattr(np, "argsort", recording(np.argsort, False))
+    monkeypatch.setattr(np, "sort", recording(np.sort, False))
+    return sizes
+
+
+def test_indexing_a_file_4x_as_big_does_at_most_4_2x_the_sorting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 28: ingest 4 MB -> 16 MB took 4.6-5.2x, because one comparison sort ran over every
+    # posting of the file (n log n, and out of cache). Every sort is now of a bounded batch, or
+    # a radix sort: the sorting grows with the file, as n log n of a constant n does.
+    import math
+
+    from deeptutor_jupyter.knowledge import rebuild
+
+    monkeypatch.setattr(rebuild, "_BATCH_TOKENS", 1 << 12)  # small files, the same shape
+    words = [f"w{i}{chr(97 + i % 26)}" for i in range(3000)]
+    work: dict[int, float] = {}
+    for scale in (1, 4):
+        source = tmp_path / f"notes{scale}.txt"
+        paragraphs = (
+            " ".join(words[(p * 7 + j * j) % len(words)] for j in range(60))
+            for p in range(200 * scale)
+        )
+        source.write_text("\n\n".join(paragraphs), encoding="utf-8")
+        sizes = _sort_sizes(monkeypatch)
+        kb = KnowledgeBase(tmp_path / f"home{scale}", "k", root=tmp_path)
+        assert kb.add_sources([source]).chunks > 0
+        monkeypatch.undo()
+        monkeypatch.setattr(rebuild, "_BATCH_TOKENS", 1 << 12)
+        assert sizes and max(sizes) <= 1 << 13, max(sizes)  # no sort of all the postings
+        work[scale] = sum(n * math.log2(max(n, 2)) for n in sizes)
+    assert work[4] <= 4.2 * work[1], work
+
+
+def test_postings_are_ordered_by_term_also_past_16_bit_ids() -> None:
+    import numpy as np
+
+    from deeptutor_jupyter.knowledge.bm25 import lengths, postings
+
+    rng = np.random.default_rng(4)
+    ptr = np.array([0, 3, 3, 7, 10], dtype=np.int64)
+    for top in (300, 200_000):  # one radix pass, and two
+        terms = rng.integers(0, top, 10).astype(np.int32)
+        tfs = rng.integers(1, 5, 10).astype(np.int32)
+        indptr, rows, by_term = postings(ptr, terms, tfs, top)
+        doc = np.repeat(np.arange(4), np.diff(ptr))
+        expected = sorted(zip(terms.tolist(), doc.tolist(), tfs.tolist(), strict=True))
+        got = [
+            (t, int(rows[i]), int(by_term[i]))
+            for t in np.flatnonzero(np.diff(indptr)).tolist()
+            for i in range(indptr[t], indptr[t + 1])
+        ]
+        assert got == expected
+    assert lengths(ptr, np.arange(1, 11, dtype=np.int32)).tolist() == [6, 0, 22, 27]
