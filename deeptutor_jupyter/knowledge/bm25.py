@@ -8,7 +8,9 @@ changes. This index keeps term counts instead, as in Lucene:
   term (``base_indptr``, ``base_rows``, ``base_tfs``), written only when the base is rebuilt;
 * **delta**: the rows added since, doc-major (``delta_doc_*``), small; its postings by term
   are built when the index is opened;
-* ``dead`` (base rows whose file changed or went), ``dl`` (each row's length) and ``df``
+* ``dead`` (rows whose file changed or went: the delta is only appended to, so its rows
+  never move and the file table's pieces that name them need not be rewritten), ``dl``
+  (each row's length) and ``df``
   (each term's document frequency over the live rows), rewritten at every change with the
   delta, in one file.
 
@@ -124,7 +126,7 @@ class Index:
         vocab = {term: i for i, term in enumerate(terms)}
         delta = postings(delta_doc[0], delta_doc[1], delta_doc[2], len(vocab))
         first = len(dl) - (len(delta_doc[0]) - 1)
-        if first < 0 or len(dead) != first or len(df) != len(vocab):
+        if first < 0 or len(dead) != len(dl) or len(df) != len(vocab):
             raise ValueError("the index arrays do not agree with each other")
         return cls(base, delta, first, dl, np.asarray(dead), df, vocab)
 
@@ -156,5 +158,5 @@ class Index:
                 norm = K1 * (1 - B + B * dl[where] / avg)
                 out[where] += idf * tf / (tf + norm)
         if self.any_dead:
-            out[: self.delta_first][self.dead] = 0.0
+            out[self.dead] = 0.0
         return out
