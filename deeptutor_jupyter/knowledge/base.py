@@ -155,7 +155,7 @@ class _Part:
         """Delete piece files named by neither ``manifest`` nor the previous one."""
         keep = {v[0] for v in manifest["shards"].values()}
         keep |= {v[0] for v in (self.manifest or {}).get("shards", {}).values()}
-        shards.remove_old_pieces(folder, keep)
+        storage.remove_old_pieces(folder, keep)
 
 
 def _had_files(manifest: dict[str, Any]) -> bool:

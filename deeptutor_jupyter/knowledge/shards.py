@@ -17,7 +17,6 @@ write, so a reader holding it still finds them.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import uuid
@@ -28,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from deeptutor_jupyter._files import DIR_MODE, FILE_MODE, write_all
+from deeptutor_jupyter._files import DIR_MODE, write_new
 from deeptutor_jupyter.knowledge.filetable import COLUMNS, FileTable, TableError
 
 __all__ = ["TABLES_DIR", "TARGET", "read_pieces", "regroup", "shard_key", "write_pieces"]
@@ -136,22 +135,6 @@ def write_pieces(
         blob = orjson.dumps(table.to_json())
         hashed = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8)
         name = f"{hashed.hexdigest()}.{generation}.json"
-        fd = os.open(tables / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-        try:
-            write_all(fd, blob)
-        finally:
-            os.close(fd)
+        write_new(tables / name, blob)
         out[key] = [name, checksum(blob), len(table)]
     return out
-
-
-def remove_old_pieces(folder: Path, keep: set[str]) -> None:
-    """Delete piece files other than ``keep`` (named by this manifest or the previous one)."""
-    try:
-        present = os.listdir(folder / TABLES_DIR)
-    except FileNotFoundError:
-        return
-    for name in present:
-        if name not in keep:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(folder / TABLES_DIR / name)

@@ -2,8 +2,12 @@
 
 Layout of ``$DEEPTUTOR_HOME/kb/<name>/``::
 
-    manifest.json          sources, root, checksums, and the file table (per-file stamps,
-                           hashes and chunk ranges, by column: ``knowledge/filetable.py``)
+    manifest.json          sources, root, checksums, and which pieces hold the file table
+    tables/                the file table (per-file stamps, hashes and chunk ranges, by
+                           column: ``knowledge/filetable.py``) in pieces of one folder, or of
+                           a bucket of a big one (``knowledge/shards.py``), each named by the
+                           write that made it: a refresh of a few paths reads and writes
+                           only their pieces
     chunks-<gen>.jsonl     the chunk store: one Chunk per line, append-only
     index/                 term counts by row and by term, in a base and a delta segment,
                            and the vocabulary (``knowledge/bm25.py``), so a refresh
@@ -18,12 +22,12 @@ appends the chunks of changed files to the store and leaves the rest where they 
 less than half of the store is live it is copied, range by range, into a new generation.
 
 Write order: the chunk store is appended to (bytes past the old manifest's ranges are never
-read by anyone), the index files that changed are written under new names beside the ones
-they replace, and manifest.json is replaced atomically, last. Only then are files named by
-neither this manifest nor the one before it deleted, so a reader still holding the previous
-manifest finds every file it names. The manifest carries the checksum (BLAKE2b) of every
-index file and of every file's chunk range, so a write cut short by a crash, a truncated file
-or a hand edit shows up as a checksum mismatch, and the index is rebuilt instead of used. Index
+read by anyone), the index files and pieces of the file table that changed are written under
+new names beside the ones they replace, and manifest.json is replaced atomically, last. Only
+then are files named by neither this manifest nor the one before it deleted, so a reader still
+holding the previous manifest finds every file it names. The manifest carries the checksum
+(BLAKE2b) of every index file and piece of the table, which carry that of every file's chunk
+range, so a write cut short by a crash, a truncated file or a hand edit shows up as a checksum mismatch, and the index is rebuilt instead of used. Index
 files are checked when the index is opened; a chunk range when its chunks are read (a search
 hit), so opening a big knowledge base does not hash every chunk.
 
@@ -50,10 +54,9 @@ import orjson
 
 from deeptutor_jupyter._files import (
     DIR_MODE,
-    FILE_MODE,
     atomic_write_bytes,
     locked,
-    write_all,
+    write_new,
 )
 from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.knowledge import shards
@@ -542,13 +545,15 @@ def save_index(
     if terms is not None:
         blob = orjson.dumps(terms)
         file = f"vocab.{generation}.json"
-        fd = os.open(index / file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-        try:
-            write_all(fd, blob)
-        finally:
-            os.close(fd)
+        write_new(index / file, blob)
         index_files[file] = checksum(blob)
     return dict(sorted(index_files.items()))
+
+
+def remove_old_pieces(folder: Path, keep: set[str]) -> None:
+    """Delete pieces of the file table other than ``keep`` (named by the current manifest or
+    the previous one, which a reader may still be using)."""
+    _remove_except(folder / shards.TABLES_DIR, keep, lambda name: True)
 
 
 def remove_old_index_files(folder: Path, keep: set[str]) -> None:

@@ -96,6 +96,8 @@ def ingest_output() -> str:
         "refresh, one file changed, median of 2:",
         "each sample:",
         "1 updated, 0 removed, 199 unchanged",
+        "refresh(paths=[file]), one changed, median of 2:",
+        "refresh(paths=...), 10 files changed:",
         "refresh, one added + one removed:",
         "1 added, 0 updated, 1 removed, 199 unchanged",
         "first search, fresh KnowledgeBase:",
