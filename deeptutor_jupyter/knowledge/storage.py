@@ -27,9 +27,10 @@ new names beside the ones they replace, and manifest.json is replaced atomically
 then are files named by neither this manifest nor the one before it deleted, so a reader still
 holding the previous manifest finds every file it names. The manifest carries the checksum
 (BLAKE2b) of every index file and piece of the table, which carry that of every file's chunk
-range, so a write cut short by a crash, a truncated file or a hand edit shows up as a checksum mismatch, and the index is rebuilt instead of used. Index
-files are checked when the index is opened; a chunk range when its chunks are read (a search
-hit), so opening a big knowledge base does not hash every chunk.
+range, so a write cut short by a crash, a truncated file or a hand edit shows up as a checksum
+mismatch, and the index is rebuilt instead of used. Index files are checked when the index is
+opened; a chunk range when its chunks are read (a search hit), so opening a big knowledge base
+does not hash every chunk.
 
 numpy is imported inside the functions that need it, never at module import.
 """
