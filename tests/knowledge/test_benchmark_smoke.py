@@ -123,3 +123,10 @@ def test_kb_refresh_benchmark_quick(line: str, refresh_output: str) -> None:
 )
 def test_kb_ingest_benchmark_quick(line: str, ingest_output: str) -> None:
     assert line in ingest_output
+
+
+def test_kb_refresh_growth_quick(tmp_path: Path) -> None:
+    out = _run("kb_refresh.py", "--growth", "40,200", "--samples", "1", "--dir", str(tmp_path))
+    assert "kb refresh growth: 40, 200 files, median of 1" in out
+    assert "one file, given its path" in out and "full pass" in out
+    assert "RESULT: one-file refresh given its path at 200 files is" in out
