@@ -165,28 +165,22 @@ def index_arrays(
     empty = (np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))
     base_doc: tuple[Any, ...] = empty
     delta_doc: tuple[Any, ...] = empty
-    dead = base_df = dl_before = np.zeros(0, dtype=bool)
+    dead = delta_dl = np.zeros(0, dtype=np.int64)  # dead: the dead rows' numbers, sorted
     if loaded is not None and has_index:
         # Only the arrays a refresh reads, memory-mapped, each opened once: the term-major
         # postings a search uses are never opened here.
-        *doc, base_df, dead_before, dl_before = storage.load_arrays(
+        *doc, delta_dl, dead_before = storage.load_arrays(
             loaded.folder,
             loaded.manifest,
-            (*BASE_DOC, *DELTA_DOC, "base_df", "dead", "dl"),
+            (*BASE_DOC, *DELTA_DOC, "delta_dl", "dead_rows"),
         )
         base_doc, delta_doc = tuple(doc[:3]), tuple(doc[3:])
-        rows_before = len(dl_before)
-        first_delta = rows_before - (len(delta_doc[0]) - 1)
-        if (
-            first_delta < 0
-            or len(dead_before) != rows_before
-            or rows_before != loaded.manifest.get("rows")
-        ):
+        first_delta = len(base_doc[0]) - 1
+        rows_before = first_delta + len(delta_doc[0]) - 1
+        if len(delta_dl) != rows_before - first_delta or rows_before != loaded.manifest.get("rows"):
             raise storage.CorruptIndex("the index and the manifest hold different numbers of rows")
-        dead = np.array(dead_before, dtype=bool)
-        for row, rows in build.dropped:
-            if rows:
-                dead[row : row + rows] = True
+        dropped = [np.arange(row, row + rows) for row, rows in build.dropped if rows]
+        dead = np.union1d(np.asarray(dead_before, dtype=np.int64), np.concatenate([dead, *dropped]))
 
     def source(kind: str, first: int) -> tuple[tuple[Any, ...], int]:
         if kind == "new":
@@ -198,11 +192,10 @@ def index_arrays(
     n_vocab = len(vocab)
     n_new = len(new[0]) - 1
     delta_rows = rows_before - first_delta + n_new
-    if has_index and int(dead[:first_delta].sum()) + delta_rows <= bm25.REBUILD_SHARE * first_delta:
+    dead_in_base = int(np.searchsorted(dead, first_delta))
+    if has_index and dead_in_base + delta_rows <= bm25.REBUILD_SHARE * first_delta:
         assert loaded is not None
-        kept = _keep_base(
-            build, loaded, new, (base_doc, delta_doc), (dead, dl_before, base_df), n_vocab
-        )
+        kept = _keep_base(build, loaded, new, (base_doc, delta_doc), (dead, delta_dl), n_vocab)
         return (*kept, None)
     rest = others() if has_index else []
     segments: list[tuple[str, int, int]] = []
@@ -224,19 +217,20 @@ def index_arrays(
     merged = _coalesce(segments, first_delta)
     ptr, terms, tfs = _gather([(*source(k, f), n) for k, f, n in merged])
     indptr, rows_by_term, tfs_by_term = bm25.postings(ptr, terms, tfs, n_vocab)
-    df = np.bincount(terms, minlength=n_vocab).astype(np.int32)
     arrays = {
         "base_indptr": indptr,
         "base_rows": rows_by_term,
         "base_tfs": tfs_by_term,
+        "base_dl": bm25.lengths(ptr, tfs),
+        "base_df": np.bincount(terms, minlength=n_vocab).astype(np.int32),
         "base_doc_ptr": ptr,
         "base_doc_terms": terms,
         "base_doc_tfs": tfs,
-        "base_df": df,
         **dict(zip(DELTA_DOC, empty, strict=True)),
-        "dead": np.zeros(row, dtype=bool),
-        "dl": bm25.lengths(ptr, tfs),
-        "df": df,
+        "delta_dl": np.zeros(0, np.int32),
+        "dead_rows": np.zeros(0, np.int64),
+        "df_terms": np.zeros(0, np.int32),
+        "df_change": np.zeros(0, np.int32),
     }
     return arrays, {}, row, list(rest)
 
@@ -246,61 +240,59 @@ def _keep_base(
     loaded: storage.Loaded,
     new: tuple[Any, Any, Any],
     docs: tuple[tuple[Any, ...], tuple[Any, ...]],
-    stats: tuple[Any, Any, Any],
+    stats: tuple[Any, Any],
     n_vocab: int,
 ) -> tuple[dict[str, Any], dict[str, str], int]:
-    """The delta with the new docs appended, the dead mask and the statistics."""
+    """The delta with the new docs appended, the dead rows, and the terms whose df moved
+    since the base was built: all sized by what changed since then, none by the base."""
     import numpy as np
 
     (base_ptr, base_terms, _), delta_doc = docs
-    dead, dl_before, base_df = stats
-    rows_before = len(dead)
-    first_delta = rows_before - (len(delta_doc[0]) - 1)
-    row = rows_before
+    dead, delta_dl = stats
+    first_delta = len(base_ptr) - 1
+    row = first_delta + len(delta_doc[0]) - 1
     for i, (_, n) in build.new.items():
         build.table.row[i] = row
         row += n
-    if row - int(dead.sum()) != build.chunks(int(loaded.manifest["chunks"])):
+    if row - len(dead) != build.chunks(int(loaded.manifest["chunks"])):
         raise storage.CorruptIndex("the index's dead rows disagree with the manifest")
     d_ptr, d_terms, d_tfs = _gather(
         [(delta_doc, 0, len(delta_doc[0]) - 1), (new, 0, len(new[0]) - 1)]
     )
-    dead = np.concatenate([dead, np.zeros(row - rows_before, dtype=bool)])
-    # df over the live rows: the base's, less the terms of its dead rows and of the delta's.
-    dead_terms = []
-    for a, b in _runs(dead):
-        if a < first_delta:
-            end = min(b, first_delta)
-            dead_terms.append(np.asarray(base_terms[int(base_ptr[a]) : int(base_ptr[end])]))
-        if b > first_delta:
-            lo, hi = max(a, first_delta) - first_delta, b - first_delta
-            dead_terms.append(d_terms[int(d_ptr[lo]) : int(d_ptr[hi])])
-    df = np.zeros(n_vocab, dtype=np.int64)
-    df[: len(base_df)] += base_df
-    if dead_terms:
-        df -= np.bincount(np.concatenate(dead_terms), minlength=n_vocab)
-    df += np.bincount(d_terms, minlength=n_vocab)
-    dl = np.concatenate([np.asarray(dl_before), bm25.lengths(new[0], new[2])])
-    dl[dead] = 0
+    # df moves by the live delta's terms, less the terms of the base's dead rows.
+    dead_delta = np.zeros(len(d_ptr) - 1, dtype=bool)
+    dead_delta[dead[dead >= first_delta] - first_delta] = True
+    live_delta = np.repeat(~dead_delta, np.diff(d_ptr))
+    change = np.bincount(d_terms[live_delta], minlength=n_vocab)
+    runs = _runs_of(dead[dead < first_delta])
+    if runs:
+        gone = [np.asarray(base_terms[int(base_ptr[a]) : int(base_ptr[b])]) for a, b in runs]
+        change -= np.bincount(np.concatenate(gone), minlength=n_vocab)
+    moved = np.flatnonzero(change).astype(np.int32)
     arrays = {
         "delta_doc_ptr": d_ptr,
         "delta_doc_terms": d_terms,
         "delta_doc_tfs": d_tfs,
-        "dead": dead,
-        "dl": dl.astype(np.int32),
-        "df": df.astype(np.int32),
+        "delta_dl": np.concatenate([np.asarray(delta_dl), bm25.lengths(new[0], new[2])]),
+        "dead_rows": dead,
+        "df_terms": moved,
+        "df_change": change[moved].astype(np.int32),
     }
     files = storage.index_names(loaded.manifest)
     keep = {files[g]: loaded.manifest["index_files"][files[g]] for g in ("base", "basedoc")}
     return arrays, keep, row
 
 
-def _runs(mask: Any) -> list[tuple[int, int]]:
-    """(start, end) of each run of True in a boolean array."""
+def _runs_of(rows: Any) -> list[tuple[int, int]]:
+    """(start, end) of each run of consecutive numbers in sorted ``rows``."""
     import numpy as np
 
-    edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.astype(np.int8), [0]))))
-    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+    if not len(rows):
+        return []
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    starts = np.concatenate(([0], breaks))
+    ends = np.concatenate((breaks, [len(rows)]))
+    return [(int(rows[a]), int(rows[b - 1]) + 1) for a, b in zip(starts, ends, strict=True)]
 
 
 def _coalesce(segments: list[tuple[str, int, int]], boundary: int) -> list[tuple[str, int, int]]:

@@ -759,30 +759,34 @@ def test_a_one_file_refresh_costs_the_same_in_a_corpus_ten_times_as_big(
     for n in (40, 400):
         (tmp_path / str(n)).mkdir()
         course, kb = _indexed(tmp_path / str(n), n=n)
-        tables = kb.folder / "tables"
-        before = set(os.listdir(tables))
+        tables, index = kb.folder / "tables", kb.folder / "index"
+        before, index_before = set(os.listdir(tables)), set(os.listdir(index))
         assert len(before) >= n // 16
-        _touch(course / "n007.md", "# Changed\n\nmatrix rank, rewritten\n")
+        _touch(course / "n007.md", "# Note\n\nmatrix rank note\n")  # words it knows
         seen = _costs(monkeypatch)
         report = kb.refresh(paths=[course / "n007.md"])
         monkeypatch.undo()
         monkeypatch.setattr(shards, "TARGET", 8)
         assert (report.updated, report.unchanged) == (1, n - 1)
         written = set(os.listdir(tables)) - before
+        (delta,) = set(os.listdir(index)) - index_before  # the vocabulary did not grow
         cost[n] = {
+            "index bytes": (index / delta).stat().st_size,
             "course paths stat-ed": len([p for p in seen["stat"] if str(course) in str(p)]),
             "folders listed": len(seen["listed"]),
             "pieces read": len(seen["pieces"]),
             "pieces written": len(written),
             "piece bytes": sum((tables / name).stat().st_size for name in written),
         }
-        assert kb.search("rewritten")[0].chunk.path.endswith("n007.md")
+        assert kb.search("rank note")[0].chunk.path.endswith("n007.md")
     small, big = cost[40], cost[400]
     assert big["course paths stat-ed"] == small["course paths stat-ed"] <= 8, cost
     assert big["folders listed"] == small["folders listed"] == 0, cost
     assert big["pieces read"] == small["pieces read"] == 1, cost
     assert big["pieces written"] == small["pieces written"] == 1, cost
     assert big["piece bytes"] <= 2.5 * small["piece bytes"], cost  # a piece: 8-16 files
+    # The delta, the dead rows and the df changes: sized by the change, not by the index.
+    assert big["index bytes"] <= 1.2 * small["index bytes"], cost
 
 
 def test_a_big_folder_is_split_into_pieces_of_a_bounded_size(
