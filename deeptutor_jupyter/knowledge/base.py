@@ -15,6 +15,7 @@ results as a full rebuild of the same files.
 
 from __future__ import annotations
 
+import bisect
 import os
 import shutil
 import time
@@ -75,6 +76,8 @@ class _Part:
     rest: list[FileTable] = field(default_factory=list)
     whole: set[str] | None = None  # folders all of whose pieces were read; None: all
     pieces: dict[str, FileTable] = field(default_factory=dict)
+    # A full pass: the first row of each piece in ``table`` (pieces in key order).
+    starts: list[tuple[int, str]] = field(default_factory=list)
     _others: list[FileTable] | None = None
 
     @classmethod
@@ -100,7 +103,12 @@ class _Part:
         table = storage.concat(list(pieces.values())) if pieces else FileTable()
         storage.check_ranges(folder, manifest, table, whole=scope is None)
         part = cls(folder, manifest, keys, table, [], whole, pieces)
-        if scope is not None:
+        if scope is None:
+            at = 0
+            for key, piece in pieces.items():
+                part.starts.append((at, key))
+                at += len(piece)
+        else:
             inside = [
                 any(not s or rel == s or rel.startswith(s + "/") for s in scope)
                 for rel in table.path
@@ -124,15 +132,31 @@ class _Part:
         tables: list[FileTable],
         *,
         every: bool = False,
+        build: Build | None = None,
     ) -> dict[str, Any]:
         """Write the pieces that changed: ``tables`` (the rows looked at, as they are now) with
         the rest of their pieces, or with every piece when ``every``. The manifest's keys that
-        say which pieces hold the file table now."""
+        say which pieces hold the file table now.
+
+        A full pass in which no file came or went rewrites the pieces of the files read anew
+        from their pieces as read, without regrouping every row."""
         before = self.manifest["shards"] if self.manifest else {}
         buckets = dict(self.manifest["buckets"]) if self.manifest else {}
         if every:
             grouped = shards.regroup([*tables, *self.rest, *self.others()], buckets)
             replaced = set(before)
+        elif build is not None and self.starts and _same_files(build, len(self.table)):
+            # Each file read anew replaces its own row in its own piece: the other pieces,
+            # and the other rows of its piece, are as they were.
+            firsts = [at for at, _ in self.starts]
+            grouped = {}
+            for i in build.fresh:
+                at = build.order[i]
+                first, key = self.starts[bisect.bisect_right(firsts, at) - 1]
+                if key not in grouped:
+                    grouped[key] = self.pieces[key].copy()
+                grouped[key].set(at - first, build.table.entry(i))
+            replaced = set(grouped)
         else:
             grouped = shards.regroup([*tables, *self.rest], buckets, self.whole)
             replaced = self.keys
@@ -156,6 +180,11 @@ class _Part:
         keep = {v[0] for v in manifest["shards"].values()}
         keep |= {v[0] for v in (self.manifest or {}).get("shards", {}).values()}
         storage.remove_old_pieces(folder, keep)
+
+
+def _same_files(build: Build, before: int) -> bool:
+    """No file came or went: the new table is the old one's rows, some read anew."""
+    return len(build.order) == before and all(build.order[i] >= 0 for i in build.fresh)
 
 
 def _had_files(manifest: dict[str, Any]) -> bool:
@@ -447,7 +476,7 @@ class KnowledgeBase:
             return  # nothing to record: leave the manifest alone
         manifest = {**manifest, "stamps": settled}
         if build.stamps_moved:
-            manifest.update(part.written(self.folder, manifest, [build.table]))
+            manifest.update(part.written(self.folder, manifest, [build.table], build=build))
         storage.write_manifest(self.folder, manifest, sources_changed=False)
         part.remove_old(self.folder, manifest)
 
@@ -509,7 +538,9 @@ class KnowledgeBase:
             "shards": {},
             "buckets": {},
         }
-        manifest.update(part.written(self.folder, manifest, [build.table], every=every_file))
+        manifest.update(
+            part.written(self.folder, manifest, [build.table], every=every_file, build=build)
+        )
         if previous.loaded is not None:
             manifest["stamps"] = storage.settled_stamps(self.folder, manifest)
         same = old is not None and (old.get("sources"), old.get("root")) == (sources, str(root))

@@ -852,3 +852,28 @@ def test_a_refresh_of_one_path_that_rebuilds_the_base_moves_every_files_rows(
     full = KnowledgeBase(tmp_path / "home2", "full", root=tmp_path)
     full.add_sources([course])
     assert _results(kb) == _results(full)
+
+
+def test_a_full_pass_rewrites_only_the_piece_of_the_file_that_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deeptutor_jupyter.knowledge import bm25, shards
+
+    monkeypatch.setattr(shards, "TARGET", 4)
+    course, kb = _indexed(tmp_path, n=30)
+    tables = kb.folder / "tables"
+    for name in ("n000.md", "n013.md", "n029.md"):  # a first, a middle and a last piece
+        before = set(os.listdir(tables))
+        _touch(course / name, f"# Changed\n\nquokka notes in {name}\n")
+        monkeypatch.setattr(bm25, "REBUILD_SHARE", 1.0)
+        seen = _costs(monkeypatch)
+        assert kb.refresh().updated == 1
+        monkeypatch.undo()
+        monkeypatch.setattr(shards, "TARGET", 4)
+        monkeypatch.setattr(bm25, "REBUILD_SHARE", 1.0)  # no base rebuild: it rewrites all
+        assert len(seen["pieces"]) == len(
+            json.loads((kb.folder / "manifest.json").read_bytes())["shards"]
+        )
+        assert len(set(os.listdir(tables)) - before) == 1, name  # one piece written
+        assert kb.verify() is None and len(file_table(kb.folder)["path"]) == 30
+        assert kb.search(f"quokka {name}")[0].chunk.path == f"course/{name}"
