@@ -12,7 +12,11 @@ In one run, each line beside its floor or goal:
   twice: the first one after indexing also checks every index file and the chunk store
   against their checksums and records their stamps; the next trusts those stamps;
 * **refresh, one file changed**, and one added + one removed, as a share of the full index
-  (goal: under 5%), then 10 and 100 files changed (how the cost grows with what changed).
+  (goal: under 5%), then 10 and 100 files changed (how the cost grows with what changed),
+  in both ways a refresh can be told what to look at: ``refresh(paths=[the file])`` (the
+  caller knows what changed: a save, a watcher; it stats those paths and reads and writes
+  the pieces of the file table holding them) and ``refresh()`` (a full pass: every file
+  stat-ed, only the changed pieces written).
   The one-file figure is the median of ``--samples`` refreshes (default 9),
   each changing another file and each starting, as a learner's edit does, from an index
   last written more than 2 s before and checked since (settled stamps). Beside it, the same
@@ -21,7 +25,10 @@ In one run, each line beside its floor or goal:
 * **first search** in a fresh ``KnowledgeBase`` object: open, verify, score (goal: under 0.5 s);
 * **list_kbs** with this knowledge base, beside ``list_kbs`` with a one-file one (goal: about
   the same, i.e. independent of the size);
-* **peak RSS** of this process after indexing (``ru_maxrss``), beside the RSS before it.
+* **peak RSS** of this process after indexing (``ru_maxrss``), beside the RSS before it;
+* with ``--growth 1000,10000,50000``: for each corpus size, in this same run, the full index
+  and the one-file refresh both ways (median of ``--samples``), each beside the smallest
+  size's, the anchor: the issue's "grows with what changed, not with the corpus".
 
 Everything is written under a temporary folder beside the learner's tutor home
 (``$DEEPTUTOR_HOME``'s parent, ``~`` by default): the file system knowledge bases live on.
@@ -33,6 +40,7 @@ Usage::
     .venv/bin/python benchmarks/kb_refresh.py              # 1,000 files
     .venv/bin/python benchmarks/kb_refresh.py -n 10000     # the issue's 10,000-file row
     .venv/bin/python benchmarks/kb_refresh.py --quick      # 200 files (smoke test)
+    .venv/bin/python benchmarks/kb_refresh.py --growth 1000,10000,50000 --samples 5
 """
 
 from __future__ import annotations
@@ -60,7 +68,7 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-CPU: dict[str, list[float]] = {"full": [], "one": []}  # process CPU seconds, beside the wall
+CPU: dict[str, list[float]] = {"full": [], "one": [], "path": []}  # process CPU seconds
 
 
 def _timed(fn, cpu: str = ""):  # type: ignore[no-untyped-def]
@@ -103,7 +111,12 @@ def main() -> int:
         "--rounds", type=int, default=0, help="full indexes (default 3, 1 above 10,000 files)"
     )
     parser.add_argument("--samples", type=int, default=9, help="one-file refreshes (median)")
+    parser.add_argument(
+        "--growth", default="", help="corpus sizes, e.g. 1000,10000,50000: the growth table only"
+    )
     args = parser.parse_args()
+    if args.growth:
+        return growth([int(n) for n in args.growth.split(",")], args)
     n_files = 200 if args.quick else args.n
     if args.quick:  # a smoke test: every line once, quickly
         args.rounds, args.samples = args.rounds or 1, 2
@@ -150,17 +163,32 @@ def main() -> int:
             seconds, r_one = _timed(kb.refresh, "one")
             ones.append(seconds)
         one = statistics.median(ones)
+        paths_one = []
+        for i in range(args.samples):
+            time.sleep(2.1)
+            kb.refresh()
+            changed = files[(len(files) // 3 + 7 * i) % len(files)]
+            _touch(changed, f"# Changed\n\nnew words about eigenvalues {i}\n")
+            seconds, r_path = _timed(lambda c=changed: kb.refresh(paths=[c]), "path")
+            paths_one.append(seconds)
+        path_one = statistics.median(paths_one)
         # How a refresh grows with what changed: 10 and 100 files (capped at a tenth of the
         # corpus), each a share of the full index of the same corpus, the anchor.
         many: dict[int, float] = {1: one}
+        many_paths: dict[int, float] = {1: path_one}
         for count in (10, 100):
             if count > max(len(files) // 10, 10):
                 continue
-            time.sleep(2.1)
-            kb.refresh()
-            for j in range(count):
-                _touch(files[(3 + 11 * j) % len(files)], f"# Batch\n\nrewritten {count} {j}\n")
-            many[count] = _timed(kb.refresh)[0]
+            for way in ("full", "paths"):
+                time.sleep(2.1)
+                kb.refresh()
+                batch = [files[(3 + 11 * j + (way == "paths")) % len(files)] for j in range(count)]
+                for j, path in enumerate(batch):
+                    _touch(path, f"# Batch\n\nrewritten {way} {count} {j}\n")
+                if way == "full":
+                    many[count] = _timed(kb.refresh)[0]
+                else:
+                    many_paths[count] = _timed(lambda b=batch: kb.refresh(paths=b))[0]
         time.sleep(2.1)
         kb.refresh()
         _touch(corpus / "zz-new.md", "# Added\n\nfresh material about eigenvalues\n")
@@ -193,6 +221,13 @@ def main() -> int:
             (f"refresh, {count} files changed", f"{ms(sec)}  {sec / full:.1%} of full, {sec / count * 1000:.1f} ms a file")
             for count, sec in many.items()
         ),
+        (f"refresh(paths=[file]), one changed, median of {len(paths_one)}", f"{ms(path_one)}  {path_one / full:.2%} of full ({r_path.summary()})"),
+        ("  the same in CPU time", f"{ms(statistics.median(CPU['path']))}  {statistics.median(CPU['path']) / cpu_full:.2%} of the full index's"),
+        *(
+            (f"refresh(paths=...), {count} files changed", f"{ms(sec)}  {sec / full:.2%} of full, {sec / count * 1000:.2f} ms a file, {sec / path_one:.1f}x one")
+            for count, sec in many_paths.items()
+            if count > 1
+        ),
         ("refresh, one added + one removed", f"{ms(add_remove)}  {add_remove / full:.1%} of full ({r_ar.summary()})"),
         ("first search, fresh KnowledgeBase", f"{ms(first_search)}  (goal < 500 ms; {len(hits)} hits)"),
         ("search again (warm), median", ms(again)),
@@ -207,8 +242,59 @@ def main() -> int:
     # Judged against the full index of the same corpus from this run (the anchor), not bm25s.
     ok = one / full < 0.05 and nothing < 1.0 and first_search < 0.5
     print(
-        f"RESULT: refresh of one file {one / full:.1%} of a full index "
-        f"(anchor {full * 1000:.0f} ms): {'PASS' if ok else 'FAIL'}"
+        f"RESULT: refresh of one file {one / full:.1%} of a full index, given its path "
+        f"{path_one / full:.2%} (anchor {full * 1000:.0f} ms): {'PASS' if ok else 'FAIL'}"
+    )
+    return 0
+
+
+def growth(sizes: list[int], args: argparse.Namespace) -> int:
+    """The one-file refresh at each corpus size, beside the smallest size's (the anchor)."""
+    where = args.dir or _beside_home()
+    rows = []
+    for n_files in sizes:
+        with tempfile.TemporaryDirectory(prefix=".deeptutor-kb-growth-", dir=where) as tmp:
+            corpus = Path(tmp) / "corpus"
+            generate_corpus(corpus, n_files)
+            kb = KnowledgeBase(Path(tmp) / "home", "bench", root=Path(tmp))
+            full = _timed(lambda k=kb, c=corpus: k.add_sources([c]))[0]
+            files = sorted(corpus.glob("*.md"))
+            _touch(files[0], "# Warm-up\n\nfirst refresh given a path, not timed\n")
+            kb.refresh(paths=[files[0]])
+            samples: dict[str, list[float]] = {"paths": [], "full": [], "paths CPU": []}
+            for i in range(args.samples):
+                for way in ("paths", "full"):
+                    time.sleep(2.1)  # a learner's edit: the last write settled
+                    kb.refresh()
+                    changed = files[(len(files) // 2 + 7 * i + (way == "full")) % len(files)]
+                    _touch(changed, f"# Changed\n\nnew words about gradient descent {way} {i}\n")
+                    start_cpu = time.process_time()
+                    if way == "paths":
+                        seconds, report = _timed(lambda k=kb, c=changed: k.refresh(paths=[c]))
+                        samples["paths CPU"].append(time.process_time() - start_cpu)
+                    else:
+                        seconds, report = _timed(kb.refresh)
+                    assert report.updated == 1, report.summary()
+                    samples[way].append(seconds)
+            rows.append((n_files, full, *(statistics.median(samples[k]) for k in samples)))
+            print(f"  ({n_files:,} files measured)", flush=True)
+    print(
+        f"kb refresh growth: {', '.join(f'{n:,}' for n in sizes)} files, median of {args.samples}"
+    )
+    anchor = rows[0]
+    for n_files, full, paths, whole, cpu in rows:
+        print(
+            f"  {n_files:>7,} files: full index {full * 1000:9.1f} ms ({full / anchor[1]:5.1f}x);"
+            f" one file, given its path {paths * 1000:6.2f} ms ({paths / anchor[2]:4.2f}x,"
+            f" CPU {cpu * 1000:.2f} ms {cpu / anchor[4]:4.2f}x, {paths / full:.2%} of full);"
+            f" full pass {whole * 1000:7.1f} ms ({whole / anchor[3]:4.1f}x)"
+        )
+    last = rows[-1]
+    ok = last[2] / anchor[2] < 2 and last[4] / anchor[4] < 2
+    print(
+        f"RESULT: one-file refresh given its path at {last[0]:,} files is {last[2] / anchor[2]:.2f}x"
+        f" (CPU {last[4] / anchor[4]:.2f}x) that at {anchor[0]:,} (anchor {anchor[2] * 1000:.2f} ms,"
+        f" this run), for {last[0] / anchor[0]:.0f}x the files (goal < 2x): {'PASS' if ok else 'FAIL'}"
     )
     return 0
 

@@ -141,6 +141,16 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
+def write_new(path: Path, data: bytes) -> None:
+    """Create ``path`` (private; it must not exist yet) holding ``data``, not fsynced: for
+    files named by a write's generation, which a manifest names only after they are whole."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    try:
+        write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
 def fsync_dir(directory: Path) -> None:
     # Makes a rename durable; some filesystems refuse to open a directory, which is fine.
     with contextlib.suppress(OSError):

@@ -35,7 +35,7 @@ MEMORY_USAGE = """\
 KB_USAGE = """\
 ```
 %tutor kb add <name> <folder-or-files>...   index course material (md, txt, py, ipynb, pdf)
-%tutor kb refresh <name>                    re-index what changed
+%tutor kb refresh <name> [path]...          re-index what changed (only these paths, if given)
 %tutor kb list                              the knowledge bases and their sizes
 %tutor kb remove <name>                     delete a knowledge base's index (not the files)
 %tutor --kb <name> <question>               answer with that material, citing it
@@ -89,7 +89,9 @@ def kb_parser() -> MagicArgumentParser:
     add = verbs.add_parser("add")
     add.add_argument("name")
     add.add_argument("paths", nargs="+")
-    verbs.add_parser("refresh").add_argument("name")
+    refresh = verbs.add_parser("refresh")
+    refresh.add_argument("name")
+    refresh.add_argument("paths", nargs="*")
     verbs.add_parser("remove").add_argument("name")
     verbs.add_parser("help")
     return parser
@@ -225,7 +227,7 @@ def kb_command(tutor: KernelTutor, resolved: ResolvedSettings, rest: str) -> Non
             show_markdown(f"Removed the knowledge base **{args.name}** (your files are untouched).")
         elif args.verb in ("add", "refresh"):
             paths = [Path(p).expanduser() for p in getattr(args, "paths", [])]
-            _index(tutor, home, args.name, paths)
+            _index(tutor, home, args.name, paths, refresh=args.verb == "refresh")
         else:
             show_markdown(KB_USAGE)
     except (ValueError, LookupError) as exc:
@@ -235,8 +237,13 @@ def kb_command(tutor: KernelTutor, resolved: ResolvedSettings, rest: str) -> Non
 PROGRESS_INTERVAL = 0.25  # seconds between progress updates: a few a second, whatever the files
 
 
-def _index(tutor: KernelTutor, home: Path, name: str, paths: list[Path]) -> None:
+def _index(
+    tutor: KernelTutor, home: Path, name: str, paths: list[Path], *, refresh: bool = False
+) -> None:
     """Index in a worker thread; a progress bar follows it through thread-safe callbacks.
+
+    ``refresh`` with ``paths``: only those files or folders changed (one that is gone is
+    dropped from the index), so only they are looked at.
 
     Progress is coalesced: the worker reports after every file (50,000 files, 50,000 calls),
     but the bar is updated at most every ``PROGRESS_INTERVAL``. The output carries a text
@@ -252,7 +259,7 @@ def _index(tutor: KernelTutor, home: Path, name: str, paths: list[Path]) -> None
     from deeptutor_jupyter.knowledge import KnowledgeBase
 
     missing = [str(p) for p in paths if not p.exists()]
-    if missing:
+    if missing and not refresh:
         show_markdown(f"⚠ Not found: {', '.join(missing)}")
         return
     kb = KnowledgeBase(home, name)
@@ -286,10 +293,12 @@ def _index(tutor: KernelTutor, home: Path, name: str, paths: list[Path]) -> None
 
     async def run() -> None:
         try:
-            if paths:
-                report: Any = await asyncio.to_thread(kb.add_sources, paths, progress)
+            if refresh:
+                report: Any = await asyncio.to_thread(
+                    lambda: kb.refresh(progress, paths=paths or None)
+                )
             else:
-                report = await asyncio.to_thread(kb.refresh, progress)
+                report = await asyncio.to_thread(kb.add_sources, paths, progress)
         except Exception as exc:
             bar.bar_style = "danger"
             label.value = f"⚠ {html.escape(str(exc))}"

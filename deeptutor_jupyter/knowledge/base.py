@@ -15,19 +15,20 @@ results as a full rebuild of the same files.
 
 from __future__ import annotations
 
+import bisect
 import os
 import shutil
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from deeptutor_jupyter._files import move
-from deeptutor_jupyter.knowledge import bm25, storage
+from deeptutor_jupyter.knowledge import bm25, shards, storage
 from deeptutor_jupyter.knowledge.chunkstore import StoreWriter
-from deeptutor_jupyter.knowledge.discover import MAX_FILE_BYTES, discover
+from deeptutor_jupyter.knowledge.discover import MAX_FILE_BYTES, discover, discover_paths
 from deeptutor_jupyter.knowledge.filetable import FileTable
 from deeptutor_jupyter.knowledge.ingest import IngestError, ingest_file, relative_path
 from deeptutor_jupyter.knowledge.model import (
@@ -60,6 +61,135 @@ class _Previous:
     manifest: dict[str, Any] | None = None
     loaded: storage.Loaded | None = None
     damage: str | None = None
+
+
+@dataclass
+class _Part:
+    """The part of the file table a refresh reads: the pieces holding what it looks at
+    (``keys``), their rows it looks at (``table``) and their other rows (``rest``); the pieces
+    it did not read are read only if every file's row or range moves (``others``)."""
+
+    folder: Path
+    manifest: dict[str, Any] | None  # the previous, verified manifest
+    keys: set[str] = field(default_factory=set)
+    table: FileTable = field(default_factory=FileTable)
+    rest: list[FileTable] = field(default_factory=list)
+    whole: set[str] | None = None  # folders all of whose pieces were read; None: all
+    pieces: dict[str, FileTable] = field(default_factory=dict)
+    # A full pass: the first row of each piece in ``table`` (pieces in key order).
+    starts: list[tuple[int, str]] = field(default_factory=list)
+    _others: list[FileTable] | None = None
+
+    @classmethod
+    def read(
+        cls, folder: Path, loaded: storage.Loaded | None, scope: list[str] | None, rels: list[str]
+    ) -> _Part:
+        """The pieces holding ``rels`` (files found) and anything under ``scope`` (the paths
+        looked at; None: everything), their ranges checked."""
+        if loaded is None:
+            return cls(folder, None)
+        manifest = loaded.manifest
+        every, buckets = manifest["shards"], manifest["buckets"]
+        whole: set[str] | None = None
+        if scope is None:
+            keys = set(every)
+        else:
+            keys = {k for rel in (*scope, *rels) if (k := shards.shard_key(rel, buckets)) in every}
+            for rel in scope:
+                keys.update(shards.keys_under(every, rel))
+            missing = {shards.key_folder(k) for k in every if k not in keys}
+            whole = {shards.key_folder(k) for k in keys} - missing
+        pieces = storage.read_tables(folder, manifest, sorted(keys))
+        table = storage.concat(list(pieces.values())) if pieces else FileTable()
+        storage.check_ranges(folder, manifest, table, whole=scope is None)
+        part = cls(folder, manifest, keys, table, [], whole, pieces)
+        if scope is None:
+            at = 0
+            for key, piece in pieces.items():
+                part.starts.append((at, key))
+                at += len(piece)
+        else:
+            inside = [
+                any(not s or rel == s or rel.startswith(s + "/") for s in scope)
+                for rel in table.path
+            ]
+            part.table = table.take([i for i, yes in enumerate(inside) if yes])
+            part.rest = [table.take([i for i, yes in enumerate(inside) if not yes])]
+        return part
+
+    def others(self) -> list[FileTable]:
+        """The pieces this refresh did not read (once, when every file's row moves)."""
+        if self._others is None:
+            keys = sorted(set(self.manifest["shards"]) - self.keys) if self.manifest else []
+            read = storage.read_tables(self.folder, self.manifest or {}, keys) if keys else {}
+            self._others = list(read.values())
+        return self._others
+
+    def written(
+        self,
+        folder: Path,
+        manifest: dict[str, Any],
+        tables: list[FileTable],
+        *,
+        every: bool = False,
+        build: Build | None = None,
+    ) -> dict[str, Any]:
+        """Write the pieces that changed: ``tables`` (the rows looked at, as they are now) with
+        the rest of their pieces, or with every piece when ``every``. The manifest's keys that
+        say which pieces hold the file table now.
+
+        A full pass in which no file came or went rewrites the pieces of the files read anew
+        from their pieces as read, without regrouping every row."""
+        before = self.manifest["shards"] if self.manifest else {}
+        buckets = dict(self.manifest["buckets"]) if self.manifest else {}
+        if every:
+            grouped = shards.regroup([*tables, *self.rest, *self.others()], buckets)
+            replaced = set(before)
+        elif build is not None and self.starts and _same_files(build, len(self.table)):
+            # Each file read anew replaces its own row in its own piece: the other pieces,
+            # and the other rows of its piece, are as they were.
+            firsts = [at for at, _ in self.starts]
+            grouped = {}
+            for i in build.fresh:
+                at = build.order[i]
+                first, key = self.starts[bisect.bisect_right(firsts, at) - 1]
+                if key not in grouped:
+                    grouped[key] = self.pieces[key].copy()
+                grouped[key].set(at - first, build.table.entry(i))
+            replaced = set(grouped)
+        else:
+            grouped = shards.regroup([*tables, *self.rest], buckets, self.whole)
+            replaced = self.keys
+        # A piece whose rows are all as they were keeps its file.
+        changed = {
+            k: t
+            for k, t in grouped.items()
+            if k not in self.pieces or t.to_json() != self.pieces[k].to_json()
+        }
+        kept = {k: v for k, v in before.items() if k not in replaced or k in grouped}
+        merged = {**kept, **shards.write_pieces(folder, changed, storage.checksum)}
+        merged = {k: v for k, v in merged.items() if k in grouped or k not in replaced}
+        return {
+            "shards": dict(sorted(merged.items())),
+            "buckets": buckets,
+            "n_files": sum(int(v[2]) for v in merged.values()),
+        }
+
+    def remove_old(self, folder: Path, manifest: dict[str, Any]) -> None:
+        """Delete piece files named by neither ``manifest`` nor the previous one."""
+        keep = {v[0] for v in manifest["shards"].values()}
+        keep |= {v[0] for v in (self.manifest or {}).get("shards", {}).values()}
+        storage.remove_old_pieces(folder, keep)
+
+
+def _same_files(build: Build, before: int) -> bool:
+    """No file came or went: the new table is the old one's rows, some read anew."""
+    return len(build.order) == before and all(build.order[i] >= 0 for i in build.fresh)
+
+
+def _had_files(manifest: dict[str, Any]) -> bool:
+    """The manifest (of this version or an older one) lists at least one file."""
+    return bool(manifest.get("n_files") or manifest.get("files"))
 
 
 class KnowledgeBase:
@@ -106,11 +236,26 @@ class KnowledgeBase:
             root = Path(old["root"]) if old else (self._new_root or Path.cwd()).resolve()
             return self._reindex_or_rebuild(previous, sources, root, report, progress)
 
-    def refresh(self, progress: Progress | None = None) -> IndexReport:
-        """Re-scan the remembered sources: new, changed and deleted files are picked up."""
-        return self._refresh(progress)
+    def refresh(
+        self, progress: Progress | None = None, *, paths: list[Path] | None = None
+    ) -> IndexReport:
+        """Bring the index up to date with the sources: new, changed and deleted files.
 
-    def _refresh(self, progress: Progress | None = None, *, rebuild: str = "") -> IndexReport:
+        Without ``paths`` every file of the sources is stat-ed (a change of content does not
+        move its folder's mtime, so nothing less finds every change). ``paths``, files or
+        folders known to have changed (a save, a watcher, ``%tutor kb refresh NAME PATH``):
+        only they are looked at, and only the pieces of the file table that hold them are read
+        and rewritten, so the cost follows what changed, not the size of the knowledge base.
+        """
+        return self._refresh(progress, paths=paths)
+
+    def _refresh(
+        self,
+        progress: Progress | None = None,
+        *,
+        rebuild: str = "",
+        paths: list[Path] | None = None,
+    ) -> IndexReport:
         with storage.write_lock(self.folder):
             previous = self._previous_state()
             if rebuild and previous.damage is None:
@@ -119,8 +264,9 @@ class KnowledgeBase:
             if old is None:
                 raise self._unusable(previous.damage)
             report = _report_for(previous.damage)
+            looked = None if paths is None else [str(Path(p).expanduser().resolve()) for p in paths]
             return self._reindex_or_rebuild(
-                previous, old["sources"], Path(old["root"]), report, progress
+                previous, old["sources"], Path(old["root"]), report, progress, looked
             )
 
     def _files_on_disk(self) -> list[str]:
@@ -136,10 +282,11 @@ class KnowledgeBase:
         root: Path,
         report: IndexReport,
         progress: Progress | None,
+        paths: list[str] | None = None,
     ) -> IndexReport:
         errors = list(report.errors)
         try:
-            return self._reindex(previous, sources, root, report, progress)
+            return self._reindex(previous, sources, root, report, progress, paths)
         except storage.CorruptIndex as exc:
             if previous.loaded is None:
                 raise
@@ -155,9 +302,11 @@ class KnowledgeBase:
         if not self._files_on_disk():
             return _Previous()
         try:
-            # Checked, not opened: a refresh with nothing changed reads no index array.
-            loaded = storage.load_verified(self.folder, TOKENIZER_VERSION, open_index=False)
-            storage.check_ranges(self.folder, loaded.manifest)
+            # Checked, not opened: a refresh with nothing changed reads no index array, and
+            # only the pieces of the file table it looks at (their ranges are checked then).
+            loaded = storage.load_verified(
+                self.folder, TOKENIZER_VERSION, open_index=False, tables=False
+            )
         except storage.CorruptIndex as exc:
             try:
                 manifest: dict[str, Any] | None = storage.read_manifest(self.folder)
@@ -185,33 +334,45 @@ class KnowledgeBase:
         root: Path,
         report: IndexReport,
         progress: Progress | None,
+        paths: list[str] | None = None,
     ) -> IndexReport:
         old = previous.manifest
-        files = discover(sources, report.errors)
-        if report.rebuilt_from_corruption and old and len(old["files"]) and not files:
+        loaded = previous.loaded
+        prefix = str(root).rstrip("/") + "/"
+        cut = len(prefix)
+
+        def rel_of(name: str) -> str:
+            # Plain strings until a file has to be opened: 50,000 Path objects cost more than
+            # the stat calls of a refresh with nothing changed.
+            if name.startswith(prefix):
+                return name[cut:]
+            return "" if name == str(root) else relative_path(Path(name), root)
+
+        if paths is not None and loaded is not None:
+            files, looked = discover_paths(sources, paths, report.errors)
+            scope: list[str] | None = [rel_of(p) for p in looked]
+        else:
+            files, scope = discover(sources, report.errors), None
+        if report.rebuilt_from_corruption and old and _had_files(old) and not files:
             raise KnowledgeIndexError(
                 f"The index of {self.name!r} is damaged and cannot be rebuilt: none of its "
                 f"sources exist any more ({', '.join(sources)}). Remove it with "
                 f"%tutor kb remove {self.name}"
             )
-        loaded = previous.loaded
-        old_table: FileTable = loaded.manifest["files"] if loaded else FileTable()
+        part = _Part.read(self.folder, loaded, scope, [rel_of(n) for n in files])
+        old_table = part.table
         writer = StoreWriter(self.folder, loaded.manifest if loaded else None)
         vocab = _LazyVocabulary(self.folder, loaded.manifest if loaded else None)
         build = Build()
         total = sum(st.st_size for st in files.values()) if progress else 0  # progress only
-        prefix = str(root).rstrip("/") + "/"
         done = 0
         if progress:
             progress(0, total, "")
         where, sizes, mtimes = old_table.rows_by_path().get, old_table.size, old_table.mtime_ns
         order, fresh = build.order, build.fresh
-        cut = len(prefix)
         try:
             for name, st in files.items():
-                # Plain strings until a file has to be opened: 50,000 Path objects cost more
-                # than the stat calls of a refresh with nothing changed.
-                rel = name[cut:] if name.startswith(prefix) else relative_path(Path(name), root)
+                rel = rel_of(name)
                 at = where(rel)
                 if at is not None and mtimes[at] == st.st_mtime_ns and sizes[at] == st.st_size:
                     order.append(at)  # the common case, inline: same stamp, row and chunks
@@ -228,15 +389,18 @@ class KnowledgeBase:
                     progress(done, total, rel)
             build.settle(old_table)
             report.removed = len(old_table) - (len(order) - report.added)
-            report.unchanged = len(order) - report.added - report.updated
+            before = int(loaded.manifest["n_files"]) if loaded else 0
+            files_after = before - len(old_table) + len(order)
+            report.unchanged = files_after - report.added - report.updated
             old_chunks = int(loaded.manifest["chunks"]) if loaded else 0
             report.chunks = build.chunks(old_chunks)
             if report.changed or old is None or old.get("sources") != sources:
-                self._write(old, previous, sources, root, build, writer, vocab)
+                self._write(old, previous, sources, root, build, writer, vocab, part)
             elif loaded is not None:
-                self._remember_stamps(loaded.manifest, build)
+                self._remember_stamps(loaded.manifest, build, part)
         finally:
             writer.close()
+            vocab.release()
         return report
 
     def _index_file(
@@ -304,14 +468,17 @@ class KnowledgeBase:
             b"".join(lines)
         )
 
-    def _remember_stamps(self, manifest: dict[str, Any], build: Build) -> None:
+    def _remember_stamps(self, manifest: dict[str, Any], build: Build, part: _Part) -> None:
         """Nothing changed: record touched-but-identical files' new stamps, and the stamps of
         index files and store just verified, so the next open need not hash them again."""
         settled = storage.settled_stamps(self.folder, manifest)
         if not build.stamps_moved and settled == manifest.get("stamps", {}):
             return  # nothing to record: leave the manifest alone
-        manifest = {**manifest, "files": build.table, "stamps": settled}
+        manifest = {**manifest, "stamps": settled}
+        if build.stamps_moved:
+            manifest.update(part.written(self.folder, manifest, [build.table], build=build))
         storage.write_manifest(self.folder, manifest, sources_changed=False)
+        part.remove_old(self.folder, manifest)
 
     def _write(
         self,
@@ -322,15 +489,23 @@ class KnowledgeBase:
         build: Build,
         writer: StoreWriter,
         lazy_vocab: _LazyVocabulary,
+        part: _Part,
     ) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        store = writer.finish(build.table)
-        n_docs = build.chunks(int(previous.loaded.manifest["chunks"]) if previous.loaded else 0)
+        store = writer.finish()
+        before = previous.loaded.manifest if previous.loaded else None
+        live = (int(before["store_live"]) if before else 0) - build.dropped_bytes
+        live += writer.appended
+        n_docs = build.chunks(int(before["chunks"]) if before else 0)
         index_files: dict[str, str] = {}
         rows = 0
+        every_file = False  # every file's row or range moved: every piece is rewritten
         if n_docs:
             vocab = lazy_vocab.get()
-            arrays, keep, rows = index_arrays(build, previous.loaded, vocab)
+            arrays, keep, rows, rebuilt = index_arrays(
+                build, previous.loaded, vocab, lambda: [*part.rest, *part.others()]
+            )
+            every_file = rebuilt is not None
             # A vocabulary that did not grow is carried over like the base, not rewritten.
             kept_vocab = lazy_vocab.unchanged_file()
             if kept_vocab is not None:
@@ -340,7 +515,10 @@ class KnowledgeBase:
             lazy_vocab.written(index_files)
         else:
             shutil.rmtree(self.folder / storage.INDEX_DIR, ignore_errors=True)
-        manifest = {
+        if writer.mostly_dead(live):
+            writer.compact([build.table, *part.rest, *part.others()])
+            store, live, every_file = writer.name, writer.size, True
+        manifest: dict[str, Any] = {
             "name": self.name,
             "root": str(root),
             "sources": sources,
@@ -351,21 +529,27 @@ class KnowledgeBase:
             "rows": rows,
             "store": store,
             "store_size": writer.size,
+            "store_live": live,
             "blocks": writer.blocks,
             "index_files": index_files,
             # Files this write did not touch, checked by this run and settled (the base
             # segment, an unchanged store): the next open need not hash them.
             "stamps": {},
-            "files": build.table,
+            "shards": {},
+            "buckets": {},
         }
+        manifest.update(
+            part.written(self.folder, manifest, [build.table], every=every_file, build=build)
+        )
         if previous.loaded is not None:
             manifest["stamps"] = storage.settled_stamps(self.folder, manifest)
         same = old is not None and (old.get("sources"), old.get("root")) == (sources, str(root))
         storage.write_manifest(self.folder, manifest, sources_changed=not same)
-        previous_store = (previous.loaded.manifest.get("store") if previous.loaded else None) or ""
+        previous_store = (before.get("store") if before else None) or ""
         storage.remove_old_stores(self.folder, {store, previous_store})
-        before = previous.loaded.manifest.get("index_files") if previous.loaded else None
-        storage.remove_old_index_files(self.folder, {*index_files, *(before or {})})
+        old_files = before.get("index_files") if before else None
+        storage.remove_old_index_files(self.folder, {*index_files, *(old_files or {})})
+        part.remove_old(self.folder, manifest)
         self._cache = None
 
     # --- reading --------------------------------------------------------------------------------
@@ -454,7 +638,7 @@ class KnowledgeBase:
             "name": self.name,
             "root": manifest["root"],
             "sources": list(manifest["sources"]),
-            "files": len(manifest["files"]),
+            "files": manifest["n_files"],
             "chunks": manifest["chunks"],
             "updated_at": manifest.get("updated_at"),
         }
@@ -470,8 +654,10 @@ class _LazyVocabulary:
 
     The last one written or read for each knowledge base is kept in the process, keyed by
     its file's name and checksum (the name carries the write's generation), so a kernel that
-    refreshes again copies a dict instead of building one from the file: at 50,000 files that
-    is ~10 ms of a refresh.
+    refreshes again uses it instead of building one from the file: at 50,000 files that is
+    ~10 ms of a refresh. It is used in place, not copied (a copy, and freeing the one it
+    replaces, cost as much again): a refresh that does not write it takes back the terms it
+    added (``release``), so the kept one is always the one on disk.
     """
 
     def __init__(self, folder: Path, manifest: dict[str, Any] | None) -> None:
@@ -494,7 +680,7 @@ class _LazyVocabulary:
             if key is None:
                 self._vocab = Vocabulary()
             elif kept is not None and kept[0] == key:
-                self._vocab = kept[1].copy()
+                self._vocab = kept[1]
             else:
                 self._vocab = Vocabulary(storage.load_vocab(self.folder, self.manifest or {}))
             self._read = len(self._vocab) if key is not None else -1
@@ -514,6 +700,16 @@ class _LazyVocabulary:
         file = storage.index_names({"index_files": index_files}).get(bm25.VOCAB)
         if file is not None:
             _VOCABULARIES[self.folder] = ((file, index_files[file]), self._vocab)
+            self._read = len(self._vocab)  # what is on disk now: nothing to take back
+
+    def release(self) -> None:
+        """Take back the terms this refresh added to a kept vocabulary it did not write."""
+        vocab = self._vocab
+        if vocab is None or self._read < 0 or len(vocab) == self._read:
+            return
+        added = len(vocab) - self._read
+        for term in [t for _, t in zip(range(added), reversed(vocab), strict=False)]:
+            del vocab[term]
 
 
 _VOCABULARIES: dict[Path, tuple[tuple[str, str], Vocabulary]] = {}

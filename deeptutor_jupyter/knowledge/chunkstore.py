@@ -22,6 +22,7 @@ class StoreWriter:
         self.old_name: str | None = manifest.get("store") if manifest else None
         self.name = self.old_name or storage.new_store_name()
         self.size = 0
+        self.appended = 0  # bytes appended by this writer
         self._fh: Any = None
         # [start, end, checksum] of each batch of appends: a refresh checks the store with a
         # few hashes instead of one per file.
@@ -48,12 +49,13 @@ class StoreWriter:
         offset = self.size
         fh.write(data)
         self.size += len(data)
+        self.appended += len(data)
         assert self._block is not None
         self._block[1].update(data)
         return {"offset": offset, "length": len(data), "digest": storage.checksum(data)}
 
-    def finish(self, table: FileTable) -> str:
-        """Flush; compact into a new generation when the store is mostly dead.
+    def finish(self) -> str:
+        """Flush; the store's name.
 
         The appended chunks are not fsynced, like the index files: the store is derived from
         the sources, and a crash that loses them leaves ranges that fail their checksums, so
@@ -65,23 +67,27 @@ class StoreWriter:
         if self._block is not None and self.size > self._block[0]:
             self.blocks.append([self._block[0], self.size, self._block[1].hexdigest()])
             self._block = None
-        if self.size > 2 * sum(table.length) + (1 << 16):
-            self._compact(table)
         return self.name
 
-    def _compact(self, table: FileTable) -> None:
+    def mostly_dead(self, live: int) -> bool:
+        """Less than half of the store is named by a file (``live`` bytes): compact it."""
+        return self.size > 2 * live + (1 << 16)
+
+    def compact(self, tables: list[FileTable]) -> None:
+        """Copy the ranges of every file (``tables``) into a new generation of the store."""
         fresh = storage.new_store_name()
         offset = 0
         digest = storage.new_checksum()
         private_file(self.folder / fresh)
         with (self.folder / self.name).open("rb") as src, (self.folder / fresh).open("wb") as dst:
-            for i, (start, length) in enumerate(zip(table.offset, table.length, strict=True)):
-                src.seek(start)
-                data = src.read(length)
-                dst.write(data)
-                digest.update(data)
-                table.offset[i] = offset
-                offset += length
+            for table in tables:
+                for i, (start, length) in enumerate(zip(table.offset, table.length, strict=True)):
+                    src.seek(start)
+                    data = src.read(length)
+                    dst.write(data)
+                    digest.update(data)
+                    table.offset[i] = offset
+                    offset += length
             dst.flush()
         self.close()
         self.name, self.size = fresh, offset

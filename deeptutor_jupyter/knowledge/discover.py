@@ -9,7 +9,7 @@ from pathlib import Path
 
 from deeptutor_jupyter.knowledge.ingest import SUPPORTED_SUFFIXES
 
-__all__ = ["MAX_FILE_BYTES", "discover"]
+__all__ = ["MAX_FILE_BYTES", "discover", "discover_paths"]
 
 # Folders never worth indexing: VCS data, caches, checkpoints (names starting with "." too).
 _SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
@@ -49,6 +49,60 @@ def discover(sources: list[str], errors: list[str]) -> dict[str, os.stat_result]
             errors.append(f"{source}: not found")
     errors += skipped
     return found
+
+
+def discover_paths(
+    sources: list[str], paths: list[str], errors: list[str]
+) -> tuple[dict[str, os.stat_result], list[str]]:
+    """``discover`` of only ``paths`` (absolute, resolved), files or folders that changed:
+    (what is found, the paths looked at, each inside a source).
+
+    The same rules as the whole walk: a path is looked at only inside a source folder (or when
+    it is a source file), never below a hidden or skipped folder; a folder is walked; a file
+    that is gone is simply not found (the caller drops what it had there). A path in no source
+    is named in ``errors``.
+    """
+    found: dict[str, os.stat_result] = {}
+    skipped: list[str] = []
+    looked: list[str] = []
+    for path in paths:
+        top = _source_of(path, sources)
+        if top is None:
+            errors.append(f"{path}: not inside a source of this knowledge base")
+            continue
+        looked.append(path)
+        if path != top:
+            parts = path[len(top) :].strip("/").split("/")
+            if any(p[:1] == "." or p in _SKIPPED_DIRS for p in parts[:-1]) or parts[-1][:1] == ".":
+                continue
+        if os.path.isdir(path) and not os.path.islink(path):
+            if path == top or parts[-1] not in _SKIPPED_DIRS:
+                _walk(path, top, found, skipped)
+            continue
+        if os.path.splitext(path)[1].lower() not in SUPPORTED_SUFFIXES:
+            continue
+        try:
+            st = os.stat(path, follow_symlinks=False)
+        except OSError:
+            continue  # gone: not found
+        if stat.S_ISLNK(st.st_mode):
+            if path == top:
+                _add(os.path.realpath(path), os.stat(path), found, skipped)
+            else:
+                _add_link(path, top, found, skipped)
+        elif stat.S_ISREG(st.st_mode):
+            _add(path, st, found, skipped)
+    errors += skipped
+    return found, looked
+
+
+def _source_of(path: str, sources: list[str]) -> str | None:
+    """The resolved source that ``path`` is or lies in, or None."""
+    for source in sources:
+        top = os.path.realpath(source)
+        if path == top or path.startswith(top.rstrip("/") + "/"):
+            return top
+    return None
 
 
 def _add(

@@ -10,6 +10,7 @@ every file; only a new base walks them all, as it rewrites them all.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +45,7 @@ class Build:
     ids: array[int] = field(default_factory=lambda: array("i"))
     doc_lengths: array[int] = field(default_factory=lambda: array("q"))
     stamps_moved: bool = False
+    dropped_bytes: int = 0
 
     def settle(self, old: FileTable) -> None:
         """Assemble ``table`` from the previous one and what was read now; list the previous
@@ -70,29 +72,18 @@ class Build:
             table.path[i] = entry["path"]
         self.table = table
         self.dropped = [(int(old.row[p]), int(old.chunks[p])) for p in (*gone, *self.replaced)]
+        # Bytes of the chunk store no longer named by any file: when to compact it.
+        self.dropped_bytes = sum(int(old.length[p]) for p in (*gone, *self.replaced))
 
     def chunks(self, before: int) -> int:
         """Live chunks once built, from ``before`` (the previous index's count)."""
         gone = sum(rows for _, rows in self.dropped)
         return before - gone + sum(n for _, n in self.new.values())
 
-    def segments(self) -> list[tuple[str, int, int, int]]:
-        """(kind, first, rows, table row) of every file with chunks, in the files' order: "old"
-        with the file's first row in the previous index, "new" with its first new doc."""
-        out = []
-        table = self.table
-        for i, chunks in enumerate(table.chunks):
-            made = self.new.get(i)
-            if made is not None:
-                if made[1]:
-                    out.append(("new", made[0], made[1], i))
-            elif chunks:
-                out.append(("old", int(table.row[i]), int(chunks), i))
-        return out
-
 
 _INT32_KEYS = 2**31  # (doc, term) keys below this are sorted as int32
-_BATCH_TOKENS = 1 << 21  # new docs are counted this many tokens at a time, to bound memory
+_BATCH_TOKENS = 1 << 18  # new docs are counted this many tokens at a time: each batch is
+# sorted, and a sort of a bounded size (in cache) keeps counting linear in the tokens
 
 
 def _new_docs(build: Build, vocab: Vocabulary) -> tuple[Any, Any, Any]:
@@ -152,35 +143,44 @@ def _gather(
 
 
 def index_arrays(
-    build: Build, loaded: storage.Loaded | None, vocab: Vocabulary
-) -> tuple[dict[str, Any], dict[str, str], int]:
-    """(arrays to write, base files to carry over with their checksums, row count).
+    build: Build,
+    loaded: storage.Loaded | None,
+    vocab: Vocabulary,
+    others: Callable[[], list[FileTable]],
+) -> tuple[dict[str, Any], dict[str, str], int, list[FileTable] | None]:
+    """(arrays to write, base files to carry over with their checksums, row count, and the
+    tables of every other file when the base was rebuilt, else None).
 
-    Sets each file's ``row`` in ``build.table``. The base is kept when what changed since it
-    was built (its dead rows plus the delta) stays under ``REBUILD_SHARE`` of it; otherwise
-    every live row goes into a new base, in the files' order.
+    Sets the ``row`` of each file tokenised now in ``build.table``. The base is kept when what
+    changed since it was built (its dead rows plus the delta) stays under ``REBUILD_SHARE`` of
+    it: the new docs are appended to the delta, whose rows never move, so no other file's row
+    changes. Otherwise every live row goes into a new base, and ``others()`` (the files of the
+    pieces of the table not read by this refresh) get new rows too.
     """
     import numpy as np
 
     new = _new_docs(build, vocab)
     has_index = loaded is not None and int(loaded.manifest["chunks"]) > 0
-    first_delta = 0
+    first_delta = rows_before = 0
     empty = (np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))
     base_doc: tuple[Any, ...] = empty
     delta_doc: tuple[Any, ...] = empty
+    dead = delta_dl = np.zeros(0, dtype=np.int64)  # dead: the dead rows' numbers, sorted
     if loaded is not None and has_index:
         # Only the arrays a refresh reads, memory-mapped, each opened once: the term-major
         # postings a search uses are never opened here.
-        *doc, base_df, dead_before, dl_before = storage.load_arrays(
+        *doc, delta_dl, dead_before = storage.load_arrays(
             loaded.folder,
             loaded.manifest,
-            (*BASE_DOC, *DELTA_DOC, "base_df", "dead", "dl"),
+            (*BASE_DOC, *DELTA_DOC, "delta_dl", "dead_rows"),
         )
         base_doc, delta_doc = tuple(doc[:3]), tuple(doc[3:])
-        first_delta = len(dead_before)
+        first_delta = len(base_doc[0]) - 1
         rows_before = first_delta + len(delta_doc[0]) - 1
-        if len(dl_before) != rows_before or rows_before != loaded.manifest.get("rows"):
+        if len(delta_dl) != rows_before - first_delta or rows_before != loaded.manifest.get("rows"):
             raise storage.CorruptIndex("the index and the manifest hold different numbers of rows")
+        dropped = [np.arange(row, row + rows) for row, rows in build.dropped if rows]
+        dead = np.union1d(np.asarray(dead_before, dtype=np.int64), np.concatenate([dead, *dropped]))
 
     def source(kind: str, first: int) -> tuple[tuple[Any, ...], int]:
         if kind == "new":
@@ -190,95 +190,109 @@ def index_arrays(
         return delta_doc, first - first_delta
 
     n_vocab = len(vocab)
-    dead, delta, moved = np.zeros(0, dtype=bool), [], 0
-    if loaded is not None and has_index:
-        dead = np.array(dead_before, dtype=bool)
-        for row, rows in build.dropped:
-            if rows and row < first_delta:
-                dead[row : row + rows] = True
-        # Files kept from the previous delta, in row order, then the new ones: the delta.
-        at = int(np.searchsorted(loaded.starts, first_delta))
-        owners = [int(p) for p in loaded.owners[at:]]
-        if owners and not build.in_order:
-            moved_to = {p: i for i, p in enumerate(build.order) if p >= 0}
-        kept_delta = []
-        for owner in owners:
-            i = owner if build.in_order else moved_to.get(owner)
-            if i is not None and i not in build.new:
-                kept_delta.append(
-                    ("old", int(loaded.table.row[owner]), int(build.table.chunks[i]), i)
-                )
-        delta = kept_delta + [("new", f, n, i) for i, (f, n) in build.new.items() if n]
-        moved = sum(n for _, _, n, _ in delta)
-    if not has_index or int(dead.sum()) + moved > bm25.REBUILD_SHARE * first_delta:
-        segments = build.segments()
-        row = 0
-        new_rows = build.table.row
-        for _, _, rows, i in segments:
+    n_new = len(new[0]) - 1
+    delta_rows = rows_before - first_delta + n_new
+    dead_in_base = int(np.searchsorted(dead, first_delta))
+    if has_index and dead_in_base + delta_rows <= bm25.REBUILD_SHARE * first_delta:
+        assert loaded is not None
+        kept = _keep_base(build, loaded, new, (base_doc, delta_doc), (dead, delta_dl), n_vocab)
+        return (*kept, None)
+    rest = others() if has_index else []
+    segments: list[tuple[str, int, int]] = []
+    row = 0
+    for table in (build.table, *rest):
+        new_rows, made = table.row, build.new if table is build.table else {}
+        for i, chunks in enumerate(table.chunks):
+            fresh = made.get(i)
+            if fresh is not None:
+                if fresh[1]:
+                    segments.append(("new", fresh[0], fresh[1]))
+            elif chunks:
+                segments.append(("old", int(new_rows[i]), int(chunks)))
+            else:
+                continue
             new_rows[i] = row
-            row += rows
-        # Slices never run across the base's end into the delta: they come from other arrays.
-        merged = _coalesce([(k, f, n) for k, f, n, _ in segments], first_delta)
-        ptr, terms, tfs = _gather([(*source(k, f), n) for k, f, n in merged])
-        indptr, rows_by_term, tfs_by_term = bm25.postings(ptr, terms, tfs, n_vocab)
-        df = np.bincount(terms, minlength=n_vocab).astype(np.int32)
-        arrays = {
-            "base_indptr": indptr,
-            "base_rows": rows_by_term,
-            "base_tfs": tfs_by_term,
-            "base_doc_ptr": ptr,
-            "base_doc_terms": terms,
-            "base_doc_tfs": tfs,
-            "base_df": df,
-            **dict(zip(DELTA_DOC, empty, strict=True)),
-            "dead": np.zeros(row, dtype=bool),
-            "dl": bm25.lengths(ptr, tfs),
-            "df": df,
-        }
-        return arrays, {}, row
-    # Keep the base: only the delta, the dead mask and the statistics are written.
-    assert loaded is not None
-    row = first_delta
-    for _, _, rows, i in delta:
+            row += int(chunks)
+    # Slices never run across the base's end into the delta: they come from other arrays.
+    merged = _coalesce(segments, first_delta)
+    ptr, terms, tfs = _gather([(*source(k, f), n) for k, f, n in merged])
+    indptr, rows_by_term, tfs_by_term = bm25.postings(ptr, terms, tfs, n_vocab)
+    arrays = {
+        "base_indptr": indptr,
+        "base_rows": rows_by_term,
+        "base_tfs": tfs_by_term,
+        "base_dl": bm25.lengths(ptr, tfs),
+        "base_df": np.bincount(terms, minlength=n_vocab).astype(np.int32),
+        "base_doc_ptr": ptr,
+        "base_doc_terms": terms,
+        "base_doc_tfs": tfs,
+        **dict(zip(DELTA_DOC, empty, strict=True)),
+        "delta_dl": np.zeros(0, np.int32),
+        "dead_rows": np.zeros(0, np.int64),
+        "df_terms": np.zeros(0, np.int32),
+        "df_change": np.zeros(0, np.int32),
+    }
+    return arrays, {}, row, list(rest)
+
+
+def _keep_base(
+    build: Build,
+    loaded: storage.Loaded,
+    new: tuple[Any, Any, Any],
+    docs: tuple[tuple[Any, ...], tuple[Any, ...]],
+    stats: tuple[Any, Any],
+    n_vocab: int,
+) -> tuple[dict[str, Any], dict[str, str], int]:
+    """The delta with the new docs appended, the dead rows, and the terms whose df moved
+    since the base was built: all sized by what changed since then, none by the base."""
+    import numpy as np
+
+    (base_ptr, base_terms, _), delta_doc = docs
+    dead, delta_dl = stats
+    first_delta = len(base_ptr) - 1
+    row = first_delta + len(delta_doc[0]) - 1
+    for i, (_, n) in build.new.items():
         build.table.row[i] = row
-        row += rows
-    # The kept delta is in row order and the new docs in theirs: a few slices, not one a file.
-    merged = _coalesce([(k, f, n) for k, f, n, _ in delta], first_delta)
-    delta_parts = [(*source(k, f), n) for k, f, n in merged]
-    live = first_delta - int(dead.sum()) + row - first_delta
-    if live != build.chunks(int(loaded.manifest["chunks"])):
+        row += n
+    if row - len(dead) != build.chunks(int(loaded.manifest["chunks"])):
         raise storage.CorruptIndex("the index's dead rows disagree with the manifest")
-    d_ptr, d_terms, d_tfs = _gather(delta_parts)
-    base_ptr, base_terms = base_doc[0], base_doc[1]
-    dead_terms = [
-        np.asarray(base_terms[int(base_ptr[a]) : int(base_ptr[b])]) for a, b in _runs(dead)
-    ]
-    df = np.zeros(n_vocab, dtype=np.int64)
-    df[: len(base_df)] += base_df
-    if dead_terms:
-        df -= np.bincount(np.concatenate(dead_terms), minlength=n_vocab)
-    df += np.bincount(d_terms, minlength=n_vocab)
-    dl = np.concatenate([np.asarray(dl_before[:first_delta]), bm25.lengths(d_ptr, d_tfs)])
-    dl[:first_delta][dead] = 0
+    d_ptr, d_terms, d_tfs = _gather(
+        [(delta_doc, 0, len(delta_doc[0]) - 1), (new, 0, len(new[0]) - 1)]
+    )
+    # df moves by the live delta's terms, less the terms of the base's dead rows.
+    dead_delta = np.zeros(len(d_ptr) - 1, dtype=bool)
+    dead_delta[dead[dead >= first_delta] - first_delta] = True
+    live_delta = np.repeat(~dead_delta, np.diff(d_ptr))
+    change = np.bincount(d_terms[live_delta], minlength=n_vocab)
+    runs = _runs_of(dead[dead < first_delta])
+    if runs:
+        gone = [np.asarray(base_terms[int(base_ptr[a]) : int(base_ptr[b])]) for a, b in runs]
+        change -= np.bincount(np.concatenate(gone), minlength=n_vocab)
+    moved = np.flatnonzero(change).astype(np.int32)
     arrays = {
         "delta_doc_ptr": d_ptr,
         "delta_doc_terms": d_terms,
         "delta_doc_tfs": d_tfs,
-        "dead": dead,
-        "dl": dl.astype(np.int32),
-        "df": df.astype(np.int32),
+        "delta_dl": np.concatenate([np.asarray(delta_dl), bm25.lengths(new[0], new[2])]),
+        "dead_rows": dead,
+        "df_terms": moved,
+        "df_change": change[moved].astype(np.int32),
     }
     files = storage.index_names(loaded.manifest)
     keep = {files[g]: loaded.manifest["index_files"][files[g]] for g in ("base", "basedoc")}
     return arrays, keep, row
 
 
-def _runs(mask: Any) -> list[tuple[int, int]]:
-    """(start, end) of each run of True in a boolean array."""
+def _runs_of(rows: Any) -> list[tuple[int, int]]:
+    """(start, end) of each run of consecutive numbers in sorted ``rows``."""
     import numpy as np
 
-    edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.astype(np.int8), [0]))))
-    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+    if not len(rows):
+        return []
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    starts = np.concatenate(([0], breaks))
+    ends = np.concatenate((breaks, [len(rows)]))
+    return [(int(rows[a]), int(rows[b - 1]) + 1) for a, b in zip(starts, ends, strict=True)]
 
 
 def _coalesce(segments: list[tuple[str, int, int]], boundary: int) -> list[tuple[str, int, int]]:

@@ -2,8 +2,12 @@
 
 Layout of ``$DEEPTUTOR_HOME/kb/<name>/``::
 
-    manifest.json          sources, root, checksums, and the file table (per-file stamps,
-                           hashes and chunk ranges, by column: ``knowledge/filetable.py``)
+    manifest.json          sources, root, checksums, and which pieces hold the file table
+    tables/                the file table (per-file stamps, hashes and chunk ranges, by
+                           column: ``knowledge/filetable.py``) in pieces of one folder, or of
+                           a bucket of a big one (``knowledge/shards.py``), each named by the
+                           write that made it: a refresh of a few paths reads and writes
+                           only their pieces
     chunks-<gen>.jsonl     the chunk store: one Chunk per line, append-only
     index/                 term counts by row and by term, in a base and a delta segment,
                            and the vocabulary (``knowledge/bm25.py``), so a refresh
@@ -18,14 +22,15 @@ appends the chunks of changed files to the store and leaves the rest where they 
 less than half of the store is live it is copied, range by range, into a new generation.
 
 Write order: the chunk store is appended to (bytes past the old manifest's ranges are never
-read by anyone), the index files that changed are written under new names beside the ones
-they replace, and manifest.json is replaced atomically, last. Only then are files named by
-neither this manifest nor the one before it deleted, so a reader still holding the previous
-manifest finds every file it names. The manifest carries the checksum (BLAKE2b) of every
-index file and of every file's chunk range, so a write cut short by a crash, a truncated file
-or a hand edit shows up as a checksum mismatch, and the index is rebuilt instead of used. Index
-files are checked when the index is opened; a chunk range when its chunks are read (a search
-hit), so opening a big knowledge base does not hash every chunk.
+read by anyone), the index files and pieces of the file table that changed are written under
+new names beside the ones they replace, and manifest.json is replaced atomically, last. Only
+then are files named by neither this manifest nor the one before it deleted, so a reader still
+holding the previous manifest finds every file it names. The manifest carries the checksum
+(BLAKE2b) of every index file and piece of the table, which carry that of every file's chunk
+range, so a write cut short by a crash, a truncated file or a hand edit shows up as a checksum
+mismatch, and the index is rebuilt instead of used. Index files are checked when the index is
+opened; a chunk range when its chunks are read (a search hit), so opening a big knowledge base
+does not hash every chunk.
 
 numpy is imported inside the functions that need it, never at module import.
 """
@@ -50,18 +55,18 @@ import orjson
 
 from deeptutor_jupyter._files import (
     DIR_MODE,
-    FILE_MODE,
     atomic_write_bytes,
     locked,
-    write_all,
+    write_new,
 )
 from deeptutor_jupyter.errors import DeepTutorError
-from deeptutor_jupyter.knowledge.filetable import FileTable, TableError
+from deeptutor_jupyter.knowledge import shards
+from deeptutor_jupyter.knowledge.filetable import COLUMNS, FileTable
 from deeptutor_jupyter.knowledge.model import Chunk
 
 MANIFEST = "manifest.json"
 INDEX_DIR = "index"
-MANIFEST_VERSION = 3  # 3: index arrays in files of arrays named by generation
+MANIFEST_VERSION = 4  # 3: index arrays in files named by generation; 4: the table in pieces
 STORE_PREFIX = "chunks-"
 # The arrays only a refresh reads: a search leaves their checksum to it.
 DOC_ARRAYS = ("basedoc",)
@@ -196,17 +201,43 @@ def read_manifest(folder: Path) -> dict[str, Any]:
         raise CorruptIndex(f"manifest.json cannot be read ({exc})") from exc
     if not isinstance(data, dict):
         raise CorruptIndex("manifest.json has an unknown format")
-    for key, kind in (("sources", list), ("files", dict), ("root", str), ("chunks", int)):
-        if not isinstance(data.get(key), kind):
-            raise CorruptIndex(f"manifest.json: {key!r} is missing or malformed")
+    _check_keys(data, {"sources": list, "root": str, "chunks": int})
     if data.get("version") != MANIFEST_VERSION:
         # Sources and root are still good: the caller re-reads every file into the new format.
         raise CorruptIndex(OLDER_VERSION)
-    try:
-        data["files"] = FileTable.from_json(data["files"])
-    except TableError as exc:
-        raise CorruptIndex(f"manifest.json: {exc}") from exc
+    _check_keys(data, {"shards": dict, "buckets": dict, "n_files": int, "store_live": int})
+    for entry in data["shards"].values():
+        if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str)):
+            raise CorruptIndex("manifest.json: a piece of the file table is malformed")
+    if not all(isinstance(n, int) and n > 0 for n in data["buckets"].values()):
+        raise CorruptIndex("manifest.json: 'buckets' is malformed")
     return data
+
+
+def _check_keys(data: dict[str, Any], kinds: dict[str, type]) -> None:
+    for key, kind in kinds.items():
+        if not isinstance(data.get(key), kind):
+            raise CorruptIndex(f"manifest.json: {key!r} is missing or malformed")
+
+
+def read_tables(folder: Path, manifest: dict[str, Any], keys: Any) -> dict[str, FileTable]:
+    """Pieces of the file table (``knowledge/shards.py``), checked; CorruptIndex otherwise."""
+    try:
+        return shards.read_pieces(folder, manifest, keys, checksum)
+    except (ValueError, KeyError) as exc:
+        raise CorruptIndex(f"the file table: {exc}") from exc
+
+
+def whole_table(folder: Path, manifest: dict[str, Any]) -> FileTable:
+    """Every piece of the file table as one table, in key order (a search, a full check)."""
+    pieces = read_tables(folder, manifest, sorted(manifest["shards"]))
+    return concat(list(pieces.values()))
+
+
+def concat(tables: list[FileTable]) -> FileTable:
+    if len(tables) == 1:
+        return tables[0]
+    return FileTable({n: [v for t in tables for v in getattr(t, n)] for n in COLUMNS})
 
 
 def load_verified(
@@ -216,6 +247,7 @@ def load_verified(
     for_search: bool = False,
     trust: bool = True,
     open_index: bool = True,
+    tables: bool = True,
 ) -> Loaded:
     """The manifest and the memory-mapped index, after checking the index files' checksums.
 
@@ -224,13 +256,19 @@ def load_verified(
     whose stamp is the one recorded after it was last hashed is not hashed again
     (``settled_stamps``).
     ``open_index=False`` checks the files but opens none of them (``index`` stays None): a
-    refresh reads only the arrays it needs, and only when a file changed.
+    refresh reads only the arrays it needs, and only when a file changed. ``tables=False``
+    reads no piece of the file table (``table`` stays empty): a refresh reads the pieces of
+    what it looks at.
     """
     manifest = read_manifest(folder)
     if manifest.get("tokenizer") != tokenizer_version:
         raise CorruptIndex("the index was built with another tokenizer version")
-    table: FileTable = manifest["files"]
-    starts, owners = _row_starts(table, manifest["chunks"], int(manifest.get("rows", 0)))
+    table = whole_table(folder, manifest) if tables else FileTable()
+    starts, owners = (
+        _row_starts(table, manifest["chunks"], int(manifest.get("rows", 0)))
+        if tables
+        else (None, None)
+    )
     store = manifest.get("store")
     if manifest["chunks"] == 0:
         return Loaded(manifest, None, folder, table, starts, owners)
@@ -354,10 +392,26 @@ def read_range(folder: Path, manifest: dict[str, Any], entry: dict[str, Any]) ->
         raise CorruptIndex(f"the chunk store cannot be parsed ({exc})") from exc
 
 
-def check_ranges(folder: Path, manifest: dict[str, Any], *, trust: bool = True) -> None:
-    """Every file's chunk range against its digest, in one sequential read of the store (a
-    refresh reuses ranges without parsing them, so it checks them this way first)."""
+def check_ranges(
+    folder: Path,
+    manifest: dict[str, Any],
+    table: FileTable,
+    *,
+    trust: bool = True,
+    whole: bool = True,
+) -> None:
+    """The chunk store against its checksums, in one sequential read, and the ranges of the
+    files of ``table`` inside it (a refresh reuses ranges without parsing them, so it checks
+    them this way first). ``whole=False`` (a refresh of a few paths): only the ranges of
+    ``table``, each against its own checksum, so the check follows what is looked at; the
+    ranges of other files are checked when a search reads them."""
     if not manifest["chunks"] or (trust and trusted(folder, manifest, str(manifest["store"]))):
+        return
+    if not whole:
+        store = folder / str(manifest["store"])
+        for i in range(len(table)):
+            if table.chunks[i]:
+                _range_lines(store, table.entry(i))
         return
     try:
         data = (folder / manifest["store"]).read_bytes()
@@ -366,16 +420,15 @@ def check_ranges(folder: Path, manifest: dict[str, Any], *, trust: bool = True) 
     view = memoryview(data)
     blocks = manifest.get("blocks")
     if isinstance(blocks, list) and blocks:
-        _check_blocks(view, manifest, blocks)
+        _check_blocks(view, table, blocks)
         return
-    table: FileTable = manifest["files"]
     for i, rel, offset, length in _ranges(table):
         part = view[offset : offset + length]
         if len(part) != length or checksum(part) != table.digest[i]:
             raise CorruptIndex(f"the chunks of {rel} do not match their checksum")
 
 
-def _check_blocks(view: memoryview, manifest: dict[str, Any], blocks: list[Any]) -> None:
+def _check_blocks(view: memoryview, table: FileTable, blocks: list[Any]) -> None:
     """The store's append batches against their checksums, and every range inside one."""
     try:
         spans = sorted((int(a), int(b), str(d)) for a, b, d in blocks)
@@ -386,7 +439,7 @@ def _check_blocks(view: memoryview, manifest: dict[str, Any], blocks: list[Any])
         if len(part) != end - start or checksum(part) != digest:
             raise CorruptIndex("the chunk store does not match its checksums")
     starts = [start for start, _, _ in spans]
-    for _, rel, offset, length in _ranges(manifest["files"]):
+    for _, rel, offset, length in _ranges(table):
         if not length:
             continue
         at = bisect.bisect_right(starts, offset) - 1
@@ -406,8 +459,8 @@ def _ranges(table: FileTable) -> Iterator[tuple[int, str, int, int]]:
 def iter_chunks(folder: Path) -> Iterator[Chunk]:
     """Every chunk in index order (benchmarks and tests; search reads only its hits)."""
     manifest = read_manifest(folder)
-    table: FileTable = manifest["files"]
-    for i in range(len(table)):
+    table = whole_table(folder, manifest)
+    for i in sorted(range(len(table)), key=table.path.__getitem__):  # in path order
         yield from read_range(folder, manifest, table.entry(i))
 
 
@@ -493,13 +546,15 @@ def save_index(
     if terms is not None:
         blob = orjson.dumps(terms)
         file = f"vocab.{generation}.json"
-        fd = os.open(index / file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-        try:
-            write_all(fd, blob)
-        finally:
-            os.close(fd)
+        write_new(index / file, blob)
         index_files[file] = checksum(blob)
     return dict(sorted(index_files.items()))
+
+
+def remove_old_pieces(folder: Path, keep: set[str]) -> None:
+    """Delete pieces of the file table other than ``keep`` (named by the current manifest or
+    the previous one, which a reader may still be using)."""
+    _remove_except(folder / shards.TABLES_DIR, keep, lambda name: True)
 
 
 def remove_old_index_files(folder: Path, keep: set[str]) -> None:
@@ -521,9 +576,7 @@ def write_manifest(folder: Path, manifest: dict[str, Any], *, sources_changed: b
     to a crash would lose the learner's list of sources); the rename itself is made durable
     only when ``sources_changed``: a refresh lost to a crash leaves the previous manifest,
     whose files are all kept until the next write, and the next refresh does it again."""
-    # Not indented: at 50,000 files indentation alone was a third of the file.
-    table: FileTable = manifest["files"]
-    body = orjson.dumps({**manifest, "files": table.to_json(), "version": MANIFEST_VERSION})
+    body = orjson.dumps({**manifest, "version": MANIFEST_VERSION})
     atomic_write_bytes(folder / MANIFEST, body, durable_rename=sources_changed)
 
 

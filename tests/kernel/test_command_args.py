@@ -19,7 +19,11 @@ from deeptutor_jupyter.kernel.commands import kb_parser, memory_parser, read_arg
             "add course 'week 1' notes.md",
             {"verb": "add", "name": "course", "paths": ["week 1", "notes.md"]},
         ),
-        ("refresh course", {"verb": "refresh", "name": "course"}),
+        ("refresh course", {"verb": "refresh", "name": "course", "paths": []}),
+        (
+            "refresh course notes/week1.md 'week 2'",
+            {"verb": "refresh", "name": "course", "paths": ["notes/week1.md", "week 2"]},
+        ),
         ("remove course", {"verb": "remove", "name": "course"}),
     ],
 )

@@ -66,8 +66,18 @@ def index_file(folder: Path, name: str) -> Path:
     return folder / "index" / index_names(manifest)[name]
 
 
-def file_entries(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The manifest's file table (kept by column) as one dict per file, by path."""
-    table = manifest["files"]
+def file_table(folder: Path) -> dict[str, list[Any]]:
+    """The knowledge base's file table, its pieces (``tables/``) joined, by column."""
+    manifest = json.loads((folder / "manifest.json").read_bytes())
+    out: dict[str, list[Any]] = {}
+    for name, _digest, _count in manifest["shards"].values():
+        for column, values in json.loads((folder / "tables" / name).read_bytes()).items():
+            out.setdefault(column, []).extend(values)
+    return out
+
+
+def file_entries(folder: Path) -> dict[str, dict[str, Any]]:
+    """The knowledge base's file table as one dict per file, by path."""
+    table = file_table(folder)
     names = [name for name in table if name != "path"]
     return {path: {name: table[name][i] for name in names} for i, path in enumerate(table["path"])}

@@ -96,6 +96,8 @@ def ingest_output() -> str:
         "refresh, one file changed, median of 2:",
         "each sample:",
         "1 updated, 0 removed, 199 unchanged",
+        "refresh(paths=[file]), one changed, median of 2:",
+        "refresh(paths=...), 10 files changed:",
         "refresh, one added + one removed:",
         "1 added, 0 updated, 1 removed, 199 unchanged",
         "first search, fresh KnowledgeBase:",
@@ -121,3 +123,10 @@ def test_kb_refresh_benchmark_quick(line: str, refresh_output: str) -> None:
 )
 def test_kb_ingest_benchmark_quick(line: str, ingest_output: str) -> None:
     assert line in ingest_output
+
+
+def test_kb_refresh_growth_quick(tmp_path: Path) -> None:
+    out = _run("kb_refresh.py", "--growth", "40,200", "--samples", "1", "--dir", str(tmp_path))
+    assert "kb refresh growth: 40, 200 files, median of 1" in out
+    assert "one file, given its path" in out and "full pass" in out
+    assert "RESULT: one-file refresh given its path at 200 files is" in out

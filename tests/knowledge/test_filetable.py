@@ -70,10 +70,11 @@ def test_a_damaged_table_in_the_manifest_rebuilds_the_index(tmp_path: Path) -> N
         (course / f"n{i}.md").write_text(f"# Note {i}\n\neigenvalues {i}\n", encoding="utf-8")
     kb = KnowledgeBase(tmp_path / "home", "t", root=tmp_path)
     kb.add_sources([course])
-    manifest_path = kb.folder / "manifest.json"
-    manifest = json.loads(manifest_path.read_bytes())
-    manifest["files"]["row"] = ["zero", 1, 2, 3]  # a hand edit
-    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+    manifest = json.loads((kb.folder / "manifest.json").read_bytes())
+    (piece,) = (kb.folder / "tables" / name for name, _, _ in manifest["shards"].values())
+    table = json.loads(piece.read_bytes())
+    table["row"] = ["zero", 1, 2, 3]  # a hand edit
+    piece.write_text(json.dumps(table), encoding="utf-8")
     assert kb.verify() is not None
     report = kb.refresh()
     assert report.rebuilt_from_corruption and report.added == 4

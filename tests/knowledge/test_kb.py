@@ -17,7 +17,13 @@ from deeptutor_jupyter.knowledge import (
     remove_kb,
 )
 from deeptutor_jupyter.knowledge import base as kb_base
-from tests.knowledge.helpers import file_entries, index_file, write_notebook, write_pdf
+from tests.knowledge.helpers import (
+    file_entries,
+    file_table,
+    index_file,
+    write_notebook,
+    write_pdf,
+)
 
 
 @pytest.fixture
@@ -253,9 +259,9 @@ def test_leftover_staging_folder_does_not_matter(kb: KnowledgeBase, course: Path
 
 def test_manifest_records_hashes_and_counts(kb: KnowledgeBase) -> None:
     manifest = json.loads((kb.folder / "manifest.json").read_text(encoding="utf-8"))
-    entry = file_entries(manifest)["course/loops.md"]
+    entry = file_entries(kb.folder)["course/loops.md"]
     assert len(entry["sha256"]) == 64 and entry["chunks"] == 2
-    assert manifest["chunks"] == sum(manifest["files"]["chunks"])
+    assert manifest["chunks"] == sum(file_table(kb.folder)["chunks"])
     # Each index file named by the write that made it; a fresh index has only its own.
     assert set(manifest["index_files"]) == {p.name for p in (kb.folder / "index").iterdir()}
     assert len({name.split(".")[1] for name in manifest["index_files"]}) == 1

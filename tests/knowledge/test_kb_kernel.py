@@ -51,5 +51,15 @@ def test_kb_add_sends_a_few_progress_updates_and_leaves_text(tmp_path: Path) -> 
             assert "photo.md: skipped" in shown["text/plain"]
             first = [m["content"]["data"] for m in k.outputs_of(msg_id) if "data" in m["content"]]
             assert any("VBox(" not in d.get("text/plain", "VBox(") for d in first)
+            # Only the paths given are looked at; one that is gone is dropped from the index.
+            (course / "n0001.md").unlink()
+            k.execute(f"%tutor kb refresh notes {course / 'n0001.md'}")
+            k.wait_for(
+                lambda: any(
+                    "0 added, 0 updated, 1 removed, 599 unchanged" in str(w.get("value", ""))
+                    for w in k.widgets.values()
+                ),
+                timeout=120,
+            )
         finally:
             k.shutdown()
