@@ -6,7 +6,7 @@ import { ILabShell, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/a
 import { ICommandPalette, ISessionContext, SessionContext } from '@jupyterlab/apputils';
 import { IEditorServices } from '@jupyterlab/codeeditor';
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
-import { INotebookTracker } from '@jupyterlab/notebook';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator } from '@jupyterlab/translation';
@@ -161,24 +161,38 @@ const plugin: JupyterFrontEndPlugin<void> = {
       palette.addItem({ command: OPEN_COMMAND, category: __('DeepTutor') });
     }
 
-    const activeCell = (): { cell: CellLike; selected: string } | null => {
-      const notebook = notebooks.currentWidget?.content;
-      const cell = notebook?.activeCell;
-      if (!notebook || !cell) {
+    // The cell a command is about: from the context menu, the cell right-clicked (JupyterLab
+    // does not make it the active one), in whichever notebook holds it; else the active cell.
+    const activeCell = (args?: {
+      readonly [key: string]: unknown;
+    }): { cell: CellLike; selected: string; notebook: NotebookPanel | null } | null => {
+      const hit = args?.fromMenu
+        ? app.contextMenuHitTest(node => node.classList.contains('jp-Cell'))
+        : undefined;
+      const owner = hit ? notebooks.find(nb => nb.content.node.contains(hit)) : undefined;
+      const panelOf = owner ?? notebooks.currentWidget;
+      const cell = owner
+        ? owner.content.widgets.find(w => w.node === hit)
+        : panelOf?.content.activeCell;
+      if (!panelOf || !cell) {
         return null;
       }
-      return { cell: cell.model.toJSON() as CellLike, selected: selectedText(cell.editor) };
+      return {
+        cell: cell.model.toJSON() as CellLike,
+        selected: selectedText(cell.editor),
+        notebook: panelOf
+      };
     };
     const open = () => app.commands.execute(OPEN_COMMAND);
 
     app.commands.addCommand(ABOUT_CELL_COMMAND, {
       label: __('Ask the tutor about this cell'),
       icon: tutorIcon,
-      isEnabled: () => activeCell() !== null,
-      execute: async () => {
-        const active = activeCell();
+      isEnabled: args => activeCell(args) !== null,
+      execute: async args => {
+        const active = activeCell(args);
         if (active) {
-          panel.setNotebook(notebooks.currentWidget); // the cell's own notebook
+          panel.setNotebook(active.notebook); // the cell's own notebook
           // The cell goes as context the kernel reads; the selected text, if any, as a quote.
           const cell = cellAttachment(active.cell);
           const number = cell.kind === 'cell' ? (cell.number ?? null) : null;
@@ -192,14 +206,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
     app.commands.addCommand(EXPLAIN_ERROR_COMMAND, {
       label: __('Explain this error'),
       icon: tutorIcon,
-      isVisible: () => {
-        const active = activeCell();
+      isVisible: args => {
+        const active = activeCell(args);
         return active !== null && errorOf(active.cell) !== null;
       },
-      execute: async () => {
-        const active = activeCell();
+      execute: async args => {
+        const active = activeCell(args);
         if (active && errorOf(active.cell) !== null) {
-          panel.setNotebook(notebooks.currentWidget);
+          panel.setNotebook(active.notebook);
           await open();
           const cell: Attachment = cellAttachment(active.cell);
           await panel.ask(explainErrorQuestion(), [cell]);
@@ -209,12 +223,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
     app.contextMenu.addItem({
       command: ABOUT_CELL_COMMAND,
       selector: '.jp-Notebook .jp-Cell',
-      rank: 30
+      rank: 30,
+      args: { fromMenu: true }
     });
     app.contextMenu.addItem({
       command: EXPLAIN_ERROR_COMMAND,
       selector: '.jp-Notebook .jp-Cell',
-      rank: 31
+      rank: 31,
+      args: { fromMenu: true }
     });
 
     if (files) {

@@ -2,12 +2,15 @@
 // renderer when they are given it (`renderText`): rendered here to static markup, in node.
 import * as React from 'react';
 import { renderToStaticMarkup } from 'react-dom/server';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 import { AskUserCard } from './form';
 import { InputRequest } from './protocol';
 import { QuizCard } from './quiz';
 import { QuizRequired } from './schema';
+
+// JupyterLab's editor package needs a browser at import time; static markup never mounts it.
+vi.mock('./codeeditor', () => ({ mountCodeEditor: () => null }));
 
 const marked = (text: string): React.ReactNode =>
   React.createElement('b', { className: 'rendered' }, text);

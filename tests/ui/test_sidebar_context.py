@@ -178,7 +178,9 @@ def test_ask_about_this_cell_attaches_the_cell_and_the_selected_text(
     lab: str, fake_llm: FakeLLMServer, tmp_path: Path
 ) -> None:
     fake_llm.extend([Reply(text="That line stores the rank.")])
-    write_notebook(tmp_path / "select.ipynb", "A = [[1, 2], [2, 4]]\nrank_of_A = 2")
+    write_notebook(
+        tmp_path / "select.ipynb", "A = [[1, 2], [2, 4]]\nrank_of_A = 2", "shape = (2, 2)"
+    )
     with lab_page("sidebar-selection") as page:
         open_notebook(page, lab, "select.ipynb")
         run_all(page)
@@ -202,6 +204,20 @@ def test_ask_about_this_cell_attaches_the_cell_and_the_selected_text(
         cards = turn.locator("details.jp-DeepTutorChat-context")
         cards.nth(1).locator("summary").click()
         selection_card = cards.nth(1).inner_text()
+        # Right-clicked in another cell's editor while cell [1] stays the active one: the
+        # right-clicked cell is attached, not the active one.
+        editor.get_by_text("rank_of_A").click()
+        other = page.locator(".jp-Cell .jp-InputArea-editor").nth(1)
+        other.get_by_text("shape").click(button="right")
+        first_active = page.evaluate(
+            "() => document.querySelector('.jp-Notebook .jp-Cell.jp-mod-active') === "
+            "document.querySelectorAll('.jp-Notebook .jp-Cell')[0]"
+        )
+        page.locator(".lm-Menu-item", has_text="Ask the tutor about this cell").click()
+        page.locator(".jp-DeepTutorChat-chip", has_text="Cell [2]").wait_for()
+        chips = page.locator(".jp-DeepTutorChat-chip").all_inner_texts()
+    assert first_active, "the test must right-click a cell that is not the active one"
+    assert not any("Cell [1]" in c for c in chips)
     assert "rank_of_A = 2" in quoted and "A = [[" not in quoted
     assert "I selected this in cell [1]" in selection_card
     assert "> rank_of_A = 2" in selection_card
