@@ -79,6 +79,10 @@ class SessionEdits:
         session = cast("_Session", self)
         session.open(resolved)
         store = _store(session)
+        if session.session_id not in store.sessions_of(session.notebook):
+            # Deleted in another kernel of the notebook: its turn is not the learner's to redo,
+            # and a new turn would land in a fresh conversation without what it continued.
+            raise EditRefused("unknown", "This conversation was deleted; ask again instead.")
         last = _last_turn(store, session.session_id, turn_id)
         _refuse_if_busy(session, store)
         question, capability = _asked(session, store, last)

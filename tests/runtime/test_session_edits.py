@@ -233,3 +233,25 @@ async def test_delete_cancels_what_waits_hides_the_conversation_and_refuses_othe
         assert a.conversations() == [] and a.history == []
     finally:
         await close(a, other)
+
+
+async def test_regenerate_is_refused_once_another_kernel_deleted_the_conversation(
+    server: FakeLLMServer,
+) -> None:
+    server.extend([Reply(text="Four.")])
+    a, b = session_of(), session_of()
+    try:
+        resolved = a.resolve({})
+        kept = await finished(a.ask("2+2?", resolved, AskOptions()))
+        b.open(b.resolve({}))
+        assert b.switch(kept.ctx.session_id)
+        b.delete_conversation(kept.ctx.session_id)
+        with pytest.raises(EditRefused) as refused:
+            a.regenerate(kept.turn_id, resolved)
+        assert refused.value.code == "unknown"
+        assert len(server.requests) == 1  # nothing asked
+        # The old turn is not marked replaced by a turn of another conversation.
+        turns = a._store.turns(kept.ctx.session_id)  # type: ignore[union-attr]
+        assert [t.id for t in turns] == [kept.turn_id]
+    finally:
+        await close(a, b)
