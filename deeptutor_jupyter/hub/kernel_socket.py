@@ -31,10 +31,12 @@ def private_folder_problem(folder: Path, uid: int) -> str | None:
             f"{folder} must be a folder owned by uid {uid} that nobody else may write "
             f"(it is uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o})"
         )
-    for above in folder.parents:
+    # The path as written and the folders it leads through (/var/run -> /run): a link's own
+    # mode means nothing (always 0777), its owner and the folder holding it do.
+    for above in dict.fromkeys([*folder.parents, *folder.resolve().parents]):
         st = above.lstat()
         loose = st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX
-        if st.st_uid not in (0, uid) or loose:
+        if st.st_uid not in (0, uid) or (loose and not stat.S_ISLNK(st.st_mode)):
             return f"{above} may be changed by other users, so {folder} could be replaced"
     return None
 

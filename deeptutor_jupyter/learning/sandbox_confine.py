@@ -17,7 +17,8 @@ supervisor, the child confines itself with ``confine()`` and runs the code.
   (UDP, raw and pathname Unix sockets are not covered by Landlock), no ptrace or
   process_vm_readv, no keyrings, io_uring (its operations bypass seccomp), SysV or POSIX message
   IPC, bpf or perf, no change of a file's mode, owner, times or xattrs (Landlock does not cover
-  metadata); no resource limits, priority or affinity set on another process.
+  metadata); no resource limits, priority or affinity set on another process; no new namespace
+  (unshare, setns, and clone with a CLONE_NEW* flag).
 * **The supervisor** is a child subreaper: every process the code starts, even one that double
   forks into a new session, stays below it. When the child ends, or on SIGTERM (a timeout in the
   kernel, or the kernel gone), it kills and reaps them all before it exits. The child cannot
@@ -50,7 +51,13 @@ _SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1
 
 _SCMP_ACT_ALLOW = 0x7FFF0000
 _SCMP_ACT_EPERM = 0x00050000 | errno.EPERM
-_SCMP_CMP_NE = 1
+_SCMP_ACT_ENOSYS = 0x00050000 | errno.ENOSYS
+_SCMP_CMP_NE, _SCMP_CMP_MASKED_EQ = 1, 7
+# clone()'s namespace flags (NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET): with
+# unshare and setns denied, clone was still a way into a new user namespace (the kernel's
+# largest attack surface for an unprivileged process). clone3 passes its flags in memory,
+# which seccomp cannot read: it is answered ENOSYS, so the C library falls back to clone.
+_CLONE_NEW = (0x20000, 0x2000000, 0x4000000, 0x8000000, 0x10000000, 0x20000000, 0x40000000)
 _DENIED = (
     "socket",
     "ptrace",
@@ -266,6 +273,10 @@ def _seccomp() -> None:
             _rule(lib, ctx, name, None)
         for name, index, value in _SELF_ONLY:
             _rule(lib, ctx, name, _ArgCmp(index, _SCMP_CMP_NE, value, 0))
+        flags = 1 if os.uname().machine.startswith("s390") else 0  # clone(stack, flags) there
+        for bit in _CLONE_NEW:
+            _rule(lib, ctx, "clone", _ArgCmp(flags, _SCMP_CMP_MASKED_EQ, bit, bit))
+        _rule(lib, ctx, "clone3", None, _SCMP_ACT_ENOSYS)
         result = lib.seccomp_load(ctx)
         if result < 0:
             raise OSError(-result, f"seccomp_load: {os.strerror(-result)}")
@@ -273,14 +284,16 @@ def _seccomp() -> None:
         lib.seccomp_release(ctx)
 
 
-def _rule(lib: ctypes.CDLL, ctx: int, name: str, compare: _ArgCmp | None) -> None:
+def _rule(
+    lib: ctypes.CDLL, ctx: int, name: str, compare: _ArgCmp | None, action: int = _SCMP_ACT_EPERM
+) -> None:
     number = lib.seccomp_syscall_resolve_name(name.encode())
     if number < 0 and os.uname().machine in ("x86_64", "aarch64"):
         number = _NEWER.get(name, -1)
     if number < 0:  # no such call on this architecture
         return
     args = ctypes.pointer(compare) if compare is not None else None
-    result = lib.seccomp_rule_add_array(ctx, _SCMP_ACT_EPERM, number, 1 if compare else 0, args)
+    result = lib.seccomp_rule_add_array(ctx, action, number, 1 if compare else 0, args)
     if result < 0:
         raise OSError(-result, f"seccomp rule for {name}: {os.strerror(-result)}")
 

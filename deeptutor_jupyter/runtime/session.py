@@ -423,6 +423,14 @@ class TutorSession(SessionReads, SessionEdits):
         assert self._store is not None
         choice = read_choice(self._store, self.session_id)
         if choice.kbs and not opts.kbs:
+            from deeptutor_jupyter.knowledge import list_kbs
+
+            known = {str(kb["name"]) for kb in list_kbs(resolved.settings.home)}
+            if gone := [k for k in choice.kbs if k not in known]:
+                raise PlanError(
+                    f"The knowledge base {', '.join(gone)} chosen for this conversation in the "
+                    "Tutor panel no longer exists: choose another (or none) there."
+                )
             opts = replace(opts, kbs=list(choice.kbs))
         decision = self._decision(resolved, opts.tags)
         try:

@@ -79,6 +79,10 @@ class SessionEdits:
         session = cast("_Session", self)
         session.open(resolved)
         store = _store(session)
+        if session.session_id not in store.sessions_of(session.notebook):
+            # Deleted in another kernel of the notebook: its turn is not the learner's to redo,
+            # and a new turn would land in a fresh conversation without what it continued.
+            raise EditRefused("unknown", "This conversation was deleted; ask again instead.")
         last = _last_turn(store, session.session_id, turn_id)
         _refuse_if_busy(session, store)
         question, capability = _asked(session, store, last)
@@ -142,9 +146,17 @@ def _last_turn(store: Store, session_id: str, turn_id: str) -> TurnRow:
 
 def _refuse_if_busy(session: _Session, store: Store) -> None:
     """The tail is settled only when no turn of the conversation runs and nothing waits."""
+    from deeptutor_jupyter.interaction.owners import live_owner_ids
+
     sid = session.session_id
     here = [t for t in session.running_turns() if t.ctx.session_id == sid]
-    if here or store.running_turns(sid):
+    elsewhere = store.running_turns(sid)
+    if elsewhere and not here:
+        # A kernel that died mid-turn left its row 'running' (marked interrupted only at the
+        # next start): it must not refuse regenerate until this kernel restarts.
+        live = live_owner_ids(store)
+        elsewhere = [(t, owner) for t, owner in elsewhere if owner is None or owner in live]
+    if here or elsewhere:
         raise EditRefused(
             "regenerate_busy",
             "A turn of this conversation is still running: wait for it or stop it, then "

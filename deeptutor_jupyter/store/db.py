@@ -420,12 +420,13 @@ class Store(SQLiteFile):
         )
         return [_turn_row(r) for r in rows]
 
-    def running_turns(self, session_id: str) -> list[str]:
-        """The ids of the conversation's turns marked running, in any process."""
+    def running_turns(self, session_id: str) -> list[tuple[str, str | None]]:
+        """The conversation's turns marked running, in any process: (id, owner)."""
         rows = self._query(
-            "SELECT id FROM turns WHERE session_id = ? AND status = 'running'", (session_id,)
+            "SELECT id, owner FROM turns WHERE session_id = ? AND status = 'running'",
+            (session_id,),
         )
-        return [r[0] for r in rows]
+        return [(r[0], r[1]) for r in rows]
 
     def replace_turn(self, turn_id: str, by: str | None) -> None:
         """Mark a turn and its messages as replaced by the turn ``by`` (None: undo): they leave

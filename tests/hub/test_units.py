@@ -13,7 +13,7 @@ import pytest
 from traitlets.config import Config
 
 from deeptutor_jupyter.hub import configure
-from deeptutor_jupyter.hub.kernel_socket import bind_kernel_socket
+from deeptutor_jupyter.hub.kernel_socket import bind_kernel_socket, private_folder_problem
 from deeptutor_jupyter.hub.lease import INTERRUPTED, keep
 from deeptutor_jupyter.hub.mastery import (
     MAX_OBJECTIVES_PER_REPORT,
@@ -102,6 +102,17 @@ def test_the_service_binds_its_socket_only_in_a_folder_nobody_else_may_write(
         os.chown(tmp_path / "theirs", 65534, 65534)
         with pytest.raises(ServiceConfigError, match="owned by uid 0"):
             bind_kernel_socket(str(tmp_path / "theirs" / "deeptutor.sock"))
+    # A link above the folder (/var/run -> /run) counts by where it leads, not its own 0777.
+    (tmp_path / "var").mkdir()
+    (tmp_path / "var" / "run").symlink_to(tmp_path / "run")
+    (tmp_path / "run" / "hub").mkdir(parents=True)
+    assert private_folder_problem(tmp_path / "var" / "run" / "hub", os.geteuid()) is None
+    (tmp_path / "loose" / "lead" / "hub").mkdir(parents=True)
+    (tmp_path / "var" / "loose").symlink_to(tmp_path / "loose" / "lead")
+    problem = private_folder_problem(tmp_path / "var" / "loose" / "hub", os.geteuid())
+    assert f"{tmp_path / 'loose'} may be changed" in str(problem)
+    (tmp_path / "run" / "hub").rmdir()
+    (tmp_path / "run").rmdir()
     old_umask = os.umask(0o077)
     try:
         sock = bind_kernel_socket(str(tmp_path / "run" / "deeptutor.sock"))

@@ -144,6 +144,18 @@ attempt("chown", lambda: os.chown(".", 4321, 4321))
 attempt("chmod", lambda: os.chmod(OUT + "/state.db", 0o666))  # metadata: not Landlock's
 attempt("utime", lambda: os.utime(OUT + "/state.db", (0, 0)))
 attempt("xattr", lambda: os.setxattr(OUT + "/state.db", "user.x", b"1"))
+def user_namespace():  # clone, not unshare: the raw call (x86_64 56, aarch64 220), like fork
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    number = 220 if os.uname().machine == "aarch64" else 56
+    pid = libc.syscall(number, 0x10000000 | 17, 0, 0, 0, 0)  # CLONE_NEWUSER, SIGCHLD
+    if pid == 0:
+        os._exit(0)
+    if pid < 0:
+        raise OSError(ctypes.get_errno(), "clone")
+    os.waitpid(pid, 0)
+    return "new user namespace"
+attempt("userns", user_namespace)
 print(json.dumps(got))
 """
 
@@ -204,7 +216,7 @@ def test_every_escape_is_held_without_the_audit_hook(mode, tmp_path, monkeypatch
     for name in refused:
         assert got[name].startswith("refused:"), (name, got[name])
     if mode == "landlock":  # bwrap's own loopback may take a datagram, its own pids a nice value
-        for name in ("udp", "renice_user", "parent"):
+        for name in ("udp", "renice_user", "parent", "userns"):
             assert got[name].startswith("refused:"), (name, got[name])
     assert "DEEPTUTOR_API_KEY" not in got["all_environ"] + got["own_environ"]
     assert sorted(p.name for p in out.iterdir()) == ["state.db"] and db.read_bytes() == before

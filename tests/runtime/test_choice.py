@@ -152,6 +152,19 @@ def test_a_choice_the_settings_no_longer_offer_is_refused_at_the_next_turn(
     session.close()
 
 
+def test_a_chosen_knowledge_base_deleted_since_says_to_choose_again_in_the_panel(
+    home: Path,
+) -> None:
+    import shutil
+
+    session = session_of()
+    session.choose(session.resolve({}), session.session_id, None, ["linalg"])
+    shutil.rmtree(home / "kb" / "linalg")
+    with pytest.raises(PlanError, match="linalg chosen for this conversation in the Tutor panel"):
+        session.ask("What is rank?", session.resolve({}), AskOptions())
+    session.close()
+
+
 def test_on_a_hub_only_the_courses_models_are_offered(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -233,3 +233,55 @@ async def test_delete_cancels_what_waits_hides_the_conversation_and_refuses_othe
         assert a.conversations() == [] and a.history == []
     finally:
         await close(a, other)
+
+
+async def test_regenerate_is_refused_once_another_kernel_deleted_the_conversation(
+    server: FakeLLMServer,
+) -> None:
+    server.extend([Reply(text="Four.")])
+    a, b = session_of(), session_of()
+    try:
+        resolved = a.resolve({})
+        kept = await finished(a.ask("2+2?", resolved, AskOptions()))
+        b.open(b.resolve({}))
+        assert b.switch(kept.ctx.session_id)
+        b.delete_conversation(kept.ctx.session_id)
+        with pytest.raises(EditRefused) as refused:
+            a.regenerate(kept.turn_id, resolved)
+        assert refused.value.code == "unknown"
+        assert len(server.requests) == 1  # nothing asked
+        # The old turn is not marked replaced by a turn of another conversation.
+        turns = a._store.turns(kept.ctx.session_id)  # type: ignore[union-attr]
+        assert [t.id for t in turns] == [kept.turn_id]
+    finally:
+        await close(a, b)
+
+
+async def test_regenerate_waits_for_another_live_kernels_turn_not_a_dead_ones(
+    server: FakeLLMServer,
+) -> None:
+    """A kernel of the notebook that died mid-turn left its row 'running' (marked interrupted
+    only at the next start): that must not refuse regenerate until this kernel restarts."""
+    from deeptutor_jupyter.interaction.owners import Owner, register
+
+    server.extend([Reply(text="Four."), Reply(text="Again.")])
+    a = session_of()
+    try:
+        resolved = a.resolve({})
+        kept = await finished(a.ask("2+2?", resolved, AskOptions()))
+        store = a._store
+        assert store is not None
+        other = Owner.this_process("another kernel")  # alive: this very process
+        register(store, other)
+        for ghost, owner in (("turn-live", other.id), ("turn-dead", "gone-host:1:dead")):
+            store.record_turn_start(ghost, a.session_id, "x?", "fake", None, owner=owner)
+        with store._tx() as c:  # older than the answer to regenerate, which stays the last
+            c.execute("UPDATE turns SET created_at = 0 WHERE id IN ('turn-live', 'turn-dead')")
+        with pytest.raises(EditRefused) as busy:
+            a.regenerate(kept.turn_id, resolved)
+        assert busy.value.code == "regenerate_busy"
+        store.record_turn_end("turn-live", "done", "x")
+        again = await finished(a.regenerate(kept.turn_id, resolved))  # the dead one is no bar
+        assert again.answer == "Again."
+    finally:
+        await close(a)
