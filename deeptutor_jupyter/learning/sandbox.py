@@ -230,6 +230,7 @@ def bwrap_argv(python: str, work: Path, info_fd: int | None = None) -> list[str]
     return [
         bwrap,
         "--unshare-all",
+        *_no_nested_userns(bwrap),
         "--die-with-parent",
         "--as-pid-1",
         "--new-session",
@@ -257,6 +258,25 @@ def bwrap_argv(python: str, work: Path, info_fd: int | None = None) -> list[str]
         "/sandbox",
         "--",
     ]
+
+
+_userns_flags: dict[str, list[str]] = {}
+
+
+def _no_nested_userns(bwrap: str) -> list[str]:
+    """``--disable-userns`` where bwrap has it (0.8+): code in the sandbox cannot create a user
+    namespace of its own (one where it holds every capability over new mounts and namespaces).
+    It needs a user namespace of the sandbox's own, which ``--unshare-all`` only tries for."""
+    if bwrap not in _userns_flags:
+        try:
+            usage = subprocess.run(
+                [bwrap, "--help"], capture_output=True, text=True, timeout=10, check=False
+            ).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            usage = ""
+        has = "--disable-userns" in usage
+        _userns_flags[bwrap] = ["--unshare-user", "--disable-userns"] if has else []
+    return _userns_flags[bwrap]
 
 
 _bwrap_cache: dict[str, bool] = {}
