@@ -9,6 +9,7 @@ uid before it sends anything (deeptutor_jupyter/providers/hub_link.py).
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import stat
@@ -17,6 +18,7 @@ from pathlib import Path
 from deeptutor_jupyter.hub.settings import ServiceConfigError
 
 SOCKET_ENV = "DEEPTUTOR_HUB_SOCKET"
+log = logging.getLogger(__name__)
 
 
 def private_folder_problem(folder: Path, uid: int) -> str | None:
@@ -41,6 +43,16 @@ def private_folder_problem(folder: Path, uid: int) -> str | None:
     return None
 
 
+def closed_to_others(folder: Path) -> Path | None:
+    """The first folder on the way to ``folder`` that other users may not pass through (no
+    ``o+x``): students' kernels would fail to connect with a bare "Permission denied". A group
+    may still grant it, so this is a warning, not a refusal."""
+    for step in [*reversed(folder.resolve().parents), folder.resolve()]:
+        if not step.stat().st_mode & stat.S_IXOTH:
+            return step
+    return None
+
+
 def bind_kernel_socket(path: str) -> socket.socket:
     """Listen on ``path``, creating its folder (0755) if needed; refuse a folder others control."""
     where = Path(path)
@@ -58,6 +70,16 @@ def bind_kernel_socket(path: str) -> socket.socket:
     problem = private_folder_problem(folder, os.geteuid())
     if problem:
         raise ServiceConfigError(f"{SOCKET_ENV}: {problem}")
+    closed = closed_to_others(folder)
+    if closed is not None:
+        log.warning(
+            "%s: other users may not pass through %s (mode %o): students' kernels cannot reach "
+            "%s unless a group grants it; choose socket_dir outside it (docs/hub.md)",
+            SOCKET_ENV,
+            closed,
+            stat.S_IMODE(closed.stat().st_mode),
+            where,
+        )
     from tornado.netutil import bind_unix_socket
 
     # Students connect (which needs write permission on the socket), they cannot replace it.

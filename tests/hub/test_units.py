@@ -5,7 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 import stat
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,11 @@ import pytest
 from traitlets.config import Config
 
 from deeptutor_jupyter.hub import configure
-from deeptutor_jupyter.hub.kernel_socket import bind_kernel_socket, private_folder_problem
+from deeptutor_jupyter.hub.kernel_socket import (
+    bind_kernel_socket,
+    closed_to_others,
+    private_folder_problem,
+)
 from deeptutor_jupyter.hub.lease import INTERRUPTED, keep
 from deeptutor_jupyter.hub.mastery import (
     MAX_OBJECTIVES_PER_REPORT,
@@ -82,6 +88,27 @@ def test_a_kernel_url_means_no_socket_and_a_relative_socket_dir_is_refused() -> 
     assert "DEEPTUTOR_HUB_SERVICE_SOCKET" not in c.Spawner.environment
     with pytest.raises(ValueError, match="absolute path"):
         configure(Config(), upstream_url="https://x/v1", models=["m"], socket_dir="run")
+
+
+def test_a_socket_folder_students_cannot_pass_through_is_named_at_start(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Under a 0750 home the service starts, but every student's kernel would get a bare
+    # "Permission denied": the start says which folder closes the way.
+    top = Path(tempfile.mkdtemp(dir="/tmp"))  # /tmp and / let everyone through
+    try:
+        top.chmod(0o755)
+        run = top / "home" / "run"
+        run.mkdir(parents=True)
+        assert closed_to_others(run) is None
+        (top / "home").chmod(0o750)
+        assert closed_to_others(run) == top / "home"
+        with caplog.at_level("WARNING", logger="deeptutor_jupyter.hub.kernel_socket"):
+            bind_kernel_socket(str(run / "deeptutor.sock")).close()
+        assert f"may not pass through {top / 'home'}" in caplog.text
+    finally:
+        (top / "home").chmod(0o755)
+        shutil.rmtree(top)
 
 
 def test_the_service_binds_its_socket_only_in_a_folder_nobody_else_may_write(
