@@ -21,12 +21,18 @@ from typing import Any
 import httpcore
 import httpx
 
+from deeptutor_jupyter.errors import DeepTutorError
+
 SOCKET_ENV = "DEEPTUTOR_HUB_SERVICE_SOCKET"
 UID_ENV = "DEEPTUTOR_HUB_SERVICE_UID"
 
 
-class NotTheService(httpx.TransportError):
-    """The socket is held by another user: nothing was sent. Not retried (providers/retry.py)."""
+class NotTheService(DeepTutorError, httpx.TransportError):
+    """The socket is held by another user: nothing was sent. Not retried (providers/retry.py).
+    An httpx transport error too, so every client of the service fails on it as on a refused
+    connection."""
+
+    code = "not_the_service"
 
 
 def peer_uid(sock: socket.socket) -> int:
