@@ -20,6 +20,7 @@ import nbformat
 import pytest
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
+from tests.e2e.kernel_driver import shown_text
 
 pytestmark = pytest.mark.ui
 
@@ -174,9 +175,11 @@ def wait_for_final_bundle(page: Any, cell: int, text: str) -> None:
         """([cell, text]) => {
             const model = window.jupyterapp.shell.currentWidget?.content?.model;
             const outputs = model?.cells.get(cell)?.toJSON().outputs ?? [];
+            // A finished turn carries its text once, as HTML (kernel/display.py static_bundle).
+            const text_of = value => (Array.isArray(value) ? value.join('') : (value ?? ''));
             return outputs.some(o => {
-                const md = o.data?.['text/markdown'];
-                const shown = Array.isArray(md) ? md.join('') : (md ?? '');
+                const html = text_of(o.data?.['text/html']).replace(/<[^>]+>/g, '');
+                const shown = text_of(o.data?.['text/markdown']) + html;
                 return shown.includes(text) && o.data['application/vnd.deeptutor.trace+json'];
             });
         }""",
@@ -258,7 +261,7 @@ def test_a_turn_and_a_form_in_real_jupyterlab(lab: str, fake_llm: FakeLLMServer,
         # The turn has ended: the form and its receipt became the static rendering.
         page.locator(".dt-static", has_text="Good: we analyse first.").wait_for()
         assert "Analyse first" in page.locator(".dt-static").last.inner_text()
-        wait_for_final_bundle(page, 1, "An **eigenvector** keeps its direction.")
+        wait_for_final_bundle(page, 1, "An eigenvector keeps its direction.")
         wait_for_final_bundle(page, 2, "Good: we analyse first.")
         save_until_on_disk(page, tmp_path / "lesson.ipynb", "Good: we analyse first.")
 
@@ -271,11 +274,12 @@ def test_a_turn_and_a_form_in_real_jupyterlab(lab: str, fake_llm: FakeLLMServer,
     assert json.loads(sent[0]["content"])["selections"] == ["safe"]
     saved = json.loads((tmp_path / "lesson.ipynb").read_text())
     first_turn = saved["cells"][1]["outputs"]
-    markdown = "".join(
-        "".join(o.get("data", {}).get("text/markdown", "")) for o in first_turn
-    )  # nbformat stores multi-line strings as lists of lines
+    shown = saved_markdown(first_turn)
     # The final bundle replaced the "answering…" placeholder after the cell had finished.
-    assert "An **eigenvector** keeps its direction." in markdown, first_turn
+    assert "An eigenvector keeps its direction." in shown, first_turn
+    assert "<strong>eigenvector</strong>" in "".join(
+        "".join(o.get("data", {}).get("text/html", "")) for o in first_turn
+    )
     # The ask_user turn's Markdown says what was asked and which option the learner chose.
     asked = saved_markdown(saved["cells"][2]["outputs"])
     assert "Good: we analyse first." in asked and "Which way?" in asked, asked
@@ -283,8 +287,13 @@ def test_a_turn_and_a_form_in_real_jupyterlab(lab: str, fake_llm: FakeLLMServer,
 
 
 def saved_markdown(outputs: list[dict[str, Any]]) -> str:
-    # nbformat stores multi-line strings as lists of lines
-    return "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in outputs)
+    """The text the saved outputs show (Markdown, or a finished turn's HTML without tags)."""
+
+    def joined(data: dict[str, Any]) -> dict[str, Any]:
+        # nbformat stores multi-line strings as lists of lines
+        return {k: "".join(v) if isinstance(v, list) else v for k, v in data.items()}
+
+    return "".join(shown_text(joined(o.get("data", {}))) for o in outputs)
 
 
 @needs_chromium
@@ -381,9 +390,9 @@ def test_a_turn_that_ends_after_a_page_reload_is_saved_with_its_answer_and_trace
         save_until_on_disk(page, tmp_path / "streaming.ipynb", "the end.")
     saved = nbformat.read(tmp_path / "streaming.ipynb", as_version=4)
     bundles = [o.get("data", {}) for o in saved.cells[1].outputs]
-    final = [b for b in bundles if "the end." in b.get("text/markdown", "")]
-    assert final, [b.get("text/markdown", "") for b in bundles]
-    assert "The tutor is answering" not in final[0]["text/markdown"]
+    final = [b for b in bundles if "the end." in shown_text(b)]
+    assert final, [shown_text(b) for b in bundles]
+    assert "The tutor is answering" not in shown_text(final[0])
     assert "application/vnd.deeptutor.trace+json" in final[0]
 
 
