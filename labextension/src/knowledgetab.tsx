@@ -19,6 +19,7 @@ import {
   sourcesLine
 } from './knowledge';
 import { reasonText } from './errors';
+import { RefreshBar } from './refreshbar';
 
 function kbMeta(kb: KnowledgeBaseInfo): string {
   return typeof kb.problem === 'string'
@@ -95,12 +96,7 @@ export function KnowledgeTab(): React.ReactElement {
   const byName = new Map(kbs.map(kb => [kb.name, kb]));
   return (
     <div className="jp-DeepTutorKnowledge">
-      <div className="jp-DeepTutorPanel-toolbar">
-        <button className="jp-Button jp-mod-styled" onClick={load}>
-          {__('Refresh')}
-        </button>
-      </div>
-      {error ? <div className="jp-DeepTutorChat-error">{error}</div> : null}
+      <RefreshBar onRefresh={load} error={error} />
       {state && names.length === 0 ? (
         <div className="jp-DeepTutorPanel-empty">
           {__(

@@ -6,6 +6,7 @@ import * as React from 'react';
 
 import { __ } from './i18n';
 import { fetchMastery, isEmpty, masteryText, reviewText, statusText } from './mastery';
+import { RefreshBar } from './refreshbar';
 import { useLoad } from './tabs';
 
 function dueText(due: number): string {
@@ -24,12 +25,7 @@ export function MasteryTab(props: {
   const now = Date.now() / 1000;
   return (
     <div className="jp-DeepTutorMastery">
-      <div className="jp-DeepTutorPanel-toolbar">
-        <button className="jp-Button jp-mod-styled" onClick={load}>
-          {__('Refresh')}
-        </button>
-      </div>
-      {error ? <div className="jp-DeepTutorChat-error">{error}</div> : null}
+      <RefreshBar onRefresh={load} error={error} />
       {reply && isEmpty(reply) ? (
         <div className="jp-DeepTutorPanel-empty">
           <p>{__('No learning path yet.')}</p>

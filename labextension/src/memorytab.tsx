@@ -25,6 +25,7 @@ import { __ } from './i18n';
 import { docTitle } from './memorynames';
 import { diffRows, provenance } from './knowledge';
 import { reasonText } from './errors';
+import { RefreshBar } from './refreshbar';
 
 function modeLabel(mode: Mode): string {
   switch (mode) {
@@ -410,12 +411,7 @@ export function MemoryTab(): React.ReactElement {
   React.useEffect(reload, [reload]);
   return (
     <div className="jp-DeepTutorMemory">
-      <div className="jp-DeepTutorPanel-toolbar">
-        <button className="jp-Button jp-mod-styled" onClick={reload}>
-          {__('Refresh')}
-        </button>
-      </div>
-      {error ? <div className="jp-DeepTutorChat-error">{error}</div> : null}
+      <RefreshBar onRefresh={reload} error={error} />
       {(docs ?? []).map(doc => (
         <MemoryDocView
           key={`${doc.layer}/${doc.key}`}

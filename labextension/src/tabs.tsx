@@ -11,6 +11,7 @@ import { PendingQuestion, PendingQuiz, Submission } from './protocol';
 import { QuizCard } from './quiz';
 import { QuizAnswers } from './quizform';
 import { reasonText } from './errors';
+import { RefreshBar } from './refreshbar';
 
 /** A read through the server: its value, the error in words, and a reload. */
 export function useLoad<T>(load: () => Promise<T>): [T | null, string, () => void] {
@@ -85,12 +86,7 @@ export function PendingTab(props: {
   const quizzes = pending?.quizzes ?? [];
   return (
     <div className="jp-DeepTutorPending">
-      <div className="jp-DeepTutorPanel-toolbar">
-        <button className="jp-Button jp-mod-styled" onClick={reload}>
-          {__('Refresh')}
-        </button>
-      </div>
-      {error ? <div className="jp-DeepTutorChat-error">{error}</div> : null}
+      <RefreshBar onRefresh={reload} error={error} />
       {pending && questions.length === 0 && quizzes.length === 0 ? (
         <div className="jp-DeepTutorPanel-empty">{__('No question is waiting for you.')}</div>
       ) : null}
