@@ -8,7 +8,6 @@ kernel with nbclient against FakeLLMServer, with cells added where a student wou
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from nbclient import NotebookClient
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
 from tests.e2e.kernel_driver import shown_text
+from tests.notebooks.test_notebooks import nothing_configured
 
 pytestmark = pytest.mark.e2e
 
@@ -108,12 +108,7 @@ def run_learning_notebook(
 ) -> tuple[Path, nbformat.NotebookNode, list[dict[str, Any]]]:
     """A scratch copy of the notebook run end to end: its folder, the run notebook (outputs as
     a frontend saves them) and the requests the model received."""
-    for name in list(os.environ):
-        if name.startswith("DEEPTUTOR_") or name.endswith("_API_KEY"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("DEEPTUTOR_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("DEEPTUTOR_AUTO_CONSOLIDATE", "false")
-    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    nothing_configured(tmp_path, monkeypatch)
     work, nb = learning_notebook(tmp_path)
     with FakeLLMServer(learning_replies()) as server:
         monkeypatch.setenv("DEEPTUTOR_PROVIDER", "custom")

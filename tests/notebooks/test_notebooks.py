@@ -30,13 +30,18 @@ ALL = sorted(NOTEBOOKS.rglob("*.ipynb"))
 @pytest.fixture
 def student_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A machine with nothing configured: no model, no key, an empty DEEPTUTOR_HOME."""
+    nothing_configured(tmp_path, monkeypatch)
+    yield tmp_path
+
+
+def nothing_configured(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No tutor setting or key from this machine; a home and IPython folder under ``root``."""
     for name in list(os.environ):
         if name.startswith("DEEPTUTOR_") or name.endswith("_API_KEY"):
             monkeypatch.delenv(name)
-    monkeypatch.setenv("DEEPTUTOR_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DEEPTUTOR_HOME", str(root / "home"))
     monkeypatch.setenv("DEEPTUTOR_AUTO_CONSOLIDATE", "false")
-    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
-    yield tmp_path
+    monkeypatch.setenv("IPYTHONDIR", str(root / "ipython"))
 
 
 WAIT = "import deeptutor_jupyter\n\n_ = await deeptutor_jupyter.wait_for_turns()"
