@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from deeptutor_jupyter.errors import DeepTutorError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from deeptutor_jupyter.config import ResolvedSettings
     from deeptutor_jupyter.learning.policy import Decision
     from deeptutor_jupyter.store.db import Store
@@ -73,6 +75,13 @@ def check_model(model: str, offered: list[str], decision: Decision) -> None:
         f"The model {model!r} is not one you can use here. Available: {listed}. More models of "
         "your provider are added with the `models` setting (docs/configuration.md)."
     )
+
+
+def kb_names(home: Path) -> list[str]:
+    """The learner's knowledge bases, by name: what may be chosen."""
+    from deeptutor_jupyter.knowledge import list_kbs
+
+    return [str(kb["name"]) for kb in list_kbs(home)]
 
 
 def check_kbs(kbs: tuple[str, ...], known: list[str]) -> None:

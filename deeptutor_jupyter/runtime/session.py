@@ -361,8 +361,7 @@ class TutorSession(SessionReads, SessionEdits):
     def choices(self, resolved: ResolvedSettings) -> dict[str, Any]:
         """What the panel's chooser shows, names only: the current conversation's choice, the
         models and knowledge bases it may choose from, and the configured model."""
-        from deeptutor_jupyter.knowledge import list_kbs
-        from deeptutor_jupyter.runtime.choice import offered_models, read_choice
+        from deeptutor_jupyter.runtime.choice import kb_names, offered_models, read_choice
 
         self.open(resolved)
         assert self._store is not None
@@ -371,7 +370,7 @@ class TutorSession(SessionReads, SessionEdits):
             "choice": read_choice(self._store, self.session_id).wire(),
             "models": offered_models(resolved, self._decision(resolved, ())),
             "default_model": resolved.settings.model or "",
-            "kbs": [str(kb["name"]) for kb in list_kbs(resolved.settings.home)],
+            "kbs": kb_names(resolved.settings.home),
         }
 
     def choose(
@@ -379,12 +378,12 @@ class TutorSession(SessionReads, SessionEdits):
     ) -> Choice:
         """Choose the model (None: the configured one) and knowledge bases of one of this
         notebook's conversations; raises ``ChoiceError`` in words for what may not be chosen."""
-        from deeptutor_jupyter.knowledge import list_kbs
         from deeptutor_jupyter.runtime.choice import (
             Choice,
             ChoiceError,
             check_kbs,
             check_model,
+            kb_names,
             offered_models,
             save_choice,
         )
@@ -398,7 +397,7 @@ class TutorSession(SessionReads, SessionEdits):
         if choice.model is not None:
             decision = self._decision(resolved, ())
             check_model(choice.model, offered_models(resolved, decision), decision)
-        check_kbs(choice.kbs, [str(kb["name"]) for kb in list_kbs(resolved.settings.home)])
+        check_kbs(choice.kbs, kb_names(resolved.settings.home))
         self._store.ensure_session(session_id, self.notebook)
         save_choice(self._store, session_id, choice)
         return choice
@@ -414,6 +413,7 @@ class TutorSession(SessionReads, SessionEdits):
             ChoiceError,
             check_model,
             chosen_by_cell,
+            kb_names,
             offered_models,
             read_choice,
             with_model,
@@ -423,9 +423,7 @@ class TutorSession(SessionReads, SessionEdits):
         assert self._store is not None
         choice = read_choice(self._store, self.session_id)
         if choice.kbs and not opts.kbs:
-            from deeptutor_jupyter.knowledge import list_kbs
-
-            known = {str(kb["name"]) for kb in list_kbs(resolved.settings.home)}
+            known = set(kb_names(resolved.settings.home))
             if gone := [k for k in choice.kbs if k not in known]:
                 raise PlanError(
                     f"The knowledge base {', '.join(gone)} chosen for this conversation in the "
