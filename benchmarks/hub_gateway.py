@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -44,6 +43,7 @@ from typing import Any
 import httpx
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, fake_llm
+from deeptutor_jupyter.testing.ports import free_port
 
 KEY = "sk-bench-upstream"
 PREFIX = "/services/deeptutor/"
@@ -116,12 +116,6 @@ def serve_upstream(fast: int, slow: int, after: int) -> None:
     print(server.url, flush=True)
     while True:
         time.sleep(3600)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def percentile(values: list[float], q: float) -> float:

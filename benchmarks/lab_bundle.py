@@ -20,7 +20,6 @@ import gzip
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,6 +29,8 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+
+from deeptutor_jupyter.testing.ports import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 STATIC = REPO / "deeptutor_jupyter" / "labextension" / "static"
@@ -60,12 +61,6 @@ def bundle_sizes() -> list[tuple[str, int, int]]:
     return sorted(out, key=lambda row: -row[2])
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def lab_server(root: Path, *, enabled: bool) -> Iterator[str]:
     config = root / ("config-on" if enabled else "config-off")
@@ -86,7 +81,7 @@ def lab_server(root: Path, *, enabled: bool) -> Iterator[str]:
     proc = subprocess.Popen(
         [
             sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
-            f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}", "--ServerApp.port_retries=0", "--ServerApp.ip=127.0.0.1",
             f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}",
             "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",

@@ -11,23 +11,17 @@ the learner sees. See docs/testing.md.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from deeptutor_jupyter.testing.fake_llm import Reply
+from deeptutor_jupyter.testing.ports import refused_url
+
+__all__ = ["refused_url"]  # re-exported: tests write faults.refused_url()
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.store.db import SQLiteFile
-
-
-def refused_url() -> str:
-    """A loopback base URL where nothing listens (the port was free a moment ago)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
 
 
 def reset_mid_stream(text: str = "The answer starts well and then", after: int = 2) -> Reply:

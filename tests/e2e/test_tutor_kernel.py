@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import pytest
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
+from deeptutor_jupyter.testing.ports import refused_port
 from tests.e2e.conftest import SECRET, kernel_env
 from tests.e2e.kernel_driver import KernelDriver, shown_text
 
@@ -169,9 +169,7 @@ def test_unknown_model_renders_an_error_card(tmp_path: Path):
 
 
 def test_no_server_renders_an_error_card(tmp_path: Path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = refused_port()
     with FakeLLMServer() as server:
         env = kernel_env(tmp_path, server, DEEPTUTOR_BASE_URL=f"http://127.0.0.1:{port}/v1")
     k = KernelDriver(env, cwd=tmp_path)

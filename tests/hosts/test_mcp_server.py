@@ -23,6 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from deeptutor_jupyter.knowledge import KnowledgeBase
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
+from deeptutor_jupyter.testing.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CHOICE = {
@@ -120,9 +121,7 @@ async def test_over_stdio_a_question_is_an_elicitation_form(world) -> None:
 
 async def test_over_http_without_forms_the_tutor_waits_for_the_learner(world) -> None:
     llm, env = world
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     token = "a-token-for-this-test-only"
     process = subprocess.Popen(
         command("--http", str(port)),

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -21,17 +20,13 @@ from typing import Any
 import httpx
 import pytest
 
+from deeptutor_jupyter.testing.ports import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 CHP = ROOT / ".venv" / "node" / "node_modules" / ".bin" / "configurable-http-proxy"
 UPSTREAM_KEY = "sk-course-UPSTREAM-9d41be"
 STUDENTS = ("alice", "bob", "carol", "dan", "erin")
 INSTRUCTOR = "ms-lee"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def chp_path() -> Path:
@@ -66,6 +61,12 @@ c.Spawner.args = ["--allow-root"]
 c.Spawner.default_url = "/lab"
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
+# The spawner's own port pick (bind to 0, close, start the server) races the kernels of the
+# test process running beside this one; ports below the ephemeral range are never taken so.
+from deeptutor_jupyter.testing.ports import free_port as _free_port
+def _single_user_port(spawner):
+    spawner.port = _free_port()
+c.Spawner.pre_spawn_hook = _single_user_port
 c.JupyterHub.load_groups = {{
     "class-a": {{"users": ["alice", "bob"]}},
     "honours": {{"users": ["dan"]}},

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import socket
 import stat
 import tomllib
 from collections.abc import Iterator
@@ -13,6 +12,7 @@ import pytest
 from deeptutor_jupyter.config import resolve_settings
 from deeptutor_jupyter.kernel.widgets.setup_card import CHOICES, SetupCard
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
+from deeptutor_jupyter.testing.ports import refused_port
 
 SECRET = "sk-CARDSECRET-never-in-state-0a1b2c3d"
 SECRET_BODY = "CARDSECRET"
@@ -289,9 +289,7 @@ async def test_a_failed_test_reads_like_the_error_card(home: Path) -> None:
     assert "<code>%tutor config</code>" in card.status.value
     assert "key" in card.status.value.lower() and SECRET not in card.status.value
 
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        closed = s.getsockname()[1]
+    closed = refused_port()
     card = setup_for(home, f"http://127.0.0.1:{closed}/v1")
     await card.test_connection()
     assert "The test request failed:" in card.status.value

@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 
 import pytest
 
 from deeptutor_jupyter.testing import FakeLLMServer
+from deeptutor_jupyter.testing.ports import refused_url
 
 
 class SleepRecorder:
@@ -31,8 +31,5 @@ def sleeps() -> SleepRecorder:
 
 @pytest.fixture
 def dead_url() -> str:
-    """A loopback URL where nothing listens: the port was free a moment ago."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
+    """A loopback URL where connecting is refused for the whole test."""
+    return refused_url()

@@ -23,6 +23,7 @@ from deeptutor_jupyter.agent.events import Notice, ToolCallFinished
 from deeptutor_jupyter.config import resolve_settings
 from deeptutor_jupyter.runtime.session import AskOptions, TutorSession
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
+from deeptutor_jupyter.testing.ports import free_port
 from deeptutor_jupyter.tools.mcp import McpServers, read_servers
 from deeptutor_jupyter.tools.mcp.servers import status_markdown
 from deeptutor_jupyter.tools.registry import ToolRegistry
@@ -38,12 +39,6 @@ BROKEN = (
     "import os, sys; sys.stderr.write('calc.toml not found ' + os.environ['BROKEN_TOKEN']); "
     "sys.exit(3)"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def settings_toml(port: int, tmp: Path) -> str:

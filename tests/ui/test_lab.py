@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ import nbformat
 import pytest
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
+from deeptutor_jupyter.testing.ports import free_port
 from tests.e2e.kernel_driver import shown_text
 
 pytestmark = pytest.mark.ui
@@ -27,12 +27,6 @@ pytestmark = pytest.mark.ui
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 TOKEN = "ui-test-token"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "tests" / "ui" / "artifacts"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
@@ -66,7 +60,7 @@ def lab_server(tmp_path: Path, fake_llm: FakeLLMServer, app: str = "jupyterlab")
     proc = subprocess.Popen(
         [
             sys.executable, "-m", app, "--no-browser", "--allow-root",
-            f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}", "--ServerApp.port_retries=0", "--ServerApp.ip=127.0.0.1",
             f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={tmp_path}",
             *(["--LabApp.expose_app_in_browser=True", "--LabApp.news_url="]
               if app == "jupyterlab" else []),
