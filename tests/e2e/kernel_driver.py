@@ -20,6 +20,7 @@ from typing import Any
 from jupyter_client.manager import KernelManager
 
 from deeptutor_jupyter.testing import FakeLLMServer
+from deeptutor_jupyter.testing.ports import free_port
 
 SECRET = "sk-e2e-SECRET-7f3a9c"
 
@@ -69,7 +70,12 @@ def shown_text(data: dict[str, Any]) -> str:
 
 class KernelDriver:
     def __init__(self, env: dict[str, str], cwd: Path) -> None:
-        self.km = KernelManager(kernel_name="python3")
+        # Ports from the claimed range below the ephemeral one: jupyter_client's own pick (bind
+        # to 0, close, the kernel binds a second later) races the servers and kernels of the
+        # test process running beside this one.
+        self.km = KernelManager(kernel_name="python3", cache_ports=False)
+        for name in ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port"):
+            setattr(self.km, name, free_port())
         self.km.start_kernel(env=env, cwd=str(cwd))
         self.kc = self.km.client()
         self.kc.start_channels()
