@@ -15,6 +15,7 @@ for as long as the process lives, and nothing else can take the port meanwhile.
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import os
 import random
@@ -28,6 +29,12 @@ _claimed: set[int] = set()
 _claim_fd: int | None = None  # one descriptor for every claim: closing any would drop them all
 _held: list[socket.socket] = []
 _lock = threading.Lock()
+
+
+@atexit.register
+def _release_held() -> None:
+    while _held:
+        _held.pop().close()
 
 
 def _ephemeral_floor() -> int:
