@@ -6,10 +6,11 @@
  * The editor comes from IEditorServices, so the extension bundles no CodeMirror of its own
  * (@codemirror/state, view and language are JupyterLab's shared singletons). Two places use it:
  * the panel's quiz (quiz.tsx, through `mountCodeEditor`) and the cell's quiz card, whose code box
- * is ipywidgets' Textarea drawn by the kernel (kernel/widgets/quiz_card.py, class `dt-quiz-code`):
- * `upgradeCodeBoxes` puts an editor over each such textarea and keeps the textarea as the widget's
- * value, so what the kernel grades, saves and consumes is what it was before, the text typed.
- * Without this extension (nbclassic, VS Code) the textarea stays, a plain box (docs/learning.md).
+ * is the kernel's anywidget (kernel/widgets/code_box.js), drawn as ipywidgets' Textarea is
+ * (`.widget-textarea.dt-quiz-code > textarea`): `upgradeCodeBoxes` puts an editor over each such
+ * textarea and keeps the textarea as the widget's value, so what the kernel grades, saves and
+ * consumes is what it was before, the text typed. Without this extension (nbclassic, VS Code,
+ * Colab) the textarea stays, and indents on Tab by itself (code_box.js, docs/sidebar.md).
  */
 import { CodeEditor, IEditorServices } from '@jupyterlab/codeeditor';
 import { Prec } from '@codemirror/state';
@@ -17,7 +18,7 @@ import { EditorView, keymap } from '@codemirror/view';
 
 import { indentChange } from './keys';
 
-/** The cell quiz's code boxes, as ipywidgets draws them. */
+/** The cell quiz's code boxes, drawn as ipywidgets draws a Textarea (code_box.js). */
 const CODE_BOX_CLASS = 'dt-quiz-code';
 const CELL_CODE_BOXES = `.${CODE_BOX_CLASS} > textarea`;
 /** Every ipywidgets Textarea's element (a quiz's code box is one of them). */

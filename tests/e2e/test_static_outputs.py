@@ -87,9 +87,7 @@ def three_turns(kernel: KernelDriver, fake_llm: FakeLLMServer) -> dict[str, str]
     form = str(kernel.wait_for(lambda: kernel.with_class("dt-quiz"))[0])
     update(kernel, of_model(kernel, form, "RadioButtonsModel")[0], index=1)
     update(kernel, of_model(kernel, form, "TextModel")[0], value="3.001 m/s")
-    update(
-        kernel, of_model(kernel, form, "TextareaModel")[0], value="def sq(x):\n    return x * x\n"
-    )
+    update(kernel, of_model(kernel, form, "AnyModel")[0], value="def sq(x):\n    return x * x\n")
     submit(kernel, form)
     turns = {
         plain: "%tutor What is an eigenvalue?",

@@ -120,7 +120,7 @@ def test_a_quiz_is_answered_in_the_widgets_and_graded_for_the_same_tool_call(
     card = card_of(kernel)
     radio = of_model(kernel, card, "RadioButtonsModel")[0]
     texts = of_model(kernel, card, "TextModel")
-    code = of_model(kernel, card, "TextareaModel")
+    code = of_model(kernel, card, "AnyModel")
     # Nothing a browser can read gives the answers away before Submit.
     state = json.dumps(kernel.widgets)
     for secret in (EXPLANATION, "HIDDEN-TEST", '"answer"'):
@@ -234,7 +234,7 @@ def test_hostile_tests_are_contained_and_the_kernel_stays_responsive(
     fake_llm.extend([quiz_reply(hostile, "call_h"), Reply(text="Done.")])
     kernel.execute("%tutor Quiz me")
     card = card_of(kernel)
-    for box in of_model(kernel, card, "TextareaModel"):
+    for box in of_model(kernel, card, "AnyModel"):
         update(kernel, box, value="x = 1\n")
     submit(kernel, card)
     # While the sandbox grinds through the endless loop, the kernel still runs cells.
@@ -263,7 +263,7 @@ def test_a_quiz_survives_a_kernel_restart_and_continues_its_turn(
     assert EXPLANATION not in state and "HIDDEN-TEST" not in state
     update(kernel, of_model(kernel, card, "RadioButtonsModel")[0], index=1)
     update(kernel, of_model(kernel, card, "TextModel")[0], value="3")
-    update(kernel, of_model(kernel, card, "TextareaModel")[0], value="def sq(x):\n    return 9\n")
+    update(kernel, of_model(kernel, card, "AnyModel")[0], value="def sq(x):\n    return 9\n")
     submit(kernel, card)
     kernel.wait_for(lambda: "Graded after the restart." in answer_text(kernel), timeout=60)
     sent = tool_messages(fake_llm, "call_restart")

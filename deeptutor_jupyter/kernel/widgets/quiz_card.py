@@ -130,11 +130,10 @@ class QuizCard(widgets.VBox):  # type: ignore[misc]
             if unit:
                 control = widgets.HBox([control, widgets.Label(unit)])
         elif kind == "code":
-            control = widgets.Textarea(
-                value=str(q.get("starter") or ""),
-                layout=_fit(height="10em"),
-            )
-            control.add_class("dt-quiz-code")
+            # Tab indents in every front end (anywidget, imported here only: not at load_ext).
+            from deeptutor_jupyter.kernel.widgets.code_box import CodeBox
+
+            control = CodeBox(value=str(q.get("starter") or ""), layout=_fit(height="10em"))
             self.controls[qid] = ("text", control, None)
         else:
             control = widgets.Textarea(

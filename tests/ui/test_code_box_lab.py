@@ -1,0 +1,119 @@
+"""Where our labextension is absent, a quiz's code answer still indents (issue 21): JupyterLab
+with the extension disabled in Chromium, the box is our anywidget textarea (code_box.js), drawn
+through anywidget's own extension. Enter keeps the indentation after a colon, Tab indents to the
+next four spaces (a selection: each line), Shift+Tab dedents, notebook shortcuts typed there stay
+text (no cell inserted or retyped, no dialog, no re-run), Escape leaves, and the graded answer is
+the code as typed. Screenshot: tests/ui/artifacts/code-box-typed.png."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from deeptutor_jupyter.testing import FakeLLMServer, Reply
+from tests.learning.test_quiz_kernel import QUIZ, quiz_reply, tool_messages
+from tests.ui.test_form_keys_lab import FOCUS_JS, TYPED, VALUE_JS, notebook_state
+from tests.ui.test_lab import (
+    ARTIFACTS,
+    fake_llm,
+    lab_page,
+    lab_server,
+    needs_chromium,
+    open_notebook,
+    write_notebook,
+)
+
+pytestmark = pytest.mark.ui
+__all__ = ["fake_llm"]
+
+SELECTED = "() => { const b = document.querySelector('.dt-quiz-code textarea'); b.select(); }"
+
+
+@pytest.fixture
+def lab_without_ours(tmp_path: Path, fake_llm: FakeLLMServer) -> Iterator[str]:
+    """JupyterLab as a learner has it when our labextension is disabled (page_config.json)."""
+    config = tmp_path / "jupyter-config" / "labconfig" / "page_config.json"
+    config.parent.mkdir(parents=True)
+    config.write_text(json.dumps({"disabledExtensions": {"deeptutor-jupyter": True}}))
+    with lab_server(tmp_path, fake_llm) as url:
+        yield url
+
+
+def typed_keys(page: Any) -> list[str]:
+    """Values after Enter, Tab, a line, Shift+Tab, then all selected with Tab and Shift+Tab."""
+    keys = page.keyboard
+    keys.type("def sq(x):")
+    keys.press("Enter")  # after a colon: the body is indented
+    seen = [page.evaluate(VALUE_JS)]
+    keys.press("Tab")
+    keys.type("return x * x")
+    seen.append(page.evaluate(VALUE_JS))
+    keys.press("Shift+Tab")
+    seen.append(page.evaluate(VALUE_JS))
+    page.evaluate(SELECTED)
+    keys.press("Tab")  # every selected line one level in
+    seen.append(page.evaluate(VALUE_JS))
+    keys.press("Shift+Tab")
+    seen.append(page.evaluate(VALUE_JS))
+    keys.press("End")
+    return seen
+
+
+@needs_chromium
+def test_without_our_labextension_the_code_box_indents_and_keeps_its_keys(
+    lab_without_ours: str, fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    fake_llm.extend([quiz_reply(QUIZ), Reply(text="Noted, let us look at squares.")])
+    write_notebook(tmp_path / "plain.ipynb", "%load_ext deeptutor_jupyter", "%tutor Quiz me")
+    with lab_page("code-box") as page:
+        open_notebook(page, lab_without_ours, "plain.ipynb")
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        card = page.locator(".dt-quiz")
+        box = card.locator(".dt-quiz-code textarea")
+        box.wait_for()
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+        ours = page.evaluate("() => window.jupyterapp.hasPlugin('deeptutor-jupyter:plugin')")
+        editors = card.locator(".cm-editor").count()
+        before = notebook_state(page)
+        assert before == (["code", "code"], 0)
+        box.click()
+        page.keyboard.press("Control+a")
+        page.keyboard.press("Delete")
+        seen = typed_keys(page)
+        page.keyboard.press("Enter")
+        page.keyboard.type("#")
+        for key in ["a", "b", "m", "r", "y", "0", "0"]:  # notebook shortcuts in command mode
+            page.keyboard.press(key)
+        page.keyboard.press("Control+Enter")  # "run cell": would start the quiz's turn again
+        page.keyboard.press("Shift+Enter")  # "run cell and advance"; a newline here
+        page.wait_for_timeout(500)  # any command the keys triggered has run by now
+        typed = page.evaluate(VALUE_JS)
+        after = notebook_state(page)
+        still_focused = page.evaluate(FOCUS_JS)
+        requests = len(fake_llm.requests)
+        card.screenshot(path=str(ARTIFACTS / "code-box-typed.png"))
+        page.keyboard.press("Escape")
+        page.wait_for_function(f"() => !({FOCUS_JS})()")
+        card.locator(".dt-quiz-submit").click()
+        card.locator(".dt-quiz-anyway").click()  # q1 and q2 are blank: submit anyway
+        page.locator(".dt-static", has_text="Noted, let us look at squares.").wait_for(
+            timeout=60000
+        )
+    assert not ours and editors == 0  # our extension is off: no CodeMirror over the box
+    assert seen == [
+        "def sq(x):\n    ",
+        "def sq(x):\n        return x * x",
+        "def sq(x):\n    return x * x",
+        "    def sq(x):\n        return x * x",
+        "def sq(x):\n    return x * x",
+    ]
+    assert typed == TYPED
+    assert after == before  # no cell inserted, none changed type, no dialog
+    assert still_focused and requests == 1  # Tab never left; nothing re-ran the cell
+    result = json.loads(tool_messages(fake_llm, "call_quiz_1")[0]["content"])
+    q3 = {r["id"]: r for r in result["results"]}["q3"]
+    assert q3["given"] == TYPED and q3["correct"] is True
