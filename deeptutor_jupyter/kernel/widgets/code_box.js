@@ -76,7 +76,8 @@ function leave(box) {
   box.closest(".jp-Cell, .cell")?.focus({ preventScroll: true });
 }
 
-function onKey(event, box) {
+/** A keydown in the box (exported for the labextension's vitest, codebox.test.ts). */
+export function onKey(event, box) {
   const accel = event.ctrlKey || event.metaKey;
   const key = event.key.toLowerCase();
   if (accel && !event.altKey && (key === "s" || (event.shiftKey && key === "c"))) {
@@ -84,14 +85,19 @@ function onKey(event, box) {
   }
   // Nothing else does: "a", "b", "m", "y", "0 0", Shift+Enter are text, not notebook commands.
   event.stopPropagation();
-  if (event.defaultPrevented || event.isComposing || event.altKey || accel) {
-    return; // the labextension's keys.ts handled it, or an input method or a shortcut has it
+  if (event.defaultPrevented || event.isComposing) {
+    return; // the labextension's keys.ts handled it (at capture), or an input method has it
   }
-  const { value, selectionStart: start, selectionEnd: end } = box;
   if (event.key === "Escape") {
     event.preventDefault();
     leave(box);
-  } else if (event.key === "Tab") {
+    return;
+  }
+  if (event.altKey || accel) {
+    return; // the textarea's own: undo, copy, a word left…
+  }
+  const { value, selectionStart: start, selectionEnd: end } = box;
+  if (event.key === "Tab") {
     event.preventDefault();
     apply(box, indentEdit(value, start, end, event.shiftKey));
   } else if (event.key === "Enter" && !event.shiftKey) {
