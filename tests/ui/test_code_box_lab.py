@@ -17,6 +17,7 @@ import pytest
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
 from tests.learning.test_quiz_kernel import QUIZ, quiz_reply, tool_messages
 from tests.ui.test_form_keys_lab import FOCUS_JS, TYPED, VALUE_JS, notebook_state
+from tests.ui.test_forms_lab import OVERFLOW_JS
 from tests.ui.test_lab import (
     ARTIFACTS,
     fake_llm,
@@ -78,6 +79,7 @@ def test_without_our_labextension_the_code_box_indents_and_keeps_its_keys(
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
         ours = page.evaluate("() => window.jupyterapp.hasPlugin('deeptutor-jupyter:plugin')")
         editors = card.locator(".cm-editor").count()
+        wide = card.evaluate(OVERFLOW_JS)  # the box fits the output area, as ipywidgets' did
         before = notebook_state(page)
         assert before == (["code", "code"], 0)
         box.click()
@@ -104,6 +106,7 @@ def test_without_our_labextension_the_code_box_indents_and_keeps_its_keys(
             timeout=60000
         )
     assert not ours and editors == 0  # our extension is off: no CodeMirror over the box
+    assert wide == []
     assert seen == [
         "def sq(x):\n    ",
         "def sq(x):\n        return x * x",

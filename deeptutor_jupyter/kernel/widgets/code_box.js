@@ -108,7 +108,8 @@ export function onKey(event, box) {
 
 function render({ model, el }) {
   const shell = document.createElement("div");
-  shell.className = "jupyter-widgets widget-inline-hbox widget-textarea dt-quiz-code dt-code-box";
+  // ipywidgets' textarea look (border, padding, colours) without its margin, which overflowed.
+  shell.className = "widget-inline-hbox widget-textarea dt-quiz-code dt-code-box";
   const box = document.createElement("textarea");
   box.className = "widget-input";
   box.spellcheck = false;

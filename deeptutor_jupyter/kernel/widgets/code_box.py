@@ -23,10 +23,11 @@ __all__ = ["CodeBox"]
 
 class CodeBox(anywidget.AnyWidget):
     _esm = Path(__file__).with_name("code_box.js")
-    # The box fills the height the card gives it; code in the notebook's code font.
+    # The box fills the size the card gives it (over ipywidgets' own .widget-textarea rules, hence
+    # two classes); code in the notebook's code font.
     _css = """
-.dt-code-box { width: 100%; height: 100%; box-sizing: border-box; }
-.dt-code-box > textarea {
+.dt-code-box.widget-textarea { width: 100%; height: 100%; box-sizing: border-box; }
+.dt-code-box.widget-textarea > textarea {
   width: 100%; height: 100%; box-sizing: border-box; resize: vertical; tab-size: 4;
   font-family: var(--jp-code-font-family, monospace); font-size: var(--jp-code-font-size, 13px);
 }
