@@ -31,6 +31,15 @@ from tests.ui.test_lab import (
 pytestmark = pytest.mark.ui
 __all__ = ["fake_llm"]
 
+# The kernel sets the box's value (as another view's typing would reach this one): it is shown.
+FROM_KERNEL = (
+    "from deeptutor_jupyter.kernel.quiz_cards import _cards\n"
+    "for card in _cards.values():\n"
+    "    card.controls['q3'][1].value = 'def other():\\n    pass'\n"
+)
+RUN_JS = """(code) => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel
+  .requestExecute({ code, silent: true }).done.then((reply) => reply.content.status)"""
+SHOWN_JS = "(text) => document.querySelector('.dt-quiz-code textarea').value === text"
 SELECTED = "() => { const b = document.querySelector('.dt-quiz-code textarea'); b.select(); }"
 
 
@@ -82,6 +91,8 @@ def test_without_our_labextension_the_code_box_indents_and_keeps_its_keys(
         wide = card.evaluate(OVERFLOW_JS)  # the box fits the output area, as ipywidgets' did
         before = notebook_state(page)
         assert before == (["code", "code"], 0)
+        assert page.evaluate(RUN_JS, FROM_KERNEL) == "ok"
+        page.wait_for_function(SHOWN_JS, arg="def other():\n    pass")
         box.click()
         page.keyboard.press("Control+a")
         page.keyboard.press("Delete")
