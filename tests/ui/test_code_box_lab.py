@@ -2,8 +2,9 @@
 with the extension disabled in Chromium, the box is our anywidget textarea (code_box.js), drawn
 through anywidget's own extension. Enter keeps the indentation after a colon, Tab indents to the
 next four spaces (a selection: each line), Shift+Tab dedents, notebook shortcuts typed there stay
-text (no cell inserted or retyped, no dialog, no re-run), Escape leaves, and the graded answer is
-the code as typed. Screenshot: tests/ui/artifacts/code-box-typed.png."""
+text (no cell inserted or retyped, no dialog, no re-run), Escape leaves, a value the kernel sets
+is shown, the box fits the output area, and the graded answer is the code as typed.
+Screenshot: tests/ui/artifacts/code-box-typed.png."""
 
 from __future__ import annotations
 
@@ -16,7 +17,14 @@ import pytest
 
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
 from tests.learning.test_quiz_kernel import QUIZ, quiz_reply, tool_messages
-from tests.ui.test_form_keys_lab import FOCUS_JS, TYPED, VALUE_JS, notebook_state
+from tests.ui.test_form_keys_lab import (
+    FOCUS_JS,
+    TYPED,
+    VALUE_JS,
+    notebook_state,
+    run_quiz_notebook,
+    type_shortcuts,
+)
 from tests.ui.test_forms_lab import OVERFLOW_JS
 from tests.ui.test_lab import (
     ARTIFACTS,
@@ -24,8 +32,6 @@ from tests.ui.test_lab import (
     lab_page,
     lab_server,
     needs_chromium,
-    open_notebook,
-    write_notebook,
 )
 
 pytestmark = pytest.mark.ui
@@ -78,10 +84,8 @@ def test_without_our_labextension_the_code_box_indents_and_keeps_its_keys(
     lab_without_ours: str, fake_llm: FakeLLMServer, tmp_path: Path
 ) -> None:
     fake_llm.extend([quiz_reply(QUIZ), Reply(text="Noted, let us look at squares.")])
-    write_notebook(tmp_path / "plain.ipynb", "%load_ext deeptutor_jupyter", "%tutor Quiz me")
     with lab_page("code-box") as page:
-        open_notebook(page, lab_without_ours, "plain.ipynb")
-        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        run_quiz_notebook(page, lab_without_ours, tmp_path, "plain.ipynb")
         card = page.locator(".dt-quiz")
         box = card.locator(".dt-quiz-code textarea")
         box.wait_for()
@@ -97,13 +101,7 @@ def test_without_our_labextension_the_code_box_indents_and_keeps_its_keys(
         page.keyboard.press("Control+a")
         page.keyboard.press("Delete")
         seen = typed_keys(page)
-        page.keyboard.press("Enter")
-        page.keyboard.type("#")
-        for key in ["a", "b", "m", "r", "y", "0", "0"]:  # notebook shortcuts in command mode
-            page.keyboard.press(key)
-        page.keyboard.press("Control+Enter")  # "run cell": would start the quiz's turn again
-        page.keyboard.press("Shift+Enter")  # "run cell and advance"; a newline here
-        page.wait_for_timeout(500)  # any command the keys triggered has run by now
+        type_shortcuts(page)
         typed = page.evaluate(VALUE_JS)
         after = notebook_state(page)
         still_focused = page.evaluate(FOCUS_JS)

@@ -56,15 +56,31 @@ def notebook_state(page: Any) -> tuple[list[str], int]:
     return page.evaluate(CELLS_JS), page.locator(".jp-Dialog").count()
 
 
+def run_quiz_notebook(page: Any, lab: str, folder: Path, name: str) -> None:
+    """A notebook whose second cell asks for a quiz, opened and run."""
+    write_notebook(folder / name, "%load_ext deeptutor_jupyter", "%tutor Quiz me")
+    open_notebook(page, lab, name)
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+
+def type_shortcuts(page: Any) -> None:
+    """A new line of notebook shortcuts, typed into the focused code box: text there."""
+    page.keyboard.press("Enter")
+    page.keyboard.type("#")
+    for key in ["a", "b", "m", "r", "y", "0", "0"]:  # notebook shortcuts in command mode
+        page.keyboard.press(key)
+    page.keyboard.press("Control+Enter")  # "run cell": would start the quiz's turn again
+    page.keyboard.press("Shift+Enter")  # "run cell and advance"; a newline here
+    page.wait_for_timeout(500)  # any command the keys triggered has run by now
+
+
 @needs_chromium
 def test_a_quiz_code_answer_is_a_python_editor_whose_keys_stay_there_and_blanks_ask_first(
     lab: str, fake_llm: FakeLLMServer, tmp_path: Path
 ) -> None:
     fake_llm.extend([quiz_reply(QUIZ), Reply(text="Noted, let us look at squares.")])
-    write_notebook(tmp_path / "keys.ipynb", "%load_ext deeptutor_jupyter", "%tutor Quiz me")
     with lab_page("form-keys") as page:
-        open_notebook(page, lab, "keys.ipynb")
-        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        run_quiz_notebook(page, lab, tmp_path, "keys.ipynb")
         card = page.locator(".dt-quiz")
         code = card.locator(".dt-quiz-code .cm-content")
         code.wait_for()
@@ -87,13 +103,7 @@ def test_a_quiz_code_answer_is_a_python_editor_whose_keys_stay_there_and_blanks_
         assert page.evaluate(VALUE_JS) == "def sq(x):\n        return x * x"
         page.keyboard.press("Shift+Tab")  # the level Tab added comes off
         assert page.evaluate(VALUE_JS) == "def sq(x):\n    return x * x"
-        page.keyboard.press("Enter")
-        page.keyboard.type("#")
-        for key in ["a", "b", "m", "r", "y", "0", "0"]:  # notebook shortcuts in command mode
-            page.keyboard.press(key)
-        page.keyboard.press("Control+Enter")  # "run cell": would start the quiz's turn again
-        page.keyboard.press("Shift+Enter")  # "run cell and advance"; a newline here
-        page.wait_for_timeout(500)  # any command the keys triggered has run by now
+        type_shortcuts(page)
         typed = page.evaluate(VALUE_JS)
         editor = page.evaluate(EDITOR_JS)
         requests = len(fake_llm.requests)
