@@ -85,9 +85,18 @@ def one_answer(k: KernelDriver, server: FakeLLMServer, answer: str, delay: float
     k.pump(1.0)  # what the end of the turn sends after its final display (closes)
     elapsed = time.monotonic() - start
     by_kind: dict[str, int] = {}
+    by_model: dict[str, int] = {}  # comm bytes by widget model and message kind
+    models: dict[str, str] = {}
+    envelopes = 0  # header, parent header, metadata, delimiter and signature of each message
     for m in k.iopub:
-        kind = m["header"]["msg_type"]
+        kind, content = m["header"]["msg_type"], m["content"]
         by_kind[kind] = by_kind.get(kind, 0) + wire_bytes(m)
+        envelopes += wire_bytes(m) - len(json.dumps(content, default=str).encode())
+        if kind.startswith("comm_"):
+            if kind == "comm_open":
+                models[content["comm_id"]] = content["data"]["state"].get("_model_name", "?")
+            key = f"{models.get(content['comm_id'], '?')} {kind.removeprefix('comm_')}"
+            by_model[key] = by_model.get(key, 0) + wire_bytes(m)
     data = last["content"]["data"]
     # Its last words, prose in Markdown and in HTML alike (the trace's summary is its start).
     copies = sum(1 for v in data.values() if isinstance(v, str) and "That is all." in v)
@@ -95,6 +104,8 @@ def one_answer(k: KernelDriver, server: FakeLLMServer, answer: str, delay: float
         "total": sum(by_kind.values()),
         "comm": sum(n for kind, n in by_kind.items() if kind.startswith("comm_")),
         "by_kind": by_kind,
+        "by_model": by_model,
+        "envelopes": envelopes,
         "final": wire_bytes(last),
         "copies": copies,
         "mimes": sorted(data),
@@ -137,6 +148,12 @@ def main() -> None:
         print(
             "    bytes by message type: "
             + ", ".join(f"{kind}={b:,}" for kind, b in sorted(r["by_kind"].items()))
+        )
+        top = sorted(r["by_model"].items(), key=lambda kv: -kv[1])[:6]
+        print("    comm bytes by widget: " + ", ".join(f"{key}={b:,}" for key, b in top))
+        print(
+            f"    envelopes (headers, parent headers, metadata, signatures): "
+            f"{r['envelopes']:,} bytes = {r['envelopes'] / n:.2f}x"
         )
         print(
             f"    final display update: {r['final']:,} bytes = {r['final'] / n:.2f}x the answer, "

@@ -110,7 +110,15 @@ def markdown_html(markdown: str) -> str:
     render = mistune.create_markdown(escape=True, plugins=["strikethrough", "table"])
     body = str(render(hidden))
     body = re.sub(r"DTMATH(\d+)X", lambda m: html.escape(maths[int(m.group(1))]), body)
+    # Leaner, for the same page (issue 28: the final update is the turn's largest message):
+    # no line break between tags (text is escaped, so ">\n<" is only ever between tags, where
+    # HTML ignores it) and no language class on code, which no renderer here highlights.
+    body = _CODE_CLASS.sub("<code>", _BETWEEN_TAGS.sub(">", body))
     return f'<div class="dt-static">{body}</div>'
+
+
+_BETWEEN_TAGS = re.compile(r">\n(?=<)")
+_CODE_CLASS = re.compile(r'<code class="language-[^"<>]*">')
 
 
 def _fenced_aware_sub(markdown: str, hide: Callable[[re.Match[str]], str]) -> str:

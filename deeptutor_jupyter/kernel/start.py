@@ -141,7 +141,7 @@ def attach_view(
     from deeptutor_jupyter.kernel import interactions, quiz_cards
     from deeptutor_jupyter.kernel.release import release_finished_view
     from deeptutor_jupyter.kernel.turn_plan import source_links, sources_markdown
-    from deeptutor_jupyter.kernel.widgets.turn_view import TurnView
+    from deeptutor_jupyter.kernel.widgets.turn_view import TurnView, unparented
 
     session, log = tutor.session, turn.log
     language = session.language
@@ -193,8 +193,9 @@ def attach_view(
             bundle = final_bundle(md, display_id, turn, trace)
             update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
             bundles.append(bundle)
-        if release_finished_view(view, bundles):  # the session keeps the turn, not its view
-            log.unsubscribe(view.handle)
+        # The closes are widget traffic: no parent request (turn_view.unparented).
+        if unparented().run(release_finished_view, view, bundles):
+            log.unsubscribe(view.handle)  # the session keeps the turn, not its view
             log.unsubscribe(on_event)
 
     log.subscribe(on_event)

@@ -186,3 +186,21 @@ def test_an_answer_that_was_not_streamed_is_still_saved():
 
     md = final_markdown([], Done(status="done", answer="All in one piece."), "Q?", "m", [])
     assert "**Tutor** (m):\n\nAll in one piece." in md
+
+
+def test_static_html_is_lean_and_keeps_code_lines():
+    """The final update is a turn's largest message (issue 28): no line break between tags and
+    no language class on code; a code block keeps its own lines and an answer like the
+    benchmark's costs little more than its Markdown."""
+    import json
+
+    from benchmarks.streaming_bytes import make_answer
+    from deeptutor_jupyter.kernel.display import markdown_html
+
+    page = markdown_html("Look:\n\n- one\n- two\n\n```python\nx = 1\n\ny = '<b>'\n```\n")
+    assert page == (
+        '<div class="dt-static"><p>Look:</p><ul><li>one</li><li>two</li></ul>'
+        "<pre><code>x = 1\n\ny = '&lt;b&gt;'\n</code></pre>\n</div>"
+    )
+    answer = make_answer(20_000)
+    assert len(json.dumps(markdown_html(answer))) < 1.08 * len(json.dumps(answer))

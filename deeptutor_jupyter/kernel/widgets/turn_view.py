@@ -9,6 +9,7 @@ a few dozen widget messages, not one per token.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import html
 import json
 import math
@@ -47,6 +48,49 @@ STREAMING_TICK = 10.0
 PREVIEW_CHARS = 2000
 
 
+def unparented() -> contextvars.Context:
+    """A copy of the current context in which the kernel's messages name no parent request.
+
+    A turn's view streams long after the cell that asked has finished; every comm message of
+    a flush or a tick still carried that cell's request header (~220 bytes, often more than
+    the update itself; issue 28). Comm messages are routed by comm id, never by parent, in
+    JupyterLab, Notebook 7 and classic alike, so the view's own updates go without it. Only
+    for widget traffic: a ``display`` needs its parent to find its cell.
+    """
+    ctx = contextvars.copy_context()
+    from ipykernel.kernelbase import Kernel
+
+    if Kernel.initialized():
+        parent = getattr(Kernel.instance(), "_shell_parent", None)
+        if isinstance(parent, contextvars.ContextVar):
+            ctx.run(parent.set, {})
+    return ctx
+
+
+class _Lean:
+    """Opens with only the properties that are set: the frontend's model defaults every
+    other one to null. A Layout's full state is ~40 null CSS properties (1.2 kB of a 1.7 kB
+    open); a text block's carries ``tabbable`` and ``tooltip``. Updates are unchanged."""
+
+    def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
+        state: dict[str, Any] = super().get_state(key, drop_defaults)  # type: ignore[misc]
+        if key is None:
+            state = {k: v for k, v in state.items() if v is not None or k.startswith("_")}
+        return state
+
+
+class LeanLayout(_Lean, widgets.Layout):  # type: ignore[misc]
+    pass
+
+
+class _LeanOutput(_Lean, widgets.Output):  # type: ignore[misc]
+    pass
+
+
+class _LeanBox(_Lean, widgets.VBox):  # type: ignore[misc]
+    pass
+
+
 def markdown_bundle(text: str) -> dict[str, Any]:
     return {
         "output_type": "display_data",
@@ -76,12 +120,14 @@ class _TextBlock:
     # When text has waited MAX_GAP, a block this long is cut at its last safe boundary rather
     # than resent: resending a long block every second would cost its length every second.
     SOFT_MIN = 1000
+    BOX = 8  # blocks a box holds before the next box (_add)
 
     def __init__(self, layout: widgets.Layout | None = None) -> None:
         # Shared by the blocks (opened once a view); auto width: 100% plus padding made a
         # stray scrollbar.
         self._layout = layout or text_layout()
         self.widget = widgets.VBox(layout=self._layout, _dom_classes=("dt-answer",))
+        self._box = self.widget  # where the next block goes (_add)
         self.parts: list[str] = []
         self._joined = 0  # parts already in self._buf
         self._buf = ""
@@ -155,12 +201,32 @@ class _TextBlock:
         output = (_markdown_output(text + self.suffix),)
         if self._active is None:
             # Created with its text and class: setting them after would cost a message each.
-            self._active = widgets.Output(
+            self._active = _LeanOutput(
                 layout=self._layout, outputs=output, _dom_classes=("dt-text",)
             )
-            self.widget.children = (*self.widget.children, self._active)
+            self._add(self._active)
         else:
             self._active.outputs = output
+
+    def _add(self, block: widgets.Output) -> None:
+        """Append a block. Each append resends the whole children list (45 bytes an id), so
+        one long list costs O(blocks²): a box holds ``BOX`` blocks and then one more box,
+        where the next blocks go; every children update stays short."""
+        box = self._box
+        if len(box.children) < self.BOX:
+            box.children = (*box.children, block)
+        else:
+            self._box = _LeanBox((block,), layout=self._layout)
+            box.children = (*box.children, self._box)
+
+    def blocks(self) -> list[widgets.Output]:
+        """The Output widgets shown, in order, through the nested boxes."""
+        found: list[widgets.Output] = []
+        box: Any = self.widget
+        while box is not None:
+            found += [c for c in box.children if isinstance(c, widgets.Output)]
+            box = next((c for c in box.children if isinstance(c, widgets.VBox)), None)
+        return found
 
     def _boundaries(self) -> list[int]:
         """Offsets where a new block may start, found in the complete lines not yet scanned."""
@@ -172,7 +238,7 @@ class _TextBlock:
                 start = cuts[-1] if cuts else self._start
                 self._soft = self._scan
                 # Blocks grow with the answer, so their number (and children list) stays small.
-                least = max(self.MIN_BLOCK, start // 6)
+                least = max(self.MIN_BLOCK, start // 3)
                 if not self._math and self._scan - start >= least:
                     cuts.append(self._scan)
             self._step(line)
@@ -193,7 +259,7 @@ class _TextBlock:
 
 
 def text_layout() -> widgets.Layout:
-    return widgets.Layout(width="auto", max_width="100%")
+    return LeanLayout(width="auto", max_width="100%")
 
 
 def _markdown_output(text: str) -> dict[str, Any]:
@@ -245,7 +311,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         # as much again to close): the view's plain parts share one Layout, get their classes
         # and values at creation, and the thinking card and the notes box only exist once
         # needed (issue 28: ~53 kB a turn before any answer text).
-        self._plain = widgets.Layout()
+        self._plain = LeanLayout()
         self._text_layout = text_layout()
         self.thinking: widgets.Accordion | None = None
         self.thinking_text: widgets.HTML | None = None
@@ -350,7 +416,7 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
                 self._flush()
                 self._note(error_card(body, self.language))
             case Done():
-                self._finish(body)
+                unparented().run(self._finish, body)
             case TurnStarted() | Sources():
                 pass  # the header says who answers; the sources come through show_sources
 
@@ -442,7 +508,8 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         self.blocks.children = (*self.blocks.children, box)
 
     def start_ticker(self) -> None:
-        self._ticker = asyncio.get_running_loop().create_task(self._tick())
+        loop = asyncio.get_running_loop()
+        self._ticker = loop.create_task(self._tick(), context=unparented())
 
     # rendering ---------------------------------------------------------------------------
     def _current_text(self) -> _TextBlock:
@@ -455,7 +522,9 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
     def _schedule(self) -> None:
         if self._flush_handle is None:
             loop = asyncio.get_running_loop()
-            self._flush_handle = loop.call_later(FLUSH_INTERVAL, self._flush, False)
+            self._flush_handle = loop.call_later(
+                FLUSH_INTERVAL, self._flush, False, context=unparented()
+            )
 
     def _flush(self, final: bool = True) -> None:
         if self._flush_handle is not None:
