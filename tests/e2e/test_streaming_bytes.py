@@ -35,7 +35,10 @@ def test_a_long_answer_costs_under_3x_its_bytes_and_updates_stay_short(
     kernel.wait_for(lambda: _closes(kernel.iopub) >= _opens(kernel.iopub), timeout=30)
     sent = list(kernel.iopub)
     total = sum(wire_bytes(m) for m in sent)
-    assert total < 3 * len(answer.encode()), total / len(answer.encode())
+    # Under 3x (the goal), and under 2.9x: the answer's text once (1.06x, JSON-escaped), the
+    # final update once (1.15x) and ~1.7 kB a block; blocks a sixth of what precedes them (was)
+    # made 2.94x, a third makes 2.82x.
+    assert total < 2.9 * len(answer.encode()), total / len(answer.encode())
 
     # The view's updates, its blocks and their closes are sent by timers and the turn's end,
     # long after the cell's request: they name no parent (~220 bytes each). Only what the
