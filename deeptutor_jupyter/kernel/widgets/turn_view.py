@@ -53,9 +53,10 @@ def unparented() -> contextvars.Context:
 
     A turn's view streams long after the cell that asked has finished; every comm message of
     a flush or a tick still carried that cell's request header (~220 bytes, often more than
-    the update itself; issue 28). Comm messages are routed by comm id, never by parent, in
-    JupyterLab, Notebook 7 and classic alike, so the view's own updates go without it. Only
-    for widget traffic: a ``display`` needs its parent to find its cell.
+    the update itself; issue 28). JupyterLab and Notebook 7 (``KernelConnection`` of
+    @jupyterlab/services) route comm messages by comm id, never by parent, so the view's own
+    updates go without it. Only for widget traffic: a ``display`` needs its parent to find its
+    cell.
     """
     ctx = contextvars.copy_context()
     from ipykernel.kernelbase import Kernel
