@@ -34,16 +34,20 @@ VIEW_MIME = "application/vnd.deeptutor.view+json"
 
 
 def widget_bundle(widget: Any, markdown: str, display_id: str | None = None) -> dict[str, Any]:
+    return {
+        WIDGET_MIME: {"model_id": widget.model_id, "version_major": 2, "version_minor": 0},
+        **view_bundle(markdown, display_id),
+    }
+
+
+def view_bundle(markdown: str, display_id: str | None = None) -> dict[str, Any]:
+    """A tutor view's Markdown and marker without its widget: what a kernel's first turn shows
+    until its widget is built, once its request has left (kernel/start.py)."""
     view: dict[str, Any] = {"fallback": "text/markdown"}
     if display_id is not None:
         view["display_id"] = display_id
     markdown = clean(markdown)
-    return {
-        WIDGET_MIME: {"model_id": widget.model_id, "version_major": 2, "version_minor": 0},
-        VIEW_MIME: view,
-        "text/markdown": markdown,
-        "text/plain": markdown,
-    }
+    return {VIEW_MIME: view, "text/markdown": markdown, "text/plain": markdown}
 
 
 def static_bundle(

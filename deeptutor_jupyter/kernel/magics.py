@@ -206,7 +206,9 @@ class TutorMagics(Magics):
         # The docstring is help_text(), set by _refresh_docstring, so %tutor? shows it all.
         from deeptutor_jupyter.kernel import warm
 
-        warm.wait()  # a question typed while the first turn's imports warm up waits for them
+        # A question typed while the first turn's imports warm up waits for those its request
+        # needs; the view's it imports itself once the request is sent (kernel/start.py).
+        warm.wait(sending=True)
         from deeptutor_jupyter.kernel.display import show_markdown
         from deeptutor_jupyter.store.db import StoreError
 

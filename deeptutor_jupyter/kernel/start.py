@@ -7,6 +7,8 @@ answer and the trace bundle the session recorded.
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,9 +16,11 @@ from typing import TYPE_CHECKING, Any
 from deeptutor_jupyter.kernel.display import (
     static_bundle,
     turn_markdown,
+    view_bundle,
     widget_bundle,
 )
 from deeptutor_jupyter.kernel.i18n import t
+from deeptutor_jupyter.providers.base import REQUEST_SENT
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.agent.events import Done, Event
@@ -89,19 +93,78 @@ def ask_in_cell(
         shown=shown,
         instructions=instructions,
     )
+    trace = resolved.settings.trace_in_outputs
+    # Without ipywidgets imported yet (a kernel's first turn, sent by Run All before warming
+    # got to it, or with warming off) the view waits until the request has left: importing
+    # and building it first cost ~100 ms before the question reached the model (issue 28).
+    later = ViewWhenSent(tutor, trace) if "ipywidgets" not in sys.modules else None
+    token = REQUEST_SENT.set(later.sent) if later is not None else None
     try:
-        turn = tutor.session.ask(question, resolved, options)
+        turn = tutor.session.ask(question, resolved, options)  # its task copies REQUEST_SENT
     except PlanError as exc:
         show_markdown(str(exc))
         return None
-    view = attach_view(tutor, turn, trace=resolved.settings.trace_in_outputs)
+    finally:
+        if token is not None:
+            REQUEST_SENT.reset(token)
     label = turn.ctx.profile.label
     words = shown if instructions and shown else question
     running_md = turn_markdown(words, "", model=label, status="running", tools=[])
-    display(widget_bundle(view, running_md, turn.turn_id), raw=True, display_id=turn.turn_id)  # type: ignore[no-untyped-call]
+    if later is not None:
+        display(view_bundle(running_md, turn.turn_id), raw=True, display_id=turn.turn_id)  # type: ignore[no-untyped-call]
+        later.follow(turn, running_md)
+    else:
+        view = attach_view(tutor, turn, trace=trace)
+        display(widget_bundle(view, running_md, turn.turn_id), raw=True, display_id=turn.turn_id)  # type: ignore[no-untyped-call]
     if cell_id:
         tutor.cell_turns[cell_id] = turn
     return turn
+
+
+class ViewWhenSent:
+    """A turn's cell view built once its request is on the wire, while the model thinks.
+
+    The cell shows the turn's running Markdown (``view_bundle``) under the turn's display id
+    from the start; the widget then replaces it there (``update_display``) and replays the
+    events so far. It is built when the HTTP layer says the request's body is written
+    (``REQUEST_SENT``, called inside the turn's task: it only schedules), or at the turn's
+    first event that shows something (an error before anything was sent, the answer from a
+    transport that does not trace), whichever comes first; once.
+    """
+
+    # What a turn emits before its request; any other event is for the learner to see now.
+    BEFORE_REQUEST = ("turn_started", "round_started")
+
+    def __init__(self, tutor: KernelTutor, trace: bool) -> None:
+        self._tutor, self._trace = tutor, trace
+        self._loop = asyncio.get_running_loop()
+        self._turn: Turn | None = None
+        self._markdown = ""
+
+    def sent(self) -> None:
+        self._loop.call_soon(self.show)
+
+    def follow(self, turn: Turn, markdown: str) -> None:
+        self._turn, self._markdown = turn, markdown
+        turn.log.subscribe(self._on_event)
+
+    def _on_event(self, event: Event) -> None:
+        if event.body.type not in self.BEFORE_REQUEST:
+            self.show()
+
+    def show(self) -> None:
+        from IPython.display import update_display
+
+        turn, self._turn = self._turn, None  # a later request of the task finds it done
+        if turn is None:
+            return
+        turn.log.unsubscribe(self._on_event)
+
+        def replace(view: TurnView) -> None:  # before any final bundle the replay may send
+            bundle = widget_bundle(view, self._markdown, turn.turn_id)
+            update_display(bundle, raw=True, display_id=turn.turn_id)  # type: ignore[no-untyped-call]
+
+        attach_view(self._tutor, turn, trace=self._trace, on_view=replace)
 
 
 def show_resumed(tutor: KernelTutor, turn: Turn, row: PendingRow) -> None:
@@ -121,6 +184,7 @@ def attach_view(
     turn: Turn,
     trace: bool = True,
     also: dict[str, Any] | None = None,
+    on_view: Callable[[TurnView], None] | None = None,
 ) -> TurnView:
     """A TurnView subscribed to the turn, which keeps the saved notebook true as it goes.
 
@@ -128,7 +192,8 @@ def attach_view(
     that display's Markdown says so and how to answer it after a kernel restart; at the end it
     becomes the question, the answer and the trace. ``also`` maps more display ids to the widget
     each shows (the ``%tutor pending`` cell where a resumed turn goes on): they get the final
-    bundle too, so the answer is in the saved file wherever the learner answered.
+    bundle too, so the answer is in the saved file wherever the learner answered. ``on_view``
+    is called with the new view before it hears the turn's events (``ViewWhenSent``).
     """
     from IPython.display import update_display
 
@@ -161,6 +226,8 @@ def attach_view(
         make_card=lambda body: interactions.make_card(tutor, body),
     )
     view.make_quiz_card = lambda body: quiz_cards.quiz_card_for(tutor, body)
+    if on_view is not None:
+        on_view(view)
     log.subscribe(view.handle)
     view.start_ticker()
     tools_used: list[str] = []

@@ -8,9 +8,12 @@ models), so that a question typed a moment later starts as fast as the second on
 Why a thread is safe here:
 
 * ``%tutor`` (and the sidebar, and the public functions) call ``wait()`` before importing
-  anything heavy: a question that arrives while warming waits for it to finish instead of
-  importing the same modules at the same time. Waiting holds no import lock, so it cannot
-  deadlock with the thread; it gives up after ``WAIT_LIMIT`` seconds and imports itself.
+  anything heavy: a question that arrives while warming waits for it instead of importing the
+  same modules at the same time. Waiting holds no import lock, so it cannot deadlock with the
+  thread; it gives up after ``WAIT_LIMIT`` seconds and imports itself.
+* It waits for the modules its model request needs only (``REQUEST_MODULES``), not for the
+  view's (``VIEW_MODULES``, ipywidgets): a first turn sends its request first and builds its
+  view while the model thinks (kernel/start.py), so a Run All's question leaves sooner.
 * The thread only imports and builds pure values (pydantic schemas, an SSL context). Widgets,
   comms and anything that touches the kernel loop are created on the main thread, by the turn.
 * A failure is swallowed: the turn then imports on the main thread and reports the real error.
@@ -26,12 +29,21 @@ import importlib
 import threading
 from collections.abc import Callable
 
-__all__ = ["MODULES", "Warmer", "start", "wait", "warming"]
+__all__ = [
+    "MODULES",
+    "REQUEST_MODULES",
+    "VIEW_MODULES",
+    "Warmer",
+    "finished",
+    "start",
+    "wait",
+    "warming",
+]
 
 # What a first turn imports (the kernel test ``test_first_turn_imports_nothing_after_warming``
-# fails when a new import is missing here). Order: the slow third-party packages first.
-MODULES = (
-    "ipywidgets",
+# fails when a new import is missing here), in two stages. First what its model request needs,
+# the slow third-party packages first: a question waits for these only.
+REQUEST_MODULES = (
     "httpx",
     "httpcore",  # what httpx imports on its first request, not at its own import
     "h11",
@@ -42,12 +54,6 @@ MODULES = (
     "yaml",
     "deeptutor_jupyter.config",
     "deeptutor_jupyter.kernel.start",
-    "deeptutor_jupyter.kernel.release",
-    "deeptutor_jupyter.kernel.widgets.quiz_card",  # the static rendering's quiz receipts
-    "deeptutor_jupyter.kernel.widgets.turn_view",
-    "deeptutor_jupyter.kernel.interactions",
-    "deeptutor_jupyter.kernel.quiz_cards",
-    "deeptutor_jupyter.kernel.turn_plan",
     "deeptutor_jupyter.kernel.notebook_context",
     "deeptutor_jupyter.cells.tools",  # the cell tools every kernel turn registers
     # Every session reads settings.toml's MCP servers (no SDK import until one is called).
@@ -96,6 +102,20 @@ MODULES = (
     "deeptutor_jupyter.providers",
     "deeptutor_jupyter.providers.openai_compat",
 )
+# Then the cell's view and the end of the turn: a first turn sends its request before it
+# builds its view (kernel/start.py), so a question that arrives meanwhile does not wait for
+# these; the thread stops before the next one and the turn imports the rest itself.
+VIEW_MODULES = (
+    "ipywidgets",
+    "deeptutor_jupyter.kernel.widgets.quiz_card",  # the static rendering's quiz receipts
+    "deeptutor_jupyter.kernel.widgets.turn_view",
+    "deeptutor_jupyter.kernel.interactions",
+    "deeptutor_jupyter.kernel.quiz_cards",
+    "deeptutor_jupyter.kernel.release",
+    "deeptutor_jupyter.kernel.turn_plan",
+    "mistune",  # the finished turn's static HTML (kernel/display.py)
+)
+MODULES = REQUEST_MODULES + VIEW_MODULES
 
 WAIT_LIMIT = 10.0  # seconds; far above the ~0.3 s warming takes on a busy machine
 THREAD_NAME = "deeptutor-warm-imports"
@@ -104,13 +124,18 @@ THREAD_NAME = "deeptutor-warm-imports"
 class Warmer:
     """One warming: a thread that imports ``modules`` and builds the first turn's values."""
 
-    def __init__(self) -> None:
+    def __init__(self, view: tuple[str, ...] = VIEW_MODULES) -> None:
+        self._view = view  # of the modules given to ``start``, those imported second
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._imported = threading.Event()  # set when the imports are done (or failed)
+        self._imported = threading.Event()  # set when the request's modules are done (or failed)
+        self._finished = threading.Event()  # set when the thread has done all it will do
         # Set when a question waited for the imports: it then runs at once, and ``after`` is
         # left to it (it builds what it needs itself), not built beside it for the GIL.
         self._asked = threading.Event()
+        # Set when a question is about to send: the view's modules are left to it too; it
+        # imports them once its request is on the wire (issue 28: Run All's first turn).
+        self._sending = threading.Event()
 
     def start(
         self, modules: tuple[str, ...] = MODULES, after: Callable[[], None] | None = None
@@ -133,30 +158,52 @@ class Warmer:
 
     def warming(self) -> bool:
         """True while the thread is still importing."""
-        return self._thread is not None and not self._imported.is_set()
+        return self._thread is not None and not self._finished.is_set()
 
-    def wait(self, timeout: float = WAIT_LIMIT) -> bool:
-        """Block until the imports are done; True unless it gave up. Free once they are."""
+    def wait(self, timeout: float = WAIT_LIMIT, *, sending: bool = False) -> bool:
+        """Block until the modules a model request needs are imported; True unless it gave up.
+        Free once they are. ``sending``: the caller is a question about to send; the thread
+        then stops before its next view module (the question imports the rest itself)."""
         thread = self._thread
-        if thread is None or self._imported.is_set() or threading.current_thread() is thread:
+        if thread is None or threading.current_thread() is thread:
+            return True
+        if sending:
+            self._sending.set()
+        if self._imported.is_set():
             return True
         self._asked.set()
         return self._imported.wait(timeout)
 
+    def finished(self, timeout: float = WAIT_LIMIT) -> bool:
+        """Block until the thread has imported everything it will (tests, benchmarks)."""
+        return self._thread is None or self._finished.wait(timeout)
+
     def _run(self, modules: tuple[str, ...], after: Callable[[], None] | None) -> None:
+        first = tuple(m for m in modules if m not in self._view)
+        then = tuple(m for m in modules if m in self._view)
         try:
-            for name in modules:
-                try:
-                    importlib.import_module(name)
-                except Exception:  # the turn imports it again and says why
-                    continue
-            if modules:
-                _build_values()
+            try:
+                _import_each(first, stop=None)
+                if first:
+                    _build_values()
+            finally:
+                self._imported.set()
+            _import_each(then, stop=self._sending)
+            if after is not None and not (self._asked.is_set() or self._sending.is_set()):
+                with contextlib.suppress(Exception):  # the client builds it again if it needs it
+                    after()
         finally:
-            self._imported.set()
-        if after is not None and not self._asked.is_set():
-            with contextlib.suppress(Exception):  # the client builds it again if it needs it
-                after()
+            self._finished.set()
+
+
+def _import_each(modules: tuple[str, ...], stop: threading.Event | None) -> None:
+    for name in modules:
+        if stop is not None and stop.is_set():
+            return
+        try:
+            importlib.import_module(name)
+        except Exception:  # the turn imports it again and says why
+            continue
 
 
 _WARMER = Warmer()  # one per process: the kernel's
@@ -171,9 +218,15 @@ def warming() -> bool:
     return _WARMER.warming()
 
 
-def wait(timeout: float = WAIT_LIMIT) -> bool:
-    """Block until this process's warming has imported everything (free when it has)."""
-    return _WARMER.wait(timeout)
+def wait(timeout: float = WAIT_LIMIT, *, sending: bool = False) -> bool:
+    """Block until this process's warming has imported what a model request needs (free when
+    it has); see ``Warmer.wait``."""
+    return _WARMER.wait(timeout, sending=sending)
+
+
+def finished(timeout: float = WAIT_LIMIT) -> bool:
+    """Block until this process's warming has imported everything it will."""
+    return _WARMER.finished(timeout)
 
 
 def _build_values() -> None:

@@ -5,16 +5,23 @@ This module imports httpx at the top; the package ``__init__`` only reaches it o
 
 from __future__ import annotations
 
+import contextlib
 import os
 import ssl
 import threading
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 
-from deeptutor_jupyter.providers.base import ChatRequest, Compat, Progress, ProviderEvent
+from deeptutor_jupyter.providers.base import (
+    REQUEST_SENT,
+    ChatRequest,
+    Compat,
+    Progress,
+    ProviderEvent,
+)
 from deeptutor_jupyter.providers.errors import Endpoint, HTTPStatusFailure, malformed
 from deeptutor_jupyter.providers.retry import RetryPolicy, Sleep, retrying_stream
 from deeptutor_jupyter.providers.specs import ProviderSpec
@@ -160,12 +167,33 @@ class HTTPModel:
         The body is scrubbed of the keys (redact.py): a key the learner pasted into a question
         or an answer goes to no model; the key's one place is the request's header."""
         async with self._http().stream(
-            "POST", url, json=clean(body), headers=dict(headers), timeout=self._timeout
+            "POST",
+            url,
+            json=clean(body),
+            headers=dict(headers),
+            timeout=self._timeout,
+            extensions=sent_trace(REQUEST_SENT.get()),
         ) as response:
             if response.status_code >= 400:
                 await response.aread()
                 raise HTTPStatusFailure(response.status_code, response.text, response.headers)
             yield response
+
+
+def sent_trace(sent: Callable[[], None] | None) -> dict[str, Any] | None:
+    """httpcore's ``trace`` extension calling ``sent`` once the request body is written
+    (HTTP/1.1 or HTTP/2); None without ``sent``: nothing traced. A transport that does not
+    trace (a test's mock) never calls it; the kernel then shows its view on the turn's next
+    event (kernel/start.py)."""
+    if sent is None:
+        return None
+
+    async def trace(name: str, _info: dict[str, Any]) -> None:
+        if name.endswith("send_request_body.complete"):
+            with contextlib.suppress(Exception):  # the view's business, never the request's
+                sent()
+
+    return {"trace": trace}
 
 
 def note_once(compat: Compat, note: str) -> None:

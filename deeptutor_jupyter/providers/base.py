@@ -6,7 +6,8 @@ that speak another wire format (Anthropic) translate at their edge.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -14,6 +15,12 @@ from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.messages import Message, ToolCall
 
 __all__ = ["Message", "ToolCall"]  # re-exported: most callers know them from here
+
+# Called when a request made under it is on the wire (its body written; providers/_http.py).
+# A kernel's first turn sets it while it starts the turn, so that the turn's task (which
+# copies the context it was created in) and no other calls it, and builds the cell's view
+# then, while the model thinks, rather than before the question leaves (kernel/start.py).
+REQUEST_SENT: ContextVar[Callable[[], None] | None] = ContextVar("request_sent", default=None)
 
 ErrorKind = Literal[
     "auth",  # 401/403: the key was rejected

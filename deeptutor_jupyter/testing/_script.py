@@ -5,6 +5,7 @@ it, it imports none of them (``Script`` is what the transport needs of the serve
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -67,6 +68,9 @@ class RecordedRequest:
     body: dict[str, Any]
     query: dict[str, str] = field(default_factory=dict)
     client_port: int = 0  # the same port twice means the client reused its connection
+    # When the server had read it, on time.monotonic()'s clock: the same in every process of the
+    # machine, so a benchmark compares it with the moment a kernel asked.
+    received: float = field(default_factory=time.monotonic)
 
 
 def refusal(owner: Script, request: RecordedRequest, *, anthropic: bool) -> tuple[int, str] | None:

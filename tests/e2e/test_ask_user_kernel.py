@@ -271,8 +271,9 @@ def test_kernel_restart_resumes_the_exact_turn(tmp_path):
             sql = "SELECT turn_id, request_id FROM pending"
             (turn_id, request_id), *_ = k.wait_for(lambda: rows(tmp_path, sql))
             # The waiting bundle leaves the kernel just after the card; a restart now would kill
-            # the kernel before its iopub thread sent it (seen once on a loaded machine).
-            k.wait_for(lambda: display_updates(k, turn_id))
+            # the kernel before its iopub thread sent it (seen once on a loaded machine). (A
+            # first turn's earlier update is its widget replacing the running Markdown.)
+            k.wait_for(lambda: waiting_updates(k, turn_id))
             k.restart()
             k.execute("%load_ext deeptutor_jupyter\n%tutor pending")
             card = card_of(k)
@@ -297,8 +298,7 @@ def test_kernel_restart_resumes_the_exact_turn(tmp_path):
             # The saved notebook tells the truth: while waiting, the first cell says how to
             # answer after a restart; at the end the answer reaches both the cell where the
             # learner answered and the cell that asked, with the trace.
-            waiting = display_updates(k, turn_id)
-            assert "%tutor pending" in waiting[0]["text/markdown"]
+            assert waiting_updates(k, turn_id)
             for display_id in (turn_id, f"pending-{request_id}"):
                 final = k.wait_for(
                     lambda d=display_id: [
@@ -310,6 +310,13 @@ def test_kernel_restart_resumes_the_exact_turn(tmp_path):
                 assert "You answered: Analyse first" in shown_text(final[-1])
         finally:
             k.shutdown()
+
+
+def waiting_updates(k: KernelDriver, turn_id: str) -> list[dict[str, Any]]:
+    """The updates of the asking cell that say how to answer after a restart."""
+    return [
+        u for u in display_updates(k, turn_id) if "%tutor pending" in u.get("text/markdown", "")
+    ]
 
 
 def display_updates(k: KernelDriver, display_id: str) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from deeptutor_jupyter.kernel.display import WIDGET_MIME
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
 from tests.e2e.conftest import kernel_env
 from tests.e2e.kernel_driver import KernelDriver, shown_text
@@ -26,12 +27,15 @@ def done(k: KernelDriver, n: int = 1) -> None:
 
 
 def final_bundle(k: KernelDriver) -> dict:
+    # The first update without a widget: a kernel's first turn may first update its running
+    # Markdown to its live view (its request was sent before the view was built).
     return k.wait_for(
         lambda: next(
             (
                 m["content"]["data"]
                 for m in k.iopub
                 if m["header"]["msg_type"] == "update_display_data"
+                and WIDGET_MIME not in m["content"]["data"]
             ),
             None,
         )

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from deeptutor_jupyter.kernel.display import VIEW_MIME, WIDGET_MIME
 from deeptutor_jupyter.testing import FakeLLMServer, Reply, ToolCallSpec
 from deeptutor_jupyter.testing.ports import refused_port
 from tests.e2e.conftest import SECRET, kernel_env
@@ -61,8 +62,17 @@ def test_answer_streams_into_the_cell_as_markdown(kernel: KernelDriver, fake_llm
             for m in kernel.iopub
         )
     )
+    # The cell shows the turn under its display id from the start, and its live view there: at
+    # once, or (a kernel's first turn, its request sent first) by an update of that display.
     first = [m for m in kernel.outputs_of(msg_id) if m["header"]["msg_type"] == "display_data"]
-    assert first and "application/vnd.jupyter.widget-view+json" in first[0]["content"]["data"]
+    display_id = first[0]["content"]["transient"]["display_id"]
+    assert first[0]["content"]["data"][VIEW_MIME]["display_id"] == display_id
+    assert any(
+        WIDGET_MIME in m["content"]["data"]
+        and m["content"].get("transient", {}).get("display_id") == display_id
+        for m in kernel.iopub
+        if m["header"]["msg_type"] in ("display_data", "update_display_data")
+    )
     assert SECRET not in json.dumps([m["content"] for m in kernel.iopub])
 
 

@@ -1,5 +1,6 @@
 """In a real kernel: the first turn's imports are warmed after %load_ext, and a question that
-arrives while they still are waits for them and is answered."""
+arrives while they still are waits for those its request needs, sends it, and only then builds
+its view (issue 28: Run All's first turn)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from deeptutor_jupyter.kernel.display import VIEW_MIME, WIDGET_MIME
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
 from tests.e2e.conftest import kernel_env
 from tests.e2e.kernel_driver import KernelDriver
@@ -23,12 +25,20 @@ from deeptutor_jupyter.kernel import warm
 _warming = warm.warming()
 {before}
 _before = set(sys.modules)
+_at_request = []
+def _on_connect(event, args):  # what was imported when the turn connected to the model
+    if event == "socket.connect" and not _at_request and args[1][1:2] == ({port},):
+        _at_request.append(sorted(m for m in {view!r} if m in sys.modules))
+sys.addaudithook(_on_connect)
 get_ipython().run_line_magic("tutor", "What is a loop?")
 _turns = await deeptutor_jupyter.wait_for_turns()
 _added = sorted(m for m in set(sys.modules) - _before if m.startswith({warmed!r}))
 _by = getattr(sys.modules.get("warm_probe_slow"), "BY", None)
-print(json.dumps({{"warming": _warming, "added": _added, "answer": _turns[-1].answer, "by": _by}}))
+print(json.dumps({{"warming": _warming, "added": _added, "answer": _turns[-1].answer, "by": _by,
+                  "at_request": _at_request[0], "turn_id": _turns[-1].turn_id}}))
 """
+# The view's heavy modules: none of them may be imported before a first turn's request leaves.
+VIEW = ("ipywidgets", "deeptutor_jupyter.kernel.widgets.turn_view")
 
 
 SLOW_FIRST = """
@@ -49,20 +59,44 @@ def first_turn(
             (tmp_path / "warm_probe_slow.py").write_text(SLOW_MODULE, encoding="utf-8")
             k.execute(SLOW_FIRST.format(folder=str(tmp_path)))
         k.execute("%load_ext deeptutor_jupyter")
-        msg_id = k.execute(FIRST_TURN.format(before=before, warmed=WARMED), timeout=60)
+        cell = FIRST_TURN.format(before=before, warmed=WARMED, port=server.port, view=VIEW)
+        msg_id = k.execute(cell, timeout=60)
         out = k.stream_text(msg_id).strip().splitlines()
         assert out, k.outputs_of(msg_id)
-        return dict(json.loads(out[-1]))
+        got = dict(json.loads(out[-1]))
+        got["shown"] = shown_under(k, str(got["turn_id"]))
+        return got
     finally:
         k.shutdown()
 
 
+def shown_under(k: KernelDriver, display_id: str) -> list[str]:
+    """What the cell showed under the turn's display id, in order: "markdown" (the running
+    text alone), "widget" (the live view), "static" (the finished answer)."""
+    kinds = []
+    for m in k.iopub:
+        content = m["content"]
+        if (content.get("transient") or {}).get("display_id") != display_id:
+            continue
+        data = content["data"]
+        if WIDGET_MIME in data:
+            kinds.append("widget")
+        elif data[VIEW_MIME].get("static"):
+            kinds.append("static" if "A loop repeats." in data["text/html"] else "static?")
+        else:
+            kinds.append("markdown")
+    return kinds
+
+
 def test_after_warming_the_first_turn_imports_nothing_heavy(tmp_path: Path) -> None:
     with FakeLLMServer() as server:
-        got = first_turn(tmp_path, server, before="assert warm.wait()")
+        got = first_turn(tmp_path, server, before="assert warm.finished()")
     assert got["answer"] == "A loop repeats."
     # A module the first turn needs and kernel/warm.py misses shows up here.
     assert got["added"] == [], got["added"]
+    # Warm: the view shows at once, as every later turn's does.
+    assert got["at_request"] == sorted(VIEW)
+    assert got["shown"] == ["widget", "static"], got["shown"]
 
 
 def test_a_question_sent_while_warming_waits_and_is_answered(tmp_path: Path) -> None:
@@ -71,3 +105,26 @@ def test_a_question_sent_while_warming_waits_and_is_answered(tmp_path: Path) -> 
     assert got["warming"] is True  # the thread was still in its slow first module
     assert got["answer"] == "A loop repeats."  # the turn waited for it, then ran: no deadlock
     assert got["by"] == "deeptutor-warm-imports"  # the module was imported by the thread
+    # It waited for what its request needs only: the request left before the view's imports
+    # (the thread stopped before them), and the view then replaced the running Markdown.
+    assert got["at_request"] == [], got["at_request"]
+    assert got["shown"] == ["markdown", "widget", "static"], got["shown"]
+
+
+def test_a_first_turn_shows_its_view_while_the_model_thinks(tmp_path: Path) -> None:
+    # No warming, so ipywidgets is not imported when the question comes: the cell shows the
+    # running Markdown, the request leaves, and the view replaces it at once, though the model
+    # sends nothing after its headers (built when the request's body was written, not at the
+    # first answer).
+    with FakeLLMServer() as server:
+        server.add(Reply(fault="stall"))
+        k = KernelDriver(kernel_env(tmp_path, server), cwd=tmp_path)
+        try:
+            k.execute("import deeptutor_jupyter.kernel.warm as w; w.start(modules=())")
+            k.execute("%load_ext deeptutor_jupyter")
+            msg_id = k.execute("%tutor What is a loop?")
+            display_id = k.outputs_of(msg_id)[0]["content"]["transient"]["display_id"]
+            k.wait_for(lambda: shown_under(k, display_id) == ["markdown", "widget"])
+            assert len(server.requests) == 1
+        finally:
+            k.shutdown()

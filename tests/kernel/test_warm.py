@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from deeptutor_jupyter.kernel.warm import MODULES, THREAD_NAME, Warmer
+from deeptutor_jupyter.kernel.warm import MODULES, THREAD_NAME, VIEW_MODULES, Warmer
 from deeptutor_jupyter.tools.base import Tool
 from deeptutor_jupyter.tools.calculate import CalculateTool
 from deeptutor_jupyter.tools.registry import _SCHEMAS, prebuild_schemas, schema_of
@@ -72,6 +72,24 @@ def test_a_question_that_waited_is_not_raced_by_the_after_step(modules: Path) ->
         assert built.is_set() is not asked, name
 
 
+def test_a_question_waits_for_its_request_modules_and_the_view_is_left_to_it(
+    modules: Path,
+) -> None:
+    # Run All (issue 28): the question waits for what its model request needs and no longer;
+    # the thread then stops before the view's modules (the turn imports them once its request
+    # is sent) instead of importing them beside the question. Nobody sending: all imported.
+    for suffix, sending in (("g", True), ("h", False)):
+        request = slow_module(modules, f"warm_probe_request_{suffix}", 0.2)
+        view = slow_module(modules, f"warm_probe_view_{suffix}", 0.0)
+        warmer = Warmer(view=(view,))
+        warmer.start((view, request))  # the view's modules go second, whatever the order
+        if sending:
+            assert warmer.wait(sending=True)
+            assert request in sys.modules
+        assert warmer.finished()
+        assert (view in sys.modules) is not sending, suffix
+
+
 def test_an_import_racing_the_thread_gets_the_whole_module(modules: Path) -> None:
     # A cell importing the same module meanwhile blocks on its import lock, never sees it half
     # initialised, and does not import it a second time.
@@ -106,6 +124,7 @@ def test_wait_gives_up_after_its_timeout(modules: Path) -> None:
 
 def test_wait_without_warming_is_free() -> None:
     assert Warmer().wait(timeout=0) is True
+    assert Warmer().finished(timeout=0) is True
     assert Warmer().warming() is False
 
 
@@ -115,6 +134,7 @@ def test_the_module_list_imports() -> None:
 
     for name in MODULES:
         importlib.import_module(name)
+    assert set(VIEW_MODULES) <= set(MODULES)
 
 
 def test_prebuilt_schemas_are_the_ones_a_turn_uses() -> None:
