@@ -49,6 +49,10 @@ _STRINGS: dict[str, dict[str, str]] = {
         "attach_bad_root": "{path} is not a notebook path from the server's root.",
         "attach_not_here": "{path} is not where this kernel's notebook is ({real}); no file "
         "was read.",
+        "view_failed": (
+            "**This cell could not show the tutor's view** ({error}). The turn goes on and "
+            "its answer is kept: the Tutor panel shows it."
+        ),
     },
     "zh": {
         "starting": "正在开始…",
@@ -89,6 +93,10 @@ _STRINGS: dict[str, dict[str, str]] = {
         "attach_empty_cell": "这个单元格是空的，没有可以给导师看的内容。",
         "attach_bad_root": "{path} 不是从服务器根目录开始的笔记本路径。",
         "attach_not_here": "{path} 不是本内核笔记本所在的位置（{real}）；未读取任何文件。",
+        "view_failed": (
+            "**此单元格无法显示导师视图**（{error}）。本轮对话仍在继续，回答会被保存："
+            "导师面板中可以看到。"
+        ),
     },
 }
 

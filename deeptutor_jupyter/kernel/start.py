@@ -164,7 +164,18 @@ class ViewWhenSent:
             bundle = widget_bundle(view, self._markdown, turn.turn_id)
             update_display(bundle, raw=True, display_id=turn.turn_id)  # type: ignore[no-untyped-call]
 
-        attach_view(self._tutor, turn, trace=self._trace, on_view=replace)
+        try:
+            attach_view(self._tutor, turn, trace=self._trace, on_view=replace)
+        except Exception as exc:
+            # Called back from the loop, where nothing above would say it; the turn goes on in
+            # the store, and without this the cell would say "running" for good.
+            error = f"{type(exc).__name__}: {exc}"
+            words = t("view_failed", turn.ctx.language).format(error=error)
+            update_display(
+                view_bundle(f"{self._markdown}\n\n{words}", turn.turn_id),
+                raw=True,
+                display_id=turn.turn_id,
+            )  # type: ignore[no-untyped-call]
 
 
 def show_resumed(tutor: KernelTutor, turn: Turn, row: PendingRow) -> None:

@@ -128,3 +128,34 @@ def test_a_first_turn_shows_its_view_while_the_model_thinks(tmp_path: Path) -> N
             assert len(server.requests) == 1
         finally:
             k.shutdown()
+
+
+def test_a_view_that_cannot_be_built_says_so_in_the_cell(tmp_path: Path) -> None:
+    # Built from the event loop once the request left, a failing view has nobody above it to
+    # report it: the cell says what happened instead of "running" for good, and the turn ends.
+    with FakeLLMServer() as server:
+        server.add(Reply(text="A loop repeats."))
+        k = KernelDriver(kernel_env(tmp_path, server), cwd=tmp_path)
+        try:
+            k.execute("import deeptutor_jupyter.kernel.warm as w; w.start(modules=())")
+            k.execute("%load_ext deeptutor_jupyter")
+            k.execute(
+                "import deeptutor_jupyter.kernel.start as s\n"
+                "def _no_view(*args, **kwargs): raise RuntimeError('no widgets here')\n"
+                "s.attach_view = _no_view"
+            )
+            msg_id = k.execute("%tutor What is a loop?")
+            display_id = k.outputs_of(msg_id)[0]["content"]["transient"]["display_id"]
+            k.wait_for(lambda: shown_under(k, display_id) == ["markdown", "markdown"])
+            said = [
+                m["content"]["data"]["text/markdown"]
+                for m in k.iopub
+                if (m["content"].get("transient") or {}).get("display_id") == display_id
+            ][-1]
+            assert "could not show the tutor's view" in said
+            assert "RuntimeError: no widgets here" in said
+            k.execute("import deeptutor_jupyter; _t = await deeptutor_jupyter.wait_for_turns()")
+            msg = k.execute("print(_t[-1].answer)")
+            assert k.stream_text(msg).strip() == "A loop repeats."
+        finally:
+            k.shutdown()
