@@ -5,6 +5,7 @@ it, it imports none of them (``Script`` is what the transport needs of the serve
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +48,10 @@ class Reply:
     # chunks that carry nothing (no choices, ``delta: {}``, ``content: ""``). The last three go
     # on until the client hangs up or the server stops.
     fault: str | None = None
+    # Send ``hold_after`` output deltas, then wait until ``hold`` is set before the rest: a
+    # test looks at what a frontend shows mid-answer without racing the stream.
+    hold_after: int | None = None
+    hold: threading.Event | None = field(default=None, compare=False)
 
 
 class Script(Protocol):

@@ -318,9 +318,12 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             deltas = 0
             for i, event in enumerate(events):
-                if reply.break_after is not None and event.is_delta:
-                    if deltas >= reply.break_after:
+                if event.is_delta:
+                    if reply.break_after is not None and deltas >= reply.break_after:
                         self._reset() if reply.fault == "reset" else self._drop()
+                        return
+                    if deltas == reply.hold_after and not self._wait(reply.hold):
+                        self._drop()
                         return
                     deltas += 1
                 if i and not self.owner._sleep(reply.chunk_delay):
@@ -331,6 +334,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except OSError:
             self.close_connection = True
+
+    def _wait(self, hold: threading.Event | None) -> bool:
+        """Wait for ``hold`` (``Reply.hold``); False when the server stops first."""
+        while hold is not None and not hold.wait(0.05):
+            if self.owner._stopping.is_set():
+                return False
+        return True
 
     def _write_chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")

@@ -87,9 +87,13 @@ class _Stream(httpx.AsyncByteStream):
     async def __aiter__(self) -> AsyncIterator[bytes]:
         deltas = 0
         for i, event in enumerate(self.events):
-            if self.reply.break_after is not None and event.is_delta:
-                if deltas >= self.reply.break_after:
+            if event.is_delta:
+                if self.reply.break_after is not None and deltas >= self.reply.break_after:
                     raise httpx.RemoteProtocolError("peer closed connection without sending body")
+                hold = self.reply.hold
+                if deltas == self.reply.hold_after and hold is not None:
+                    while not hold.is_set():
+                        await asyncio.sleep(0.02)
                 deltas += 1
             if i and self.reply.chunk_delay > 0:
                 await asyncio.sleep(self.reply.chunk_delay)

@@ -135,6 +135,25 @@ async def test_a_finished_view_closes_what_it_no_longer_shows() -> None:
     assert isinstance(view.status, widgets.HTML) and "done" in view.status.value.lower()
 
 
+async def test_text_before_a_pause_is_shown_without_another_event() -> None:
+    """The first words show at once; words that came right after them, before the model
+    paused (writing a tool call, a slow model), waited for an event that never came: the
+    view now shows them when they are due."""
+    import asyncio
+
+    view = TurnView(model_label="custom/fake")
+    view.handle(_event("content", 1, text="First words. "))
+    await asyncio.sleep(FLUSH_INTERVAL + 0.1)
+    assert "".join(shown(view._text)) == "First words. "  # type: ignore[arg-type]
+    view.handle(_event("content", 2, text="And then more, just before the pause."))
+    whole = "First words. And then more, just before the pause."
+    deadline = time.monotonic() + 5
+    while "".join(shown(view._text)) != whole:  # type: ignore[arg-type]
+        assert time.monotonic() < deadline, shown(view._text)  # type: ignore[arg-type]
+        await asyncio.sleep(0.05)
+    view.handle(_event("done", 3, status="done"))
+
+
 def _event(kind: str, seq: int, **data: object):  # type: ignore[no-untyped-def]
     from deeptutor_jupyter.runtime.events import Event
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -180,6 +181,30 @@ def test_unknown_model_gets_404() -> None:
         assert s.pending == 1
         listed = httpx.get(f"{s.url}/models").json()
         assert [m["id"] for m in listed["data"]] == ["known"]
+
+
+def test_hold_after_pauses_the_stream_until_released() -> None:
+    resume = threading.Event()
+    reply = Reply(chunks=["a", "b", "c", "d"], hold_after=2, hold=resume)
+    released_at: list[float] = []
+
+    def release() -> None:
+        released_at.append(time.monotonic())
+        resume.set()
+
+    with FakeLLMServer([reply]) as s, httpx.Client() as client:
+        content: list[tuple[str, float]] = []
+        with client.stream("POST", f"{s.url}/chat/completions", json={"stream": True}) as r:
+            for line in r.iter_lines():
+                if not line.startswith("data: {"):
+                    continue
+                delta = json.loads(line[6:])["choices"][0]["delta"].get("content")
+                if delta:
+                    content.append((delta, time.monotonic()))
+                    if delta == "b":
+                        threading.Timer(1.0, release).start()
+        assert [c for c, _ in content] == ["a", "b", "c", "d"]
+        assert content[2][1] >= released_at[0]  # "c" waited for the release
 
 
 def test_break_after_drops_the_connection() -> None:

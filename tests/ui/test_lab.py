@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -411,13 +412,21 @@ def test_a_long_streamed_answer_renders_fences_and_math_across_blocks(
 ):
     answer = long_markdown_answer()
     chunks = [answer[i : i + 12] for i in range(0, len(answer), 12)]
-    fake_llm.add(Reply(text=answer, chunks=chunks, chunk_delay=0.004))
+    # The model pauses before its last words until the page has been looked at mid-answer: a
+    # 1.5 s stream could end before a loaded machine's page showed it.
+    resume = threading.Event()
+    fake_llm.add(
+        Reply(
+            text=answer, chunks=chunks, chunk_delay=0.004, hold_after=len(chunks) - 2, hold=resume
+        )
+    )
     write_notebook(tmp_path / "long.ipynb", "%load_ext deeptutor_jupyter", "%tutor Explain.")
     with lab_page("lab-long-answer") as page:
         open_notebook(page, lab, "long.ipynb")
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
         # While it streams, the answer is several Output widgets (tests/kernel covers their cuts).
         page.wait_for_function("document.querySelectorAll('.dt-text').length > 1", timeout=60000)
+        resume.set()
         # Once it has ended, the cell is the static rendering of the whole answer.
         answer = page.locator(".dt-static", has_text="That is the whole story.")
         answer.wait_for(timeout=60000)

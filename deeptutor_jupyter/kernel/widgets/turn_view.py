@@ -192,6 +192,13 @@ class _TextBlock:
             self._send(active)
             self._shown(now, len(self._buf))
 
+    def due_in(self, now: float) -> float | None:
+        """Seconds until text that arrived and is not shown yet is due; None: all is shown."""
+        self._join()
+        if len(self._buf) <= self._shown_len:
+            return None
+        return max(0.0, self.shown_at + self.MAX_GAP - now)
+
     def _shown(self, now: float, upto: int) -> None:
         self.shown_at, self._shown_len = now, upto
 
@@ -344,6 +351,9 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         self._retry_at = 0.0  # monotonic time of the announced retry; the status counts down
         self._started = time.monotonic()
         self._flush_handle: asyncio.TimerHandle | None = None
+        # When text arrived and then the model paused (a slow model, a tool it is writing),
+        # no event comes to flush it: this shows it when it is due (``_TextBlock.MAX_GAP``).
+        self._due_handle: asyncio.TimerHandle | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._last_content = 0.0
         self._compacted = False
@@ -529,11 +539,19 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
             )
 
     def _flush(self, final: bool = True) -> None:
-        if self._flush_handle is not None:
-            self._flush_handle.cancel()
-            self._flush_handle = None
+        for handle in (self._flush_handle, self._due_handle):
+            if handle is not None:
+                handle.cancel()
+        self._flush_handle = self._due_handle = None
         if self._text is not None:
             self._text.sync(final)
+            wait = None if final else self._text.due_in(time.monotonic())
+            if wait is not None:
+                loop = asyncio.get_running_loop()
+                # A little late rather than early: a flush before the due time shows nothing.
+                self._due_handle = loop.call_later(
+                    wait + 0.02, self._flush, False, context=unparented()
+                )
         if len(self._thinking_parts) != self._thinking_shown:
             text = "".join(self._thinking_parts)
             # Like the answer's active block: resent when grown by half, in full when final.
