@@ -367,7 +367,9 @@ def test_a_turn_that_ends_after_a_page_reload_is_saved_with_its_answer_and_trace
     lab: str, fake_llm: FakeLLMServer, tmp_path: Path
 ):
     words = [f"word{i} " for i in range(12)]
-    fake_llm.add(Reply(chunks=["Streaming: ", *words, "the end."], chunk_delay=0.3))
+    resume = threading.Event()  # the answer waits mid-way until the page has reloaded
+    chunks = ["Streaming: ", *words, "the end."]
+    fake_llm.add(Reply(chunks=chunks, chunk_delay=0.3, hold_after=3, hold=resume))
     write_notebook(
         tmp_path / "streaming.ipynb", "%load_ext deeptutor_jupyter", "%tutor Tell me slowly"
     )
@@ -380,6 +382,7 @@ def test_a_turn_that_ends_after_a_page_reload_is_saved_with_its_answer_and_trace
         page.wait_for_timeout(500)
         page.reload()
         open_notebook(page, lab, "streaming.ipynb")
+        resume.set()
         page.get_by_text("the end.").first.wait_for()
         wait_for_final_bundle(page, 1, "the end.")
         save_until_on_disk(page, tmp_path / "streaming.ipynb", "the end.")
