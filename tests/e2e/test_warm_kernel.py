@@ -111,6 +111,16 @@ def test_a_question_sent_while_warming_waits_and_is_answered(tmp_path: Path) -> 
     assert got["shown"] == ["markdown", "widget", "static"], got["shown"]
 
 
+def ask_cold(k: KernelDriver, setup: str = "") -> str:
+    """A first turn with warming off (ipywidgets not imported), after ``setup``: its display id."""
+    k.execute("import deeptutor_jupyter.kernel.warm as w; w.start(modules=())")
+    k.execute("%load_ext deeptutor_jupyter")
+    if setup:
+        k.execute(setup)
+    msg_id = k.execute("%tutor What is a loop?")
+    return str(k.outputs_of(msg_id)[0]["content"]["transient"]["display_id"])
+
+
 def test_a_first_turn_shows_its_view_while_the_model_thinks(tmp_path: Path) -> None:
     # No warming, so ipywidgets is not imported when the question comes: the cell shows the
     # running Markdown, the request leaves, and the view replaces it at once, though the model
@@ -120,10 +130,7 @@ def test_a_first_turn_shows_its_view_while_the_model_thinks(tmp_path: Path) -> N
         server.add(Reply(fault="stall"))
         k = KernelDriver(kernel_env(tmp_path, server), cwd=tmp_path)
         try:
-            k.execute("import deeptutor_jupyter.kernel.warm as w; w.start(modules=())")
-            k.execute("%load_ext deeptutor_jupyter")
-            msg_id = k.execute("%tutor What is a loop?")
-            display_id = k.outputs_of(msg_id)[0]["content"]["transient"]["display_id"]
+            display_id = ask_cold(k)
             k.wait_for(lambda: shown_under(k, display_id) == ["markdown", "widget"])
             assert len(server.requests) == 1
         finally:
@@ -137,15 +144,12 @@ def test_a_view_that_cannot_be_built_says_so_in_the_cell(tmp_path: Path) -> None
         server.add(Reply(text="A loop repeats."))
         k = KernelDriver(kernel_env(tmp_path, server), cwd=tmp_path)
         try:
-            k.execute("import deeptutor_jupyter.kernel.warm as w; w.start(modules=())")
-            k.execute("%load_ext deeptutor_jupyter")
-            k.execute(
+            display_id = ask_cold(
+                k,
                 "import deeptutor_jupyter.kernel.start as s\n"
                 "def _no_view(*args, **kwargs): raise RuntimeError('no widgets here')\n"
-                "s.attach_view = _no_view"
+                "s.attach_view = _no_view",
             )
-            msg_id = k.execute("%tutor What is a loop?")
-            display_id = k.outputs_of(msg_id)[0]["content"]["transient"]["display_id"]
             k.wait_for(lambda: shown_under(k, display_id) == ["markdown", "markdown"])
             said = [
                 m["content"]["data"]["text/markdown"]
