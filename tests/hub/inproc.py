@@ -20,7 +20,8 @@ from deeptutor_jupyter.hub.packs import PackStore
 from deeptutor_jupyter.hub.quota import QuotaStore, make_engine
 from deeptutor_jupyter.hub.settings import GatewayConfig, XAPIConfig
 from deeptutor_jupyter.hub.xapi import Statements
-from tests.hub.harness import UPSTREAM_KEY, free_port
+from deeptutor_jupyter.testing.ports import free_port
+from tests.hub.harness import UPSTREAM_KEY
 from tests.hub.lti_platform import LTIPlatform
 
 PREFIX = "/services/deeptutor/"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hub.harness import free_port
+from deeptutor_jupyter.testing.ports import free_port
 
 
 def _bin_dir() -> Path | None:

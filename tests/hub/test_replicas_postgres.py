@@ -23,7 +23,8 @@ import sqlalchemy as sa
 from deeptutor_jupyter.hub.mastery import REPORTS_PER_MINUTE
 from deeptutor_jupyter.hub.usage_stream import estimate_prompt_tokens
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
-from tests.hub.harness import UPSTREAM_KEY, Hub, free_port
+from deeptutor_jupyter.testing.ports import free_port
+from tests.hub.harness import UPSTREAM_KEY, Hub
 from tests.hub.postgres import Postgres
 from tests.hub.test_gateway_hub import SERVICE_SCOPE
 from tests.hub.test_quota_hub import publish_objectives

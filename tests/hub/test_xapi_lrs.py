@@ -31,7 +31,8 @@ from deeptutor_jupyter.hub.xapi import Statements
 from deeptutor_jupyter.runtime.course import send_review
 from deeptutor_jupyter.runtime.course_files import build_archive
 from deeptutor_jupyter.testing import FakeLLMServer, Reply
-from tests.hub.harness import ROOT, free_port
+from deeptutor_jupyter.testing.ports import free_port
+from tests.hub.harness import ROOT
 from tests.hub.inproc import start_service, stop_service
 from tests.hub.test_course_hub import make_pack
 
