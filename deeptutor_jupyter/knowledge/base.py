@@ -431,7 +431,7 @@ class KnowledgeBase:
             build.stamps_moved = True
             return {**old_table.entry(at), **stamp}
         try:
-            found = ingest_file(path, root, self.name, data=data, rel=rel)
+            found = ingest_file(path, root, self.name, data=data, rel=rel, lazy=True)
         except IngestError as exc:
             report.errors.append(str(exc))
             return None
@@ -445,28 +445,31 @@ class KnowledgeBase:
         read, next_tick = 0, _PROGRESS_STEP
         report_progress, done, total = tick
         terms = vocab.get()
-        # Tokenised a batch at a time (a file's chunks, or a MiB of a big file's), which bounds
-        # memory and keeps progress moving inside a big file.
+        # Read, tokenised and stored a batch at a time (a file's chunks, or a MiB of a big
+        # file's): memory stays bounded, each batch is still in cache at every step, and
+        # progress moves inside a big file.
         batch: list[str] = []
-        batched = 0
+        batched = n_chunks = 0
+        writer.begin()
         for chunk in found:
             text = f"{chunk.title}\n{chunk.text}"
             batch.append(text)
             batched += len(text)
             lines.append(storage.chunk_line(chunk))
+            n_chunks += 1
             read += len(chunk.text)  # characters: never more than the file's bytes
             if batched >= _PROGRESS_STEP:
                 build.doc_lengths.extend(append_token_ids(build.ids, batch, terms))
-                batch, batched = [], 0
+                writer.write(b"".join(lines))
+                batch, lines, batched = [], [], 0
             if read >= next_tick and report_progress:
                 report_progress(done + read, total, rel)
                 next_tick = read + _PROGRESS_STEP
         if batch:
             build.doc_lengths.extend(append_token_ids(build.ids, batch, terms))
-        build.new[len(build.order)] = (first_doc, len(found))
-        return {"sha256": digest, **stamp, "chunks": len(found), "row": 0} | writer.append(
-            b"".join(lines)
-        )
+            writer.write(b"".join(lines))
+        build.new[len(build.order)] = (first_doc, n_chunks)
+        return {"sha256": digest, **stamp, "chunks": n_chunks, "row": 0} | writer.end()
 
     def _remember_stamps(self, manifest: dict[str, Any], build: Build, part: _Part) -> None:
         """Nothing changed: record touched-but-identical files' new stamps, and the stamps of

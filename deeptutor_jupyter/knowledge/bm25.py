@@ -54,15 +54,46 @@ PARTS = (*GROUPS, VOCAB)
 REBUILD_SHARE = 0.1  # dead + delta rows above this share of the base: rebuild the base
 
 
+_POSTINGS_BATCH = 1 << 16  # postings turned term-major at a time (a few hundred kB: in cache)
+
+
 def postings(ptr: Any, terms: Any, tfs: Any, n_vocab: int) -> tuple[Any, Any, Any]:
-    """Doc-major (ptr, terms, tfs) turned term-major: (indptr, rows, tfs) over ``n_vocab``."""
+    """Doc-major (ptr, terms, tfs) turned term-major: (indptr, rows, tfs) over ``n_vocab``.
+
+    A batch of docs at a time: each batch is sorted by term in cache, and its run of each
+    term is copied to the next free slots of that term. Rows grow from batch to batch, so
+    each term's rows come out in order, as one stable sort of every posting gives them;
+    that sort, and the gathers of rows and counts it needs, ran over the whole file's
+    postings out of cache (a 16 MB file's took 9x as long as a 4 MB file's).
+    """
     import numpy as np
 
-    rows = np.repeat(np.arange(len(ptr) - 1, dtype=np.int32), np.diff(ptr))
-    order = term_order(terms)
+    ptr = np.asarray(ptr)
     indptr = np.zeros(n_vocab + 1, dtype=np.int64)
     np.cumsum(np.bincount(terms, minlength=n_vocab), out=indptr[1:])
-    return indptr, rows[order], tfs[order].astype(np.int32)
+    rows_out = np.empty(len(terms), dtype=np.int32)
+    tfs_out = np.empty(len(terms), dtype=np.int32)
+    free = indptr[:-1].copy()  # the next free slot of each term
+    doc, n_docs = 0, len(ptr) - 1
+    while doc < n_docs:
+        lo = int(ptr[doc])
+        end = int(np.searchsorted(ptr, lo + _POSTINGS_BATCH, side="right")) - 1
+        end = min(max(end, doc + 1), n_docs)
+        hi = int(ptr[end])
+        if hi > lo:
+            order = term_order(terms[lo:hi])
+            by_term = terms[lo:hi][order]
+            starts = np.flatnonzero(by_term[1:] != by_term[:-1]) + 1
+            starts = np.concatenate((np.zeros(1, np.int64), starts))
+            runs = np.diff(starts, append=hi - lo)
+            term = by_term[starts]
+            slots = np.repeat(free[term] - starts, runs) + np.arange(hi - lo)
+            rows = np.repeat(np.arange(doc, end, dtype=np.int32), np.diff(ptr[doc : end + 1]))
+            rows_out[slots] = rows[order]
+            tfs_out[slots] = tfs[lo:hi][order]
+            free[term] += runs
+        doc = end
+    return indptr, rows_out, tfs_out
 
 
 def term_order(terms: Any) -> Any:
@@ -84,13 +115,22 @@ def term_order(terms: Any) -> Any:
 
 
 def lengths(ptr: Any, tfs: Any) -> Any:
-    """Each doc's length (its term counts summed), from running sums: linear, and no array
-    of one row id per posting."""
+    """Each doc's length (its term counts summed), one sum per doc over its slice of ``tfs``.
+
+    One read of ``tfs`` and nothing the size of it written: running sums over every posting
+    (an int64 array 2x the size of ``tfs``, then two gathers from it) grew 17x for a file 4x
+    as big. ``reduceat`` sums from each start to the next; an empty doc would get the value at
+    its start instead of 0, so only docs with terms are summed.
+    """
     import numpy as np
 
-    sums = np.zeros(len(tfs) + 1, dtype=np.int64)
-    np.cumsum(tfs, out=sums[1:])
-    return (sums[ptr[1:]] - sums[ptr[:-1]]).astype(np.int32)
+    ptr = np.asarray(ptr)
+    starts = ptr[:-1]
+    full = ptr[1:] > starts
+    out = np.zeros(len(starts), dtype=np.int32)
+    if full.any():
+        out[full] = np.add.reduceat(tfs[: int(ptr[-1])], starts[full], dtype=np.int64)
+    return out
 
 
 def statistics(

@@ -28,6 +28,7 @@ class StoreWriter:
         # few hashes instead of one per file.
         self.blocks: list[list[Any]] = list(manifest.get("blocks") or []) if manifest else []
         self._block: tuple[int, Any] | None = None
+        self._range: tuple[int, Any] | None = None  # the file being appended: start, digest
         if self.old_name:
             try:
                 self.size = (folder / self.old_name).stat().st_size
@@ -44,15 +45,26 @@ class StoreWriter:
             self._block = (self.size, storage.new_checksum())
         return self._fh
 
-    def append(self, data: bytes) -> dict[str, Any]:
-        fh = self._open()
-        offset = self.size
-        fh.write(data)
+    def begin(self) -> None:
+        """Start one file's range: its lines follow in ``write`` calls, ``end`` closes it."""
+        self._open()
+        self._range = (self.size, storage.new_checksum())
+
+    def write(self, data: bytes) -> None:
+        """Append a part of the current range. A big file's lines come a MiB at a time, each
+        written and hashed while it is in cache (not joined into one 19 MB write)."""
+        assert self._block is not None and self._range is not None
+        self._fh.write(data)
         self.size += len(data)
         self.appended += len(data)
-        assert self._block is not None
         self._block[1].update(data)
-        return {"offset": offset, "length": len(data), "digest": storage.checksum(data)}
+        self._range[1].update(data)
+
+    def end(self) -> dict[str, Any]:
+        """The range written since ``begin``: its offset, length and checksum."""
+        assert self._range is not None
+        (offset, digest), self._range = self._range, None
+        return {"offset": offset, "length": self.size - offset, "digest": digest.hexdigest()}
 
     def finish(self) -> str:
         """Flush; the store's name.

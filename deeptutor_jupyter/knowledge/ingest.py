@@ -14,14 +14,21 @@ import io
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, overload
 
 from deeptutor_jupyter.errors import DeepTutorError
 from deeptutor_jupyter.knowledge.model import Chunk
 
-__all__ = ["MAX_CHUNK_CHARS", "SUPPORTED_SUFFIXES", "IngestError", "ingest_file", "relative_path"]
+__all__ = [
+    "MAX_CHUNK_CHARS",
+    "SUPPORTED_SUFFIXES",
+    "IngestError",
+    "ingest_file",
+    "relative_path",
+]
 
 MAX_CHUNK_CHARS = 1500
 SUPPORTED_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".py", ".ipynb", ".pdf"})
@@ -56,20 +63,63 @@ def relative_path(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
+@overload
 def ingest_file(
-    path: Path | str, root: Path, kb: str, *, data: bytes | None = None, rel: str | None = None
-) -> list[Chunk]:
+    path: Path | str,
+    root: Path,
+    kb: str,
+    *,
+    data: bytes | None = None,
+    rel: str | None = None,
+    lazy: Literal[False] = False,
+) -> list[Chunk]: ...
+
+
+@overload
+def ingest_file(
+    path: Path | str,
+    root: Path,
+    kb: str,
+    *,
+    data: bytes | None = None,
+    rel: str | None = None,
+    lazy: Literal[True],
+) -> Iterator[Chunk]: ...
+
+
+def ingest_file(
+    path: Path | str,
+    root: Path,
+    kb: str,
+    *,
+    data: bytes | None = None,
+    rel: str | None = None,
+    lazy: bool = False,
+) -> list[Chunk] | Iterator[Chunk]:
     """The chunks of one file, chosen by suffix; an unknown suffix gives ``[]``.
 
     Raises IngestError for a supported file that cannot be read (bad JSON, a broken PDF).
     Chunk ids are ``<path>#<n>``: stable while the file is unchanged. ``data`` is the file's
     content when the caller has read it already (to hash it), ``rel`` its path from ``root``.
+
+    ``lazy``: the chunks one at a time, Markdown and text cut as they are consumed. Every
+    error is still raised by this call, before the first chunk: what is cut lazily is text
+    already decoded, which cannot fail. Indexing a big file consumes its chunks a MiB at a
+    time, so no list of every line, section and chunk of the file is held at once (at 16 MB
+    such lists, out of cache, made reading grow ~5x for 4x the file).
     """
+    chunks = _iter_chunks(path, root, kb, data, rel)
+    return chunks if lazy else list(chunks)
+
+
+def _iter_chunks(
+    path: Path | str, root: Path, kb: str, data: bytes | None, rel: str | None
+) -> Iterator[Chunk]:
     # Names as strings: a Path per file was a twentieth of indexing 1,000 small files.
     filename = os.path.basename(path)
     reader = _READERS.get(os.path.splitext(filename)[1].lower())
     if reader is None:
-        return []
+        return iter(())
     if rel is None:
         rel = relative_path(Path(path), root)
     try:
@@ -78,9 +128,13 @@ def ingest_file(
         raise
     except (OSError, ValueError) as exc:
         raise IngestError(f"{rel}: {type(exc).__name__}: {exc}") from exc
-    pieces = [p for p in pieces if p.text.strip()]
-    return [
-        Chunk(
+    return _chunks(pieces, rel, kb)
+
+
+def _chunks(pieces: Iterable[_Piece], rel: str, kb: str) -> Iterator[Chunk]:
+    kept = (p for p in pieces if p.text.strip())
+    for n, p in enumerate(kept):
+        yield Chunk(
             chunk_id=f"{rel}#{n}",
             kb=kb,
             path=rel,
@@ -92,8 +146,6 @@ def ingest_file(
             line=p.line,
             cell_id=p.cell_id,
         )
-        for n, p in enumerate(pieces)
-    ]
 
 
 # Share of control characters (other than whitespace) above which bytes that are not UTF-8
@@ -128,9 +180,13 @@ def split_long(text: str, limit: int = MAX_CHUNK_CHARS) -> list[tuple[int, str]]
     Cuts fall on blank lines when possible, then on line ends, and only inside a line that is
     itself too long.
     """
+    return list(_split_long(text, limit))
+
+
+def _split_long(text: str, limit: int) -> Iterator[tuple[int, str]]:
     if len(text) <= limit:
-        return [(0, text)]
-    parts: list[tuple[int, str]] = []
+        yield 0, text
+        return
     start = 0
     while len(text) - start > limit:
         window = text[start : start + limit]
@@ -139,23 +195,28 @@ def split_long(text: str, limit: int = MAX_CHUNK_CHARS) -> list[tuple[int, str]]
             cut = window.rfind("\n")
         if cut < limit // 3:
             cut = limit
-        parts.append((start, text[start : start + cut]))
+        if (piece := text[start : start + cut]).strip():
+            yield start, piece
         start += cut
-    parts.append((start, text[start:]))
-    return [(offset, piece) for offset, piece in parts if piece.strip()]
+    if (piece := text[start:]).strip():
+        yield start, piece
 
 
 def _pieces_with_lines(text: str, first_line: int, *, title: str, kind: str) -> list[_Piece]:
+    return list(_iter_pieces_with_lines(text, first_line, title=title, kind=kind))
+
+
+def _iter_pieces_with_lines(
+    text: str, first_line: int, *, title: str, kind: str
+) -> Iterator[_Piece]:
     # Lines are counted from the previous piece, not from the start: linear in the file's size.
-    pieces: list[_Piece] = []
     line, counted = first_line, 0
-    for offset, piece in split_long(text):
+    for offset, piece in _split_long(text, MAX_CHUNK_CHARS):
         # A piece cut at a line end starts with newlines that chunks drop: count past them.
         start = offset + len(piece) - len(piece.lstrip("\n"))
         line += text.count("\n", counted, start)
         counted = start
-        pieces.append(_Piece(piece, title, kind, line=line))
-    return pieces
+        yield _Piece(piece, title, kind, line=line)
 
 
 # --- Markdown -----------------------------------------------------------------------------------
@@ -168,10 +229,27 @@ def markdown_sections(text: str, stack: list[str]) -> list[tuple[int, str, str]]
     headings of one notebook cell give the titles of the cells after it. Lines inside fenced
     code blocks are never headings (``# comment`` in a Python fence).
     """
-    sections: list[tuple[int, str, str]] = []
+    return list(_sections(text, stack))
+
+
+_LINES_BLOCK = 1 << 16  # a big text is split into lines this many characters at a time
+
+
+def _lines(text: str) -> Iterator[str]:
+    """``text.splitlines()``, a block at a time: each block ends just after a "\\n", so no
+    line break (not even "\\r\\n") is cut, and no list of every line of a big file is made."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start + _LINES_BLOCK)
+        end = len(text) if end < 0 else end + 1
+        yield from text[start:end].splitlines()
+        start = end
+
+
+def _sections(text: str, stack: list[str]) -> Iterator[tuple[int, str, str]]:
     current: list[str] = []
     start, fence = 0, ""
-    for number, line in enumerate(text.splitlines()):
+    for number, line in enumerate(_lines(text)):
         first = line.lstrip(" ")[:1]
         if first not in _MARKS:  # most lines are prose: no regex for them
             current.append(line)
@@ -185,15 +263,14 @@ def markdown_sections(text: str, stack: list[str]) -> list[tuple[int, str, str]]
                 fence = ""
         heading = None if fence or fence_match else _HEADING.match(line)
         if heading:
-            sections.append((start, _title(stack), "\n".join(current)))
+            yield start, _title(stack), "\n".join(current)
             level = len(heading.group(1))
             del stack[level - 1 :]
             stack.extend([""] * (level - 1 - len(stack)))
             stack.append(heading.group(2).strip())
             current, start = [], number
         current.append(line)
-    sections.append((start, _title(stack), "\n".join(current)))
-    return sections
+    yield start, _title(stack), "\n".join(current)
 
 
 def _title(stack: list[str]) -> str:
@@ -206,17 +283,20 @@ def _is_heading_only(body: str) -> bool:
     return len(lines) <= 1 and bool(lines) and bool(_HEADING.match(lines[0]))
 
 
-def _read_markdown(name: str, data: bytes) -> list[_Piece]:
-    pieces: list[_Piece] = []
-    for start, title, body in markdown_sections(_read_text(name, data), []):
+def _read_markdown(name: str, data: bytes) -> Iterator[_Piece]:
+    text = _read_text(name, data)  # now: the one step that can fail
+    return _markdown_pieces(name, text)
+
+
+def _markdown_pieces(name: str, text: str) -> Iterator[_Piece]:
+    for start, title, body in _sections(text, []):
         if _is_heading_only(body):
             continue  # its words live on in the titles of the sections below it
-        pieces += _pieces_with_lines(body, start + 1, title=title or name, kind="markdown")
-    return pieces
+        yield from _iter_pieces_with_lines(body, start + 1, title=title or name, kind="markdown")
 
 
-def _read_plain(name: str, data: bytes) -> list[_Piece]:
-    return _pieces_with_lines(_read_text(name, data), 1, title=name, kind="text")
+def _read_plain(name: str, data: bytes) -> Iterator[_Piece]:
+    return _iter_pieces_with_lines(_read_text(name, data), 1, title=name, kind="text")
 
 
 # --- Python -------------------------------------------------------------------------------------
@@ -310,7 +390,7 @@ def _read_pdf(name: str, data: bytes) -> list[_Piece]:
     return pieces
 
 
-_READERS: dict[str, Callable[[str, bytes], list[_Piece]]] = {
+_READERS: dict[str, Callable[[str, bytes], Iterable[_Piece]]] = {
     ".md": _read_markdown,
     ".markdown": _read_markdown,
     ".txt": _read_plain,

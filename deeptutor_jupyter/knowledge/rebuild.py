@@ -130,6 +130,10 @@ def _gather(
     """Doc-major arrays made of row slices ``(arrays, first, rows)`` of other doc-major arrays."""
     import numpy as np
 
+    if len(parts) == 1 and parts[0][1] == 0 and parts[0][2] == len(parts[0][0][0]) - 1:
+        (ptr, t, f), _, _ = parts[0]  # every row of one array (a new index of new files)
+        if int(ptr[0]) == 0 and t.dtype == f.dtype == np.int32:
+            return np.asarray(ptr, dtype=np.int64), t, f  # used as they are, not copied
     per_doc, terms, tfs = [np.zeros(0, np.int64)], [np.zeros(0, np.int32)], [np.zeros(0, np.int32)]
     for (ptr, t, f), first, rows in parts:
         lo, hi = int(ptr[first]), int(ptr[first + rows])
@@ -139,7 +143,8 @@ def _gather(
     counts = np.concatenate(per_doc)
     ptr_all = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=ptr_all[1:])
-    return ptr_all, np.concatenate(terms).astype(np.int32), np.concatenate(tfs).astype(np.int32)
+    # concatenate casts as it copies: no second copy of every posting for the cast
+    return ptr_all, np.concatenate(terms, dtype=np.int32), np.concatenate(tfs, dtype=np.int32)
 
 
 def index_arrays(
