@@ -120,7 +120,9 @@ def lengths(ptr: Any, tfs: Any) -> Any:
     One read of ``tfs`` and nothing the size of it written: running sums over every posting
     (an int64 array 2x the size of ``tfs``, then two gathers from it) grew 17x for a file 4x
     as big. ``reduceat`` sums from each start to the next; an empty doc would get the value at
-    its start instead of 0, so only docs with terms are summed.
+    its start instead of 0, so only docs with terms are summed. The sums are int32 like the
+    counts (an int64 sum would first cast every count): a doc is one chunk, a few thousand
+    terms at most.
     """
     import numpy as np
 
@@ -129,7 +131,8 @@ def lengths(ptr: Any, tfs: Any) -> Any:
     full = ptr[1:] > starts
     out = np.zeros(len(starts), dtype=np.int32)
     if full.any():
-        out[full] = np.add.reduceat(tfs[: int(ptr[-1])], starts[full], dtype=np.int64)
+        counts = np.asarray(tfs[: int(ptr[-1])]).astype(np.int32, copy=False)
+        out[full] = np.add.reduceat(counts, starts[full], dtype=np.int32)
     return out
 
 
