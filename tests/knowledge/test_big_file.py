@@ -25,9 +25,10 @@ from tests.knowledge.helpers import file_table, index_file
 QUERIES = ["alpha beta", "section", "gamma", "omega delta kappa", "zeta"]
 
 
-def _markdown(path: Path, paragraphs: int, seed: int = 3) -> Path:
+def _markdown(path: Path, paragraphs: int, seed: int = 3, *, ascii: bool = False) -> Path:
     """Headed Markdown with the line breaks a block-wise split could cut wrongly (CRLF, form
-    feed, U+2028), fenced code holding '#' lines, and a vocabulary that grows with it."""
+    feed, U+2028 unless ``ascii``), fenced code holding '#' lines, and a vocabulary that grows
+    with it."""
     rng = random.Random(seed)
     words = ["alpha", "beta", "gamma", "delta", "kappa", "omega", "zeta", "theta", "rho"]
     words += [f"w{i}" for i in range(300)]
@@ -37,7 +38,7 @@ def _markdown(path: Path, paragraphs: int, seed: int = 3) -> Path:
             parts.append(f"{'#' * (1 + n % 3)} Section {n // 5}\n\n")
         if n % 17 == 0:
             parts.append("```python\n# not a heading\nx = 1\n```\n\n")
-        ends = ["\n", "\r\n", "\x0c\n", "\u2028"]
+        ends = ["\n", "\r\n", "\x0c\n", "\n" if ascii else "\u2028"]
         lines = [" ".join(rng.choices(words, k=12)) + rng.choice(ends) for _ in range(4)]
         parts.append("".join(lines) + "\n")
     path.write_text("".join(parts), encoding="utf-8", newline="")
@@ -184,3 +185,23 @@ def test_a_new_index_of_new_files_uses_their_counted_arrays_without_a_copy() -> 
     assert all(np.shares_memory(a, b) for a, b in zip(got, (ptr, terms, tfs), strict=True))
     part = rebuild._gather([((ptr, terms, tfs), 1, 1)])  # a slice is still cut out
     assert part[0].tolist() == [0, 3] and part[1].tolist() == [2, 3, 4]
+
+
+@pytest.mark.parametrize("suffix", [".md", ".txt"])
+def test_reading_a_big_file_lazily_holds_its_text_and_little_more(
+    tmp_path: Path, suffix: str
+) -> None:
+    import tracemalloc
+
+    source = _markdown(tmp_path / f"big{suffix}", paragraphs=3000, ascii=True)  # ~700 kB
+    data = source.read_bytes()
+    tracemalloc.start()
+    try:
+        n = sum(1 for _ in ingest.ingest_file(source, tmp_path, "k", data=data, lazy=True))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert n > 400
+    # The decoded text (1x for ASCII) and one block of lines, one section, one chunk at a
+    # time. A list of every line was another ~2x the file, lists of every chunk ~1.2-1.5x.
+    assert peak < 1.6 * len(data), peak / len(data)
