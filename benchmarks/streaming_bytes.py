@@ -91,7 +91,8 @@ def one_answer(k: KernelDriver, server: FakeLLMServer, answer: str, delay: float
     for m in k.iopub:
         kind, content = m["header"]["msg_type"], m["content"]
         by_kind[kind] = by_kind.get(kind, 0) + wire_bytes(m)
-        envelopes += wire_bytes(m) - len(json.dumps(content, default=str).encode())
+        carried = len(json.dumps(content, default=str).encode())
+        envelopes += wire_bytes(m) - carried - sum(len(b) for b in m.get("buffers", []))
         if kind.startswith("comm_"):
             if kind == "comm_open":
                 models[content["comm_id"]] = content["data"]["state"].get("_model_name", "?")

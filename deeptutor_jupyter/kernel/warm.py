@@ -109,6 +109,9 @@ VIEW_MODULES = (
     "ipywidgets",
     "deeptutor_jupyter.kernel.widgets.quiz_card",  # the static rendering's quiz receipts
     "deeptutor_jupyter.kernel.widgets.turn_view",
+    "anywidget",
+    "deeptutor_jupyter.kernel.widgets.answer_stream",  # the answer's text (its first words)
+    "deeptutor_jupyter.kernel.widgets.status_line",
     "deeptutor_jupyter.kernel.interactions",
     "deeptutor_jupyter.kernel.quiz_cards",
     "deeptutor_jupyter.kernel.release",

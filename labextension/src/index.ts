@@ -21,6 +21,7 @@ import {
   quoteAttachment
 } from './context';
 import { reportLanguage } from './api';
+import { installAnswerHook } from './answerhook';
 import { TutorPanel } from './panel';
 import { watchCells } from './cells';
 import { keepOutputsTrue } from './displays';
@@ -82,6 +83,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     // Code answers, in cells and in the panel, get JupyterLab's editor (codeeditor.ts).
     useEditorServices(editors);
     upgradeCodeBoxes(document.body);
+    // The turn's streamed answer renders as Markdown, in blocks (answerhook.ts).
+    installAnswerHook(rendermime);
     // With no notebook open, the panel offers a conversation in a kernel of its own.
     const scratch = async (): Promise<ISessionContext> => {
       const context = new SessionContext({

@@ -84,6 +84,7 @@ class KernelDriver:
         # the static bundle replaces it, and tests still read what it showed last.
         self.widgets: dict[str, dict[str, Any]] = {}
         self.closed: set[str] = set()
+        self.gaps = 0  # answer deltas that came past the text this driver holds (_append)
         self.iopub: list[dict[str, Any]] = []
         self.last_reply: dict[str, Any] = {}
 
@@ -97,8 +98,22 @@ class KernelDriver:
             data = content["data"]
             if data.get("method") in ("update", "echo_update"):
                 self.widgets[content["comm_id"]].update(data.get("state", {}))
+            elif data.get("method") == "custom" and "at" in (data.get("content") or {}):
+                self._append(content["comm_id"], data["content"]["at"], msg["buffers"][0])
         elif kind == "comm_close" and content["comm_id"] in self.widgets:
             self.closed.add(content["comm_id"])
+
+    def _append(self, comm_id: str, at: int, delta: bytes) -> None:
+        """The streamed answer's new text (kernel/widgets/answer_stream.js does the same):
+        ``at`` counts UTF-16 units; text past a gap is not applied but counted."""
+        state = self.widgets[comm_id]
+        units = str(state.get("text", "")).encode("utf-16-le")
+        if 2 * at > len(units):
+            self.gaps += 1
+            return
+        new = bytes(delta).decode("utf-8").encode("utf-16-le")
+        if 2 * at + len(new) > len(units):
+            state["text"] = (units[: 2 * at] + new).decode("utf-16-le")
 
     def pump(self, timeout: float = 0.05) -> None:
         deadline = time.monotonic() + timeout
@@ -214,10 +229,14 @@ class KernelDriver:
         return found
 
     def markdown_in(self, comm_id: str) -> str:
-        """All Markdown the Output widgets under this widget currently show, in order."""
+        """All Markdown shown under this widget, in order: the streamed answer's text
+        (kernel/widgets/answer_stream.py) and what Output widgets show."""
         texts = []
         for cid in [comm_id, *self.descendants(comm_id)]:
-            for out in self.widgets.get(cid, {}).get("outputs", ()) or ():
+            state = self.widgets.get(cid, {})
+            if state.get("_model_name") == "AnyModel" and "text" in state:
+                texts.append(str(state["text"]))
+            for out in state.get("outputs", ()) or ():
                 texts.append(out.get("data", {}).get("text/markdown", ""))
         return "".join(texts)
 
@@ -226,6 +245,7 @@ class KernelDriver:
             str(self.widgets[cid].get("value", ""))
             for cid in [comm_id, *self.descendants(comm_id)]
             if self.widgets[cid].get("_model_name") in ("HTMLModel", "HTMLMathModel")
+            or "dt-status" in self.widgets[cid].get("_dom_classes", ())  # status_line.py
         )
 
     def titles_in(self, comm_id: str) -> list[str]:

@@ -1,113 +1,151 @@
-"""The answer streams as Markdown blocks cut at safe boundaries; finished views let go."""
+"""The answer streams append-only: each send carries only new text, within 0.9 s of it arriving;
+finished views let go. In process: what the widget sends is recorded, as a browser would see it."""
 
 from __future__ import annotations
 
 import itertools
 import json
 import time
+from collections.abc import Iterator
+from typing import Any
 
-import ipywidgets as widgets
+import pytest
 from ipywidgets.widgets import widget as widget_module
 
+from deeptutor_jupyter.kernel.widgets.answer_stream import AnswerStream, utf16_len
 from deeptutor_jupyter.kernel.widgets.turn_view import FLUSH_INTERVAL, TurnView, _TextBlock
 
-FENCE = "```python\nx = 1\n\ny = 2\n```\n\n"
-MATH = "$$\na = b\n\nc = d\n$$\n\n"
+
+class Browser:
+    """What a front end holds of each AnswerStream: the text its open carried, then each delta
+    applied at its offset (answer_stream.js). Records every delta."""
+
+    def __init__(self) -> None:
+        self.texts: dict[int, str] = {}
+        self.deltas: list[tuple[int, str]] = []
+
+    def opened(self, widget: AnswerStream) -> None:
+        self.texts[id(widget)] = widget.get_state()["text"]
+
+    def custom(self, widget: AnswerStream, content: dict[str, Any], buffers: list[bytes]) -> None:
+        text, delta = self.texts.get(id(widget), ""), buffers[0].decode()
+        self.deltas.append((content["at"], delta))
+        assert content["at"] <= utf16_len(text), "a gap"
+        self.texts[id(widget)] = text[: content["at"]] + delta  # BMP text: units are chars
+
+    def text(self, block: _TextBlock | None) -> str:
+        return self.texts.get(id(block.widget), "") if block and block.widget else ""
 
 
-def long_answer() -> str:
-    parts = []
-    for i in range(40):
-        parts.append(f"Paragraph {i} says something useful about eigenvectors.\n\n")
-        parts.append(FENCE if i % 2 else MATH)
-    return "".join(parts) + "End."
+@pytest.fixture
+def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Browser]:
+    seen = Browser()
+    init = AnswerStream.__init__
+
+    def opened(self: AnswerStream, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        seen.opened(self)
+
+    def send(self: AnswerStream, content: dict[str, Any], buffers: Any = None) -> None:
+        seen.custom(self, content, buffers)
+
+    monkeypatch.setattr(AnswerStream, "__init__", opened)
+    monkeypatch.setattr(AnswerStream, "send", send)
+    yield seen
 
 
-def shown(block: _TextBlock) -> list[str]:
-    return [str(o.outputs[0]["data"]["text/markdown"]) for o in block.blocks()]
-
-
-def test_blocks_join_to_the_exact_answer_and_never_split_a_fence_or_math() -> None:
-    answer = long_answer()
-    block = _TextBlock()
-    for i in range(0, len(answer), 7):
-        block.parts.append(answer[i : i + 7])
-        block.sync(final=False)
-    block.sync(final=True)
-    texts = shown(block)
-    assert "".join(texts) == answer
-    assert len(texts) > 1  # finished blocks are their own widgets, never resent
-    for text in texts:
-        assert text.count("```") % 2 == 0, text
-        assert text.count("$$") % 2 == 0, text
-
-
-def test_the_growing_block_is_resent_geometrically_not_on_every_flush() -> None:
-    block = _TextBlock()
-    sends: list[int] = []
-    answer = "word " * 400  # one paragraph: a single block
-    for i in range(0, len(answer), 5):
-        block.parts.append(answer[i : i + 5])
-        before = block._sent
-        block.sync(final=False)
-        if block._sent != before:
-            sends.append(block._sent)
-    block.sync(final=True)
-    assert shown(block) == [answer]
-    assert len(sends) < 10  # 400 flushes, a handful of sends
-    assert sum(sends) < 2 * len(answer)
-
-
-def stream(answer: str, chars_per_second: float) -> tuple[_TextBlock, list[float], list[int]]:
+def stream(
+    answer: str, chars_per_second: float, browser: Browser
+) -> tuple[_TextBlock, list[float]]:
     """Feed ``answer`` in 4-character tokens on an injected clock, flushing as TurnView does
-    (FLUSH_INTERVAL after the first unsent token); return the block, when a send made text
-    visible, and each send's length."""
+    (FLUSH_INTERVAL after the first unsent token); return the block and when the browser's
+    text changed."""
     block, clock = _TextBlock(), [0.0]
     shown_at: list[float] = []
-    sizes: list[int] = []
-    send = block._send
-
-    def spy(text: str) -> None:
-        if len(text) != block._sent:
-            shown_at.append(clock[0])
-            sizes.append(len(text))
-        send(text)
-
-    block._send = spy  # type: ignore[method-assign]
     due: float | None = None
+
+    def sync(final: bool) -> None:
+        before = browser.text(block)
+        block.sync(final=final, now=clock[0])
+        if browser.text(block) != before:
+            shown_at.append(clock[0])
+
     for i in range(0, len(answer), 4):
         clock[0] += 4 / chars_per_second
         block.parts.append(answer[i : i + 4])
         if due is None:
             due = clock[0] + FLUSH_INTERVAL
         elif clock[0] >= due:
-            block.sync(final=False, now=clock[0])
+            sync(False)
             due = None
-    block.sync(final=True, now=clock[0])
-    return block, shown_at, sizes
+    sync(True)
+    return block, shown_at
 
 
-def test_streaming_text_is_shown_at_least_every_second_for_few_bytes() -> None:
-    """Issue 28: the growing block was resent only at 4x growth, so a long block left the
-    view unchanged for seconds (10 s under load). Text that arrived is now shown within
-    MAX_GAP: at the due time the block is cut at its last safe boundary (the finished part is
-    sent once), or resent if it has none yet. A fast answer still costs little more than
-    its own length."""
-    answer = "".join(
-        f"Paragraph {i} explains why eigenvectors keep their direction under the map. " * 3
-        + "\n\n"
-        + (FENCE if i % 3 == 0 else "")
-        for i in range(250)
-    )
+ANSWER = "".join(
+    f"Paragraph {i} explains why eigenvectors keep their direction under the map. " * 3
+    + "\n\n"
+    + ("```python\nx = 1\n\ny = 2\n```\n\n" if i % 3 == 0 else "")
+    for i in range(250)
+)
+
+
+def test_each_send_carries_only_new_text_and_comes_within_a_second(browser: Browser) -> None:
+    """Issue 28: the growing answer was resent (and blocks reopened) as it grew, 3.7x its bytes;
+    its text waited up to 10 s unshown. Now the open carries the first words, each delta only
+    what came since, and text that arrived is shown within MAX_GAP (0.9 s)."""
     for rate in (200.0, 2000.0):  # characters a second: a slow model, a fast one
-        block, shown_at, sizes = stream(answer, rate)
-        assert "".join(shown(block)) == answer
+        browser.deltas.clear()
+        block, shown_at = stream(ANSWER, rate, browser)
+        assert browser.text(block) == ANSWER == block.text
         assert shown_at[0] <= FLUSH_INTERVAL + 8 / rate  # the first words at once
         gaps = [b - a for a, b in itertools.pairwise(shown_at)]
         assert max(gaps) <= 1.0, (rate, max(gaps))
-        if rate == 2000.0:
-            assert sum(sizes) < 1.6 * len(answer), sum(sizes) / len(answer)
-            assert len(block.blocks()) < 40  # blocks, not a widget per paragraph
+        opened = len(ANSWER) - sum(len(d) for _, d in browser.deltas)
+        assert 0 < opened <= FLUSH_INTERVAL * rate + 8  # the open held the first words only
+        ends = [opened] + [at + len(d) for at, d in browser.deltas]
+        assert [at for at, _ in browser.deltas] == ends[:-1]  # each starts where the last ended
+        # A message a second at most, not one per flush (each costs ~400 bytes of envelope).
+        assert len(browser.deltas) <= len(ANSWER) / rate / _TextBlock.MAX_GAP + 2
+
+
+def test_the_state_holds_the_whole_text_and_a_resync_sends_it(browser: Browser) -> None:
+    """A page reloaded mid-answer asks for the state (request_state): it holds all the text so
+    far, sent or not. A view that saw a gap asks for a resync: the whole text, at 0."""
+    block = _TextBlock()
+    block.parts.append("First words. ")
+    block.sync(final=False, now=0.0)
+    block.parts.append("More, not sent yet.")
+    block.sync(final=False, now=0.1)
+    assert browser.deltas == []
+    assert block.widget.get_state()["text"] == "First words. More, not sent yet."
+    assert "text" not in block.widget.get_state("suffix")  # a trait's update carries no text
+    block.widget._on_front_end(block.widget, {"resync": 1}, [])
+    assert browser.deltas == [(0, "First words. More, not sent yet.")]
+
+
+def test_offsets_count_utf16_units_as_the_browser_does() -> None:
+    assert utf16_len("a😀b") == 4 and utf16_len("é∑") == 2
+    sent: list[int] = []
+    block = _TextBlock()
+    block.parts.append("😀 ")
+    block.sync(final=True, now=0.0)
+    block.widget.append = lambda at, text: sent.append(at)
+    block.parts.append("next")
+    block.sync(final=True, now=0.0)
+    assert sent == [3]
+
+
+def test_citation_links_go_to_the_front_end_only_for_an_answer_that_cites(
+    browser: Browser,
+) -> None:
+    plain, cites = _TextBlock(), _TextBlock()
+    plain.parts.append("No sources here.")
+    cites.parts.append("As the notes say [1].")
+    for block in (plain, cites):
+        block.sync(final=True)
+        block.link_sources("\n\n[1]: notes.md")
+    assert plain.widget.suffix == "" and cites.widget.suffix == "\n\n[1]: notes.md"
 
 
 async def test_a_finished_view_closes_what_it_no_longer_shows() -> None:
@@ -115,11 +153,13 @@ async def test_a_finished_view_closes_what_it_no_longer_shows() -> None:
     view = TurnView(model_label="custom/fake")
     stop = view.stop_button
     view.handle(_event("content", 1, text="The answer."))
+    view._flush()
     # Each model opens with its whole state (a Layout ~1.7 kB): the view's plain parts share
     # one Layout, and the thinking card and the notes box are never made for a plain answer.
     opened = list(widget_module._instances.values())[before:]
     names = sorted(type(w).__name__ for w in opened)
     assert names.count("LeanLayout") == 2 and len(opened) <= 9, names
+    assert names.count("AnswerStream") == 1
     # And a Layout opens with the properties set, not ~40 nulls (1.2 kB of its 1.7 kB open).
     layout = view._text_layout.get_state()
     assert layout["width"] == "auto" and [k for k, v in layout.items() if v is None] == [
@@ -127,15 +167,18 @@ async def test_a_finished_view_closes_what_it_no_longer_shows() -> None:
     ]
     assert len(json.dumps(view._plain.get_state())) < 400
     assert view._plain.get_state("width") == {"width": None}  # updates unchanged
+    answer = view._text.widget  # type: ignore[union-attr]
+    assert answer.layout is view._text_layout and "tooltip" not in answer.get_state()
     assert view.thinking is None and view.errors is None
     view.handle(_event("done", 2, status="done"))
     assert stop.comm is None  # closed
     assert stop not in view.children and view.layout.comm is not None  # the shared one stays
     assert view.answer_text == "The answer."
-    assert isinstance(view.status, widgets.HTML) and "done" in view.status.value.lower()
+    assert "done" in view.status.value.lower()
+    assert 'class="dt-clock">' in view.status.value  # no longer data-live: the clock stops
 
 
-async def test_text_before_a_pause_is_shown_without_another_event() -> None:
+async def test_text_before_a_pause_is_shown_without_another_event(browser: Browser) -> None:
     """The first words show at once; words that came right after them, before the model
     paused (writing a tool call, a slow model), waited for an event that never came: the
     view now shows them when they are due."""
@@ -144,14 +187,40 @@ async def test_text_before_a_pause_is_shown_without_another_event() -> None:
     view = TurnView(model_label="custom/fake")
     view.handle(_event("content", 1, text="First words. "))
     await asyncio.sleep(FLUSH_INTERVAL + 0.1)
-    assert "".join(shown(view._text)) == "First words. "  # type: ignore[arg-type]
+    assert browser.text(view._text) == "First words. "
     view.handle(_event("content", 2, text="And then more, just before the pause."))
     whole = "First words. And then more, just before the pause."
     deadline = time.monotonic() + 5
-    while "".join(shown(view._text)) != whole:  # type: ignore[arg-type]
-        assert time.monotonic() < deadline, shown(view._text)  # type: ignore[arg-type]
+    while browser.text(view._text) != whole:
+        assert time.monotonic() < deadline, browser.text(view._text)
         await asyncio.sleep(0.05)
     view.handle(_event("done", 3, status="done"))
+
+
+async def test_the_clock_is_the_browsers_and_a_countdown_the_kernels(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The status line was resent every second for its clock alone (~0.5 kB each): the browser
+    now advances it (status_line.js); the kernel sends the line when its words change, each
+    second only for a retry's countdown. A view opened late gets the clock as of now."""
+    import asyncio
+
+    from deeptutor_jupyter.kernel.widgets import turn_view
+
+    monkeypatch.setattr(turn_view, "TICK_INTERVAL", 0.1)
+    view = TurnView(model_label="custom/fake")
+    sent: list[str] = []
+    view.status.observe(lambda change: sent.append(change["new"]), names="value")
+    view.start_ticker()
+    await asyncio.sleep(0.45)
+    assert sent == []  # four ticks, no message
+    assert "data-live>0." in view.status.value
+    view._started -= 100  # a page reloaded 100 s into the turn asks for the state
+    assert "data-live>100." in view.status.get_state()["value"]
+    view.handle(_event("notice", 1, text="busy", retry_in=30.0, reason="rate limited"))
+    await asyncio.sleep(0.45)
+    assert len(sent) >= 3 and all("retrying in" in v for v in sent)
+    view.handle(_event("done", 2, status="done"))
 
 
 def _event(kind: str, seq: int, **data: object):  # type: ignore[no-untyped-def]

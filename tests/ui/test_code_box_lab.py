@@ -4,11 +4,15 @@ through anywidget's own extension. Enter keeps the indentation after a colon, Ta
 next four spaces (a selection: each line), Shift+Tab dedents, notebook shortcuts typed there stay
 text (no cell inserted or retyped, no dialog, no re-run), Escape leaves, a value the kernel sets
 is shown, the box fits the output area, and the graded answer is the code as typed.
-Screenshot: tests/ui/artifacts/code-box-typed.png."""
+Screenshot: tests/ui/artifacts/code-box-typed.png.
+
+And a streamed answer (kernel/widgets/answer_stream.js) reads as plain text while it streams
+there, then the turn's end shows its static HTML (tests/ui/artifacts/plain-answer-mid.png)."""
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +36,8 @@ from tests.ui.test_lab import (
     lab_page,
     lab_server,
     needs_chromium,
+    open_notebook,
+    write_notebook,
 )
 
 pytestmark = pytest.mark.ui
@@ -129,3 +135,30 @@ def test_without_our_labextension_the_code_box_indents_and_keeps_its_keys(
     result = json.loads(tool_messages(fake_llm, "call_quiz_1")[0]["content"])
     q3 = {r["id"]: r for r in result["results"]}["q3"]
     assert q3["given"] == TYPED and q3["correct"] is True
+
+
+@needs_chromium
+def test_without_our_labextension_a_streamed_answer_reads_as_plain_text(
+    lab_without_ours: str, fake_llm: FakeLLMServer, tmp_path: Path
+) -> None:
+    chunks = ["The **key** step: ", "$A v = \\lambda v$, ", "so `v` keeps ", "its direction."]
+    resume = threading.Event()  # the answer waits mid-way until the page has been looked at
+    fake_llm.add(Reply(chunks=chunks, chunk_delay=0.05, hold_after=3, hold=resume))
+    write_notebook(tmp_path / "plain.ipynb", "%load_ext deeptutor_jupyter", "%tutor Why?")
+    with lab_page("plain-answer") as page:
+        open_notebook(page, lab_without_ours, "plain.ipynb")
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        so_far = "".join(chunks[:3]).strip()
+        page.wait_for_function(
+            "(t) => document.querySelector('.dt-answer .dt-text')?.innerText.trim() === t",
+            arg=so_far,
+            timeout=60000,
+        )
+        ours = page.evaluate("() => window.jupyterapp.hasPlugin('deeptutor-jupyter:plugin')")
+        page.screenshot(path=str(ARTIFACTS / "plain-answer-mid.png"), full_page=True)
+        resume.set()
+        final = page.locator(".dt-static", has_text="its direction.")
+        final.wait_for(timeout=60000)
+        bold = final.locator("strong").all_inner_texts()
+    assert not ours  # the module's own plain view: the Markdown shows as written, escaped
+    assert "key" in bold  # and the finished turn is the static rendering, as everywhere

@@ -382,7 +382,24 @@ def test_a_turn_that_ends_after_a_page_reload_is_saved_with_its_answer_and_trace
         page.wait_for_timeout(500)
         page.reload()
         open_notebook(page, lab, "streaming.ipynb")
+        # The reloaded page shows all the text so far, once: the model's state holds it
+        # (kernel/widgets/answer_stream.py), and deltas go on from there.
+        so_far = "".join(chunks[:3]).strip()
+        page.wait_for_function(
+            "(t) => document.querySelector('.dt-answer')?.innerText.trim() === t", arg=so_far
+        )
+        page.screenshot(path=str(ARTIFACTS / "lab-reload-streaming-mid.png"), full_page=True)
+        # While the model is held the kernel sends nothing: the status line's clock runs on in
+        # the browser (kernel/widgets/status_line.js).
+        clock = page.locator(".dt-status .dt-clock").inner_text()
+        page.wait_for_function(
+            "(t) => document.querySelector('.dt-status .dt-clock')?.innerText !== t", arg=clock
+        )
         resume.set()
+        page.wait_for_function(
+            "(t) => document.querySelector('.dt-answer')?.innerText.includes(t)",
+            arg="word5 word6",
+        )
         page.get_by_text("the end.").first.wait_for()
         wait_for_final_bundle(page, 1, "the end.")
         save_until_on_disk(page, tmp_path / "streaming.ipynb", "the end.")
@@ -427,8 +444,24 @@ def test_a_long_streamed_answer_renders_fences_and_math_across_blocks(
     with lab_page("lab-long-answer") as page:
         open_notebook(page, lab, "long.ipynb")
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-        # While it streams, the answer is several Output widgets (tests/kernel covers their cuts).
-        page.wait_for_function("document.querySelectorAll('.dt-text').length > 1", timeout=60000)
+        # While it streams, the answer is Markdown in blocks (labextension/src/answerblocks.ts,
+        # which vitest covers), rendered by JupyterLab: formulas typeset, code highlighted.
+        held = answer[: sum(map(len, chunks[:-2]))]
+        page.wait_for_function(
+            """(n) => { const a = document.querySelector('.dt-answer');
+                return a && a.querySelectorAll('.dt-text').length > 1
+                  && a.querySelectorAll('pre').length === 8
+                  && a.querySelectorAll("mjx-container").length >= 15
+                  && a.innerText.includes(n); }""",
+            arg="Part 8",
+            timeout=60000,
+        )
+        page.screenshot(path=str(ARTIFACTS / "lab-long-answer-mid.png"), full_page=True)
+        live = page.locator(".dt-answer").first
+        shown = live.inner_text()
+        assert "```" not in shown and "$$" not in shown
+        assert shown.count("Part ") == held.count("Part ") == 8  # nothing twice, nothing lost
+        assert live.locator(".dt-text pre .cm-keyword, .dt-text pre span[class]").count() > 0
         resume.set()
         # Once it has ended, the cell is the static rendering of the whole answer.
         answer = page.locator(".dt-static", has_text="That is the whole story.")

@@ -39,12 +39,10 @@ from deeptutor_jupyter.agent.events import (
     UserInputResolved,
 )
 from deeptutor_jupyter.kernel.i18n import t
+from deeptutor_jupyter.kernel.widgets.lean import Lean
 
 FLUSH_INTERVAL = 0.08  # seconds; about 12 updates a second reads as smooth streaming
-TICK_INTERVAL = 1.0
-# While the answer streams it shows the turn is alive; the clock then ticks less often, since
-# each status update costs as many bytes as a line of the answer.
-STREAMING_TICK = 10.0
+TICK_INTERVAL = 1.0  # a retry's countdown; the clock itself is the browser's (status_line.py)
 PREVIEW_CHARS = 2000
 
 
@@ -68,27 +66,7 @@ def unparented() -> contextvars.Context:
     return ctx
 
 
-class _Lean:
-    """Opens with only the properties that are set: the frontend's model defaults every
-    other one to null. A Layout's full state is ~40 null CSS properties (1.2 kB of a 1.7 kB
-    open); a text block's carries ``tabbable`` and ``tooltip``. Updates are unchanged."""
-
-    def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
-        state: dict[str, Any] = super().get_state(key, drop_defaults)  # type: ignore[misc]
-        if key is None:
-            state = {k: v for k, v in state.items() if v is not None or k.startswith("_")}
-        return state
-
-
-class LeanLayout(_Lean, widgets.Layout):  # type: ignore[misc]
-    pass
-
-
-class _LeanOutput(_Lean, widgets.Output):  # type: ignore[misc]
-    pass
-
-
-class _LeanBox(_Lean, widgets.VBox):  # type: ignore[misc]
+class LeanLayout(Lean, widgets.Layout):  # type: ignore[misc]
     pass
 
 
@@ -101,58 +79,42 @@ def markdown_bundle(text: str) -> dict[str, Any]:
 
 
 class _TextBlock:
-    """One run of answer text, shown as Markdown blocks each in its own Output widget.
+    """One run of answer text, streamed append-only into one AnswerStream (answer_stream.py).
 
-    Resending the whole answer on every update costs O(length x updates) bytes (issue 14: 148 MB
-    for a 62 kB answer). So the text is cut at safe Markdown boundaries (a blank line outside
-    code fences and ``$$`` math, followed by an unindented line): a finished block is sent once
-    in full and never again. The block still growing is resent when it has grown by ``GROWTH``
-    since it was last sent, which bounds its bytes geometrically (partial sends total at most
-    ``GROWTH / (GROWTH - 1)`` times the block), and no text waits more than ``MAX_GAP``
-    seconds unshown (issue 28): then the block is cut at its last safe boundary if that leaves
-    ``SOFT_MIN`` characters, else resent. ``sync(final=True)`` sends exactly what there is.
+    Resending a growing text costs O(length x updates) bytes (issue 14: 148 MB for a 62 kB
+    answer); cutting it into widget blocks still cost ~1.7 kB a block and the growing block
+    again every second (issue 28: 3.7x the answer). Now each send carries only the text that
+    is new. The first words open the widget with them (at once: a slow model's first token
+    must not wait); then new text is sent when it has waited ``MAX_GAP`` seconds unshown, so
+    a fast answer costs a message a second, not one per flush. ``sync(final=True)`` sends
+    what is left.
     """
 
-    GROWTH = 4.0
     MAX_GAP = 0.9  # seconds: text that arrived is shown within this (issue 28: 10 s gaps)
-    # Each block is a widget (about 1 kB to open, and one more entry in the children list), so
-    # a block holds at least this much text: paragraphs are grouped, not one widget each.
-    MIN_BLOCK = 3000
-    # When text has waited MAX_GAP, a block this long is cut at its last safe boundary rather
-    # than resent: resending a long block every second would cost its length every second.
-    SOFT_MIN = 1000
-    BOX = 8  # blocks a box holds before the next box (_add)
 
-    def __init__(self, layout: widgets.Layout | None = None) -> None:
-        # Shared by the blocks (opened once a view); auto width: 100% plus padding made a
-        # stray scrollbar.
+    def __init__(
+        self,
+        place: Callable[[widgets.Widget], None] | None = None,
+        layout: widgets.Layout | None = None,
+    ) -> None:
+        self._place = place  # puts the widget in the view when it opens (with the first words)
         self._layout = layout or text_layout()
-        self.widget = widgets.VBox(layout=self._layout, _dom_classes=("dt-answer",))
-        self._box = self.widget  # where the next block goes (_add)
+        self.widget: Any = None  # the AnswerStream, once there is text
         self.parts: list[str] = []
         self._joined = 0  # parts already in self._buf
         self._buf = ""
-        self._start = 0  # where the active block starts in _buf
-        self._scan = 0  # start of the first line not yet scanned
-        self._fence = ""  # the open code fence's marker, if any
-        self._math = False  # inside $$ ... $$
-        self._blank = False  # the last scanned line was blank, outside fences and math
-        self._active: widgets.Output | None = None
-        self._sent = -1  # length of the active block's text last sent
+        self._sent = 0  # characters of _buf sent
+        self._units = 0  # the same, in the browser's UTF-16 units
         self.shown_at = 0.0  # when text was last sent (the clock sync() is given)
-        self._shown_len = 0  # how much of _buf was shown then
-        self._soft = 0  # the last safe boundary, whatever the block's length
-        self._done: list[tuple[widgets.Output, str]] = []  # finished blocks and their text
         self.suffix = ""  # link definitions, so the [n] markers of the answer link to sources
 
     def link_sources(self, suffix: str) -> None:
-        """Put the ``[n]: link`` definitions under every block that cites (one send each, at
-        the turn's end): a Markdown output resolves only the definitions it holds itself."""
-        self.suffix = suffix
-        active = [(self._active, self._buf[self._start :])] if self._active is not None else []
-        for out, text in (*self._done, *active):
-            if re.search(r"\[\d+\]", text):
-                out.outputs = (_markdown_output(text + suffix),)
+        """The ``[n]: link`` definitions, which the front end puts under every block that
+        cites (a Markdown rendering resolves only the definitions it holds itself)."""
+        if re.search(r"\[\d+\]", self.text):
+            self.suffix = suffix
+            if self.widget is not None:
+                self.widget.suffix = suffix
 
     @property
     def text(self) -> str:
@@ -165,116 +127,37 @@ class _TextBlock:
             self._joined = len(self.parts)
 
     def sync(self, final: bool = True, now: float | None = None) -> None:
-        """Send what is due: finished blocks once; the growing block when it is a run's first
-        words, has grown ``GROWTH`` times, or is final; and within ``MAX_GAP`` seconds of new
-        text, by cutting at the last safe boundary if the block is long enough, else resent."""
+        """Send what is due: the first words at once, then new text once it has waited
+        ``MAX_GAP`` seconds, and everything when final."""
         now = time.monotonic() if now is None else now
         self._join()
-        cuts = self._boundaries()
-        due = now - self.shown_at >= self.MAX_GAP and len(self._buf) > self._shown_len
-        if due and not cuts and self._soft - self._start >= self.SOFT_MIN:
-            cuts = [self._soft]
-        for cut in cuts:
-            self._send(self._buf[self._start : cut])  # a finished block: its last send
-            if self._active is not None:
-                self._done.append((self._active, self._buf[self._start : cut]))
-            self._start, self._active, self._sent = cut, None, -1
-        if cuts:
-            self._shown(now, cuts[-1])
-        active = self._buf[self._start :]
-        if not active or len(active) == self._sent:
+        if len(self._buf) == self._sent:
             return
-        # A run's first words show at once (a slow model's first token must not wait); a
-        # block after a cut waits for its turn: the view has just moved.
-        first = self._sent < 0 and not self._done and not cuts
-        grown = self._sent >= 0 and len(active) >= self._sent * self.GROWTH
-        if final or first or grown or (due and not cuts):
-            self._send(active)
-            self._shown(now, len(self._buf))
+        due = now - self.shown_at >= self.MAX_GAP
+        if not (final or due or self.widget is None):
+            return
+        from deeptutor_jupyter.kernel.widgets.answer_stream import AnswerStream, utf16_len
+
+        new = self._buf[self._sent :]
+        if self.widget is None:
+            # Opened with the text so far in its state: no separate first message.
+            self.widget = AnswerStream(lambda: self.text, layout=self._layout, suffix=self.suffix)
+            if self._place is not None:
+                self._place(self.widget)
+        else:
+            self.widget.append(self._units, new)
+        self._sent, self._units, self.shown_at = len(self._buf), self._units + utf16_len(new), now
 
     def due_in(self, now: float) -> float | None:
         """Seconds until text that arrived and is not shown yet is due; None: all is shown."""
         self._join()
-        if len(self._buf) <= self._shown_len:
+        if len(self._buf) <= self._sent:
             return None
         return max(0.0, self.shown_at + self.MAX_GAP - now)
-
-    def _shown(self, now: float, upto: int) -> None:
-        self.shown_at, self._shown_len = now, upto
-
-    def _send(self, text: str) -> None:
-        if len(text) == self._sent:
-            return
-        self._sent = len(text)
-        output = (_markdown_output(text + self.suffix),)
-        if self._active is None:
-            # Created with its text and class: setting them after would cost a message each.
-            self._active = _LeanOutput(
-                layout=self._layout, outputs=output, _dom_classes=("dt-text",)
-            )
-            self._add(self._active)
-        else:
-            self._active.outputs = output
-
-    def _add(self, block: widgets.Output) -> None:
-        """Append a block. Each append resends the whole children list (45 bytes an id), so
-        one long list costs O(blocks²): a box holds ``BOX`` blocks and then one more box,
-        where the next blocks go; every children update stays short."""
-        box = self._box
-        if len(box.children) < self.BOX:
-            box.children = (*box.children, block)
-        else:
-            self._box = _LeanBox((block,), layout=self._layout)
-            box.children = (*box.children, self._box)
-
-    def blocks(self) -> list[widgets.Output]:
-        """The Output widgets shown, in order, through the nested boxes."""
-        found: list[widgets.Output] = []
-        box: Any = self.widget
-        while box is not None:
-            found += [c for c in box.children if isinstance(c, widgets.Output)]
-            box = next((c for c in box.children if isinstance(c, widgets.VBox)), None)
-        return found
-
-    def _boundaries(self) -> list[int]:
-        """Offsets where a new block may start, found in the complete lines not yet scanned."""
-        cuts: list[int] = []
-        buf = self._buf
-        while (end := buf.find("\n", self._scan)) >= 0:
-            line = buf[self._scan : end]
-            if self._blank and line.strip() and not line[0].isspace() and not self._fence:
-                start = cuts[-1] if cuts else self._start
-                self._soft = self._scan
-                # Blocks grow with the answer (a third of what precedes them), so an answer
-                # that comes fast makes few: each costs ~1.7 kB to open, list and close.
-                least = max(self.MIN_BLOCK, start // 3)
-                if not self._math and self._scan - start >= least:
-                    cuts.append(self._scan)
-            self._step(line)
-            self._scan = end + 1
-        return cuts
-
-    def _step(self, line: str) -> None:
-        stripped = line.strip()
-        if self._fence:
-            if stripped.startswith(self._fence) and not stripped.strip(self._fence[0]):
-                self._fence = ""
-        elif stripped.startswith(("```", "~~~")) and not self._math:
-            marker = stripped[0] * (len(stripped) - len(stripped.lstrip(stripped[0])))
-            self._fence = marker
-        elif stripped.count("$$") % 2:
-            self._math = not self._math
-        self._blank = not stripped and not self._fence and not self._math
 
 
 def text_layout() -> widgets.Layout:
     return LeanLayout(width="auto", max_width="100%")
-
-
-def _markdown_output(text: str) -> dict[str, Any]:
-    # Markdown only: text/plain would double every send, and the saved notebook reads the
-    # turn's final display bundle (kernel/start.py), not this widget's state.
-    return {"output_type": "display_data", "data": {"text/markdown": text}, "metadata": {}}
 
 
 class ToolCard(widgets.Accordion):  # type: ignore[misc]
@@ -355,14 +238,14 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         # no event comes to flush it: this shows it when it is due (``_TextBlock.MAX_GAP``).
         self._due_handle: asyncio.TimerHandle | None = None
         self._ticker: asyncio.Task[None] | None = None
-        self._last_content = 0.0
         self._compacted = False
         self._status_key: tuple[Any, ...] = ()
-        self._status_at = 0.0
+        self._final = ""  # the finished turn's words on the status line
+        self._ended = 0.0  # monotonic time the turn finished
         self.finished = False
-        self.status = widgets.HTML(
-            self._status_html(), layout=self._plain, _dom_classes=("dt-status",)
-        )
+        from deeptutor_jupyter.kernel.widgets.status_line import StatusLine
+
+        self.status = StatusLine(self._status_html, layout=self._plain, _dom_classes=("dt-status",))
         super().__init__(
             children=[self.status, self.blocks, self.stop_button],
             layout=self._plain,
@@ -379,7 +262,6 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
             self._retry_at = 0.0
         match body:
             case Content(text=text):
-                self._last_content = time.monotonic()
                 self._current_text().parts.append(text)
                 self._state = t("answering", self.language)
                 self._schedule()
@@ -526,10 +408,12 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
     # rendering ---------------------------------------------------------------------------
     def _current_text(self) -> _TextBlock:
         if self._text is None:
-            self._text = _TextBlock(self._text_layout)
+            self._text = _TextBlock(self._add_block, self._text_layout)
             self._text_blocks.append(self._text)
-            self.blocks.children = (*self.blocks.children, self._text.widget)
         return self._text
+
+    def _add_block(self, widget: widgets.Widget) -> None:
+        self.blocks.children = (*self.blocks.children, widget)
 
     def _schedule(self) -> None:
         if self._flush_handle is None:
@@ -577,20 +461,22 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
     def _key(self) -> tuple[Any, ...]:
         return (self._round, self._phase, self._state, self._retry_at)
 
-    def _render_status(self, final: str = "") -> None:
-        self.status.value = self._status_html(final)
+    def _render_status(self) -> None:
+        self._status_key = self._key()
+        self.status.value = self._status_html()
 
-    def _status_html(self, final: str = "") -> str:
-        self._status_key, self._status_at = self._key(), time.monotonic()
-        elapsed = time.monotonic() - self._started
+    def _status_html(self) -> str:
+        """The status line as of now; its clock runs on in the browser until the turn ends."""
+        elapsed = (self._ended or time.monotonic()) - self._started
         bits = [f"<b>{html.escape(self.model_label)}</b>"]
         if self._round:
             phase = "" if self._phase in ("", "exploration") else f" ({self._phase})"
             bits.append(f"{t('round', self.language)} {self._round}{phase}")
-        bits.append(f"{elapsed:.1f} s")
+        live = "" if self._final else " data-live"
+        bits.append(f'<span class="dt-clock"{live}>{elapsed:.1f} s</span>')
         if self._compacted:
             bits.append(html.escape(t("compacted", self.language)))
-        bits.append(final or html.escape(self._retry_status() or self._state))
+        bits.append(self._final or html.escape(self._retry_status() or self._state))
         return '<span class="dt-status-line">' + " · ".join(bits) + "</span>"
 
     def _retry_status(self) -> str:
@@ -602,11 +488,10 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         )
 
     async def _tick(self) -> None:
+        """A retry's countdown, and once more when it is over; the clock is the browser's."""
         while not self.finished:
             await asyncio.sleep(TICK_INTERVAL)
-            now = time.monotonic()
-            streaming = now - self._last_content < TICK_INTERVAL
-            if not self.finished and not (streaming and now - self._status_at < STREAMING_TICK):
+            if not self.finished and self._retry_at > time.monotonic() - TICK_INTERVAL:
                 self._render_status()
 
     def _finish(self, done: Done) -> None:
@@ -623,7 +508,8 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         usage = done.usage
         if usage.get("total_tokens"):
             words += f" · {usage['total_tokens']:,} tokens"
-        self._render_status(final=words)
+        self._final, self._ended = words, time.monotonic()
+        self._render_status()
         self._release()
 
     def _release(self) -> None:

@@ -1,0 +1,28 @@
+// A turn's status line (status_line.py): the kernel's HTML, whose clock this module advances
+// each second while the turn runs, so the kernel sends the line only when its words change.
+// Drawn as ipywidgets draws its HTML widget, so the line looks as it did.
+function render({ model, el }) {
+  let timer;
+  el.classList.add("widget-inline-hbox", "widget-html");
+  const line = el.appendChild(document.createElement("div"));
+  line.className = "widget-html-content";
+  const show = () => {
+    clearInterval(timer);
+    line.innerHTML = model.get("value") || "";
+    const clock = line.querySelector(".dt-clock[data-live]");
+    if (!clock) return;
+    const base = parseFloat(clock.textContent);
+    const since = Date.now();
+    timer = setInterval(() => {
+      clock.textContent = `${(base + (Date.now() - since) / 1000).toFixed(1)} s`;
+    }, 1000);
+  };
+  show();
+  model.on("change:value", show);
+  return () => {
+    clearInterval(timer);
+    model.off("change:value", show);
+  };
+}
+
+export default { render };
