@@ -36,8 +36,10 @@ def test_a_streamed_answer_costs_under_3x_its_bytes_and_each_delta_is_new_text(
     sent = list(kernel.iopub)
     total = sum(wire_bytes(m) for m in sent)
     # The text once (raw bytes), the final update once (1.15x), a message a second (~0.4 kB)
-    # and the view's fixed ~20 kB.
-    assert total < 2.7 * len(answer.encode()), total / len(answer.encode())
+    # and the view's fixed ~20 kB: ~2.5x here. Under 2.9x leaves room for a loaded machine's
+    # slower stream (each extra second one more delta); the Output blocks this replaced cost
+    # ~3.7x streamed so.
+    assert total < 2.9 * len(answer.encode()), total / len(answer.encode())
 
     # The open carries the first words; each delta starts where the last ended and carries
     # only new text; no other message carries answer text until the final update.
