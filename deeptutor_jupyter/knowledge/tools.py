@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from deeptutor_jupyter.knowledge.base import KnowledgeBase
 from deeptutor_jupyter.knowledge.model import Hit, KnowledgeIndexError
+from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 from deeptutor_jupyter.words import plural
 
@@ -24,7 +25,7 @@ __all__ = ["SearchKnowledgeArgs", "SearchKnowledgeTool", "format_hits"]
 EXCERPT_CHARS = 800
 
 
-class SearchKnowledgeArgs(BaseModel):
+class SearchKnowledgeArgs(LazyModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(

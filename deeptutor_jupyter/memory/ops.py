@@ -22,8 +22,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
+from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.memory.document import (
     _ID_RE,
     MAX_TEXT,
@@ -44,7 +45,7 @@ DeleteReason = Literal["stale", "contradicted", "superseded", "low-signal"]
 DELETE_REASONS: tuple[DeleteReason, ...] = typing.get_args(DeleteReason)
 
 
-class _Op(BaseModel):
+class _Op(LazyModel):
     # Models add chatter fields ("why", "confidence"); ignoring them is kinder than rejecting.
     model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
 
