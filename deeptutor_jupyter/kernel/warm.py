@@ -44,6 +44,7 @@ __all__ = [
 # fails when a new import is missing here), in two stages. First what its model request needs,
 # the slow third-party packages first: a question waits for these only.
 REQUEST_MODULES = (
+    "deeptutor_jupyter.providers",  # first: it keeps httpx from importing its CLI for nothing
     "httpx",
     "httpcore",  # what httpx imports on its first request, not at its own import
     "h11",
