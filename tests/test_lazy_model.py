@@ -14,6 +14,12 @@ from deeptutor_jupyter.lazy_model import LazyModel
 
 BUILT = """
 import importlib, json, pydantic
+adapters = []  # a TypeAdapter is built when made, whatever its models' config
+_init = pydantic.TypeAdapter.__init__
+def _made(self, kind, *args, **kwargs):
+    adapters.append(repr(kind)[:80])
+    _init(self, kind, *args, **kwargs)
+pydantic.TypeAdapter.__init__ = _made
 from deeptutor_jupyter.kernel.warm import REQUEST_MODULES
 for name in REQUEST_MODULES:
     importlib.import_module(name)
@@ -25,17 +31,19 @@ while todo:
         ours.append(cls.__qualname__)
         if cls.__pydantic_complete__:
             built.append(f"{cls.__module__}.{cls.__qualname__}")
-print(json.dumps([len(ours), built]))
+print(json.dumps([len(ours), built, adapters]))
 """
 
 
 def test_importing_what_a_first_request_needs_builds_no_model() -> None:
     # A model added to these modules as a plain BaseModel would be built at import, in the
-    # time a Run All's first question waits for (issue 28); it derives LazyModel instead.
+    # time a Run All's first question waits for (issue 28); it derives LazyModel instead,
+    # and instances or TypeAdapters are made when first needed, not at import.
     out = subprocess.run([sys.executable, "-c", BUILT], check=True, capture_output=True, text=True)
-    count, built = json.loads(out.stdout)
+    count, built, adapters = json.loads(out.stdout)
     assert count > 50
     assert built == []
+    assert adapters == []  # nor a validator made at import (memory/ops.py makes its own at use)
 
 
 def test_a_lazy_model_validates_and_rejects_as_a_built_one() -> None:

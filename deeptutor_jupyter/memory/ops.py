@@ -16,6 +16,7 @@ References must be trace ids L1 knows or references the document already cites.
 from __future__ import annotations
 
 import difflib
+import functools
 import typing
 from collections import Counter
 from collections.abc import Iterable
@@ -76,7 +77,13 @@ class DeleteOp(_Op):
 
 
 Op = Annotated[AddOp | EditOp | DeleteOp, Field(discriminator="op")]
-_OP_ADAPTER: TypeAdapter[AddOp | EditOp | DeleteOp] = TypeAdapter(Op)
+
+
+@functools.cache
+def _op_adapter() -> TypeAdapter[AddOp | EditOp | DeleteOp]:
+    # Built at the first edit, not at import: a turn imports this module long before (and
+    # usually without) editing memory, and building it cost ~8 ms of its first request.
+    return TypeAdapter(Op)
 
 
 @dataclass
@@ -126,7 +133,7 @@ def plan(
     for raw in ops:
         shown = raw if isinstance(raw, dict) else {"op": raw}
         try:
-            op = _OP_ADAPTER.validate_python(raw)
+            op = _op_adapter().validate_python(raw)
         except ValidationError as exc:
             preview.rejected.append((shown, _describe(exc)))
             continue

@@ -22,5 +22,5 @@ def skip_unloadable_cli() -> bool:
         return False  # too late, or already decided
     if all(importlib.util.find_spec(name) is not None for name in CLI_PACKAGES):
         return False  # it would load: httpx.main stays the real one
-    sys.modules["httpx._main"] = None  # `from ._main import main` raises ImportError, as now
+    sys.modules["httpx._main"] = None  # type: ignore[assignment]  # its import raises ImportError
     return True
