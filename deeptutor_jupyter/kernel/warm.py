@@ -52,7 +52,6 @@ REQUEST_MODULES = (
     "sniffio",
     "pydantic",
     "pydantic._internal._dataclasses",
-    "yaml",
     "deeptutor_jupyter.config",
     "deeptutor_jupyter.kernel.start",
     "deeptutor_jupyter.kernel.notebook_context",
