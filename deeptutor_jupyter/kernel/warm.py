@@ -245,16 +245,19 @@ REQUEST_MODELS = (
 
 def _build_values() -> None:
     """Values built on first use that cost as much as an import and a request needs: its models
-    and the JSON Schemas of the tools a turn sends (pydantic, ~2 ms a tool). A deferred tool's
-    schema is sent only once the model loads it: built then."""
+    and the JSON Schemas of the tools a chat turn sends (pydantic, ~1 ms a tool). Other tools'
+    schemas (deferred ones, a solve's) are built when a turn first sends them."""
     with contextlib.suppress(Exception):  # the first turn builds them itself
+        from deeptutor_jupyter.knowledge.mount import CONDITIONAL_MOUNTS
+        from deeptutor_jupyter.runtime.plan import ALWAYS
         from deeptutor_jupyter.tools.base import Tool
         from deeptutor_jupyter.tools.registry import prebuild_schemas
 
         for name in REQUEST_MODELS:
             module, _, model = name.partition(":")
             getattr(importlib.import_module(module), model).model_rebuild()
-        prebuild_schemas([c for c in _concrete(Tool) if not getattr(c, "deferred", False)])
+        sent = {*ALWAYS, *(tool for _flag, tool in CONDITIONAL_MOUNTS)}
+        prebuild_schemas([c for c in _concrete(Tool) if getattr(c, "name", None) in sent])
 
 
 def _build_later() -> None:
