@@ -22,13 +22,18 @@ Each is timed twice: the whole turn (``%tutor`` until ``wait_for_turns()`` retur
 on the machine-wide monotonic clock the kernel reads too). It also lists the heavy packages
 each first turn imported itself (none when warming is done).
 
-    .venv/bin/python benchmarks/first_turn.py [-n 5] [--think 1.0] [--quick]
+With ``--baseline DIR`` (another checkout, e.g. a worktree of main), every sample also runs
+the "at once" scenario in a kernel importing the package from DIR, right after this one's, and
+prints both medians: an A/B from the same run, interleaved.
+
+    .venv/bin/python benchmarks/first_turn.py [-n 5] [--think 1.0] [--quick] [--baseline DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -61,11 +66,18 @@ SCENARIOS = ("typed", "at once", "not warmed")
 
 
 def sample(
-    tmp: Path, server: FakeLLMServer, cache: Path, scenario: str, think: float
+    tmp: Path,
+    server: FakeLLMServer,
+    cache: Path,
+    scenario: str,
+    think: float,
+    root: str | None = None,
 ) -> dict[str, list]:  # type: ignore[type-arg]
     server.extend([Reply(text="One."), Reply(text="Two.")])
     server.clear_requests()
     env = kernel_env(tmp, server)
+    if root is not None:  # the baseline's package, first on the kernel's path
+        env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")])
     # As an installed package is: bytecode cached (this machine sets PYTHONDONTWRITEBYTECODE,
     # which makes every fresh kernel compile ~60 modules, ~50 ms, from source).
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -91,6 +103,7 @@ def main() -> None:
     p.add_argument("-n", type=int, default=5)
     p.add_argument("--think", type=float, default=1.0, help="seconds to type the question")
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--baseline", help="another checkout to compare 'at once' with, interleaved")
     a = p.parse_args()
     n = 1 if a.quick else a.n
     firsts: dict[str, list[float]] = {s: [] for s in SCENARIOS}
@@ -98,8 +111,22 @@ def main() -> None:
     seconds: list[float] = []
     second_requests: list[float] = []
     added: dict[str, list[str]] = {}
-    with FakeLLMServer() as server, tempfile.TemporaryDirectory() as cache:
-        for i in range(n + 1):  # the first fills the bytecode cache and is not counted
+    # "at once" with the baseline's package: ms to the first request, and the whole turn
+    baseline: list[float] = []
+    baseline_turn: list[float] = []
+    with (
+        FakeLLMServer() as server,
+        tempfile.TemporaryDirectory() as cache,
+        tempfile.TemporaryDirectory() as base_cache,
+    ):
+        for i in range(n + 1):  # the first fills the bytecode caches and is not counted
+            if a.baseline:
+                with tempfile.TemporaryDirectory() as tmp:
+                    args = (Path(tmp), server, Path(base_cache), "at once", a.think)
+                    got = sample(*args, root=a.baseline)
+                if i:
+                    baseline.append(got["to_request"][0])
+                    baseline_turn.append(got["times"][0])
             for scenario in SCENARIOS if i else ("typed",):
                 with tempfile.TemporaryDirectory() as tmp:
                     got = sample(Path(tmp), server, Path(cache), scenario, a.think)
@@ -135,6 +162,14 @@ def main() -> None:
         f"second %tutor: {statistics.median(seconds):.0f} ms (the floor, a warm kernel); "
         f"{statistics.median(second_requests):.0f} ms to its request"
     )
+    if baseline:
+        base = statistics.median(baseline)
+        turn, base_turn = statistics.median(firsts["at once"]), statistics.median(baseline_turn)
+        print(
+            f"A/B, sent at once, ms to the first request: baseline {a.baseline} {base:.0f} ms, "
+            f"this checkout {at_once:.0f} ms ({at_once / base:.2f}x), interleaved; the whole "
+            f"turn {base_turn:.0f} -> {turn:.0f} ms"
+        )
     for scenario in SCENARIOS:
         heavy = [m for m in added.get(scenario, []) if m in HEAVY]
         print(f"heavy packages the first turn imported ({scenario}): {', '.join(heavy) or 'none'}")

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from deeptutor_jupyter.errors import DeepTutorError
+from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.providers.specs import PROVIDERS, ProviderSpec, find_provider
 from deeptutor_jupyter.redact import register
 
@@ -112,7 +113,7 @@ def _saved_lab_language(home: Path) -> str | None:
         return None  # no JupyterLab has reported (a terminal, an old server): the locale decides
 
 
-class Settings(BaseModel):
+class Settings(LazyModel):
     """The effective settings of one turn. Build them with :func:`resolve_settings`."""
 
     # hide_input_in_errors keeps a mistyped key out of ValidationError text.

@@ -91,6 +91,7 @@ LAYERS = {
     "limits": 0,
     "words": 0,
     "errors": 0,
+    "lazy_model": 0,
 }
 
 

@@ -19,14 +19,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, TypeAdapter
+from pydantic import ConfigDict, Field, GetCoreSchemaHandler, TypeAdapter
 from pydantic_core import core_schema
 
 from deeptutor_jupyter.interaction.schema import AskUserPayload
+from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.learning.quiz import GradedItem, QuizOutcome
 
 
-class _Stamp(BaseModel):
+class _Stamp(LazyModel):
     """What the log adds to every event, beside the body's fields on the wire."""
 
     seq: int = Field(ge=1, description="Per turn, strictly increasing, continued after a resume.")
@@ -37,7 +38,7 @@ class _Stamp(BaseModel):
 STAMP = tuple(_Stamp.model_fields)
 
 
-class _Event(BaseModel):
+class _Event(LazyModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     explore: bool = Field(False, description="Part of the attachment-reading pass.")

@@ -14,13 +14,14 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
+from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 from deeptutor_jupyter.words import plural
 
 RUN_SECONDS = 10.0
 
 
-class CheckExerciseArgs(BaseModel):
+class CheckExerciseArgs(LazyModel):
     cell: int | None = Field(
         None,
         ge=0,

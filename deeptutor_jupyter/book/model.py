@@ -12,12 +12,14 @@ import hashlib
 import re
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from deeptutor_jupyter.lazy_model import LazyModel
 
 STAGES = ("ideation", "sources", "spine", "pages", "compile")
 
 
-class SourceRef(BaseModel):
+class SourceRef(LazyModel):
     """A passage of the course's material a chapter cites as ``[n]``."""
 
     n: int
@@ -41,7 +43,7 @@ class SourceRef(BaseModel):
         return f"[{self.n}] `{self.file}`{place} ({self.kb})"
 
 
-class ChapterPlan(BaseModel):
+class ChapterPlan(LazyModel):
     """One chapter of the outline: the model's ideation."""
 
     id: str = ""
@@ -50,7 +52,7 @@ class ChapterPlan(BaseModel):
     query: str = Field("", max_length=200, description="What to search the course material for.")
 
 
-class Block(BaseModel):
+class Block(LazyModel):
     """One piece of a chapter: text, a worked example, an exercise or the chapter's quiz."""
 
     kind: Literal["text", "example", "exercise", "quiz"]
@@ -64,7 +66,7 @@ class Block(BaseModel):
         return f"{chapter}-{index}-{self.kind}"
 
 
-class Chapter(BaseModel):
+class Chapter(LazyModel):
     plan: ChapterPlan
     sources: list[SourceRef] = Field(default_factory=list)
     fingerprint: str = ""  # of the sources it was written from
@@ -75,7 +77,7 @@ class Chapter(BaseModel):
     notes: list[str] = Field(default_factory=list)  # what compile dropped or repaired, and why
 
 
-class BuildState(BaseModel):
+class BuildState(LazyModel):
     topic: str
     level: str = "beginner"
     language: str = "en"

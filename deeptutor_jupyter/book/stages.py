@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from deeptutor_jupyter.book.model import Block, BuildState, Chapter, ChapterPlan, SourceRef
 from deeptutor_jupyter.errors import DeepTutorError
+from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.providers.base import ChatModel, ChatRequest, TextDelta
 
 MAX_CHAPTERS = 8
@@ -32,15 +33,15 @@ class BookError(DeepTutorError, ValueError):
     code = "book"
 
 
-class _Outline(BaseModel):
+class _Outline(LazyModel):
     chapters: list[ChapterPlan] = Field(min_length=1, max_length=MAX_CHAPTERS)
 
 
-class _Pages(BaseModel):
+class _Pages(LazyModel):
     blocks: list[Block] = Field(min_length=1, max_length=30)
 
 
-class _Repair(BaseModel):
+class _Repair(LazyModel):
     code: str
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from deeptutor_jupyter.cells.notebook_file import (
     CellError,
@@ -33,6 +33,7 @@ from deeptutor_jupyter.cells.notebook_file import (
     read,
     write_back,
 )
+from deeptutor_jupyter.lazy_model import LazyModel
 
 __all__ = [
     "APPLY",
@@ -55,7 +56,7 @@ __all__ = [
 APPLY = "apply"  # the option id of a confirmation form that allows an edit
 
 
-class NewCell(BaseModel):
+class NewCell(LazyModel):
     """A cell the tutor writes: its kind, its text, its tags and metadata."""
 
     cell_type: Literal["markdown", "code"] = "markdown"

@@ -19,6 +19,7 @@ from deeptutor_jupyter.cells import (
     edit_cell,
     insert_cells,
 )
+from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 from deeptutor_jupyter.words import plural
 
@@ -29,7 +30,7 @@ NO_NOTEBOOK = (
 )
 
 
-class InsertCellsArgs(BaseModel):
+class InsertCellsArgs(LazyModel):
     cells: list[NewCell] = Field(min_length=1, max_length=20, description="The cells, in order.")
     after: str | None = Field(None, description="Insert after the cell with this id.")
     index: int | None = Field(None, ge=0, description="Or insert at this position (0 = top).")
@@ -61,7 +62,7 @@ class InsertCellsTool(Tool[InsertCellsArgs]):
         return ToolResult(content=words, summary=words, data={"cell_ids": ids})
 
 
-class EditCellArgs(BaseModel):
+class EditCellArgs(LazyModel):
     cell_id: str = Field(description="The id of the learner's cell to change.")
     source: str = Field(description="The cell's new text.")
     confirmation: str = Field(

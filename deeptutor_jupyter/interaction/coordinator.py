@@ -67,8 +67,10 @@ class StoreUnavailable(InteractionError, StoreError):
     code = "store"
 
 
-TIMEOUT_RESULT = AskUserResult(cancelled=True, reason="timeout")
-STOPPED_RESULT = AskUserResult(cancelled=True, reason="turn_stopped")
+def _cancelled(reason: str) -> AskUserResult:
+    # Made when needed: one made at import would build the model before a first request that
+    # does not use it (lazy_model.py).
+    return AskUserResult(cancelled=True, reason=reason)
 
 
 def resolved_fields(result: Result) -> dict[str, Any]:
@@ -205,11 +207,12 @@ class InteractionCoordinator:
 
         def stopped() -> None:
             # The turn was stopped while waiting: the question must not stay answerable.
-            stopped_result = STOPPED_RESULT.wire()
+            result = _cancelled("turn_stopped")
+            stopped_result = result.wire()
             if self.store.resolve_pending(request_id, "cancelled", stopped_result, time.time()):
                 # The open card follows this event; without it the form stays answerable.
-                emit(resolved_event(request_id, call.id, STOPPED_RESULT))
-                self._audit_outcome(row, "cancelled", STOPPED_RESULT)
+                emit(resolved_event(request_id, call.id, result))
+                self._audit_outcome(row, "cancelled", result)
 
         answered = await self.calls.wait(
             row,
@@ -279,7 +282,7 @@ class InteractionCoordinator:
         return result
 
     def expire(self, request_id: str) -> bool:
-        return self._close(request_id, "expired", TIMEOUT_RESULT)
+        return self._close(request_id, "expired", _cancelled("timeout"))
 
     def cancel(self, request_id: str, reason: str) -> bool:
         """Close a question no learner will answer (its conversation was deleted): consumed

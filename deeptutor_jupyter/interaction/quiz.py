@@ -73,8 +73,10 @@ from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 logger = logging.getLogger(__name__)
 
 Result = dict[str, Any]  # a stored result, as interaction/pending.py hands it on
-CANCELLED = QuizOutcome.closed("turn_stopped")
-EXPIRED = QuizOutcome.closed("timeout")
+# Closed outcomes are made when needed: one made here would build the model at import, before
+# a first request that does not use it (lazy_model.py).
+CANCELLED = "turn_stopped"
+EXPIRED = "timeout"
 
 
 # A quiz is refused for the same reasons as a question, with the same codes and root.
@@ -227,8 +229,8 @@ class QuizCoordinator:
         body = self.form_body(row)
 
         def stopped() -> None:
-            if self._close(row.quiz_id, "cancelled", CANCELLED):
-                emit(_resolved(row.quiz_id, call.id, CANCELLED))
+            if self._close(row.quiz_id, "cancelled", QuizOutcome.closed(CANCELLED)):
+                emit(_resolved(row.quiz_id, call.id, QuizOutcome.closed(CANCELLED)))
                 self._audit("cancelled", row, reason="turn_stopped")
 
         try:
@@ -423,16 +425,16 @@ class QuizCoordinator:
 
     def cancel(self, session_id: str, quiz_id: str) -> None:
         _, row = self._open(session_id, quiz_id)
-        if self._close(quiz_id, "cancelled", CANCELLED):
+        if self._close(quiz_id, "cancelled", QuizOutcome.closed(CANCELLED)):
             self._audit("cancelled", row, reason="learner")
             self.calls.resolve_waiter(quiz_id, QuizOutcome.closed("learner_cancelled").wire())
 
     def expire(self, quiz_id: str) -> bool:
         row = self.store.get_quiz(quiz_id)
-        if row is None or not self._close(quiz_id, "expired", EXPIRED):
+        if row is None or not self._close(quiz_id, "expired", QuizOutcome.closed(EXPIRED)):
             return False
         self._audit("expired", row, reason="timeout")
-        self.calls.resolve_waiter(quiz_id, EXPIRED.wire())
+        self.calls.resolve_waiter(quiz_id, QuizOutcome.closed(EXPIRED).wire())
         return True
 
     def _close(self, quiz_id: str, status: str, outcome: QuizOutcome) -> bool:

@@ -14,13 +14,14 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from deeptutor_jupyter import limits
+from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 
 Mode = Literal["single", "multiple", "text", "number", "date", "directory", "toggle"]
 CHOICE_MODES = frozenset({"single", "multiple", "toggle"})
 
 
-class AskOption(BaseModel):
+class AskOption(LazyModel):
     id: str = Field(
         min_length=1,
         max_length=limits.ASK_OPTION_ID_CHARS,
@@ -39,7 +40,7 @@ class AskOption(BaseModel):
     recommended: bool = Field(False, description="Mark this option as the recommended one.")
 
 
-class AskUserArgs(BaseModel):
+class AskUserArgs(LazyModel):
     # The limits keep a form a form: a model's 2 MB title was shown and stored whole.
     title: str = Field(max_length=limits.ASK_TITLE_CHARS, description="The question, in one line.")
     description: str = Field(
@@ -78,7 +79,7 @@ class AskUserArgs(BaseModel):
         return self
 
 
-class AskUserPayload(BaseModel):
+class AskUserPayload(LazyModel):
     """What a surface renders for a waiting question: the ``user_input_required`` payload of the
     reference protocol. The coordinator builds it, the cell's card, the sidebar and the server
     read it; one model for all of them."""
@@ -96,7 +97,7 @@ class AskUserPayload(BaseModel):
     expires_at: float = Field(description="Unix time after which it times out.")
 
 
-class Submission(BaseModel):
+class Submission(LazyModel):
     """A learner's answer as every surface sends it (the reference's ``onSubmit(selections,
     customInput, cancelled)``): option ids, the free text, or a cancel."""
 
@@ -105,7 +106,7 @@ class Submission(BaseModel):
     cancelled: bool = False
 
 
-class AskUserResult(BaseModel):
+class AskUserResult(LazyModel):
     """How a question ended, as the model reads it: the reference protocol's tool result
     ``{"selections", "customInput", "cancelled"}``, with ``reason`` when no learner answered."""
 

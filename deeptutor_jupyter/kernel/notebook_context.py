@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from deeptutor_jupyter._files import read_head
 from deeptutor_jupyter.kernel.describe import INSPECT_SECONDS, describe, preview, type_name
+from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.limits import TUTOR_MD_BYTES
 from deeptutor_jupyter.tools.base import ArgsT, Tool, ToolContext, ToolResult
 
@@ -338,11 +339,11 @@ def tutor_md_blocks(start: Path | None = None) -> list[str]:
     return blocks
 
 
-class _NoArgs(BaseModel):
+class _NoArgs(LazyModel):
     pass
 
 
-class ReadNotebookArgs(BaseModel):
+class ReadNotebookArgs(LazyModel):
     start: int = Field(0, ge=0, description="First cell index to show.")
     end: int | None = Field(None, ge=0, description="Cell index to stop before; all when absent.")
 
@@ -403,7 +404,7 @@ class LastErrorTool(KernelTool[_NoArgs]):
         return ToolResult(content=text, summary=text.strip().splitlines()[-1][:80])
 
 
-class InspectArgs(BaseModel):
+class InspectArgs(LazyModel):
     name: str = Field(description="A variable name in the learner's namespace.")
 
 

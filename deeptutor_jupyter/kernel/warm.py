@@ -44,6 +44,7 @@ __all__ = [
 # fails when a new import is missing here), in two stages. First what its model request needs,
 # the slow third-party packages first: a question waits for these only.
 REQUEST_MODULES = (
+    "deeptutor_jupyter.providers",  # first: it keeps httpx from importing its CLI for nothing
     "httpx",
     "httpcore",  # what httpx imports on its first request, not at its own import
     "h11",
@@ -51,7 +52,6 @@ REQUEST_MODULES = (
     "sniffio",
     "pydantic",
     "pydantic._internal._dataclasses",
-    "yaml",
     "deeptutor_jupyter.config",
     "deeptutor_jupyter.kernel.start",
     "deeptutor_jupyter.kernel.notebook_context",
@@ -192,6 +192,8 @@ class Warmer:
             finally:
                 self._imported.set()
             _import_each(then, stop=self._sending)
+            if then and not self._sending.is_set():
+                _build_later()
             if after is not None and not (self._asked.is_set() or self._sending.is_set()):
                 with contextlib.suppress(Exception):  # the client builds it again if it needs it
                     after()
@@ -232,16 +234,42 @@ def finished(timeout: float = WAIT_LIMIT) -> bool:
     return _WARMER.finished(timeout)
 
 
+# The models a first request builds (lazy_model.py: each is built on first use), as
+# "module:name"; the kernel test ``test_after_warming_the_first_turn_imports_nothing_heavy``
+# fails when one is missing here. The tools' argument models are built with their schemas.
+REQUEST_MODELS = (
+    "deeptutor_jupyter.config:Settings",
+    "deeptutor_jupyter.runtime.context:ModelProfile",
+    "deeptutor_jupyter.runtime.context:TurnContext",
+    "deeptutor_jupyter.agent.events:TurnStarted",
+    "deeptutor_jupyter.agent.events:RoundStarted",
+)
+
+
 def _build_values() -> None:
-    """Values built on first use that cost as much as an import: the event validator and the
-    JSON Schemas of the tools imported above (pydantic, ~2 ms a tool)."""
+    """Values built on first use that cost as much as an import and a request needs: its models
+    and the JSON Schemas of the tools a chat turn sends (pydantic, ~1 ms a tool). Other tools'
+    schemas (deferred ones, a solve's) are built when a turn first sends them."""
     with contextlib.suppress(Exception):  # the first turn builds them itself
-        from deeptutor_jupyter.agent.events import adapter
+        from deeptutor_jupyter.knowledge.mount import CONDITIONAL_MOUNTS
+        from deeptutor_jupyter.runtime.plan import ALWAYS
         from deeptutor_jupyter.tools.base import Tool
         from deeptutor_jupyter.tools.registry import prebuild_schemas
 
+        for name in REQUEST_MODELS:
+            module, _, model = name.partition(":")
+            getattr(importlib.import_module(module), model).model_rebuild()
+        sent = {*ALWAYS, *(tool for _flag, tool in CONDITIONAL_MOUNTS)}
+        prebuild_schemas([c for c in _concrete(Tool) if getattr(c, "name", None) in sent])
+
+
+def _build_later() -> None:
+    """What the rest of a turn builds on first use: the validator of all events (a turn's row
+    read back, a resume)."""
+    with contextlib.suppress(Exception):  # built when first used
+        from deeptutor_jupyter.agent.events import adapter
+
         adapter()
-        prebuild_schemas(_concrete(Tool))
 
 
 def _concrete(base: type) -> list[type]:

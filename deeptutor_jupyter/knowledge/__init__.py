@@ -1,22 +1,51 @@
 """Knowledge bases: ingest course material, index it with BM25, search it with citations.
 
 Importing this package is cheap: bm25s, numpy and pypdf are imported only when a knowledge
-base is indexed or searched. ``SearchKnowledgeTool`` lives in
-``deeptutor_jupyter.knowledge.tools`` (it brings in pydantic and the tool base).
+base is indexed or searched, and the index and ingest modules of this package only when one
+of their names is first used (a kernel's first turn without a knowledge base needs none of
+them: issue 28). ``SearchKnowledgeTool`` lives in ``deeptutor_jupyter.knowledge.tools`` (it
+brings in pydantic and the tool base).
 """
 
-from deeptutor_jupyter.knowledge.base import KnowledgeBase, Progress, list_kbs, remove_kb
-from deeptutor_jupyter.knowledge.ingest import SUPPORTED_SUFFIXES, IngestError, ingest_file
-from deeptutor_jupyter.knowledge.model import (
-    Chunk,
-    Hit,
-    IndexReport,
-    KnowledgeBaseNotFound,
-    KnowledgeIndexError,
-    validate_kb_name,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from deeptutor_jupyter.knowledge.listing import list_kbs
 from deeptutor_jupyter.knowledge.mount import CONDITIONAL_MOUNTS, MountContext, mounted_tools
+
+# Imported here, not on first use: the submodule of the same name, once imported, would be
+# what ``from deeptutor_jupyter.knowledge import tokenize`` gives.
 from deeptutor_jupyter.knowledge.tokenize import tokenize
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.knowledge.base import KnowledgeBase, Progress, remove_kb
+    from deeptutor_jupyter.knowledge.ingest import SUPPORTED_SUFFIXES, IngestError, ingest_file
+    from deeptutor_jupyter.knowledge.model import (
+        Chunk,
+        Hit,
+        IndexReport,
+        KnowledgeBaseNotFound,
+        KnowledgeIndexError,
+        validate_kb_name,
+    )
+
+# Name -> the submodule that defines it, imported when the name is first used.
+_LAZY = {
+    "KnowledgeBase": "base",
+    "Progress": "base",
+    "remove_kb": "base",
+    "SUPPORTED_SUFFIXES": "ingest",
+    "IngestError": "ingest",
+    "ingest_file": "ingest",
+    "Chunk": "model",
+    "Hit": "model",
+    "IndexReport": "model",
+    "KnowledgeBaseNotFound": "model",
+    "KnowledgeIndexError": "model",
+    "validate_kb_name": "model",
+}
 
 __all__ = [
     "CONDITIONAL_MOUNTS",
@@ -37,3 +66,12 @@ __all__ = [
     "tokenize",
     "validate_kb_name",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

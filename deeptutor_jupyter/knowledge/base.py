@@ -46,7 +46,7 @@ from deeptutor_jupyter.knowledge.tokenize import (
     tokenize,
 )
 
-__all__ = ["KnowledgeBase", "Progress", "list_kbs", "remove_kb"]
+__all__ = ["KnowledgeBase", "Progress", "remove_kb"]
 
 # progress(done, total, current_file): done and total are bytes of the files being indexed.
 Progress = Callable[[int, int, str], None]
@@ -753,26 +753,6 @@ def _report_for(damage: str | None) -> IndexReport:
 
 def _merge(old: list[str], new: list[str]) -> list[str]:
     return list(dict.fromkeys([*old, *new]))
-
-
-def list_kbs(home: Path) -> list[dict[str, Any]]:
-    """``info()`` of every knowledge base under ``home/kb``, by name; damaged ones included.
-
-    One ``stat`` per knowledge base when nothing changed: manifests are parsed again only
-    when their stamp moves (``KnowledgeBase.info``).
-    """
-    base = Path(home).expanduser() / "kb"
-    if not base.is_dir():
-        return []
-    out = []
-    for folder in sorted(base.iterdir()):
-        try:
-            kb = KnowledgeBase(home, folder.name)
-        except ValueError:
-            continue  # not one of ours (a trash folder being deleted, a stray file)
-        if folder.is_dir():
-            out.append(kb.info())
-    return out
 
 
 def remove_kb(home: Path, name: str) -> None:

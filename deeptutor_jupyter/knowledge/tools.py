@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from deeptutor_jupyter.knowledge.base import KnowledgeBase
 from deeptutor_jupyter.knowledge.model import Hit, KnowledgeIndexError
+from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 from deeptutor_jupyter.words import plural
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.knowledge.base import KnowledgeBase
 
 __all__ = ["SearchKnowledgeArgs", "SearchKnowledgeTool", "format_hits"]
 
@@ -24,7 +27,7 @@ __all__ = ["SearchKnowledgeArgs", "SearchKnowledgeTool", "format_hits"]
 EXCERPT_CHARS = 800
 
 
-class SearchKnowledgeArgs(BaseModel):
+class SearchKnowledgeArgs(LazyModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(
@@ -89,6 +92,8 @@ class SearchKnowledgeTool(Tool[SearchKnowledgeArgs]):
         return [seen[hit.chunk.chunk_id] for hit in hits]
 
     def _search(self, home: Path, names: list[str], query: str) -> list[Hit]:
+        from deeptutor_jupyter.knowledge.base import KnowledgeBase  # not at a turn's start
+
         hits: list[Hit] = []
         for name in names:
             kb = self._open.setdefault((str(home), name), KnowledgeBase(home, name))

@@ -13,9 +13,10 @@ import re
 import unicodedata
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from deeptutor_jupyter.errors import DeepTutorError
+from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.learning.mastery import MASTERY_THRESHOLD, MIN_EVIDENCE, Mastery
 from deeptutor_jupyter.words import plural
 
@@ -29,13 +30,13 @@ class PathError(DeepTutorError, ValueError):
     code = "learning_path"
 
 
-class Objective(BaseModel):
+class Objective(LazyModel):
     id: str = Field(min_length=1, max_length=60, pattern=r"^[a-z0-9][a-z0-9-]*$")
     title: str = Field(min_length=1, max_length=200)
     description: str = Field("", max_length=1000)
 
 
-class LearningPath(BaseModel):
+class LearningPath(LazyModel):
     topic: str = Field(min_length=1, max_length=200)
     objectives: list[Objective] = Field(min_length=1, max_length=MAX_OBJECTIVES)
     source: Literal["model", "TUTOR.md", "kb", "learner"] = "model"

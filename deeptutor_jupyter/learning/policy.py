@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AwareDatetime, ConfigDict, Field, ValidationError, field_validator
 
 from deeptutor_jupyter.errors import DeepTutorError
+from deeptutor_jupyter.lazy_model import LazyModel
 
 Mode = Literal["full", "hints", "off"]
 DEFAULT_HINTS = 3
@@ -28,7 +29,7 @@ DEFAULT_HINTS = 3
 _MENTIONS_POLICY = re.compile(r"^\s*policy\s*:", re.MULTILINE)
 
 
-class PolicyEntry(BaseModel):
+class PolicyEntry(LazyModel):
     """One rule of the policy; ``from``/``until`` need an offset (``+01:00`` or ``Z``)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)

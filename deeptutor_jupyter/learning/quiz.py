@@ -13,21 +13,22 @@ import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from deeptutor_jupyter import limits
 from deeptutor_jupyter.errors import DeepTutorError
+from deeptutor_jupyter.lazy_model import LazyModel
 
 MAX_QUESTIONS = 20
 TUTOR_GRADED = "graded by the tutor"
 
 
-class Option(BaseModel):
+class Option(LazyModel):
     id: str = Field(min_length=1, description="Stable id the learner's choice is sent back as.")
     label: str = Field(min_length=1, description="What the learner reads.")
 
 
-class _Question(BaseModel):
+class _Question(LazyModel):
     id: str = Field(min_length=1, description="Unique within the quiz, e.g. q1.")
     prompt: str = Field(min_length=1, description="The question, Markdown with $LaTeX$.")
     explanation: str = Field("", description="Shown to the learner after submission.")
@@ -94,7 +95,7 @@ Question = Annotated[
 ]
 
 
-class MakeQuizArgs(BaseModel):
+class MakeQuizArgs(LazyModel):
     title: str = Field(min_length=1, description="The quiz title, one line.")
     objective: str = Field(
         "", description="The learning objective this quiz checks (an id of the learner's path)."
@@ -110,7 +111,7 @@ class MakeQuizArgs(BaseModel):
         return self
 
 
-class QuestionResult(BaseModel):
+class QuestionResult(LazyModel):
     id: str
     correct: bool
     given: Any
@@ -278,7 +279,7 @@ def empty_answer(q: _Question) -> Any:
     return [] if isinstance(q, ChoiceQuestion) else ""
 
 
-class GradedItem(BaseModel):
+class GradedItem(LazyModel):
     """One question's grade as the model, the receipts and the trace read it."""
 
     model_config = ConfigDict(frozen=True)
@@ -304,7 +305,7 @@ class GradedItem(BaseModel):
         return data
 
 
-class QuizOutcome(BaseModel):
+class QuizOutcome(LazyModel):
     """How a quiz ended: graded (``score``, ``results``) or closed unanswered (``cancelled``,
     ``reason``). The one value every surface reads; the store and the model get :meth:`wire`."""
 

@@ -16,14 +16,16 @@ References must be trace ids L1 knows or references the document already cites.
 from __future__ import annotations
 
 import difflib
+import functools
 import typing
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
+from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.memory.document import (
     _ID_RE,
     MAX_TEXT,
@@ -44,7 +46,7 @@ DeleteReason = Literal["stale", "contradicted", "superseded", "low-signal"]
 DELETE_REASONS: tuple[DeleteReason, ...] = typing.get_args(DeleteReason)
 
 
-class _Op(BaseModel):
+class _Op(LazyModel):
     # Models add chatter fields ("why", "confidence"); ignoring them is kinder than rejecting.
     model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
 
@@ -75,7 +77,13 @@ class DeleteOp(_Op):
 
 
 Op = Annotated[AddOp | EditOp | DeleteOp, Field(discriminator="op")]
-_OP_ADAPTER: TypeAdapter[AddOp | EditOp | DeleteOp] = TypeAdapter(Op)
+
+
+@functools.cache
+def _op_adapter() -> TypeAdapter[AddOp | EditOp | DeleteOp]:
+    # Built at the first edit, not at import: a turn imports this module long before (and
+    # usually without) editing memory, and building it cost ~8 ms of its first request.
+    return TypeAdapter(Op)
 
 
 @dataclass
@@ -125,7 +133,7 @@ def plan(
     for raw in ops:
         shown = raw if isinstance(raw, dict) else {"op": raw}
         try:
-            op = _OP_ADAPTER.validate_python(raw)
+            op = _op_adapter().validate_python(raw)
         except ValidationError as exc:
             preview.rejected.append((shown, _describe(exc)))
             continue

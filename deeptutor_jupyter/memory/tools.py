@@ -11,6 +11,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
+from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.memory.document import MAX_TEXT
 from deeptutor_jupyter.memory.store import MemoryStore
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
@@ -22,7 +23,7 @@ def _store(ctx: ToolContext) -> MemoryStore | None:
     return ctx.deps.memory
 
 
-class ReadMemoryArgs(BaseModel):
+class ReadMemoryArgs(LazyModel):
     pass
 
 
@@ -42,7 +43,7 @@ class ReadMemoryTool(Tool[ReadMemoryArgs]):
         return ToolResult(content=text, summary="Read the learner's memory")
 
 
-class WriteMemoryArgs(BaseModel):
+class WriteMemoryArgs(LazyModel):
     op: Literal["add", "edit"] = Field(
         description="add a new preference, or edit the one named by entry_id"
     )

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 from typing_extensions import TypedDict  # pydantic reads typing's only from Python 3.12
 
+from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.memory._files import append_line, locked
 
 TRACE_MIME = "application/vnd.deeptutor.trace+json"
@@ -55,7 +56,7 @@ def new_trace_id() -> str:
     return trace_id
 
 
-class TraceRecord(BaseModel):
+class TraceRecord(LazyModel):
     """One L1 line. Unknown fields (quiz results, later additions) are kept, not dropped."""
 
     model_config = ConfigDict(extra="allow")

@@ -22,6 +22,7 @@ from deeptutor_jupyter.providers.base import (
     ToolsUnsupportedError,
     Usage,
 )
+from deeptutor_jupyter.providers.httpx_cli import skip_unloadable_cli
 from deeptutor_jupyter.providers.specs import (
     PROVIDERS,
     ProviderSpec,
@@ -29,6 +30,9 @@ from deeptutor_jupyter.providers.specs import (
     find_provider,
     provider_names,
 )
+
+# Every path of ours to httpx passes here first (~0.1 ms): see httpx_cli.py.
+skip_unloadable_cli()
 
 if TYPE_CHECKING:
     import httpx

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, SkipValidation
+from pydantic import ConfigDict, Field, SkipValidation
 
+from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.messages import Message
 
 
-class ModelProfile(BaseModel):
+class ModelProfile(LazyModel):
     """Which model a turn talks to and how; never holds the key."""
 
     model_config = ConfigDict(frozen=True)
@@ -27,7 +28,7 @@ class ModelProfile(BaseModel):
         return f"{self.provider}/{self.model}"
 
 
-class AttachedContext(BaseModel):
+class AttachedContext(LazyModel):
     """Context the learner attached to the question (a cell, a file, a quote), read by a surface
     before the turn: shown as a tool card and sent to the model with the question."""
 
@@ -38,7 +39,7 @@ class AttachedContext(BaseModel):
     summary: str = ""
 
 
-class TurnContext(BaseModel):
+class TurnContext(LazyModel):
     session_id: str
     turn_id: str
     question: str

@@ -8,21 +8,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field, ValidationError
 
+from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.runtime.context import TurnContext
 
 STATE_VERSION = 1
 
 
-class ModelCompat(BaseModel):
+class ModelCompat(LazyModel):
     """What the turn learned about its model before the pause (runtime degradations)."""
 
     stream_options: bool = True
     native_tools: bool = True
 
 
-class SavedTurn(BaseModel):
+class SavedTurn(LazyModel):
     version: int = STATE_VERSION
     # The turn's context without its history: the loop state holds the messages.
     context: TurnContext

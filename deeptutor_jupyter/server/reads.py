@@ -14,7 +14,8 @@ from pydantic import BaseModel, Field
 
 from deeptutor_jupyter.interaction.coordinator import InteractionCoordinator
 from deeptutor_jupyter.interaction.schema import AskUserPayload
-from deeptutor_jupyter.knowledge.base import list_kbs, remove_kb
+from deeptutor_jupyter.knowledge.base import remove_kb
+from deeptutor_jupyter.knowledge.listing import list_kbs
 from deeptutor_jupyter.memory.document import parse
 from deeptutor_jupyter.memory.store import L3_KEYS, MemoryStore
 from deeptutor_jupyter.memory.trace import SURFACE_RE

@@ -9,6 +9,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.skills.library import (
     COURSE_DIR_ENV,
     Skill,
@@ -22,7 +23,7 @@ from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolDeps, ToolResult
 __all__ = ["ReadSkillArgs", "ReadSkillTool", "skills_for"]
 
 
-class ReadSkillArgs(BaseModel):
+class ReadSkillArgs(LazyModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, description="The skill's name as listed in the prompt.")

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from deeptutor_jupyter.errors import DeepTutorError
+from deeptutor_jupyter.lazy_model import LazyModel
 
 MAX_REPLANS = 2
 MAX_STEPS = 12
@@ -29,7 +30,7 @@ class SolveError(DeepTutorError, ValueError):
     code = "solve"
 
 
-class PlannedStep(BaseModel):
+class PlannedStep(LazyModel):
     title: str = Field(min_length=1, max_length=200, description="What this step does.")
     check: CheckKind = Field(
         "reasoning",
@@ -43,7 +44,7 @@ class Step(PlannedStep):
     result: str = ""  # the checked answer, or why the check failed
 
 
-class SolveState(BaseModel):
+class SolveState(LazyModel):
     """One solve: its steps, where it stands and the replans it has used."""
 
     problem: str = ""

@@ -18,6 +18,7 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from deeptutor_jupyter import _files
+from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.solve import MAX_STEPS, PlannedStep, SolveError, SolveState, numbers_agree
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 
@@ -76,7 +77,7 @@ def _result(state: SolveState, words: str, *, error: bool = False) -> ToolResult
     )
 
 
-class SolvePlanArgs(BaseModel):
+class SolvePlanArgs(LazyModel):
     steps: list[PlannedStep] = Field(min_length=1, max_length=MAX_STEPS)
 
 
@@ -97,7 +98,7 @@ class SolvePlanTool(Tool[SolvePlanArgs]):
         return _result(state, f"Plan committed: {len(state.steps)} steps.")
 
 
-class SolveCheckArgs(BaseModel):
+class SolveCheckArgs(LazyModel):
     step: int = Field(ge=1, description="The step's number (1 is the first).")
     answer: str = Field("", description="For arithmetic: the number you claim for the step.")
     expression: str = Field("", description="For arithmetic: the calculation, e.g. '17*23'.")
@@ -187,7 +188,7 @@ async def _check(kind: str, args: SolveCheckArgs) -> tuple[bool, str]:
     return True, "a reasoning step, not checked mechanically."
 
 
-class SolveReplanArgs(BaseModel):
+class SolveReplanArgs(LazyModel):
     reason: str = Field(min_length=1, description="Why the plan changes: what the check showed.")
     steps: list[PlannedStep] = Field(
         min_length=1, max_length=MAX_STEPS, description="The new steps from the failed one on."

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from deeptutor_jupyter.errors import DeepTutorError
+from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 
 Number = int | float
@@ -182,7 +183,7 @@ def format_number(value: Number) -> str:
     return str(value)
 
 
-class CalculateArgs(BaseModel):
+class CalculateArgs(LazyModel):
     model_config = ConfigDict(extra="forbid")
 
     expression: str = Field(

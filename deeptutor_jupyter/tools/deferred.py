@@ -10,10 +10,11 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
+from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 
 
-class LoadToolsArgs(BaseModel):
+class LoadToolsArgs(LazyModel):
     names: list[str] = Field(min_length=1, description="Exact names from the deferred list.")
 
 

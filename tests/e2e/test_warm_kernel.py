@@ -24,21 +24,36 @@ import json, sys, deeptutor_jupyter
 from deeptutor_jupyter.kernel import warm
 _warming = warm.warming()
 {before}
+def _built():  # our pydantic models built so far (lazy_model.py: built on first use)
+    base = getattr(sys.modules.get("pydantic"), "BaseModel", None)
+    todo, out = list(base.__subclasses__()) if base else [], set()
+    while todo:
+        cls = todo.pop()
+        todo += cls.__subclasses__()
+        if cls.__module__.startswith("deeptutor_jupyter") and cls.__pydantic_complete__:
+            out.add(cls.__qualname__)
+    return sorted(out)
 _before = set(sys.modules)
+_built_before = _built()
 _at_request = []
-def _on_connect(event, args):  # what was imported when the turn connected to the model
+def _on_connect(event, args):  # what was imported and built when the turn connected to the model
     if event == "socket.connect" and not _at_request and args[1][1:2] == ({port},):
         _at_request.append(sorted(m for m in {view!r} if m in sys.modules))
+        _at_request.append(_built())
 sys.addaudithook(_on_connect)
 get_ipython().run_line_magic("tutor", "What is a loop?")
 _turns = await deeptutor_jupyter.wait_for_turns()
 _added = sorted(m for m in set(sys.modules) - _before if m.startswith({warmed!r}))
 _by = getattr(sys.modules.get("warm_probe_slow"), "BY", None)
 print(json.dumps({{"warming": _warming, "added": _added, "answer": _turns[-1].answer, "by": _by,
-                  "at_request": _at_request[0], "turn_id": _turns[-1].turn_id}}))
+                  "at_request": _at_request[0], "built_before": _built_before,
+                  "built_at_request": _at_request[1], "turn_id": _turns[-1].turn_id}}))
 """
 # The view's heavy modules: none of them may be imported before a first turn's request leaves.
 VIEW = ("ipywidgets", "deeptutor_jupyter.kernel.widgets.turn_view")
+# Models a first turn does not use before its request (its end, a book's chapter, a solve's
+# state, a trace, a memory edit): none may be built before the request leaves.
+LATER_MODELS = {"Done", "Chapter", "SolveState", "TraceRecord", "AddOp", "GradedItem"}
 
 
 SLOW_FIRST = """
@@ -97,6 +112,8 @@ def test_after_warming_the_first_turn_imports_nothing_heavy(tmp_path: Path) -> N
     # Warm: the view shows at once, as every later turn's does.
     assert got["at_request"] == sorted(VIEW)
     assert got["shown"] == ["widget", "static"], got["shown"]
+    # and builds no model before its request (warm.REQUEST_MODELS and the tools' schemas).
+    assert got["built_at_request"] == got["built_before"], got["built_at_request"]
 
 
 def test_a_question_sent_while_warming_waits_and_is_answered(tmp_path: Path) -> None:
@@ -109,6 +126,9 @@ def test_a_question_sent_while_warming_waits_and_is_answered(tmp_path: Path) -> 
     # (the thread stopped before them), and the view then replaced the running Markdown.
     assert got["at_request"] == [], got["at_request"]
     assert got["shown"] == ["markdown", "widget", "static"], got["shown"]
+    # Nor did it wait for models it does not use yet (built on first use: lazy_model.py).
+    built = got["built_at_request"]
+    assert "TurnStarted" in built and not LATER_MODELS & set(built), built  # type: ignore[operator]
 
 
 def ask_cold(k: KernelDriver, setup: str = "") -> str:

@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
+
+from deeptutor_jupyter.lazy_model import LazyModel
 
 SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
 
 
-class McpServerConfig(BaseModel):
+class McpServerConfig(LazyModel):
     model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
     command: str | None = None

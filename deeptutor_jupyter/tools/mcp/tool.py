@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult, clean_schema
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ def tool_name(server: str, tool: str) -> str:
     return (PREFIX + server + "__" + _UNSAFE.sub("_", tool))[:MAX_NAME]
 
 
-class McpArgs(BaseModel):
+class McpArgs(LazyModel):
     """Whatever the model wrote: the server's schema, not ours, decides what is valid."""
 
     model_config = ConfigDict(extra="allow")

@@ -1,0 +1,80 @@
+"""What a kernel's first request waits for (kernel/warm.py ``REQUEST_MODULES``) stays lean: no
+model built at import (lazy_model.py), no validator made, no module it does not use (issue 28)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from deeptutor_jupyter.book.model import Chapter
+from deeptutor_jupyter.lazy_model import LazyModel
+
+BUILT = """
+import importlib, json, pydantic
+adapters = []  # a TypeAdapter is built when made, whatever its models' config
+_init = pydantic.TypeAdapter.__init__
+def _made(self, kind, *args, **kwargs):
+    adapters.append(repr(kind)[:80])
+    _init(self, kind, *args, **kwargs)
+pydantic.TypeAdapter.__init__ = _made
+from deeptutor_jupyter.kernel.warm import REQUEST_MODULES
+for name in REQUEST_MODULES:
+    importlib.import_module(name)
+todo, ours, built = list(pydantic.BaseModel.__subclasses__()), [], []
+while todo:
+    cls = todo.pop()
+    todo += cls.__subclasses__()
+    if cls.__module__.startswith("deeptutor_jupyter"):
+        ours.append(cls.__qualname__)
+        if cls.__pydantic_complete__:
+            built.append(f"{cls.__module__}.{cls.__qualname__}")
+loaded = [m for m in UNUSED if m in sys.modules]
+print(json.dumps([len(ours), built, adapters, loaded]))
+"""
+# Not used by a first turn without a knowledge base, a TUTOR.md or nested skill front matter.
+UNUSED = (
+    "deeptutor_jupyter.knowledge.base",  # the index code (knowledge/listing.py)
+    "deeptutor_jupyter.knowledge.ingest",
+    "yaml",  # skills/_frontmatter.py reads flat front matter itself
+)
+
+
+@pytest.fixture(scope="module")
+def imported() -> list[Any]:
+    code = f"import sys\nUNUSED = {UNUSED!r}\n{BUILT}"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    return list(json.loads(out.stdout))
+
+
+def test_importing_what_a_first_request_needs_builds_no_model(imported: list[Any]) -> None:
+    # A model added to these modules as a plain BaseModel would be built at import, in the
+    # time a Run All's first question waits for (issue 28); it derives LazyModel instead,
+    # and instances or TypeAdapters are made when first needed, not at import.
+    count, built, adapters, _ = imported
+    assert count > 50
+    assert built == []
+    assert adapters == []  # nor a validator made at import (memory/ops.py makes its own at use)
+
+
+def test_a_lazy_model_validates_and_rejects_as_a_built_one() -> None:
+    class Point(LazyModel):
+        x: int
+
+    assert Point.__pydantic_complete__ is False  # nothing built until it is used
+    with pytest.raises(ValidationError, match="x"):
+        Point(x="not a number")  # type: ignore[arg-type]
+    assert Point(x="3").x == 3  # type: ignore[arg-type]
+    assert Point.__pydantic_complete__ is True
+    with pytest.raises(ValidationError):
+        Chapter.model_validate({"title": 7})
+
+
+def test_importing_what_a_first_request_needs_leaves_out_what_it_does_not_use(
+    imported: list[Any],
+) -> None:
+    assert imported[3] == []
