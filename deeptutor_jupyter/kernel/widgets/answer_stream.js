@@ -19,7 +19,7 @@ function initialize({ model }) {
   return () => model.off("msg:custom", add);
 }
 
-// Rendered as Markdown by the labextension's hook (answerview.ts) where it is installed;
+// Rendered as Markdown by the labextension's hook (answerhook.ts) where it is installed;
 // elsewhere the text is readable as it is, and the turn's end replaces it with static HTML.
 function render({ model, el }) {
   el.classList.add("dt-answer");

@@ -10,7 +10,7 @@ while a reloaded page was still building the model) asks once, ``{"resync": 1}``
 whole text at offset 0. Offsets count UTF-16 units, the browser's string length.
 
 The front end (answer_stream.js) keeps the text on its model and renders it with the
-labextension's Markdown hook (labextension/src/answerview.ts), or as plain text elsewhere; the
+labextension's Markdown hook (labextension/src/answerhook.ts), or as plain text elsewhere; the
 turn's final display update replaces it with static HTML either way (kernel/start.py).
 
 Imported when a turn's first answer text arrives (and warmed, kernel/warm.py): not at
