@@ -21,6 +21,7 @@ class ToolCallSpec:
     name: str
     arguments: Mapping[str, Any] | str = field(default_factory=dict)
     id: str | None = None
+    pieces: int = 3  # the argument deltas it is streamed in (each after ``chunk_delay``)
 
 
 @dataclass(frozen=True)

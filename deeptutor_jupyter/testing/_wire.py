@@ -108,7 +108,7 @@ def openai_stream(reply: Reply, body: Mapping[str, Any], serial: int) -> list[Ev
             "function": {"name": call.name, "arguments": ""},
         }
         events.append(chunk({"tool_calls": [first]}))
-        for fragment in split_text(arguments_text(call), 3):
+        for fragment in split_text(arguments_text(call), call.pieces):
             part = {"index": index, "function": {"arguments": fragment}}
             events.append(chunk({"tool_calls": [part]}))
     events.append(chunk({}, openai_finish_reason(reply), is_delta=False))
@@ -206,7 +206,7 @@ def anthropic_stream(reply: Reply, body: Mapping[str, Any], serial: int) -> list
         blocks.append(({"type": "text", "text": ""}, deltas))
     for i, call in enumerate(reply.tool_calls):
         start = {"type": "tool_use", "id": _tool_call_id(call, i, "toolu_fake_"), "name": call.name}
-        fragments = split_text(arguments_text(call), 3)
+        fragments = split_text(arguments_text(call), call.pieces)
         deltas = [{"type": "input_json_delta", "partial_json": f} for f in fragments]
         blocks.append(({**start, "input": {}}, deltas))
     for index, (start_block, deltas) in enumerate(blocks):

@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -181,9 +182,13 @@ def test_a_question_whose_kernel_died_is_resumed_by_the_kernel_that_answers(
 def test_sigkill_during_a_resume_loses_no_answer(
     tmp_path: Path, fake_llm: FakeLLMServer, kernels: list[KernelDriver], step: str
 ) -> None:
-    slow = Reply(chunks=["First ", "token ", "then ", "the ", "rest."], chunk_delay=0.4)
-    delayed = Reply(text="Never seen.", delay=5.0)
-    fake_llm.extend([ask(), delayed if step == "after_submit" else slow])
+    # The answer pauses where the step kills the kernel (never released: the server's stop
+    # ends it), so a loaded machine cannot finish it first; "after_done" runs it through.
+    never = threading.Event()
+    words = ["First ", "token ", "then ", "the ", "rest."]
+    pause = {"after_submit": 0, "after_first_token": 1}.get(step)
+    slow = Reply(chunks=words, chunk_delay=0.1, hold_after=pause, hold=never)
+    fake_llm.extend([ask(), slow])
     a = start(tmp_path, fake_llm, "lesson_a")
     a.execute("%tutor Help me with my project")
     open_card(a)

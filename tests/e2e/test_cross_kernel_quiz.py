@@ -8,6 +8,7 @@ and A's turn goes on in A's cell; only when A is gone does B resume the saved tu
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +132,11 @@ def test_a_quiz_asked_in_a_is_answered_in_b_and_continues_in_a(
 def test_a_quiz_whose_kernel_died_is_resumed_by_the_kernel_that_answers(
     tmp_path: Path, fake_llm: FakeLLMServer, kernels: list[KernelDriver]
 ) -> None:
-    slow = Reply(chunks=["Resumed ", "in ", "B ", "after ", "grading."], chunk_delay=0.4)
+    # Paused after its first words until the checkpoint is looked at: a loaded machine cannot
+    # finish the turn first.
+    resume = threading.Event()
+    words = ["Resumed ", "in ", "B ", "after ", "grading."]
+    slow = Reply(chunks=words, chunk_delay=0.1, hold_after=1, hold=resume)
     fake_llm.extend([quiz_reply(QUIZ, CALL), slow])
     a = start(tmp_path, fake_llm, "lesson_a")
     a.execute("%tutor Quiz me")
@@ -146,6 +151,7 @@ def test_a_quiz_whose_kernel_died_is_resumed_by_the_kernel_that_answers(
     # Running, not yet checkpointed again: the saved turn is still there (a crash now leaves
     # the quiz answerable again with its grade kept).
     assert db(tmp_path, "SELECT COUNT(*) FROM turn_states") == [(1,)]
+    resume.set()
     b.wait_for(lambda: "after grading." in answer_text(b), timeout=30)
     b.wait_for(lambda: db(tmp_path, "SELECT status FROM turns") == [("done",)])
     assert db(tmp_path, "SELECT COUNT(*) FROM turn_states") == [(0,)]

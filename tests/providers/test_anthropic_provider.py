@@ -264,8 +264,11 @@ async def test_pings_and_empty_deltas_do_not_keep_a_stream_alive(server: FakeLLM
 
 
 async def test_tool_input_fragments_keep_a_stream_alive(server: FakeLLMServer) -> None:
+    # 40 fragments 0.05 s apart: 2 s in all, twice the idle timeout, each gap a twentieth of it
+    # (a loaded machine stalled the stream past a 0.6 s timeout with gaps of 0.15 s).
     args = '{"q": "' + "fractions " * 40 + '"}'
-    server.add(Reply(tool_calls=[ToolCallSpec("search", args, id="t1")], chunk_delay=0.15))
-    events = await collect(make(server.url, idle_timeout=0.6))
+    call = ToolCallSpec("search", args, id="t1", pieces=40)
+    server.add(Reply(tool_calls=[call], chunk_delay=0.05))
+    events = await collect(make(server.url, idle_timeout=1.0))
     end = events[-1]
     assert isinstance(end, RoundEnd) and end.tool_calls[0].arguments == args

@@ -147,11 +147,13 @@ async def test_tool_call_fragments_keep_a_stream_alive(server: FakeLLMServer) ->
     args = '{"expression": "' + "1+" * 40 + '1"}'
     server.add(
         Reply(
-            tool_calls=[ToolCallSpec("calculate", args, id="c1")],
-            chunk_delay=0.15,  # about 1 s in all: longer than the idle timeout, each gap shorter
+            tool_calls=[ToolCallSpec("calculate", args, id="c1", pieces=40)],
+            # 2 s in all, twice the idle timeout; each gap a twentieth of it, so a loaded machine
+            # does not stall one past it (0.15 s gaps against 0.6 s did once)
+            chunk_delay=0.05,
         )
     )
-    chat_model = make(server.url, idle_timeout=0.6)
+    chat_model = make(server.url, idle_timeout=1.0)
     events = [e async for e in chat_model.stream(ChatRequest(model="", messages=[]))]
     await chat_model.aclose()
     assert events[-1].tool_calls[0].arguments == args  # type: ignore[union-attr]
