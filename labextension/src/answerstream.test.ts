@@ -57,6 +57,15 @@ describe('answer_stream.js', () => {
     expect(state.text).toBe('First words, then more: é😀.');
   });
 
+  it('keeps a delta that starts with U+FEFF (a decoder would drop it as a byte order mark)', () => {
+    const { model, state, sent, delta } = fakeModel('Zero');
+    answer.initialize({ model });
+    delta(4, '\uFEFFwidth');
+    delta(10, ' space');
+    expect(state.text).toBe('Zero\uFEFFwidth space');
+    expect(sent).toEqual([]); // the offsets still agree with the kernel's: no resync
+  });
+
   it('on a gap asks the kernel once for the whole text, and takes it at 0', () => {
     const { model, state, sent, delta } = fakeModel('Reloaded ');
     answer.initialize({ model });

@@ -78,4 +78,26 @@ describe('status_line.js', () => {
     stop();
     expect(vi.getTimerCount()).toBe(0);
   });
+
+  it('stops the clock when the kernel is gone (a restart or a lost connection)', () => {
+    const line = fakeLine();
+    (globalThis as { document?: unknown }).document = { createElement: () => line.node };
+    const value = '<b>m</b> · <span class="dt-clock" data-live>2.5 s</span> · answering…';
+    const handlers: Record<string, (() => void)[]> = {};
+    const model: Model = {
+      get: () => value,
+      on: (event, h) => (handlers[event] ??= []).push(h),
+      off: (event, h) => (handlers[event] = (handlers[event] ?? []).filter(x => x !== h))
+    };
+    const el = { classList: { add: () => undefined }, appendChild: (node: unknown) => node };
+    const stop = statusLine.render({ model, el });
+    vi.advanceTimersByTime(2000);
+    expect(line.clock.textContent).toBe('4.5 s');
+    // ipywidgets marks every model of a restarted or disconnected kernel not live.
+    (handlers['comm_live_update'] ?? []).forEach(h => h());
+    vi.advanceTimersByTime(60000);
+    expect(line.clock.textContent).toBe('4.5 s');
+    stop();
+    expect(Object.values(handlers).flat()).toEqual([]);
+  });
 });

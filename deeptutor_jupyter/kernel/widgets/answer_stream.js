@@ -12,7 +12,8 @@ function initialize({ model }) {
       return;
     }
     asked = false;
-    const a = new TextDecoder().decode(buffers[0]);
+    // ignoreBOM: a delta that starts with U+FEFF keeps it (the kernel counted it).
+    const a = new TextDecoder("utf-8", { ignoreBOM: true }).decode(buffers[0]);
     if (msg.at + a.length > text.length) model.set("text", text.slice(0, msg.at) + a);
   };
   model.on("msg:custom", add);

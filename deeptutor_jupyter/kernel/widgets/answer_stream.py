@@ -7,7 +7,8 @@ only what is new, as a custom message ``{"at": offset}`` with the new text as a 
 only where a browser needs it: the comm open and a ``request_state`` reply (a page reloaded
 mid-answer shows all of it). A view that sees a gap (``at`` past its text: deltas that came
 while a reloaded page was still building the model) asks once, ``{"resync": 1}``, and gets the
-whole text at offset 0. Offsets count UTF-16 units, the browser's string length.
+whole text at offset 0 (at most once per delta sent: a flood of resyncs costs one reply).
+Offsets count UTF-16 units, the browser's string length.
 
 The front end (answer_stream.js) keeps the text on its model and renders it with the
 labextension's Markdown hook (labextension/src/answerhook.ts), or as plain text elsewhere; the
@@ -50,6 +51,11 @@ class AnswerStream(Lean, anywidget.AnyWidget):
 
     def __init__(self, source: Callable[[], str], **kwargs: Any) -> None:
         self._source = source  # the whole text so far; read by the open (get_state)
+        # Deltas sent, and their count at the last resync reply: a view that saw a gap saw a
+        # delta sent after that reply (messages arrive in order, to every front end), so
+        # without a new delta a resync is one that reply already answered.
+        self._deltas = 0
+        self._replied = -1
         super().__init__(**kwargs)
         self.on_msg(self._on_front_end)
 
@@ -61,8 +67,12 @@ class AnswerStream(Lean, anywidget.AnyWidget):
 
     def append(self, at: int, text: str) -> None:
         """Send ``text``, which starts ``at`` UTF-16 units into the answer."""
+        self._deltas += 1
         self.send({"at": at}, buffers=[text.encode()])
 
     def _on_front_end(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if isinstance(content, dict) and content.get("resync"):
-            self.append(0, self._source())
+        # At most one whole-text reply per delta: a flood of resyncs (anyone can send them
+        # from a browser's console) costs nothing more than one.
+        if isinstance(content, dict) and content.get("resync") and self._replied != self._deltas:
+            self._replied = self._deltas
+            self.send({"at": 0}, buffers=[self._source().encode()])

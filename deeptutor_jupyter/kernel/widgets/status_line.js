@@ -17,11 +17,16 @@ function render({ model, el }) {
       clock.textContent = `${(base + (Date.now() - since) / 1000).toFixed(1)} s`;
     }, 1000);
   };
+  // A restarted or disconnected kernel: its turn is not running on; a reconnect's new state
+  // (change:value) starts the clock again.
+  const gone = () => clearInterval(timer);
   show();
   model.on("change:value", show);
+  model.on("comm_live_update", gone);
   return () => {
     clearInterval(timer);
     model.off("change:value", show);
+    model.off("comm_live_update", gone);
   };
 }
 
