@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
+from deeptutor_jupyter.tools.light import CHECK_EXERCISE
 from deeptutor_jupyter.words import plural
 
 RUN_SECONDS = 10.0
@@ -40,10 +41,7 @@ def exercise_cells(notebook: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]
 
 class CheckExerciseTool(Tool[CheckExerciseArgs]):
     name: ClassVar[str] = "check_exercise"
-    description: ClassVar[str] = (
-        "Grade the learner's exercise cells (tagged exercise) with their hidden tests in the "
-        "sandbox, as saved in the notebook; says which pass and why one fails."
-    )
+    description: ClassVar[str] = CHECK_EXERCISE
     Args: ClassVar[type[BaseModel]] = CheckExerciseArgs
     deferred: ClassVar[bool] = True
 

@@ -34,6 +34,7 @@ from deeptutor_jupyter.cells.notebook_file import (
     write_back,
 )
 from deeptutor_jupyter.lazy_model import LazyModel
+from deeptutor_jupyter.tools.light import APPLY  # the confirmation's option id (edit_cell's words)
 
 __all__ = [
     "APPLY",
@@ -52,8 +53,6 @@ __all__ = [
     "to_json",
     "write_back",
 ]
-
-APPLY = "apply"  # the option id of a confirmation form that allows an edit
 
 
 class NewCell(LazyModel):

@@ -21,6 +21,7 @@ from deeptutor_jupyter.cells import (
 )
 from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
+from deeptutor_jupyter.tools.light import EDIT_CELL, INSERT_CELLS
 from deeptutor_jupyter.words import plural
 
 Locate = Callable[[], Path | None]
@@ -38,10 +39,7 @@ class InsertCellsArgs(LazyModel):
 
 class InsertCellsTool(Tool[InsertCellsArgs]):
     name: ClassVar[str] = "insert_cells"
-    description: ClassVar[str] = (
-        "Insert new Markdown or code cells into the learner's notebook (after a cell id, at an "
-        "index, or at the end). Never changes the learner's existing cells."
-    )
+    description: ClassVar[str] = INSERT_CELLS
     Args: ClassVar[type[BaseModel]] = InsertCellsArgs
     deferred: ClassVar[bool] = True
 
@@ -73,10 +71,7 @@ class EditCellArgs(LazyModel):
 
 class EditCellTool(Tool[EditCellArgs]):
     name: ClassVar[str] = "edit_cell"
-    description: ClassVar[str] = (
-        "Change one of the learner's cells, only after they confirmed it: first ask_user "
-        f"(naming the cell id, an option with id {APPLY!r}), then call this with that call's id."
-    )
+    description: ClassVar[str] = EDIT_CELL
     Args: ClassVar[type[BaseModel]] = EditCellArgs
     deferred: ClassVar[bool] = True
 

@@ -445,17 +445,47 @@ class InspectVariableTool(KernelTool[InspectArgs]):
 
 
 def kernel_tools(shell: Any) -> list[Tool[Any]]:
-    from deeptutor_jupyter.book.grading import CheckExerciseTool
-    from deeptutor_jupyter.cells.tools import EditCellTool, InsertCellsTool
+    from deeptutor_jupyter.tools.light import (
+        CHECK_EXERCISE,
+        EDIT_CELL,
+        INSERT_CELLS,
+        LazyTool,
+    )
 
     # Cells are written through deeptutor_jupyter.cells only (deferred: loaded when needed).
+    # The deferred ones stand in until a turn loads them: a chat request imports none of the
+    # cells and book code (tools/light.py).
+    cells, frontend = "deeptutor_jupyter.cells.tools", lambda: lab_frontend(shell)
     return [
         ReadNotebookTool(shell),
         LastErrorTool(shell),
         InspectVariableTool(shell),
-        InsertCellsTool(notebook_path, lambda: lab_frontend(shell)),
-        EditCellTool(notebook_path, lambda: lab_frontend(shell)),
-        CheckExerciseTool(notebook_path),
+        LazyTool(
+            "insert_cells",
+            cells,
+            "InsertCellsTool",
+            notebook_path,
+            frontend,
+            deferred=True,
+            description=INSERT_CELLS,
+        ),
+        LazyTool(
+            "edit_cell",
+            cells,
+            "EditCellTool",
+            notebook_path,
+            frontend,
+            deferred=True,
+            description=EDIT_CELL,
+        ),
+        LazyTool(
+            "check_exercise",
+            "deeptutor_jupyter.book.grading",
+            "CheckExerciseTool",
+            notebook_path,
+            deferred=True,
+            description=CHECK_EXERCISE,
+        ),
     ]
 
 

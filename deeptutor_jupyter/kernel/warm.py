@@ -55,15 +55,13 @@ REQUEST_MODULES = (
     "deeptutor_jupyter.config",
     "deeptutor_jupyter.kernel.start",
     "deeptutor_jupyter.kernel.notebook_context",
-    "deeptutor_jupyter.cells.tools",  # the cell tools every kernel turn registers
+    "deeptutor_jupyter.tools.light",  # the cells, book and solve tools stand in (not imported)
     # Every session reads settings.toml's MCP servers (no SDK import until one is called).
     "deeptutor_jupyter.tools.mcp",
     "deeptutor_jupyter.tools.mcp.config",
     "deeptutor_jupyter.tools.mcp.connection",
     "deeptutor_jupyter.tools.mcp.servers",
     "deeptutor_jupyter.tools.mcp.tool",
-    "deeptutor_jupyter.book.grading",  # check_exercise, a kernel tool
-    "deeptutor_jupyter.solve.tools",  # registered by every session (a saved solve resumes)
     "deeptutor_jupyter.kernel.widgets.ask_user_strings",
     "deeptutor_jupyter.kernel.widgets.quiz_strings",
     "deeptutor_jupyter.kernel.widgets.forget_strings",

@@ -56,16 +56,19 @@ def runtime_tools() -> list[Tool[Any]]:
     from deeptutor_jupyter.knowledge.tools import SearchKnowledgeTool
     from deeptutor_jupyter.memory.tools import ReadMemoryTool, WriteMemoryTool
     from deeptutor_jupyter.skills import ReadSkillTool
-    from deeptutor_jupyter.solve.tools import solve_tools
+    from deeptutor_jupyter.tools.light import SOLVE_TOOLS, LazyTool
 
     # The solve tools are registered everywhere (a saved solve resumes in any process) and
-    # mounted only in solve turns (plan_turn).
+    # mounted only in solve turns (plan_turn): they stand in until one is sent or called, so a
+    # chat request imports no solve code (tools/light.py).
+    solve = "deeptutor_jupyter.solve.tools"
+    classes = ("SolvePlanTool", "SolveCheckTool", "SolveReplanTool")
     return [
         ReadMemoryTool(),
         WriteMemoryTool(),
         SearchKnowledgeTool(),
         ReadSkillTool(),
-        *solve_tools(),
+        *(LazyTool(n, solve, c, deferred=False) for n, c in zip(SOLVE_TOOLS, classes, strict=True)),
     ]
 
 
@@ -145,7 +148,8 @@ class Planner:
             )
         solving: tuple[str, ...] = ()
         if capability == "solve":
-            from deeptutor_jupyter.solve.tools import INSTRUCTIONS, SOLVE_TOOLS
+            from deeptutor_jupyter.solve.tools import INSTRUCTIONS
+            from deeptutor_jupyter.tools.light import SOLVE_TOOLS
 
             blocks.append(INSTRUCTIONS)
             solving = SOLVE_TOOLS

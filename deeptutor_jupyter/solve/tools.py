@@ -22,8 +22,6 @@ from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.solve import MAX_STEPS, PlannedStep, SolveError, SolveState, numbers_agree
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 
-SOLVE_TOOLS = ("solve_plan", "solve_check", "solve_replan")
-
 INSTRUCTIONS = """\
 This is a guided solve of the learner's problem. Work with the solve tools:
 1. Call solve_plan once with the steps (short titles; check 'arithmetic' for a calculation,
@@ -214,7 +212,3 @@ class SolveReplanTool(Tool[SolveReplanArgs]):
             return _result(state, str(stuck), error=True)
         used = f"{state.replans} of {state.max_replans}"
         return _result(state, f"Replanned ({used} replans used): {args.reason}")
-
-
-def solve_tools() -> list[Tool[BaseModel]]:
-    return [SolvePlanTool(), SolveCheckTool(), SolveReplanTool()]  # type: ignore[list-item]

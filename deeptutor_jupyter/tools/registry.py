@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from deeptutor_jupyter.providers.base import ToolCall
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
+from deeptutor_jupyter.tools.light import real
 
 _QUOTE_LIMIT = 300
 
@@ -98,6 +99,7 @@ class ToolRegistry:
         tool = self._tools.get(call.name)
         if tool is None:
             return _error(self._unknown_tool_message(call.name))
+        tool = real(tool)
         parsed = _parse_arguments(tool.name, call.arguments)
         if isinstance(parsed, ToolResult):
             return parsed
@@ -129,7 +131,9 @@ _SCHEMAS: dict[tuple[Any, ...], dict[str, Any]] = {}
 def schema_of(tool: Tool[Any]) -> dict[str, Any]:
     """A tool's schema, built once: pydantic's JSON Schema and its cleaning cost about 1 ms a
     tool (ask_user's 0.93 ms), which every turn paid again (issue 14). The key holds all the
-    schema is made of, so a tool whose name, description or arguments differ gets its own."""
+    schema is made of, so a tool whose name, description or arguments differ gets its own.
+    A stand-in (tools/light.py) gives the schema of the tool it stands for."""
+    tool = real(tool)
     key = (type(tool), tool.name, tool.description, tool.Args)
     schema = _SCHEMAS.get(key)
     if schema is None:

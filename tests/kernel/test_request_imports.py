@@ -33,14 +33,28 @@ while todo:
         ours.append(cls.__qualname__)
         if cls.__pydantic_complete__:
             built.append(f"{cls.__module__}.{cls.__qualname__}")
+at_import = list(adapters)  # building the schemas below makes some
+# What a chat turn does with the tools before its request: register them, send the schemas of
+# those it always mounts, list the deferred ones in the manifest.
+from deeptutor_jupyter.kernel.notebook_context import kernel_tools
+from deeptutor_jupyter.runtime.plan import ALWAYS, runtime_tools
+from deeptutor_jupyter.tools.deferred import deferred_manifest
+from deeptutor_jupyter.tools.registry import ToolRegistry
+registry = ToolRegistry([*kernel_tools(None), *runtime_tools()])
+registry.schemas([n for n in ALWAYS if registry.get(n)])
+deferred_manifest([t for n in registry.names() if (t := registry.get(n)) and t.deferred])
 loaded = [m for m in UNUSED if m in sys.modules]
-print(json.dumps([len(ours), built, adapters, loaded]))
+print(json.dumps([len(ours), built, at_import, loaded]))
 """
 # Not used by a first turn without a knowledge base, a TUTOR.md or nested skill front matter.
 UNUSED = (
     "deeptutor_jupyter.knowledge.base",  # the index code (knowledge/listing.py)
     "deeptutor_jupyter.knowledge.ingest",
     "yaml",  # skills/_frontmatter.py reads flat front matter itself
+    # The deferred and solve tools stand in (tools/light.py) until a turn sends or calls one.
+    "deeptutor_jupyter.cells",
+    "deeptutor_jupyter.book",
+    "deeptutor_jupyter.solve",
 )
 
 
