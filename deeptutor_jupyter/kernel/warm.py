@@ -90,7 +90,6 @@ REQUEST_MODULES = (
     "deeptutor_jupyter.interaction.owners",
     "deeptutor_jupyter.interaction.quiz",
     "deeptutor_jupyter.memory",
-    "deeptutor_jupyter.memory.runs",
     "deeptutor_jupyter.memory.tools",
     "deeptutor_jupyter.knowledge",
     "deeptutor_jupyter.knowledge.mount",
@@ -115,6 +114,7 @@ VIEW_MODULES = (
     "deeptutor_jupyter.kernel.release",
     "deeptutor_jupyter.kernel.turn_plan",
     "mistune",  # the finished turn's static HTML (kernel/display.py)
+    "deeptutor_jupyter.memory.runs",  # the memory upkeep after the turn (runtime/upkeep.py)
 )
 MODULES = REQUEST_MODULES + VIEW_MODULES
 

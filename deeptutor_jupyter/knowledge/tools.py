@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from deeptutor_jupyter.knowledge.model import Hit, KnowledgeIndexError
 from deeptutor_jupyter.lazy_model import LazyModel
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 from deeptutor_jupyter.words import plural
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.knowledge.base import KnowledgeBase
+    from deeptutor_jupyter.knowledge.model import Hit
 
 __all__ = ["SearchKnowledgeArgs", "SearchKnowledgeTool", "format_hits"]
 
@@ -55,6 +55,9 @@ class SearchKnowledgeTool(Tool[SearchKnowledgeArgs]):
         self._numbers: dict[str, dict[str, int]] = {}
 
     async def run(self, args: SearchKnowledgeArgs, ctx: ToolContext) -> ToolResult:
+        # Here, not at import: every turn registers this tool, few search (issue 28).
+        from deeptutor_jupyter.knowledge.model import KnowledgeIndexError
+
         selected, home = list(ctx.deps.kbs), ctx.deps.home
         if not selected or home is None:
             return _error("No knowledge base is selected for this turn.")

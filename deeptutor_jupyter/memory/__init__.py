@@ -6,6 +6,9 @@ the kernel, the server extension and the CLI all use it.
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from deeptutor_jupyter.memory.document import (
     MAX_TEXT,
     Document,
@@ -16,8 +19,6 @@ from deeptutor_jupyter.memory.document import (
     parse,
     render,
 )
-from deeptutor_jupyter.memory.notebooks import ImportResult
-from deeptutor_jupyter.memory.ops import DELETE_REASONS, AddOp, DeleteOp, EditOp, OpsPreview
 from deeptutor_jupyter.memory.store import EMPTY_MEMORY, L3_KEYS, MemoryStore, WriteResult
 from deeptutor_jupyter.memory.trace import (
     SURFACES,
@@ -26,6 +27,21 @@ from deeptutor_jupyter.memory.trace import (
     new_trace_id,
     summarize_answer,
 )
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.memory.notebooks import ImportResult
+    from deeptutor_jupyter.memory.ops import DELETE_REASONS, AddOp, DeleteOp, EditOp, OpsPreview
+
+# Name -> the submodule that defines it, imported when the name is first used: a turn reads
+# memory and writes its trace, it edits a document rarely and imports notebooks never (issue 28).
+_LAZY = {
+    "ImportResult": "notebooks",
+    "DELETE_REASONS": "ops",
+    "AddOp": "ops",
+    "DeleteOp": "ops",
+    "EditOp": "ops",
+    "OpsPreview": "ops",
+}
 
 __all__ = [
     "DELETE_REASONS",
@@ -52,3 +68,12 @@ __all__ = [
     "render",
     "summarize_answer",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -19,7 +19,7 @@ import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from deeptutor_jupyter._files import private_file
 from deeptutor_jupyter.errors import DeepTutorError
@@ -37,9 +37,11 @@ from deeptutor_jupyter.memory.document import (
     section_problem,
     text_problem,
 )
-from deeptutor_jupyter.memory.notebooks import ImportResult, find_notebooks, trace_bundles
-from deeptutor_jupyter.memory.ops import DeleteReason, OpsPreview, plan
 from deeptutor_jupyter.memory.trace import SURFACE_RE, TraceLog, TraceRecord
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.memory.notebooks import ImportResult
+    from deeptutor_jupyter.memory.ops import DeleteReason, OpsPreview
 
 L3_KEYS = ("recent", "profile", "scope", "preferences")
 EMPTY_MEMORY = "Nothing is remembered about this learner yet."
@@ -91,6 +93,8 @@ class MemoryStore:
 
     def import_notebooks(self, path: Path) -> ImportResult:
         """Rebuild L1 from the trace bundles of saved notebooks; trace ids make it idempotent."""
+        from deeptutor_jupyter.memory.notebooks import ImportResult, find_notebooks, trace_bundles
+
         result = ImportResult()
         for notebook in find_notebooks(Path(path)):
             result.notebooks += 1
@@ -346,6 +350,9 @@ class MemoryStore:
     def _plan(
         self, layer: str, key: str, text: str, ops: list[dict[str, Any]]
     ) -> tuple[Document, OpsPreview]:
+        # Here, not at import: a turn reads memory, an edit is rare (issue 28).
+        from deeptutor_jupyter.memory.ops import plan
+
         doc = parse(text)
         return plan(doc, ops, self.known_trace_ids(), before=text, name=_doc_name(layer, key))
 

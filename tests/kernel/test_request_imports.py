@@ -50,11 +50,15 @@ print(json.dumps([len(ours), built, at_import, loaded]))
 UNUSED = (
     "deeptutor_jupyter.knowledge.base",  # the index code (knowledge/listing.py)
     "deeptutor_jupyter.knowledge.ingest",
+    "deeptutor_jupyter.knowledge.model",  # search_knowledge's results, imported when it runs
     "yaml",  # skills/_frontmatter.py reads flat front matter itself
     # The deferred and solve tools stand in (tools/light.py) until a turn sends or calls one.
     "deeptutor_jupyter.cells",
     "deeptutor_jupyter.book",
     "deeptutor_jupyter.solve",
+    "deeptutor_jupyter.memory.ops",  # a memory edit (memory/store.py imports it then)
+    "deeptutor_jupyter.memory.notebooks",  # rebuilding L1 from saved notebooks
+    "deeptutor_jupyter.memory.runs",  # the upkeep after the turn (warm.VIEW_MODULES)
 )
 
 
