@@ -92,6 +92,7 @@ LAYERS = {
     "words": 0,
     "errors": 0,
     "lazy_model": 0,
+    "lazy_names": 0,
 }
 
 

@@ -9,8 +9,7 @@ brings in pydantic and the tool base).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from deeptutor_jupyter.knowledge.listing import list_kbs
 from deeptutor_jupyter.knowledge.mount import CONDITIONAL_MOUNTS, MountContext, mounted_tools
@@ -18,6 +17,7 @@ from deeptutor_jupyter.knowledge.mount import CONDITIONAL_MOUNTS, MountContext, 
 # Imported here, not on first use: the submodule of the same name, once imported, would be
 # what ``from deeptutor_jupyter.knowledge import tokenize`` gives.
 from deeptutor_jupyter.knowledge.tokenize import tokenize
+from deeptutor_jupyter.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from deeptutor_jupyter.knowledge.base import KnowledgeBase, Progress, remove_kb
@@ -68,10 +68,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY)

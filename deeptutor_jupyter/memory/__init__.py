@@ -6,9 +6,9 @@ the kernel, the server extension and the CLI all use it.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from deeptutor_jupyter.lazy_names import lazy_names
 from deeptutor_jupyter.memory.document import (
     MAX_TEXT,
     Document,
@@ -70,10 +70,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY)
