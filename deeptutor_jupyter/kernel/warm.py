@@ -96,7 +96,6 @@ REQUEST_MODULES = (
     "deeptutor_jupyter.knowledge.tools",
     "deeptutor_jupyter.skills",
     "deeptutor_jupyter.skills.tool",
-    "deeptutor_jupyter.providers",
     "deeptutor_jupyter.providers.openai_compat",
 )
 # Then the cell's view and the end of the turn: a first turn sends its request before it

@@ -6,8 +6,9 @@ is made, so ``%load_ext`` and ``%tutor config`` stay fast.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from deeptutor_jupyter.lazy_names import lazy_names
 from deeptutor_jupyter.providers.base import (
     ChatModel,
     ChatRequest,
@@ -125,13 +126,6 @@ def model_from_settings(s: Settings) -> ChatModel:
     )
 
 
-def __getattr__(name: str) -> Any:
-    if name == "OpenAICompatModel":
-        from deeptutor_jupyter.providers.openai_compat import OpenAICompatModel
-
-        return OpenAICompatModel
-    if name == "AnthropicModel":
-        from deeptutor_jupyter.providers.anthropic import AnthropicModel
-
-        return AnthropicModel
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(
+    __name__, {"OpenAICompatModel": "openai_compat", "AnthropicModel": "anthropic"}
+)

@@ -6,8 +6,9 @@ skills for a prompt stays cheap.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from deeptutor_jupyter.lazy_names import lazy_names
 from deeptutor_jupyter.skills.library import (
     BUILTIN_DIR,
     COURSE_DIR_ENV,
@@ -41,9 +42,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "ReadSkillTool":
-        from deeptutor_jupyter.skills.tool import ReadSkillTool
-
-        return ReadSkillTool
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, {"ReadSkillTool": "tool"})
