@@ -28,6 +28,10 @@ import contextlib
 import importlib
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from deeptutor_jupyter.tools.base import Tool
 
 __all__ = [
     "MODULES",
@@ -244,29 +248,38 @@ REQUEST_MODELS = (
 
 
 def _build_values() -> None:
-    """Values built on first use that cost as much as an import and a request needs: its models
-    and the JSON Schemas of the tools a chat turn sends (pydantic, ~1 ms a tool). Other tools'
-    schemas (deferred ones, a solve's) are built when a turn first sends them."""
+    """Values built on first use that cost as much as an import and a request needs: its models.
+    The schemas of the tools a chat turn sends come with the package (tools/schema_file.py):
+    read here, their argument models are built after the request (``_build_later``)."""
     with contextlib.suppress(Exception):  # the first turn builds them itself
-        from deeptutor_jupyter.knowledge.mount import CONDITIONAL_MOUNTS
-        from deeptutor_jupyter.runtime.plan import ALWAYS
-        from deeptutor_jupyter.tools.base import Tool
-        from deeptutor_jupyter.tools.registry import prebuild_schemas
+        from deeptutor_jupyter.tools.schema_file import packaged
 
         for name in REQUEST_MODELS:
             module, _, model = name.partition(":")
             getattr(importlib.import_module(module), model).model_rebuild()
-        sent = {*ALWAYS, *(tool for _flag, tool in CONDITIONAL_MOUNTS)}
-        prebuild_schemas([c for c in _concrete(Tool) if getattr(c, "name", None) in sent])
+        packaged()
 
 
 def _build_later() -> None:
-    """What the rest of a turn builds on first use: the validator of all events (a turn's row
-    read back, a resume)."""
+    """What the rest of a turn builds on first use: the argument models of the tools a chat
+    turn sends (validating a call), the validator of all events (a turn's row read back)."""
     with contextlib.suppress(Exception):  # built when first used
         from deeptutor_jupyter.agent.events import adapter
 
+        for cls in sent_tools():
+            cls.Args.model_rebuild()
         adapter()
+
+
+def sent_tools() -> list[type[Tool[Any]]]:
+    """Our tool classes whose schemas a chat turn sends (always, or with a knowledge base)."""
+    from deeptutor_jupyter.knowledge.mount import CONDITIONAL_MOUNTS
+    from deeptutor_jupyter.runtime.plan import ALWAYS
+    from deeptutor_jupyter.tools.base import Tool
+
+    sent = {*ALWAYS, *(tool for _flag, tool in CONDITIONAL_MOUNTS)}
+    ours = [c for c in _concrete(Tool) if c.__module__.startswith("deeptutor_jupyter.")]
+    return cast("list[type[Tool[Any]]]", [c for c in ours if getattr(c, "name", None) in sent])
 
 
 def _concrete(base: type) -> list[type]:
@@ -278,3 +291,11 @@ def _concrete(base: type) -> list[type]:
         if not getattr(cls, "__abstractmethods__", None):
             out.append(cls)
     return out
+
+
+if __name__ == "__main__":  # write tools/sent_schemas.json again (tools/schema_file.py)
+    for _name in REQUEST_MODULES:
+        importlib.import_module(_name)
+    from deeptutor_jupyter.tools.schema_file import write
+
+    print(write(sent_tools()))

@@ -90,26 +90,27 @@ def provider_message(body: str) -> str:
     return text[:_MAX_QUOTE]
 
 
-_STREAM_OPTIONS_RE = re.compile(r"stream_options|include_usage", re.IGNORECASE)
-_TOOLS_RE = re.compile(
+# Patterns, compiled (and cached by ``re``) at the first error body they read, not at import:
+# a Run All's first request waits for this module (issue 28).
+_STREAM_OPTIONS = r"stream_options|include_usage"
+_TOOLS = (
     r"(does not|doesn't|do not|don't|not) support (the )?"
     r"(tools?|functions?|tool[ _]?(use|calls?|calling)|function[ _]?call(s|ing)?)"
     r"|support tool use"
     r"|\b(tools?|tool_choice|functions?|function[ _]?calling|tool[ _]?calling)\b"
     r"[^.]{0,40}\b(not supported|unsupported|not allowed|not enabled|not available)"
-    r"|--jinja|enable-auto-tool-choice",
-    re.IGNORECASE,
+    r"|--jinja|enable-auto-tool-choice"
 )
 
 
 def is_stream_options_rejection(status: int, body: str) -> bool:
-    return status in (400, 422) and bool(_STREAM_OPTIONS_RE.search(body))
+    return status in (400, 422) and bool(re.search(_STREAM_OPTIONS, body, re.IGNORECASE))
 
 
 def is_tools_rejection(status: int, body: str) -> bool:
     # OpenRouter answers 404 ("No endpoints found that support tool use") and llama.cpp without
     # --jinja answers 500, so the status alone cannot decide.
-    return status in (400, 404, 422, 500, 501) and bool(_TOOLS_RE.search(body))
+    return status in (400, 404, 422, 500, 501) and bool(re.search(_TOOLS, body, re.IGNORECASE))
 
 
 def _said(endpoint: Endpoint, quoted: str) -> str:

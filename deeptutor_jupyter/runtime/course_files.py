@@ -15,7 +15,6 @@ import io
 import json
 import shutil
 import stat
-import tarfile
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -74,6 +73,8 @@ def build_archive(folder: Path) -> bytes:
     folder = Path(folder)
     if not folder.is_dir():
         raise PackError(f"{folder} is not a folder")
+    import tarfile  # here, not at import: every first request imports this module (issue 28)
+
     buffer = io.BytesIO()
     with (
         gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as gz,
@@ -244,6 +245,8 @@ def _extract(archive: bytes, into: Path, files: list[dict[str, Any]], name: str)
     expected = {str(f["path"]): f for f in files}
     seen: set[str] = set()
     into.mkdir(mode=0o700)
+    import tarfile
+
     with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
         for member in tar:
             rel = PurePosixPath(member.name.removeprefix("./"))

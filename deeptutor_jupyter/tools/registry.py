@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from deeptutor_jupyter.providers.base import ToolCall
 from deeptutor_jupyter.tools.base import Tool, ToolContext, ToolResult
 from deeptutor_jupyter.tools.light import real
+from deeptutor_jupyter.tools.schema_file import saved_schema
 
 _QUOTE_LIMIT = 300
 
@@ -132,12 +133,13 @@ def schema_of(tool: Tool[Any]) -> dict[str, Any]:
     """A tool's schema, built once: pydantic's JSON Schema and its cleaning cost about 1 ms a
     tool (ask_user's 0.93 ms), which every turn paid again (issue 14). The key holds all the
     schema is made of, so a tool whose name, description or arguments differ gets its own.
-    A stand-in (tools/light.py) gives the schema of the tool it stands for."""
+    A stand-in (tools/light.py) gives the schema of the tool it stands for. The tools a chat
+    turn always sends take theirs from the package (schema_file.py): no model is built."""
     tool = real(tool)
     key = (type(tool), tool.name, tool.description, tool.Args)
     schema = _SCHEMAS.get(key)
     if schema is None:
-        schema = _SCHEMAS[key] = tool.schema()
+        schema = _SCHEMAS[key] = saved_schema(tool) or tool.schema()
     return schema
 
 

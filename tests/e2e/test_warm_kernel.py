@@ -52,8 +52,12 @@ print(json.dumps({{"warming": _warming, "added": _added, "answer": _turns[-1].an
 # The view's heavy modules: none of them may be imported before a first turn's request leaves.
 VIEW = ("ipywidgets", "deeptutor_jupyter.kernel.widgets.turn_view")
 # Models a first turn does not use before its request (its end, a book's chapter, a solve's
-# state, a trace, a memory edit): none may be built before the request leaves.
-LATER_MODELS = {"Done", "Chapter", "SolveState", "TraceRecord", "AddOp", "GradedItem"}
+# state, a trace, a memory edit; the arguments of the tools it sends, whose schemas come with
+# the package, tools/schema_file.py): none may be built before the request leaves.
+LATER_MODELS = {
+    *("Done", "Chapter", "SolveState", "TraceRecord", "AddOp", "GradedItem"),
+    *("MakeQuizArgs", "AskUserArgs", "WriteMemoryArgs"),
+}
 
 
 SLOW_FIRST = """

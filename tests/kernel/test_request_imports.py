@@ -15,7 +15,7 @@ from deeptutor_jupyter.book.model import Chapter
 from deeptutor_jupyter.lazy_model import LazyModel
 
 BUILT = """
-import importlib, json, pydantic
+import importlib, json, pydantic, re
 adapters = []  # a TypeAdapter is built when made, whatever its models' config
 _init = pydantic.TypeAdapter.__init__
 def _made(self, kind, *args, **kwargs):
@@ -40,11 +40,34 @@ from deeptutor_jupyter.kernel.notebook_context import kernel_tools
 from deeptutor_jupyter.runtime.plan import ALWAYS, runtime_tools
 from deeptutor_jupyter.tools.deferred import deferred_manifest
 from deeptutor_jupyter.tools.registry import ToolRegistry
-registry = ToolRegistry([*kernel_tools(None), *runtime_tools()])
-registry.schemas([n for n in ALWAYS if registry.get(n)])
+from deeptutor_jupyter.runtime.orchestrator import AskUserTool, LoadToolsTool, MakeQuizTool
+turn_tools = (AskUserTool(), LoadToolsTool(), MakeQuizTool())  # what the orchestrator adds
+registry = ToolRegistry([*kernel_tools(None), *runtime_tools(), *turn_tools])
+sent = registry.schemas([n for n in ALWAYS if registry.get(n)])
 deferred_manifest([t for n in registry.names() if (t := registry.get(n)) and t.deferred])
 loaded = [m for m in UNUSED if m in sys.modules]
-print(json.dumps([len(ours), built, at_import, loaded]))
+# The sent tools' schemas come with the package (tools/schema_file.py): no argument model built.
+args_built = [
+    tool.Args.__qualname__
+    for n in ALWAYS
+    if (tool := registry.get(n)) is not None and tool.Args.__pydantic_complete__
+]
+# Regular expressions compiled at first use, not at import (agent/text_tools.py and friends).
+from deeptutor_jupyter.agent import text_tools
+from deeptutor_jupyter.knowledge import tokenize as _tokenize_function
+from deeptutor_jupyter.providers import errors
+tokenize_module = sys.modules["deeptutor_jupyter.knowledge.tokenize"]
+compiled = [
+    name
+    for name, done in (
+        ("text_tools", text_tools._patterns.cache_info().currsize),
+        ("knowledge.tokenize", tokenize_module._token.cache_info().currsize),
+        ("providers.errors", any(key[1] == errors._TOOLS for key in re._cache)),
+    )
+    if done
+]
+sent_names = [schema['function']['name'] for schema in sent]
+print(json.dumps([len(ours), built, at_import, loaded, sent_names, args_built, compiled]))
 """
 # Not used by a first turn without a knowledge base, a TUTOR.md or nested skill front matter.
 UNUSED = (
@@ -59,6 +82,8 @@ UNUSED = (
     "deeptutor_jupyter.memory.ops",  # a memory edit (memory/store.py imports it then)
     "deeptutor_jupyter.memory.notebooks",  # rebuilding L1 from saved notebooks
     "deeptutor_jupyter.memory.runs",  # the upkeep after the turn (warm.VIEW_MODULES)
+    "tomllib",  # config.py and tools/mcp/config.py: only where a settings.toml exists
+    "tarfile",  # runtime/course_files.py: packing or unpacking a course
 )
 
 
@@ -73,7 +98,7 @@ def test_importing_what_a_first_request_needs_builds_no_model(imported: list[Any
     # A model added to these modules as a plain BaseModel would be built at import, in the
     # time a Run All's first question waits for (issue 28); it derives LazyModel instead,
     # and instances or TypeAdapters are made when first needed, not at import.
-    count, built, adapters, _ = imported
+    count, built, adapters, *_ = imported
     assert count > 50
     assert built == []
     assert adapters == []  # nor a validator made at import (memory/ops.py makes its own at use)
@@ -96,3 +121,19 @@ def test_importing_what_a_first_request_needs_leaves_out_what_it_does_not_use(
     imported: list[Any],
 ) -> None:
     assert imported[3] == []
+
+
+def test_a_first_request_sends_saved_schemas_and_builds_no_argument_model(
+    imported: list[Any],
+) -> None:
+    # Building a tool's schema builds its arguments model (~9 ms for a chat turn's tools, in
+    # the time a Run All's first question waits); they come with the package instead.
+    _, _, _, _, sent, args_built, _ = imported
+    assert {"make_quiz", "ask_user", "read_memory"} <= set(sent), sent
+    assert args_built == []
+
+
+def test_a_first_request_compiles_no_regular_expression_it_does_not_use(
+    imported: list[Any],
+) -> None:
+    assert imported[6] == []

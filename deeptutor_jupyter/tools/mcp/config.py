@@ -9,7 +9,6 @@ readable problem, never a crash; the other servers still work.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,8 +63,13 @@ class ServersConfig:
 def read_servers(home: Path) -> ServersConfig:
     """The servers configured in ``home/settings.toml``; problems say what was skipped."""
     found = ServersConfig()
+    path = home / "settings.toml"
+    if not path.exists():
+        return found
+    import tomllib  # only where there is a file (config.py's reason)
+
     try:
-        with (home / "settings.toml").open("rb") as fh:
+        with path.open("rb") as fh:
             data = tomllib.load(fh)
     except FileNotFoundError:
         return found
