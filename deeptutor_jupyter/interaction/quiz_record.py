@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from deeptutor_jupyter.learning import review as fsrs_review
-from deeptutor_jupyter.learning.mastery import guess_rate
 from deeptutor_jupyter.learning.quiz import ChoiceQuestion, MakeQuizArgs, QuestionResult
 from deeptutor_jupyter.store.learning import LearningStore, QuizRow
 
@@ -18,6 +17,9 @@ def record_grades(
     seconds: float | None,
 ) -> None:
     """Mastery evidence per question, and a review card per question (FSRS)."""
+    # Here, not at import: a first request imports this module, a grade is later (issue 28).
+    from deeptutor_jupyter.learning.mastery import guess_rate
+
     by_id = {q.id: q for q in quiz.questions}
     cards: dict[str, int] = row.spec.get("cards", {})
     objectives: dict[str, str] = row.spec.get("objectives", {})

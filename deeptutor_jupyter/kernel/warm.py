@@ -88,7 +88,6 @@ REQUEST_MODULES = (
     "deeptutor_jupyter.runtime.watcher",
     "deeptutor_jupyter.store.db",
     "deeptutor_jupyter.store.event_rows",
-    "deeptutor_jupyter.learning.path",
     "deeptutor_jupyter.interaction.audit",
     "deeptutor_jupyter.interaction.coordinator",
     "deeptutor_jupyter.interaction.owners",
@@ -118,6 +117,7 @@ VIEW_MODULES = (
     "deeptutor_jupyter.kernel.turn_plan",
     "mistune",  # the finished turn's static HTML (kernel/display.py)
     "deeptutor_jupyter.memory.runs",  # the memory upkeep after the turn (runtime/upkeep.py)
+    "deeptutor_jupyter.learning.path",  # a learner's path (and mastery), read when there is one
 )
 MODULES = REQUEST_MODULES + VIEW_MODULES
 

@@ -66,21 +66,21 @@ def masteries(store: LearningStore) -> dict[str, Mastery]:
 
 
 def current_path(store: LearningStore) -> tuple[str, LearningPath] | None:
+    latest = store.latest_path()
+    if latest is None:  # most learners: the path code is not imported (issue 28)
+        return None
     from deeptutor_jupyter.learning.path import LearningPath
 
-    latest = store.latest_path()
-    if latest is None:
-        return None
     return latest[0], LearningPath.model_validate(latest[1])
 
 
 def standing_text(store: LearningStore) -> str:
     """Where the learner stands on their path, for the system prompt ("" without a path)."""
-    from deeptutor_jupyter.learning.path import standing_block
-
     found = current_path(store)
     if found is None:
         return ""
+    from deeptutor_jupyter.learning.path import standing_block
+
     due = len(store.cards(due_before=time.time()))
     return standing_block(found[1], masteries(store), due)
 

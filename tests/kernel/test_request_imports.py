@@ -45,6 +45,15 @@ turn_tools = (AskUserTool(), LoadToolsTool(), MakeQuizTool())  # what the orches
 registry = ToolRegistry([*kernel_tools(None), *runtime_tools(), *turn_tools])
 sent = registry.schemas([n for n in ALWAYS if registry.get(n)])
 deferred_manifest([t for n in registry.names() if (t := registry.get(n)) and t.deferred])
+# and with the learning store: the system prompt's standing (none without a path)
+import tempfile
+from pathlib import Path
+from deeptutor_jupyter.runtime.learning import standing_text
+from deeptutor_jupyter.store.learning import LearningStore
+with tempfile.TemporaryDirectory() as home:
+    store = LearningStore(Path(home) / "state.db")
+    assert standing_text(store) == ""
+    store.close()
 loaded = [m for m in UNUSED if m in sys.modules]
 # The sent tools' schemas come with the package (tools/schema_file.py): no argument model built.
 args_built = [
@@ -82,6 +91,8 @@ UNUSED = (
     "deeptutor_jupyter.memory.ops",  # a memory edit (memory/store.py imports it then)
     "deeptutor_jupyter.memory.notebooks",  # rebuilding L1 from saved notebooks
     "deeptutor_jupyter.memory.runs",  # the upkeep after the turn (warm.VIEW_MODULES)
+    "deeptutor_jupyter.learning.path",  # the standing of a learner with a path
+    "deeptutor_jupyter.learning.mastery",  # grading a quiz, a path's standing
     "tomllib",  # config.py and tools/mcp/config.py: only where a settings.toml exists
     "tarfile",  # runtime/course_files.py: packing or unpacking a course
 )
