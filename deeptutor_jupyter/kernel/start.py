@@ -142,6 +142,9 @@ class ViewWhenSent:
         self._markdown = ""
 
     def sent(self) -> None:
+        from deeptutor_jupyter.kernel import warm
+
+        warm.request_sent()  # the garbage collector may run again (kernel/warm.py)
         self._loop.call_soon(self.show)
 
     def follow(self, turn: Turn, markdown: str) -> None:

@@ -17,6 +17,11 @@ Why a thread is safe here:
 * The thread only imports and builds pure values (pydantic schemas, an SSL context). Widgets,
   comms and anything that touches the kernel loop are created on the main thread, by the turn.
 * A failure is swallowed: the turn then imports on the main thread and reports the real error.
+* The cyclic garbage collector is off while it imports what a request needs (each collection
+  would traverse the new modules' objects again), and on again when that is done or, when a
+  question waited for it, once that question's request is sent (``request_sent``); at most
+  ``GC_PAUSE_LIMIT`` seconds after the imports whatever happens. Reference counting frees
+  everything else as usual meanwhile.
 
 Python's per-module import locks let the learner's own cells import other modules meanwhile;
 only a cell importing one of these very modules waits for the thread to finish that module.
@@ -25,6 +30,7 @@ only a cell importing one of these very modules waits for the thread to finish t
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import threading
 from collections.abc import Callable
@@ -122,24 +128,34 @@ VIEW_MODULES = (
 MODULES = REQUEST_MODULES + VIEW_MODULES
 
 WAIT_LIMIT = 10.0  # seconds; far above the ~0.3 s warming takes on a busy machine
+# Seconds the garbage collector stays paused for a question that waited and has not sent yet.
+GC_PAUSE_LIMIT = 2.0
 THREAD_NAME = "deeptutor-warm-imports"
 
 
 class Warmer:
     """One warming: a thread that imports ``modules`` and builds the first turn's values."""
 
-    def __init__(self, view: tuple[str, ...] = VIEW_MODULES) -> None:
+    def __init__(
+        self, view: tuple[str, ...] = VIEW_MODULES, gc_pause: float = GC_PAUSE_LIMIT
+    ) -> None:
         self._view = view  # of the modules given to ``start``, those imported second
+        self._gc_pause = gc_pause
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._imported = threading.Event()  # set when the request's modules are done (or failed)
-        self._finished = threading.Event()  # set when the thread has done all it will do
+        self._idle = threading.Event()  # set when the thread has imported all it will
+        self._finished = threading.Event()  # and has done all it will (the collector is on)
         # Set when a question waited for the imports: it then runs at once, and ``after`` is
         # left to it (it builds what it needs itself), not built beside it for the GIL.
         self._asked = threading.Event()
         # Set when a question is about to send: the view's modules are left to it too; it
         # imports them once its request is on the wire (issue 28: Run All's first turn).
         self._sending = threading.Event()
+        # Set when that question's request is on the wire (``request_sent``): the cyclic
+        # garbage collector, paused while the thread imports, runs again then.
+        self._sent = threading.Event()
+        self._gc_paused = False  # the thread turned the collector off, and it is still off
 
     def start(
         self, modules: tuple[str, ...] = MODULES, after: Callable[[], None] | None = None
@@ -162,7 +178,7 @@ class Warmer:
 
     def warming(self) -> bool:
         """True while the thread is still importing."""
-        return self._thread is not None and not self._finished.is_set()
+        return self._thread is not None and not self._idle.is_set()
 
     def wait(self, timeout: float = WAIT_LIMIT, *, sending: bool = False) -> bool:
         """Block until the modules a model request needs are imported; True unless it gave up.
@@ -182,15 +198,40 @@ class Warmer:
         """Block until the thread has imported everything it will (tests, benchmarks)."""
         return self._thread is None or self._finished.wait(timeout)
 
+    def request_sent(self) -> None:
+        """The question that waited has its request on the wire (kernel/start.py)."""
+        self._sent.set()
+        self._resume_gc()
+
+    def _pause_gc(self) -> None:
+        with self._lock:
+            self._gc_paused = gc.isenabled()
+            gc.disable()
+
+    def _resume_gc(self) -> None:
+        """On again, once, if the thread turned it off (not if it was off before)."""
+        with self._lock:
+            if self._gc_paused:
+                self._gc_paused = False
+                gc.enable()
+
     def _run(self, modules: tuple[str, ...], after: Callable[[], None] | None) -> None:
         first = tuple(m for m in modules if m not in self._view)
         then = tuple(m for m in modules if m in self._view)
+        # No cyclic garbage collection while importing what a request needs: the objects an
+        # import makes live as long as the process, and each collection traverses them again
+        # (~11 ms of a Run All's first request in a kernel, issue 28). Back on when that is
+        # done, or, when a question waited, once its request is on the wire.
+        if first:
+            self._pause_gc()
         try:
             try:
                 _import_each(first, stop=None)
                 if first:
                     _build_values()
             finally:
+                if not self._asked.is_set():
+                    self._resume_gc()
                 self._imported.set()
             _import_each(then, stop=self._sending)
             if then and not self._sending.is_set():
@@ -199,6 +240,10 @@ class Warmer:
                 with contextlib.suppress(Exception):  # the client builds it again if it needs it
                     after()
         finally:
+            self._idle.set()
+            if self._gc_paused:  # bounded: a question that never sends (no settings, an error)
+                self._sent.wait(self._gc_pause)
+                self._resume_gc()
             self._finished.set()
 
 
@@ -233,6 +278,11 @@ def wait(timeout: float = WAIT_LIMIT, *, sending: bool = False) -> bool:
 def finished(timeout: float = WAIT_LIMIT) -> bool:
     """Block until this process's warming has imported everything it will."""
     return _WARMER.finished(timeout)
+
+
+def request_sent() -> None:
+    """A question that waited for this process's warming has its request on the wire."""
+    _WARMER.request_sent()
 
 
 # The models a first request builds (lazy_model.py: each is built on first use), as

@@ -43,11 +43,14 @@ def _on_connect(event, args):  # what was imported and built when the turn conne
 sys.addaudithook(_on_connect)
 get_ipython().run_line_magic("tutor", "What is a loop?")
 _turns = await deeptutor_jupyter.wait_for_turns()
+import gc
+_collecting = gc.isenabled()  # paused while warming, on again once the request was sent
 _added = sorted(m for m in set(sys.modules) - _before if m.startswith({warmed!r}))
 _by = getattr(sys.modules.get("warm_probe_slow"), "BY", None)
 print(json.dumps({{"warming": _warming, "added": _added, "answer": _turns[-1].answer, "by": _by,
                   "at_request": _at_request[0], "built_before": _built_before,
-                  "built_at_request": _at_request[1], "turn_id": _turns[-1].turn_id}}))
+                  "built_at_request": _at_request[1], "turn_id": _turns[-1].turn_id,
+                  "collecting": _collecting}}))
 """
 # The view's heavy modules: none of them may be imported before a first turn's request leaves.
 VIEW = ("ipywidgets", "deeptutor_jupyter.kernel.widgets.turn_view")
@@ -130,6 +133,9 @@ def test_a_question_sent_while_warming_waits_and_is_answered(tmp_path: Path) -> 
     # (the thread stopped before them), and the view then replaced the running Markdown.
     assert got["at_request"] == [], got["at_request"]
     assert got["shown"] == ["markdown", "widget", "static"], got["shown"]
+    # The garbage collector, paused while the thread imported and the question built its
+    # request, is on again: its request was sent (not the thread's 2 s bound).
+    assert got["collecting"] is True
     # Nor did it wait for models it does not use yet (built on first use: lazy_model.py).
     built = got["built_at_request"]
     assert "TurnStarted" in built and not LATER_MODELS & set(built), built  # type: ignore[operator]
