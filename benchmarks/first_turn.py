@@ -98,6 +98,11 @@ def sample(
         k.shutdown()
 
 
+def spread(values: list[float]) -> str:
+    """The range of the samples around a median: how far one run can be trusted."""
+    return f"{min(values):.0f}-{max(values):.0f}"
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("-n", type=int, default=5)
@@ -165,10 +170,11 @@ def main() -> None:
     if baseline:
         base = statistics.median(baseline)
         turn, base_turn = statistics.median(firsts["at once"]), statistics.median(baseline_turn)
+        ours = requests["at once"]
         print(
-            f"A/B, sent at once, ms to the first request: baseline {a.baseline} {base:.0f} ms, "
-            f"this checkout {at_once:.0f} ms ({at_once / base:.2f}x), interleaved; the whole "
-            f"turn {base_turn:.0f} -> {turn:.0f} ms"
+            f"A/B, sent at once, ms to the first request: baseline {a.baseline} {base:.0f} ms "
+            f"({spread(baseline)}), this checkout {at_once:.0f} ms ({spread(ours)}; "
+            f"{at_once / base:.2f}x), interleaved; the whole turn {base_turn:.0f} -> {turn:.0f} ms"
         )
     for scenario in SCENARIOS:
         heavy = [m for m in added.get(scenario, []) if m in HEAVY]
