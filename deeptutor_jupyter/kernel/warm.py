@@ -287,7 +287,7 @@ def request_sent() -> None:
 
 # The models a first request builds (lazy_model.py: each is built on first use), as
 # "module:name"; the kernel test ``test_after_warming_the_first_turn_imports_nothing_heavy``
-# fails when one is missing here. The tools' argument models are built with their schemas.
+# fails when one is missing here. The tools' argument models are built after it (_build_later).
 REQUEST_MODELS = (
     "deeptutor_jupyter.config:Settings",
     "deeptutor_jupyter.runtime.context:ModelProfile",

@@ -143,22 +143,6 @@ def schema_of(tool: Tool[Any]) -> dict[str, Any]:
     return schema
 
 
-def prebuild_schemas(classes: list[type[Tool[Any]]]) -> int:
-    """Build the schemas of these tool classes ahead of their first turn (the kernel does it in
-    the background after ``%load_ext``); the number built. A class whose instances set another
-    name, description or Args simply gets its own schema at its first turn."""
-    built = 0
-    for cls in classes:
-        try:
-            key = (cls, cls.name, cls.description, cls.Args)
-            if key not in _SCHEMAS:
-                _SCHEMAS[key] = cls.schema()
-                built += 1
-        except Exception:  # an abstract or unusual class: its first turn builds it
-            continue
-    return built
-
-
 def _error(message: str) -> ToolResult:
     return ToolResult(content=message, is_error=True, summary=message.splitlines()[0])
 

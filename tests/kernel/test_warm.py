@@ -12,9 +12,6 @@ from pathlib import Path
 import pytest
 
 from deeptutor_jupyter.kernel.warm import MODULES, THREAD_NAME, VIEW_MODULES, Warmer
-from deeptutor_jupyter.tools.base import Tool
-from deeptutor_jupyter.tools.calculate import CalculateTool
-from deeptutor_jupyter.tools.registry import _SCHEMAS, prebuild_schemas, schema_of
 
 SLOW = """
 import threading, time
@@ -179,11 +176,3 @@ def test_the_module_list_imports() -> None:
     for name in MODULES:
         importlib.import_module(name)
     assert set(VIEW_MODULES) <= set(MODULES)
-
-
-def test_prebuilt_schemas_are_the_ones_a_turn_uses() -> None:
-    _SCHEMAS.clear()
-    assert prebuild_schemas([CalculateTool, Tool]) == 1  # the abstract base is skipped
-    built = dict(_SCHEMAS)
-    assert schema_of(CalculateTool()) is next(iter(built.values()))  # no second build
-    assert built[next(iter(built))] == CalculateTool.schema()
