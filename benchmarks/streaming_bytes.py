@@ -10,6 +10,10 @@ the cost grows; the anchor is each answer's own size, from the same run. Goal: u
 
     .venv/bin/python benchmarks/streaming_bytes.py            # 620, 6,200, 62,000 chars
     .venv/bin/python benchmarks/streaming_bytes.py --quick    # 600 and 6,000 chars
+    .venv/bin/python benchmarks/streaming_bytes.py --breakdown  # the smallest, every message
+
+The smallest answer's messages, grouped by type and widget, are what a turn costs whatever its
+length (issue 28: a 1-5 kB answer, the usual, mostly pays that).
 """
 
 from __future__ import annotations
@@ -74,6 +78,43 @@ def final_update(k: KernelDriver, marker: str) -> dict[str, Any] | None:
     return None
 
 
+def model_name(state: dict[str, Any]) -> str:
+    """The widget's model, an anywidget by its Python class (the status line, the answer)."""
+    name = str(state.get("_model_name", "?"))
+    if name == "AnyModel":
+        return str(state.get("_anywidget_id", name)).rsplit(".", 1)[-1]
+    return name.removesuffix("Model")
+
+
+def detail(m: dict[str, Any]) -> str:
+    """What a message carries, in a few words: the big parts of an open or a display."""
+    kind, content = m["header"]["msg_type"], m["content"]
+    parts: dict[str, Any] = {}
+    if kind == "comm_open":
+        parts = content["data"]["state"]
+    elif kind in ("display_data", "update_display_data"):
+        parts = content["data"]
+    elif kind == "comm_msg":
+        data = content["data"]
+        parts = data.get("state") or {data.get("method", "?"): data.get("content")}
+    sizes = sorted(((len(json.dumps(v)), key) for key, v in parts.items()), reverse=True)
+    said = ", ".join(f"{key} {n:,}" for n, key in sizes[:3] if n > 40)
+    if m["parent_header"]:
+        said += ("; " if said else "") + "parented"
+    return said
+
+
+def breakdown(r: dict[str, Any]) -> None:
+    """One answer's messages, grouped by type and widget, largest first."""
+    groups: dict[str, list[int]] = {}
+    for what, size, envelope, _ in r["rows"]:
+        g = groups.setdefault(what, [0, 0, 0])
+        g[0], g[1], g[2] = g[0] + 1, g[1] + size, g[2] + envelope
+    print("    by type and widget (count, bytes, of which envelopes):")
+    for what, (count, size, envelope) in sorted(groups.items(), key=lambda kv: -kv[1][1]):
+        print(f"      {what:32} {count:3} {size:7,} B  {envelope:6,} B")
+
+
 def one_answer(k: KernelDriver, server: FakeLLMServer, answer: str, delay: float) -> dict[str, Any]:
     chunks = tokens(answer)
     server.add(Reply(text=answer, chunks=chunks, chunk_delay=delay))
@@ -88,16 +129,20 @@ def one_answer(k: KernelDriver, server: FakeLLMServer, answer: str, delay: float
     by_model: dict[str, int] = {}  # comm bytes by widget model and message kind
     models: dict[str, str] = {}
     envelopes = 0  # header, parent header, metadata, delimiter and signature of each message
+    rows: list[tuple[str, int, int, str]] = []  # (what, wire bytes, envelope bytes, detail)
     for m in k.iopub:
         kind, content = m["header"]["msg_type"], m["content"]
         by_kind[kind] = by_kind.get(kind, 0) + wire_bytes(m)
         carried = len(json.dumps(content, default=str).encode())
-        envelopes += wire_bytes(m) - carried - sum(len(b) for b in m.get("buffers", []))
+        envelope = wire_bytes(m) - carried - sum(len(b) for b in m.get("buffers", []))
+        envelopes += envelope
+        what = kind
         if kind.startswith("comm_"):
             if kind == "comm_open":
-                models[content["comm_id"]] = content["data"]["state"].get("_model_name", "?")
-            key = f"{models.get(content['comm_id'], '?')} {kind.removeprefix('comm_')}"
-            by_model[key] = by_model.get(key, 0) + wire_bytes(m)
+                models[content["comm_id"]] = model_name(content["data"]["state"])
+            what = f"{models.get(content['comm_id'], '?')} {kind.removeprefix('comm_')}"
+            by_model[what] = by_model.get(what, 0) + wire_bytes(m)
+        rows.append((what, wire_bytes(m), envelope, detail(m)))
     data = last["content"]["data"]
     # Its last words, prose in Markdown and in HTML alike (the trace's summary is its start).
     copies = sum(1 for v in data.values() if isinstance(v, str) and "That is all." in v)
@@ -111,6 +156,7 @@ def one_answer(k: KernelDriver, server: FakeLLMServer, answer: str, delay: float
         "copies": copies,
         "mimes": sorted(data),
         "count": len(k.iopub),
+        "rows": rows,
         "elapsed": elapsed,
     }
 
@@ -120,6 +166,9 @@ def main() -> None:
     p.add_argument("--size", type=int, default=62_000, help="largest answer, in characters")
     p.add_argument("--chunk-delay", type=float, default=0.002, help="seconds between tokens")
     p.add_argument("--quick", action="store_true", help="600 and 6,000 chars at 1 ms a token")
+    p.add_argument(
+        "--breakdown", action="store_true", help="also list the smallest answer's every message"
+    )
     a = p.parse_args()
     sizes = [600, 6_000] if a.quick else [a.size // 100, a.size // 10, a.size]
     delay = 0.001 if a.quick else a.chunk_delay
@@ -161,6 +210,12 @@ def main() -> None:
             f"{r['copies']} copies of the answer ({', '.join(r['mimes'])})"
         )
     (small, rs), (large, rl) = results[0], results[-1]
+    print(f"what a turn costs whatever its length: the {len(small.encode()):,}-byte answer")
+    breakdown(rs)
+    if a.breakdown:
+        print("    every message, in order (bytes, of which envelope; what it carries):")
+        for what, size, envelope, said in rs["rows"]:
+            print(f"      {size:6,} {envelope:5,}  {what:32} {said}")
     slope = (rl["total"] - rs["total"]) / (len(large.encode()) - len(small.encode()))
     print(
         f"growth: {ratios[-1]:.2f}x at the largest answer vs {ratios[0]:.2f}x at the smallest; "
