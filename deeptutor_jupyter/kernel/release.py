@@ -31,11 +31,13 @@ def release_finished_view(view: Any, final_bundles: Iterable[dict[str, Any]] = (
 
 
 def close_tree(widget: Any) -> None:
-    """Close ``widget``, its children (recursively) and their layout and style models."""
+    """Close ``widget``, its children (recursively) and their layout and style models; not a
+    Layout every turn shares (turn_view.KernelLayout)."""
     from ipywidgets import Widget
 
     for child in getattr(widget, "children", ()) or ():
         close_tree(child)
     for part in (getattr(widget, "layout", None), getattr(widget, "style", None), widget):
-        if isinstance(part, Widget) and part.comm is not None:
+        shared = getattr(part, "kernel_wide", False)
+        if isinstance(part, Widget) and part.comm is not None and not shared:
             part.close()

@@ -233,7 +233,10 @@ def attach_view(
     def stop() -> None:
         session.stop(turn.turn_id, t("stopped_by_learner", language))
 
-    view = TurnView(
+    # Its opens are widget traffic too: no parent request (~220 bytes each; the display that
+    # shows the view in its cell keeps its parent).
+    view = unparented().run(
+        TurnView,
         model_label=label,
         language=language,
         on_stop=stop,

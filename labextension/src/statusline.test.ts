@@ -1,12 +1,14 @@
 /**
  * The kernel's status line module (deeptutor_jupyter/kernel/widgets/status_line.js): the kernel
  * sends the line when its words change, and this module advances its clock each second until
- * the line it gets has no live clock (the turn has ended). Stand-in model and elements.
+ * the line it gets has no live clock (the turn has ended). It draws the turn's Stop button too.
+ * Stand-in model and elements.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 interface Model {
   get(key: string): unknown;
+  send?(content: unknown): void;
   on(event: string, handler: () => void): void;
   off(event: string, handler: () => void): void;
 }
@@ -17,6 +19,21 @@ const statusLine = (
     default: { render(props: { model: Model; el: unknown }): () => void };
   }
 ).default;
+
+/** The Stop button the line draws: its label, whether it shows, and its click. */
+function fakeButton() {
+  return {
+    className: '',
+    textContent: '',
+    style: { display: '' },
+    onclick: null as null | (() => void)
+  };
+}
+
+/** Just enough of a document: a button, or the line's element. */
+function fakeDocument(line: { node: unknown }, button = fakeButton()) {
+  return { createElement: (tag: string) => (tag === 'button' ? button : line.node) };
+}
 
 /** Just enough of an element: innerHTML parsed for the one clock span the module looks for. */
 function fakeLine() {
@@ -48,15 +65,19 @@ describe('status_line.js', () => {
     delete (globalThis as { document?: unknown }).document;
   });
 
-  it('advances a live clock each second and stops at the final line', () => {
+  it('advances a live clock each second, draws Stop while the turn runs, and stops at the final line', () => {
     const line = fakeLine();
-    (globalThis as { document?: unknown }).document = { createElement: () => line.node };
+    const button = fakeButton();
+    (globalThis as { document?: unknown }).document = fakeDocument(line, button);
     const state: Record<string, string> = {
-      value: '<b>m</b> · <span class="dt-clock" data-live>2.5 s</span> · answering…'
+      value: '<b>m</b> · <span class="dt-clock" data-live>2.5 s</span> · answering…',
+      stop: 'Stop'
     };
     const handlers: (() => void)[] = [];
+    const sent: unknown[] = [];
     const model: Model = {
       get: key => state[key],
+      send: content => sent.push(content),
       on: (_event, h) => handlers.push(h),
       off: () => undefined
     };
@@ -70,22 +91,30 @@ describe('status_line.js', () => {
     expect(line.clock.textContent).toBe('2.5 s');
     vi.advanceTimersByTime(3000);
     expect(line.clock.textContent).toBe('5.5 s');
+    // Stop shows while the turn runs; its click is ipywidgets' Button's message.
+    expect(button.textContent).toContain('Stop');
+    expect(button.style.display).toBe('');
+    button.onclick?.();
+    expect(sent).toEqual([{ event: 'click' }]);
     state.value = '<b>m</b> · <span class="dt-clock">7.0 s</span> · done';
+    state.stop = '';
     handlers.forEach(h => h());
     vi.advanceTimersByTime(3000);
     expect(line.clock.textContent).toBe('7.0 s');
     expect(line.node.innerHTML).toContain('done');
+    expect(button.style.display).toBe('none'); // the turn has ended: nothing to stop
     stop();
     expect(vi.getTimerCount()).toBe(0);
   });
 
-  it('stops the clock when the kernel is gone (a restart or a lost connection)', () => {
+  it('stops the clock and hides Stop when the kernel is gone (a restart or a lost connection)', () => {
     const line = fakeLine();
-    (globalThis as { document?: unknown }).document = { createElement: () => line.node };
+    const button = fakeButton();
+    (globalThis as { document?: unknown }).document = fakeDocument(line, button);
     const value = '<b>m</b> · <span class="dt-clock" data-live>2.5 s</span> · answering…';
     const handlers: Record<string, (() => void)[]> = {};
     const model: Model = {
-      get: () => value,
+      get: key => (key === 'stop' ? 'Stop' : value),
       on: (event, h) => (handlers[event] ??= []).push(h),
       off: (event, h) => (handlers[event] = (handlers[event] ?? []).filter(x => x !== h))
     };
@@ -97,6 +126,7 @@ describe('status_line.js', () => {
     (handlers['comm_live_update'] ?? []).forEach(h => h());
     vi.advanceTimersByTime(60000);
     expect(line.clock.textContent).toBe('4.5 s');
+    expect(button.style.display).toBe('none'); // a dead kernel's turn cannot be stopped
     stop();
     expect(Object.values(handlers).flat()).toEqual([]);
   });

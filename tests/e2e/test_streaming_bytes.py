@@ -76,6 +76,43 @@ def test_a_streamed_answer_costs_under_3x_its_bytes_and_each_delta_is_new_text(
     assert sum("That is all." in json.dumps(v) for v in final["content"]["data"].values()) == 1
 
 
+def test_a_short_answer_pays_a_small_fixed_cost_a_turn(
+    kernel: KernelDriver, fake_llm: FakeLLMServer
+) -> None:
+    """Most answers are 1-5 kB, so what every turn costs whatever its length is what a
+    learner's turns mostly pay (issue 28: ~22 kB a turn, 37x a 633-byte answer)."""
+    answer = make_answer(620)
+    for _ in range(2):  # the kernel's first turn opens what every turn shares; count the second
+        fake_llm.add(Reply(text=answer, chunks=[answer[:300], answer[300:]], chunk_delay=0.05))
+        kernel.iopub.clear()
+        kernel.execute("%tutor Explain eigenvectors briefly.")
+        kernel.wait_for(lambda: final_update(kernel, "That is all."), timeout=60)
+        kernel.wait_for(lambda: _closes(kernel.iopub) >= _opens(kernel.iopub), timeout=30)
+    sent = list(kernel.iopub)
+    opened = sorted(
+        str(m["content"]["data"]["state"].get("_anywidget_id", _model(m))).rsplit(".", 1)[-1]
+        for m in sent
+        if _model(m)
+    )
+    # The view, its blocks box, the status line (which draws Stop: no Button and its style)
+    # and the answer; no Layout (the kernel's two are shared by every turn).
+    assert opened == ["AnswerStream", "StatusLine", "VBoxModel", "VBoxModel"], opened
+    # Widget traffic names no parent request (~220 bytes a message), the opens included.
+    comms = [m for m in sent if m["header"]["msg_type"].startswith("comm_")]
+    assert not [m["header"]["msg_type"] for m in comms if m["parent_header"]]
+    # The status line is sent when its words change: "answering", then the final line (and
+    # no Stop) in one message; its clock is the browser's.
+    status = next(
+        m["content"]["comm_id"] for m in comms if "StatusLine" in json.dumps(m["content"])
+    )
+    updates = [m for m in comms if m["content"]["comm_id"] == status and _model(m) == ""]
+    assert len([m for m in updates if m["header"]["msg_type"] == "comm_msg"]) == 2
+    # All of it: ~15.5 kB (was ~22.5 kB), ~4 kB of it the kernel's own (status, the input,
+    # the display) and the final update.
+    total = sum(wire_bytes(m) for m in sent)
+    assert total < 17_000, total
+
+
 def test_a_reloaded_page_gets_the_whole_text_so_far_and_a_gap_is_resent(
     kernel: KernelDriver, fake_llm: FakeLLMServer
 ) -> None:
@@ -122,7 +159,8 @@ def _model(m: dict[str, Any]) -> str:
 
 
 def _opens(sent: list[dict[str, Any]]) -> int:
-    return sum(1 for m in sent if m["header"]["msg_type"] == "comm_open" and _model(m) != "")
+    """Opens a turn closes at its end: not the Layouts every turn shares (turn_view.py)."""
+    return sum(1 for m in sent if _model(m) not in ("", "LayoutModel"))
 
 
 def _closes(sent: list[dict[str, Any]]) -> int:

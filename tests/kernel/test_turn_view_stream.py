@@ -167,17 +167,18 @@ def test_citation_links_go_to_the_front_end_only_for_an_answer_that_cites(
 
 
 async def test_a_finished_view_closes_what_it_no_longer_shows() -> None:
+    TurnView(model_label="custom/fake")  # the kernel's first view opens the shared Layouts
     before = len(widget_module._instances)
-    view = TurnView(model_label="custom/fake")
-    stop = view.stop_button
+    stopped: list[bool] = []
+    view = TurnView(model_label="custom/fake", on_stop=lambda: stopped.append(True))
     view.handle(_event("content", 1, text="The answer."))
     view._flush()
-    # Each model opens with its whole state (a Layout ~1.7 kB): the view's plain parts share
-    # one Layout, and the thinking card and the notes box are never made for a plain answer.
+    # Each model opens with its whole state (a Layout ~1.7 kB, and ~0.35 kB to close): every
+    # turn's view shares the kernel's two Layouts, the status line draws Stop (no Button and
+    # ButtonStyle), and the thinking card and the notes box are never made for a plain answer.
     opened = list(widget_module._instances.values())[before:]
     names = sorted(type(w).__name__ for w in opened)
-    assert names.count("LeanLayout") == 2 and len(opened) <= 9, names
-    assert names.count("AnswerStream") == 1
+    assert names == ["AnswerStream", "StatusLine", "TurnView", "VBox"], names
     # And a Layout opens with the properties set, not ~40 nulls (1.2 kB of its 1.7 kB open).
     layout = view._text_layout.get_state()
     assert layout["width"] == "auto" and [k for k, v in layout.items() if v is None] == [
@@ -188,9 +189,15 @@ async def test_a_finished_view_closes_what_it_no_longer_shows() -> None:
     answer = view._text.widget  # type: ignore[union-attr]
     assert answer.layout is view._text_layout and "tooltip" not in answer.get_state()
     assert view.thinking is None and view.errors is None
+    # Stop is the status line's: a click (ipywidgets' Button's message) stops the turn.
+    assert view.status.stop == "Stop" and "dt-stop" in view.status._dom_classes
+    view.status._on_front_end(view.status, {"event": "click"}, [])
+    assert stopped == [True]
     view.handle(_event("done", 2, status="done"))
-    assert stop.comm is None  # closed
-    assert stop not in view.children and view.layout.comm is not None  # the shared one stays
+    assert view.status.stop == ""  # no button once the turn has ended, and a late click
+    view.status._on_front_end(view.status, {"event": "click"}, [])
+    assert stopped == [True]  # stops nothing
+    assert view.layout.comm is not None  # the shared one stays
     assert view.answer_text == "The answer."
     assert "done" in view.status.value.lower()
     assert 'class="dt-clock">' in view.status.value  # no longer data-live: the clock stops

@@ -38,10 +38,11 @@ def utf16_len(text: str) -> int:
 
 
 def esm_source(path: Path) -> str:
-    """A front-end module as sent with every open: without its comments (they are for whoever
-    reads the file)."""
-    lines = path.read_text("utf-8").splitlines()
-    return "\n".join(line for line in lines if not line.lstrip().startswith("//"))
+    """A front-end module as sent with every open: without its comments and indentation (they
+    are for whoever reads the file; ~20% of the module). Line breaks stay, so no statement's
+    end moves; the modules have no string that spans lines."""
+    lines = (line.strip() for line in path.read_text("utf-8").splitlines())
+    return "\n".join(line for line in lines if line and not line.startswith("//"))
 
 
 class AnswerStream(Lean, anywidget.AnyWidget):

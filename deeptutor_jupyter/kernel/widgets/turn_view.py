@@ -70,6 +70,24 @@ class LeanLayout(Lean, widgets.Layout):  # type: ignore[misc]
     pass
 
 
+class KernelLayout(LeanLayout):
+    """A Layout every turn's view shares: opened once a kernel, and never closed with a turn
+    (kernel/release.py skips it). Two Layouts a turn were ~1.8 kB of opens and ~0.7 kB of
+    closes (issue 28). Nothing sets its properties after it opens: every view would move."""
+
+    kernel_wide = True
+
+
+_KERNEL_LAYOUTS: dict[str, LeanLayout] = {}
+
+
+def kernel_layout(name: str, **properties: str) -> widgets.Layout:
+    layout = _KERNEL_LAYOUTS.get(name)
+    if layout is None or layout.comm is None:  # none yet, or closed (``Widget.close_all()``)
+        layout = _KERNEL_LAYOUTS[name] = KernelLayout(**properties)
+    return layout
+
+
 def markdown_bundle(text: str) -> dict[str, Any]:
     return {
         "output_type": "display_data",
@@ -157,7 +175,7 @@ class _TextBlock:
 
 
 def text_layout() -> widgets.Layout:
-    return LeanLayout(width="auto", max_width="100%")
+    return kernel_layout("text", width="auto", max_width="100%")
 
 
 class ToolCard(widgets.Accordion):  # type: ignore[misc]
@@ -200,24 +218,15 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         self._answers: dict[str, tuple[UserInputResolved, float]] = {}
         self.model_label = model_label
         # Every widget opens with its whole state (a Layout alone is ~1.7 kB on the wire, and
-        # as much again to close): the view's plain parts share one Layout, get their classes
-        # and values at creation, and the thinking card and the notes box only exist once
-        # needed (issue 28: ~53 kB a turn before any answer text).
-        self._plain = LeanLayout()
+        # as much again to close): the view's plain parts share one Layout with every other
+        # turn's, get their classes and values at creation, and the thinking card and the
+        # notes box only exist once needed (issue 28: ~53 kB a turn before any answer text).
+        self._plain = kernel_layout("plain")
         self._text_layout = text_layout()
         self.thinking: widgets.Accordion | None = None
         self.thinking_text: widgets.HTML | None = None
         self.errors: widgets.VBox | None = None  # notices and error cards
         self.blocks = widgets.VBox(layout=self._plain)
-        self.stop_button = widgets.Button(
-            description=t("stop", language),
-            icon="stop",
-            button_style="warning",
-            layout=self._plain,
-            _dom_classes=("dt-stop",),
-        )
-        if on_stop is not None:
-            self.stop_button.on_click(lambda _b: on_stop())
         self._text: _TextBlock | None = None
         self._text_blocks: list[_TextBlock] = []
         self._thinking_parts: list[str] = []
@@ -245,9 +254,17 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         self.finished = False
         from deeptutor_jupyter.kernel.widgets.status_line import StatusLine
 
-        self.status = StatusLine(self._status_html, layout=self._plain, _dom_classes=("dt-status",))
+        # The line draws the Stop button while the turn runs (status_line.py); "dt-stop" names
+        # the widget whose click stops the turn.
+        self.status = StatusLine(
+            self._status_html,
+            on_stop=on_stop,
+            stop=t("stop", language) if on_stop is not None else "",
+            layout=self._plain,
+            _dom_classes=("dt-status", "dt-stop"),
+        )
         super().__init__(
-            children=[self.status, self.blocks, self.stop_button],
+            children=[self.status, self.blocks],
             layout=self._plain,
             _dom_classes=("dt-turn",),
         )
@@ -315,11 +332,11 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
                 pass  # the header says who answers; the sources come through show_sources
 
     def _note(self, widget: widgets.Widget, first: bool = False) -> None:
-        """A notice, an error card or the policy badge, in the notes box above Stop."""
+        """A notice, an error card or the policy badge, in the notes box under the answer."""
         if self.errors is None:
             self.errors = widgets.VBox([widget], layout=self._plain)
             shown: tuple[Any, ...] = tuple(self.children)  # type: ignore[has-type]
-            self.children = (*shown[:-1], self.errors, shown[-1])
+            self.children = (*shown, self.errors)
         elif first:
             self.errors.children = (widget, *self.errors.children)
         else:
@@ -442,8 +459,10 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
             if final or len(text) >= 1.5 * self._thinking_sent + 64:
                 self._thinking_shown, self._thinking_sent = len(self._thinking_parts), len(text)
                 self._show_thinking(_pre(text))
-        if final or self._status_key != self._key():
-            self._render_status()  # the clock alone is the ticker's job
+        if self._status_key != self._key():
+            # Only when its words change, a final flush included: the clock is the browser's,
+            # and the turn's end sends its own last line (issue 28: ~0.6 kB a turn).
+            self._render_status()
 
     def _show_thinking(self, value: str) -> None:
         if self.thinking is None or self.thinking_text is None:
@@ -509,18 +528,9 @@ class TurnView(widgets.VBox):  # type: ignore[misc]
         if usage.get("total_tokens"):
             words += f" · {usage['total_tokens']:,} tokens"
         self._final, self._ended = words, time.monotonic()
-        self._render_status()
-        self._release()
-
-    def _release(self) -> None:
-        """Close what a finished turn no longer shows (issue 14: 22 live widgets a turn, never
-        closed). The cell keeps the status, the answer, cards and notices; the saved notebook
-        reads the final display bundle (kernel/start.py), not these widgets."""
-        shown: tuple[Any, ...] = tuple(self.children)
-        self.children = tuple(c for c in shown if c is not self.stop_button)
-        # Its layout is the view's shared one, which stays.
-        self.stop_button.style.close()
-        self.stop_button.close()
+        with self.status.hold_sync():  # the final words and no Stop: one message
+            self.status.stop = ""
+            self._render_status()
 
     @property
     def answer_text(self) -> str:
