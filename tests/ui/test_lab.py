@@ -389,6 +389,8 @@ def test_a_turn_that_ends_after_a_page_reload_is_saved_with_its_answer_and_trace
             "(t) => document.querySelector('.dt-answer')?.innerText.trim() === t", arg=so_far
         )
         page.screenshot(path=str(ARTIFACTS / "lab-reload-streaming-mid.png"), full_page=True)
+        # The status line draws Stop while the turn runs, the reloaded page's too.
+        page.locator(".dt-status .dt-stop-button").wait_for(state="visible")
         # While the model is held the kernel sends nothing: the status line's clock runs on in
         # the browser (kernel/widgets/status_line.js).
         clock = page.locator(".dt-status .dt-clock").inner_text()
@@ -403,12 +405,32 @@ def test_a_turn_that_ends_after_a_page_reload_is_saved_with_its_answer_and_trace
         page.get_by_text("the end.").first.wait_for()
         wait_for_final_bundle(page, 1, "the end.")
         save_until_on_disk(page, tmp_path / "streaming.ipynb", "the end.")
+        assert page.locator(".dt-stop-button:visible").count() == 0  # ended: nothing to stop
     saved = nbformat.read(tmp_path / "streaming.ipynb", as_version=4)
     bundles = [o.get("data", {}) for o in saved.cells[1].outputs]
     final = [b for b in bundles if "the end." in shown_text(b)]
     assert final, [shown_text(b) for b in bundles]
     assert "The tutor is answering" not in shown_text(final[0])
     assert "application/vnd.deeptutor.trace+json" in final[0]
+
+
+@needs_chromium
+def test_stop_on_the_status_line_stops_the_turn(lab: str, fake_llm: FakeLLMServer, tmp_path: Path):
+    """Stop is drawn by the status line (kernel/widgets/status_line.js), above the answer."""
+    fake_llm.add(Reply(chunks=[f"word{i} " for i in range(300)], chunk_delay=0.1))
+    write_notebook(tmp_path / "stop.ipynb", "%load_ext deeptutor_jupyter", "%tutor Go on and on")
+    with lab_page("lab-stop") as page:
+        open_notebook(page, lab, "stop.ipynb")
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        page.get_by_text("word3").first.wait_for()
+        stop = page.locator(".dt-status .dt-stop-button")
+        assert stop.inner_text().strip().endswith("Stop")
+        page.screenshot(path=str(ARTIFACTS / "lab-stop-running.png"), full_page=True)
+        stop.click()
+        # The turn ends as stopped: its static output says so, and no button is left.
+        page.get_by_text("Stopped before the answer was finished.").wait_for()
+        assert page.locator(".dt-stop-button:visible").count() == 0
+        assert "word299" not in page.locator(".jp-Notebook").inner_text()
 
 
 def long_markdown_answer() -> str:
