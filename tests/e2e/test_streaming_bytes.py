@@ -94,9 +94,9 @@ def test_a_short_answer_pays_a_small_fixed_cost_a_turn(
         for m in sent
         if _model(m)
     )
-    # The view, its blocks box, the status line (which draws Stop: no Button and its style)
+    # The view, the status line (which draws Stop: no Button and its style)
     # and the answer; no Layout (the kernel's two are shared by every turn).
-    assert opened == ["AnswerStream", "StatusLine", "VBoxModel", "VBoxModel"], opened
+    assert opened == ["AnswerStream", "StatusLine", "VBoxModel"], opened
     # Widget traffic names no parent request (~220 bytes a message), the opens included.
     comms = [m for m in sent if m["header"]["msg_type"].startswith("comm_")]
     assert not [m["header"]["msg_type"] for m in comms if m["parent_header"]]

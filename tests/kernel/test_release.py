@@ -62,4 +62,4 @@ async def test_a_card_waiting_for_the_learner_keeps_the_view_live_until_answered
     assert view.comm is not None
     card.state = "answered"
     assert release_finished_view(view)
-    assert view.comm is None and view.blocks.comm is None and not view.cards
+    assert view.comm is None and view.status.comm is None and not view.cards

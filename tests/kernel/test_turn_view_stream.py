@@ -178,7 +178,7 @@ async def test_a_finished_view_closes_what_it_no_longer_shows() -> None:
     # ButtonStyle), and the thinking card and the notes box are never made for a plain answer.
     opened = list(widget_module._instances.values())[before:]
     names = sorted(type(w).__name__ for w in opened)
-    assert names == ["AnswerStream", "StatusLine", "TurnView", "VBox"], names
+    assert names == ["AnswerStream", "StatusLine", "TurnView"], names
     # And a Layout opens with the properties set, not ~40 nulls (1.2 kB of its 1.7 kB open).
     layout = view._text_layout.get_state()
     assert layout["width"] == "auto" and [k for k, v in layout.items() if v is None] == [
