@@ -36,7 +36,7 @@ def test_a_streamed_answer_costs_under_3x_its_bytes_and_each_delta_is_new_text(
     sent = list(kernel.iopub)
     total = sum(wire_bytes(m) for m in sent)
     # The text once (raw bytes), the final update once (1.15x), a message a second (~0.4 kB)
-    # and the view's fixed ~20 kB: ~2.5x here. Under 2.9x leaves room for a loaded machine's
+    # and the view's fixed ~13 kB: ~2.4x here. Under 2.9x leaves room for a loaded machine's
     # slower stream (each extra second one more delta); the Output blocks this replaced cost
     # ~3.7x streamed so.
     assert total < 2.9 * len(answer.encode()), total / len(answer.encode())
@@ -107,10 +107,10 @@ def test_a_short_answer_pays_a_small_fixed_cost_a_turn(
     )
     updates = [m for m in comms if m["content"]["comm_id"] == status and _model(m) == ""]
     assert len([m for m in updates if m["header"]["msg_type"] == "comm_msg"]) == 2
-    # All of it: ~15.5 kB (was ~22.5 kB), ~4 kB of it the kernel's own (status, the input,
-    # the display) and the final update.
+    # All of it: ~14.4 kB (was ~22.5 kB), ~5 kB of it the kernel's own messages (status, the
+    # input), the view's display and the final update.
     total = sum(wire_bytes(m) for m in sent)
-    assert total < 17_000, total
+    assert total < 15_000, total
 
 
 def test_a_reloaded_page_gets_the_whole_text_so_far_and_a_gap_is_resent(
