@@ -203,6 +203,14 @@ async def test_a_finished_view_closes_what_it_no_longer_shows() -> None:
     assert 'class="dt-clock">' in view.status.value  # no longer data-live: the clock stops
 
 
+async def test_a_shared_layout_closed_by_close_all_is_made_again() -> None:
+    shared = TurnView(model_label="custom/fake")._plain
+    shared.close()  # as ``Widget.close_all()`` would
+    view = TurnView(model_label="custom/fake")
+    assert view._plain is not shared and view._plain.comm is not None
+    assert view.layout is view._plain and view.status.layout is view._plain
+
+
 async def test_text_before_a_pause_is_shown_without_another_event(browser: Browser) -> None:
     """The first words show at once; words that came right after them, before the model
     paused (writing a tool call, a slow model), waited for an event that never came: the
