@@ -150,7 +150,10 @@ def test_a_short_retry_after_is_counted_down_then_answered(k: KernelDriver, serv
 def test_a_five_megabyte_answer_arrives_whole(k: KernelDriver, server: FakeLLMServer, home: Path):
     reply = faults.huge_answer(megabytes=5)
     server.add(reply)
-    view = ask(k, "%tutor a very long answer")
+    # The module's 1.5 s read timeout is for the stall tests; 5 MB between two processes on a
+    # loaded 2-core machine can leave the socket quiet longer than that (CI: "did not answer in
+    # time"), so this turn gets a timeout that only a real stall would meet.
+    view = ask(k, "%tutor --timeout 60 a very long answer")
     k.wait_for(lambda: "done" in status_of(k, view), timeout=120)
     question, status, answer = turns(home)[-1]
     assert (question, status) == ("a very long answer", "done")

@@ -66,6 +66,14 @@ def test_trace_rejects_ids_that_would_break_paths_or_footnotes(trace_id: str, su
         make_record(trace_id, surface=surface)
 
 
+def test_a_summary_reads_only_the_start_of_a_long_answer() -> None:
+    # The tail is never scanned: a code fence still open at the end of what is read hides the
+    # words after it, and the ellipsis says there is more.
+    answer = "Intro words.\n```\n" + "x = 1\n" * 200_000 + "```\nAfter the code."
+    assert summarize_answer(answer) == "Intro words. [code] …"
+    assert summarize_answer("```\n" + "y" * 20_000 + "\n```\nshort", limit=400) == "[code] short"
+
+
 def test_summarize_answer_is_plain_and_bounded() -> None:
     answer = "## Fractions\n**A fraction** is `a/b`.\n```python\nprint(1/2)\n```\n" + "more " * 200
     summary = summarize_answer(answer, limit=60)
