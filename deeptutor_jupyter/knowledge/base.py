@@ -440,7 +440,7 @@ class KnowledgeBase:
             build.replaced.append(at)
         else:
             report.added += 1
-        first_doc = len(build.doc_lengths)
+        first_doc = build.new_docs
         lines: list[bytes] = []
         read, next_tick = 0, _PROGRESS_STEP
         report_progress, done, total = tick
@@ -459,14 +459,14 @@ class KnowledgeBase:
             n_chunks += 1
             read += len(chunk.text)  # characters: never more than the file's bytes
             if batched >= _PROGRESS_STEP:
-                build.doc_lengths.extend(append_token_ids(build.ids, batch, terms))
+                build.tokenised(append_token_ids(build.ids, batch, terms), terms)
                 writer.write(b"".join(lines))
                 batch, lines, batched = [], [], 0
             if read >= next_tick and report_progress:
                 report_progress(done + read, total, rel)
                 next_tick = read + _PROGRESS_STEP
         if batch:
-            build.doc_lengths.extend(append_token_ids(build.ids, batch, terms))
+            build.tokenised(append_token_ids(build.ids, batch, terms), terms)
             writer.write(b"".join(lines))
         build.new[len(build.order)] = (first_doc, n_chunks)
         return {"sha256": digest, **stamp, "chunks": n_chunks, "row": 0} | writer.end()

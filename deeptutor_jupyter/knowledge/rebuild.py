@@ -42,8 +42,14 @@ class Build:
     # (first index row, rows) in the previous index of each file replaced, removed or unreadable
     dropped: list[tuple[int, int]] = field(default_factory=list)
     in_order: bool = True  # every file kept its row in the table, and none came or went
+    # The new docs' token ids not counted yet, and each such doc's number of them: ``tokenised``
+    # counts them once a batch is full, so no array of every token of a big file is grown
+    # (growing one ~1 MiB at a time copied it again and again: 0.4 ms for a 4 MB file, 5.3 ms
+    # for 16 MB), and a batch is counted while it is still in cache.
     ids: array[int] = field(default_factory=lambda: array("i"))
     doc_lengths: array[int] = field(default_factory=lambda: array("q"))
+    new_docs: int = 0  # new docs tokenised so far, counted or not
+    counted: list[tuple[Any, Any, Any]] = field(default_factory=list)  # see ``count_docs``
     stamps_moved: bool = False
     dropped_bytes: int = 0
 
@@ -75,6 +81,20 @@ class Build:
         # Bytes of the chunk store no longer named by any file: when to compact it.
         self.dropped_bytes = sum(int(old.length[p]) for p in (*gone, *self.replaced))
 
+    def tokenised(self, lengths: list[int], vocab: Vocabulary) -> None:
+        """Docs whose ids were just appended to ``ids``, ``lengths`` ids each: counted as soon
+        as ``_BATCH_TOKENS`` ids wait."""
+        self.doc_lengths.extend(lengths)
+        self.new_docs += len(lengths)
+        if len(self.ids) >= _BATCH_TOKENS:
+            self.count_waiting(vocab)
+
+    def count_waiting(self, vocab: Vocabulary) -> None:
+        """Count the ids still waiting (the last ones, before the index is assembled)."""
+        if self.doc_lengths:
+            self.counted += count_docs(self.ids, self.doc_lengths, vocab)
+        self.ids, self.doc_lengths = array("i"), array("q")
+
     def chunks(self, before: int) -> int:
         """Live chunks once built, from ``before`` (the previous index's count)."""
         gone = sum(rows for _, rows in self.dropped)
@@ -86,25 +106,23 @@ _BATCH_TOKENS = 1 << 18  # new docs are counted this many tokens at a time: each
 # sorted, and a sort of a bounded size (in cache) keeps counting linear in the tokens
 
 
-def _new_docs(build: Build, vocab: Vocabulary) -> tuple[Any, Any, Any]:
-    """(ptr, terms, tfs) of the new docs, counted from their token ids with numpy, in batches of
-    whole docs (a full index of 50,000 files has ~10^7 tokens; one pass would hold several
-    int64 copies of all of them)."""
+def count_docs(ids: array[int], doc_lengths: array[int], vocab: Vocabulary) -> list[Any]:
+    """The docs whose token ids are ``ids`` (``doc_lengths`` ids each, stopwords included)
+    counted: (postings per doc, terms, tfs) for each batch of whole docs of about
+    ``_BATCH_TOKENS`` ids, each doc's terms in order."""
     import numpy as np
 
-    n_new = len(build.doc_lengths)
-    ids = np.frombuffer(build.ids, dtype=np.int32) if len(build.ids) else np.zeros(0, np.int32)
-    per_doc = np.frombuffer(build.doc_lengths, np.int64) if n_new else np.zeros(0, np.int64)
-    offsets = np.zeros(n_new + 1, dtype=np.int64)
+    n_docs = len(doc_lengths)
+    ids_np = np.frombuffer(ids, dtype=np.int32) if len(ids) else np.zeros(0, np.int32)
+    per_doc = np.frombuffer(doc_lengths, np.int64) if n_docs else np.zeros(0, np.int64)
+    offsets = np.zeros(n_docs + 1, dtype=np.int64)
     np.cumsum(per_doc, out=offsets[1:])
-    counts_per_doc: list[Any] = [np.zeros(0, np.int64)]
-    terms: list[Any] = [np.zeros(0, np.int32)]
-    tfs: list[Any] = [np.zeros(0, np.int32)]
+    out: list[Any] = []
     first = 0
-    while first < n_new:
+    while first < n_docs:
         last = int(np.searchsorted(offsets, offsets[first] + _BATCH_TOKENS, side="right")) - 1
-        last = min(max(last, first + 1), n_new)
-        chunk = ids[offsets[first] : offsets[last]]
+        last = min(max(last, first + 1), n_docs)
+        chunk = ids_np[offsets[first] : offsets[last]]
         # (doc << bits) | term, sorted: int32 keys when they fit (sorting them is about twice
         # as fast), int64 otherwise.
         bits = max(len(vocab) - 1, 1).bit_length()
@@ -115,13 +133,30 @@ def _new_docs(build: Build, vocab: Vocabulary) -> tuple[Any, Any, Any]:
         del docs, keep
         unique, counts = np.unique(keys, return_counts=True)
         del keys
-        counts_per_doc.append(np.bincount(unique >> bits, minlength=last - first))
-        terms.append((unique & ((1 << bits) - 1)).astype(np.int32))
-        tfs.append(counts.astype(np.int32))
+        out.append(
+            (
+                np.bincount(unique >> bits, minlength=last - first),
+                (unique & ((1 << bits) - 1)).astype(np.int32),
+                counts.astype(np.int32),
+            )
+        )
         first = last
-    ptr = np.zeros(n_new + 1, dtype=np.int64)
-    np.cumsum(np.concatenate(counts_per_doc), out=ptr[1:])
-    return ptr, np.concatenate(terms), np.concatenate(tfs)
+    return out
+
+
+def _new_docs(build: Build, vocab: Vocabulary) -> tuple[Any, Any, Any]:
+    """(ptr, terms, tfs) of every new doc: the batches counted as they came, and the rest."""
+    import numpy as np
+
+    build.count_waiting(vocab)
+    parts = [(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))]
+    parts += build.counted
+    build.counted = []
+    ptr = np.zeros(build.new_docs + 1, dtype=np.int64)
+    np.cumsum(np.concatenate([p[0] for p in parts]), out=ptr[1:])
+    terms = np.concatenate([p[1] for p in parts])
+    tfs = np.concatenate([p[2] for p in parts])
+    return ptr, terms, tfs
 
 
 def _gather(

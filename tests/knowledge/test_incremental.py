@@ -445,30 +445,50 @@ def test_our_matrix_scores_like_bm25s(tmp_path: Path) -> None:
 
 def test_new_docs_are_counted_the_same_in_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     import random
+    from array import array
 
     import numpy as np
 
     from deeptutor_jupyter.knowledge import rebuild
     from deeptutor_jupyter.knowledge.tokenize import Vocabulary
 
+    def joined(parts: list[Any], n_docs: int) -> tuple[Any, ...]:
+        build = rebuild.Build(counted=parts, new_docs=n_docs)
+        return rebuild._new_docs(build, vocab)
+
     rng = random.Random(3)
     for trial in range(20):
-        build, vocab = rebuild.Build(), Vocabulary()
+        vocab = Vocabulary()
+        docs = []
         for _ in range(rng.randint(0, 40)):
             words = [f"w{rng.randint(0, 300)}" for _ in range(rng.randint(0, 50))]
-            ids = [vocab[w] for w in words] + [vocab["the"]]  # a stopword, dropped
-            build.ids.extend(ids)
-            build.doc_lengths.append(len(ids))
+            docs.append([vocab[w] for w in words] + [vocab["the"]])  # a stopword, dropped
+        ids = array("i", [i for doc in docs for i in doc])
+        lengths = array("q", [len(doc) for doc in docs])
         monkeypatch.setattr(rebuild, "_BATCH_TOKENS", 1 << 30)
-        whole = rebuild._new_docs(build, vocab)
+        whole = joined(rebuild.count_docs(ids, lengths, vocab), len(docs))
         monkeypatch.setattr(rebuild, "_BATCH_TOKENS", rng.randint(1, 60))
-        batched = rebuild._new_docs(build, vocab)
+        batched = joined(rebuild.count_docs(ids, lengths, vocab), len(docs))
         assert all(np.array_equal(a, b) for a, b in zip(whole, batched, strict=True)), trial
+        # Counted as they come, a few docs at a time, as a file's chunks are tokenised: the
+        # waiting ids are counted once a batch is full, the rest when the index is assembled.
+        build = rebuild.Build()
+        at = 0
+        while at < len(docs):
+            some = docs[at : at + rng.randint(1, 5)]
+            for doc in some:
+                build.ids.extend(doc)
+            build.tokenised([len(doc) for doc in some], vocab)
+            at += len(some)
+            assert len(build.ids) < rebuild._BATCH_TOKENS  # never every id of the file
+        assert bool(build.counted) == (len(ids) >= rebuild._BATCH_TOKENS)
+        streamed = rebuild._new_docs(build, vocab)
+        assert all(np.array_equal(a, b) for a, b in zip(whole, streamed, strict=True)), trial
         monkeypatch.setattr(rebuild, "_INT32_KEYS", 0)  # int64 keys, as a big corpus has
-        wide = rebuild._new_docs(build, vocab)
+        wide = joined(rebuild.count_docs(ids, lengths, vocab), len(docs))
         monkeypatch.setattr(rebuild, "_INT32_KEYS", 2**31)
         assert all(np.array_equal(a, b) for a, b in zip(whole, wide, strict=True)), trial
-        assert len(whole[0]) == len(build.doc_lengths) + 1
+        assert len(whole[0]) == len(docs) + 1
 
 
 def test_appended_token_ids_are_the_token_ids() -> None:
