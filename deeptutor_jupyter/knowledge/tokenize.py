@@ -105,13 +105,22 @@ def token_ids(text: str, vocab: Vocabulary) -> list[int]:
     return list(map(vocab.__getitem__, _words(text)))
 
 
+# Words looked up at a time: a MiB of text is ~170,000 words, ~8 MB of str objects, looked
+# up again after all were made; a few thousand at a time are still in cache (tokenising was
+# 12% faster here, the same ids).
+_LOOKUP_BLOCK = 2048
+
+
 def append_token_ids(ids: array[int], texts: list[str], vocab: Vocabulary) -> list[int]:
     """``token_ids`` of each text appended to ``ids`` (int32); the number of each text's ids.
 
-    Indexing converts ~10^7 ids: numpy pulls them from the map straight into int32, once for
-    all the texts of a file, about a third faster than extending the array with lists.
+    Indexing converts ~10^7 ids: numpy pulls them from the map straight into int32, about a
+    third faster than extending the array with lists.
     """
     import numpy as np
+
+    def append(words: list[str]) -> None:
+        ids.frombytes(np.fromiter(map(vocab.__getitem__, words), np.int32, len(words)).tobytes())
 
     words: list[str] = []
     counts = []
@@ -119,5 +128,8 @@ def append_token_ids(ids: array[int], texts: list[str], vocab: Vocabulary) -> li
         these = _words(text)
         words += these
         counts.append(len(these))
-    ids.frombytes(np.fromiter(map(vocab.__getitem__, words), np.int32, len(words)).tobytes())
+        if len(words) >= _LOOKUP_BLOCK:
+            append(words)
+            words = []
+    append(words)
     return counts

@@ -491,12 +491,17 @@ def test_new_docs_are_counted_the_same_in_batches(monkeypatch: pytest.MonkeyPatc
         assert len(whole[0]) == len(docs) + 1
 
 
-def test_appended_token_ids_are_the_token_ids() -> None:
+@pytest.mark.parametrize("block", [2048, 1, 3])  # words looked up at a time
+def test_appended_token_ids_are_the_token_ids(monkeypatch: pytest.MonkeyPatch, block: int) -> None:
+    import importlib
     from array import array
 
     from deeptutor_jupyter.knowledge.tokenize import Vocabulary, append_token_ids, token_ids
 
-    texts = ["Read_CSV the ＡＢＣ 循环", "", "gradient DESCENT, gradient!", "a an the"]
+    # the module, not the package's ``tokenize`` function of the same name
+    module = importlib.import_module("deeptutor_jupyter.knowledge.tokenize")
+    monkeypatch.setattr(module, "_LOOKUP_BLOCK", block)
+    texts = ["Read_CSV the ＡＢＣ 循环", "", "gradient DESCENT, gradient!", "a an the", "x y z w"]
     expected, got = Vocabulary(), Vocabulary()
     ids = array("i")
     wanted = [token_ids(text, expected) for text in texts]
