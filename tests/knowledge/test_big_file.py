@@ -205,3 +205,18 @@ def test_reading_a_big_file_lazily_holds_its_text_and_little_more(
     # The decoded text (1x for ASCII) and one block of lines, one section, one chunk at a
     # time. A list of every line was another ~2x the file, lists of every chunk ~1.2-1.5x.
     assert peak < 1.6 * len(data), peak / len(data)
+    if suffix == ".md":  # ASCII Markdown is decoded a block at a time: no copy of the text
+        assert peak < 0.5 * len(data), peak / len(data)
+
+
+def test_ascii_markdown_read_a_block_at_a_time_gives_the_pieces_of_its_decoded_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = _markdown(tmp_path / "notes.md", paragraphs=200, ascii=True).read_bytes()
+    # ASCII line breaks that str.splitlines knows and bytes.splitlines does not
+    data += b"# End\n\none\x1ctwo\x1dthree\x1efour\x0bfive\rsix\r\nseven"
+    monkeypatch.setattr(ingest, "_LINES_BLOCK", 64)
+    from_bytes = list(ingest._markdown_pieces("notes.md", data))
+    from_text = list(ingest._markdown_pieces("notes.md", data.decode("utf-8")))
+    assert len(from_bytes) > 40 and from_bytes == from_text
+    assert from_text[-1].line is not None and from_text[-1].line > 1000
