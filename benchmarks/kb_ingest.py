@@ -6,9 +6,13 @@ Zipf-like words, a heading every few paragraphs in the Markdown one). For each, 
 * **ingest_file**: reading and chunking alone (``deeptutor_jupyter.knowledge.ingest``);
 * **add_sources**: end to end into a fresh knowledge base (chunk, tokenise, index, write).
 
-Each figure is the median of three runs, in wall time and, beside it, in process CPU time
-(on a shared machine the wall clock of a one-second run swings with the load; the CPU time
-shows the work itself).
+Each size is added ``--repeat`` times (5), the sizes taken in turn in each round (1, 4, 16,
+1, 4, 16 ...: a busy minute on the shared machine slows every size, not only the one being
+run). Printed for each: the median wall time, the median and the minimum process CPU time,
+and the minor page faults of the median add (fresh memory the process had to map). The
+ratios are printed for all three. The verdict is on the CPU minimum: on a shared machine noise
+only adds time (other processes evict the caches, steal the core), so the least time is the
+best estimate of the work; the medians are printed beside it and say the same or not.
 
 The goal is linear growth: the 16 MB file at most 4.2x the 4 MB one (issue 28; the ratios
 printed last).
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import resource
 import statistics
 import sys
 import tempfile
@@ -37,7 +42,7 @@ if str(REPO) not in sys.path:  # run from a checkout without installing
 
 from deeptutor_jupyter.knowledge import KnowledgeBase, ingest_file  # noqa: E402
 
-REPEAT = 3
+REPEAT = 5
 
 
 def write_text(path: Path, size: int, *, markdown: bool, seed: int = 3) -> None:
@@ -63,47 +68,63 @@ def write_text(path: Path, size: int, *, markdown: bool, seed: int = 3) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="64 kB, 256 kB, 1 MB")
+    parser.add_argument("--repeat", type=int, default=REPEAT, help="adds of each size")
     args = parser.parse_args()
     sizes = [64 << 10, 256 << 10, 1 << 20] if args.quick else [1 << 20, 4 << 20, 16 << 20]
-    print(f"kb ingest benchmark: {', '.join(f'{s / 2**20:g} MB' for s in sizes)}")
-    results: dict[tuple[str, int], float] = {}
-    cpu: dict[tuple[str, int], float] = {}
+    print(
+        f"kb ingest benchmark: {', '.join(f'{s / 2**20:g} MB' for s in sizes)}, "
+        f"{args.repeat} adds of each, sizes in turn"
+    )
+    wall: dict[tuple[str, int], list[float]] = {}
+    cpu: dict[tuple[str, int], list[float]] = {}
+    faults: dict[tuple[str, int], list[int]] = {}
+    reads: dict[tuple[str, int], list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="kb-ingest-") as tmp:
         root = Path(tmp)
         for suffix in (".txt", ".md"):
-            for size in sizes:
-                src = root / f"f{size}{suffix}"
+            sources = {size: root / f"f{size}{suffix}" for size in sizes}
+            for size, src in sources.items():
                 write_text(src, size, markdown=suffix == ".md")
-                reads, totals, cpus = [], [], []
-                for attempt in range(REPEAT):  # medians: the machine is shared
+            n_chunks: dict[int, int] = {}
+            for attempt in range(args.repeat):
+                for size, src in sources.items():
+                    key = (suffix, size)
                     start = time.perf_counter()
-                    chunks = ingest_file(src, root, "bench")
-                    reads.append(time.perf_counter() - start)
-                    home = root / f"home{size}{suffix}{attempt}"
-                    kb = KnowledgeBase(home, "bench", root=root)
+                    n_chunks[size] = len(ingest_file(src, root, "bench"))
+                    reads.setdefault(key, []).append(time.perf_counter() - start)
+                    kb = KnowledgeBase(root / f"home{size}{suffix}{attempt}", "bench", root=root)
+                    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
                     start, start_cpu = time.perf_counter(), time.process_time()
                     report = kb.add_sources([src])
-                    totals.append(time.perf_counter() - start)
-                    cpus.append(time.process_time() - start_cpu)
-                read_s, total_s = statistics.median(reads), statistics.median(totals)
-                assert report.added == 1 and not report.errors, report.summary()
-                results[(suffix, size)] = total_s
-                cpu[(suffix, size)] = statistics.median(cpus)
+                    wall.setdefault(key, []).append(time.perf_counter() - start)
+                    cpu.setdefault(key, []).append(time.process_time() - start_cpu)
+                    after = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+                    faults.setdefault(key, []).append(after - before)
+                    assert report.added == 1 and not report.errors, report.summary()
+            for size in sizes:
+                key = (suffix, size)
                 print(
-                    f"  {suffix:4} {size / 2**20:6.2f} MB: ingest_file {read_s * 1000:9.1f} ms"
-                    f" ({len(chunks)} chunks), add_sources {total_s * 1000:9.1f} ms"
-                    f" (CPU {cpu[(suffix, size)] * 1000:.1f} ms)"
+                    f"  {suffix:4} {size / 2**20:6.2f} MB: ingest_file "
+                    f"{statistics.median(reads[key]) * 1000:9.1f} ms ({n_chunks[size]} chunks), "
+                    f"add_sources {statistics.median(wall[key]) * 1000:9.1f} ms "
+                    f"(CPU median {statistics.median(cpu[key]) * 1000:.1f} ms, "
+                    f"min {min(cpu[key]) * 1000:.1f} ms; "
+                    f"{statistics.median_low(faults[key])} page faults)"
                 )
+    small, big = sizes[1], sizes[2]
+    goal = big // small * 1.05  # issue 28: 4.2x for 4x the bytes
     for suffix in (".txt", ".md"):
-        ratio = results[(suffix, sizes[2])] / results[(suffix, sizes[1])]
-        cpu_ratio = cpu[(suffix, sizes[2])] / cpu[(suffix, sizes[1])]
-        factor = sizes[2] // sizes[1]
-        goal = factor * 1.05  # issue 28: 4.2x for 4x the bytes
-        verdict = "PASS" if ratio <= goal else "FAIL"
+        a, b = (suffix, small), (suffix, big)
+        cpu_min = min(cpu[b]) / min(cpu[a])
+        cpu_median = statistics.median(cpu[b]) / statistics.median(cpu[a])
+        wall_median = statistics.median(wall[b]) / statistics.median(wall[a])
+        median_verdict = "PASS" if max(cpu_median, wall_median) <= goal else "FAIL"
         print(
-            f"RESULT: {suffix} add_sources {sizes[2] / 2**20:g} MB / {sizes[1] / 2**20:g} MB = "
-            f"{ratio:.2f}x, CPU {cpu_ratio:.2f}x (goal <= {goal:.1f}x, linear; the anchor is "
-            f"the {sizes[1] / 2**20:g} MB file of this run): {verdict}"
+            f"RESULT: {suffix} add_sources {big / 2**20:g} MB / {small / 2**20:g} MB = "
+            f"CPU min {cpu_min:.2f}x, CPU median {cpu_median:.2f}x, wall median "
+            f"{wall_median:.2f}x (goal <= {goal:.1f}x, linear; the anchor is the "
+            f"{small / 2**20:g} MB file of this run): {'PASS' if cpu_min <= goal else 'FAIL'} "
+            f"on the CPU minimum, medians {median_verdict}"
         )
     return 0
 
