@@ -78,7 +78,7 @@ def refresh_output(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="module")
 def ingest_output() -> str:
-    return _run("kb_ingest.py")
+    return _run("kb_ingest.py", "--repeat", "2")  # the lines, not the numbers: few adds
 
 
 @pytest.mark.parametrize(
