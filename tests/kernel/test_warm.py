@@ -130,6 +130,32 @@ def test_no_garbage_collection_while_a_request_waits_for_its_imports(
         assert gc.isenabled(), case
 
 
+def test_the_request_sent_turns_collection_on_at_once(modules: Path, collecting: None) -> None:
+    # A question that waited (not as the sender: the thread goes on to the view's modules)
+    # sends its request while the thread still imports: collection is on from then, not
+    # once the thread is done with the view's modules.
+    request = slow_module(modules, "warm_probe_gc_sent_request", 0.5)
+    view = slow_module(modules, "warm_probe_gc_sent_view", 1.0)
+    warmer = Warmer(view=(view,), gc_pause=30)
+    warmer.start((request, view))
+    assert warmer.wait()
+    assert not gc.isenabled()
+    warmer.request_sent()
+    assert gc.isenabled()
+    assert warmer.warming()  # the thread is still in the view's module
+    assert warmer.finished(5)
+
+
+def test_a_learner_who_turned_collection_off_keeps_it_off(modules: Path, collecting: None) -> None:
+    gc.disable()  # the learner's own choice, before the warming
+    warmer = Warmer(view=(), gc_pause=0.1)
+    warmer.start((slow_module(modules, "warm_probe_gc_off", 0.05),))
+    assert warmer.wait()
+    warmer.request_sent()
+    assert warmer.finished(5)
+    assert not gc.isenabled()
+
+
 def test_an_import_racing_the_thread_gets_the_whole_module(modules: Path) -> None:
     # A cell importing the same module meanwhile blocks on its import lock, never sees it half
     # initialised, and does not import it a second time.
