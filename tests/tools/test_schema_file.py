@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from deeptutor_jupyter.interaction.quiz import MakeQuizTool
 from deeptutor_jupyter.kernel.warm import REQUEST_MODULES, sent_tools
+from deeptutor_jupyter.tools import schema_file
 from deeptutor_jupyter.tools.registry import _SCHEMAS, schema_of
 from deeptutor_jupyter.tools.schema_file import entry, packaged, saved_schema
 
@@ -48,3 +49,29 @@ def test_a_tool_made_otherwise_builds_its_own_schema(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(MakeQuizTool, "description", "Quiz the learner.")
     assert saved_schema(MakeQuizTool()) is None
     assert schema_of(MakeQuizTool())["function"]["description"] == "Quiz the learner."
+
+
+class WiderQuiz(MakeQuizTool):
+    """The same name, description and arguments, but a schema of its own."""
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        schema = MakeQuizTool.schema()
+        return {**schema, "function": {**schema["function"], "strict": True}}
+
+
+def test_each_part_of_the_match_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Another class, though its name, description and arguments are the saved ones.
+    _SCHEMAS.clear()
+    assert saved_schema(WiderQuiz()) is None
+    assert schema_of(WiderQuiz())["function"]["strict"] is True
+    # The saved class, with other arguments (a tool made with its own Args).
+    other = MakeQuizTool()
+    other.Args = OtherArgs
+    assert saved_schema(other) is None
+    # An entry whose schema names another tool (a file edited by hand): not used.
+    entries = {name: dict(value) for name, value in packaged().items()}
+    saved = entries["make_quiz"]["schema"]
+    entries["make_quiz"]["schema"] = {**saved, "function": {**saved["function"], "name": "quiz"}}
+    monkeypatch.setattr(schema_file, "packaged", lambda: entries)
+    assert saved_schema(MakeQuizTool()) is None
