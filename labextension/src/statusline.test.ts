@@ -22,9 +22,13 @@ const statusLine = (
 
 /** The Stop button the line draws: its label, whether it shows, and its click. */
 function fakeButton() {
+  const attributes: Record<string, string> = {};
   return {
     className: '',
+    type: 'submit',
     textContent: '',
+    attributes,
+    setAttribute: (name: string, value: string) => (attributes[name] = value),
     style: { display: '' },
     onclick: null as null | (() => void)
   };
@@ -94,6 +98,9 @@ describe('status_line.js', () => {
     // Stop shows while the turn runs; its click is ipywidgets' Button's message.
     expect(button.textContent).toContain('Stop');
     expect(button.style.display).toBe('');
+    // A real button (the keyboard reaches it), named by its label alone for a screen reader.
+    expect(button.type).toBe('button');
+    expect(button.attributes['aria-label']).toBe('Stop');
     button.onclick?.();
     expect(sent).toEqual([{ event: 'click' }]);
     state.value = '<b>m</b> · <span class="dt-clock">7.0 s</span> · done';

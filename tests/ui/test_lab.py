@@ -425,8 +425,11 @@ def test_stop_on_the_status_line_stops_the_turn(lab: str, fake_llm: FakeLLMServe
         page.get_by_text("word3").first.wait_for()
         stop = page.locator(".dt-status .dt-stop-button")
         assert stop.inner_text().strip().endswith("Stop")
+        # Named "Stop" for a screen reader (not the square before it), and the keyboard works it.
+        assert page.get_by_role("button", name="Stop", exact=True).count() == 1
         page.screenshot(path=str(ARTIFACTS / "lab-stop-running.png"), full_page=True)
-        stop.click()
+        stop.focus()
+        page.keyboard.press("Enter")
         # The turn ends as stopped: its static output says so, and no button is left.
         page.get_by_text("Stopped before the answer was finished.").wait_for()
         assert page.locator(".dt-stop-button:visible").count() == 0

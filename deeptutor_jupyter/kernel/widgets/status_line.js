@@ -9,11 +9,14 @@ function render({ model, el }) {
   line.className = "widget-html-content";
   const stop = el.appendChild(document.createElement("button"));
   stop.className = "jupyter-widgets jupyter-button widget-button mod-warning dt-stop-button";
+  stop.type = "button";
   stop.onclick = () => model.send({ event: "click" });
   const show = () => {
     clearInterval(timer);
     line.innerHTML = model.get("value") || "";
     stop.textContent = "■ " + (model.get("stop") || "");
+    // A screen reader says its label ("Stop"), not the square's name before it.
+    stop.setAttribute("aria-label", model.get("stop") || "");
     stop.style.display = model.get("stop") ? "" : "none";
     const clock = line.querySelector(".dt-clock[data-live]");
     if (!clock) return;
