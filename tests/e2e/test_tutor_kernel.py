@@ -124,12 +124,26 @@ def test_stop_button_cancels_the_turn(kernel: KernelDriver, fake_llm: FakeLLMSer
     view = kernel.wait_for(lambda: turn_views(kernel) and turn_views(kernel)[0])
     kernel.wait_for(lambda: "word3" in kernel.markdown_in(view))
     stop = next(b for b in kernel.with_class("dt-stop") if b in kernel.descendants(view))
-    kernel.click(stop)
+    # What a browser's console can send the line: messages that are no click stop nothing...
+    for content in (None, ["click"], {"event": {"click": 1}}, {"event": "clicked"}, "click"):
+        kernel.send_comm(stop, {"method": "custom", "content": content})
+    kernel.send_comm(stop, {"method": "custom"})
+    seen = kernel.markdown_in(view)
+    kernel.wait_for(lambda: kernel.markdown_in(view) != seen)  # the answer streams on
+    assert "stopped" not in status_of(kernel, view)
+    # ...and a flood of clicks stops this turn once, and no later one.
+    for _ in range(50):
+        kernel.click(stop)
     wait_done(kernel, view, "stopped")
     shown = kernel.markdown_in(view)
     assert "word199" not in shown
     kernel.pump(0.5)
     assert kernel.markdown_in(view) == shown  # nothing streams after the stop
+    fake_llm.add(Reply(text="Next answer."))
+    kernel.execute("%tutor And then?")
+    later = kernel.wait_for(lambda: [v for v in turn_views(kernel) if v != view])[0]
+    wait_done(kernel, later)
+    assert kernel.markdown_in(later) == "Next answer."
 
 
 def test_rerunning_a_cell_cancels_its_previous_turn(kernel: KernelDriver, fake_llm: FakeLLMServer):
