@@ -300,20 +300,21 @@ def _given(value: Any) -> bool:
 
 
 def _read_toml(path: Path, problems: list[str]) -> dict[str, Any]:
-    if not path.exists():
-        return {}
-    import tomllib  # only where there is a file: ~2.5 ms a first request need not wait for
-
     try:
         with path.open("rb") as fh:
+            # Only where there is a file: ~2.5 ms a first request need not wait for. Opened
+            # first, not asked ``exists()``, which raises for a path it cannot look at.
+            import tomllib
+
             return tomllib.load(fh)
     except FileNotFoundError:
         return {}
-    except tomllib.TOMLDecodeError as exc:
-        # The decoder's message names line and column, never the content.
-        problems.append(f"{path} is not valid TOML and was skipped: {exc}")
     except OSError as exc:
         problems.append(f"{path} could not be read and was skipped: {exc.strerror}")
+    except ValueError as exc:
+        # tomllib.TOMLDecodeError, or bytes that are not UTF-8: the message names a line and
+        # column or a byte's position, never the content.
+        problems.append(f"{path} is not valid TOML and was skipped: {exc}")
     return {}
 
 

@@ -337,6 +337,24 @@ def test_bad_toml_is_a_problem_not_a_crash(home: Path) -> None:
     assert SECRET_BODY not in r.problems[0]
 
 
+def test_a_settings_file_that_cannot_be_looked_at_is_a_problem_not_a_crash(
+    tmp_path: Path,
+) -> None:
+    # A name too long (or, for a learner who is not root, a folder they may not enter): the
+    # file cannot even be asked whether it exists. So are bytes that are not UTF-8.
+    from deeptutor_jupyter.tools.mcp.config import read_servers
+
+    home = tmp_path / ("h" * 300)
+    r = resolve_settings(environ=env_for(home))
+    assert len(r.problems) == 1 and "could not be read" in r.problems[0]
+    assert "could not be read" in read_servers(home).problems[0]
+    write_toml(tmp_path / "latin", "")
+    (tmp_path / "latin" / "settings.toml").write_bytes(b'model = "caf\xe9"\n')
+    r = resolve_settings(environ=env_for(tmp_path / "latin"))
+    assert len(r.problems) == 1 and "not valid TOML" in r.problems[0]
+    assert "could not be read" in read_servers(tmp_path / "latin").problems[0]
+
+
 def test_unknown_key_in_file_is_reported_tables_are_not(home: Path) -> None:
     write_toml(home, 'modle = "x"\n[memory]\nenabled = true\n')
     r = resolve_settings(environ=env_for(home))

@@ -63,17 +63,14 @@ class ServersConfig:
 def read_servers(home: Path) -> ServersConfig:
     """The servers configured in ``home/settings.toml``; problems say what was skipped."""
     found = ServersConfig()
-    path = home / "settings.toml"
-    if not path.exists():
-        return found
-    import tomllib  # only where there is a file (config.py's reason)
-
     try:
-        with path.open("rb") as fh:
+        with (home / "settings.toml").open("rb") as fh:
+            import tomllib  # only where there is a file (config.py's reason)
+
             data = tomllib.load(fh)
     except FileNotFoundError:
         return found
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # ValueError: tomllib.TOMLDecodeError, not UTF-8
         found.problems.append(f"settings.toml could not be read for mcp_servers: {exc}")
         return found
     tables = data.get("mcp_servers", {})
