@@ -41,4 +41,7 @@ def test_a_saved_notebook_reads_right_in_notebook_7(
         shown = page.locator(".jp-Notebook").inner_text()
         assert "What is an eigenvalue?" in shown and "$\\lambda$" not in shown
         assert "model not found" not in shown and "Error displaying widget" not in shown
+        # Nor a Stop button (the status line draws it while a turn runs): a finished turn is
+        # its static output.
+        assert page.locator(".dt-stop-button, .dt-stop").count() == 0 and "Stop" not in shown
         page.wait_for_timeout(300)  # fonts settle before the screenshot the test leaves
