@@ -70,7 +70,7 @@ def postings(ptr: Any, terms: Any, tfs: Any, n_vocab: int) -> tuple[Any, Any, An
 
     ptr = np.asarray(ptr)
     indptr = np.zeros(n_vocab + 1, dtype=np.int64)
-    np.cumsum(np.bincount(terms, minlength=n_vocab), out=indptr[1:])
+    np.cumsum(term_counts(terms, n_vocab), out=indptr[1:])
     rows_out = np.empty(len(terms), dtype=np.int32)
     tfs_out = np.empty(len(terms), dtype=np.int32)
     free = indptr[:-1].copy()  # the next free slot of each term
@@ -94,6 +94,24 @@ def postings(ptr: Any, terms: Any, tfs: Any, n_vocab: int) -> tuple[Any, Any, An
             free[term] += runs
         doc = end
     return indptr, rows_out, tfs_out
+
+
+def term_counts(terms: Any, n_vocab: int) -> Any:
+    """How many postings each term has (int64, ``n_vocab`` long), counted a piece at a time.
+
+    ``np.bincount`` first copies its input to int64: over a whole file's term ids that is 8
+    bytes a posting of fresh memory (13 MB for a 16 MB file, its page faults included), and
+    the count took 7x as long for 4x the file. A piece is at least as long as the vocabulary,
+    so counting it (its copy, and adding up to its largest id) stays linear in the postings.
+    """
+    import numpy as np
+
+    counts = np.zeros(n_vocab, dtype=np.int64)
+    step = max(_POSTINGS_BATCH, n_vocab)
+    for start in range(0, len(terms), step):
+        piece = np.bincount(terms[start : start + step])
+        counts[: len(piece)] += piece
+    return counts
 
 
 def term_order(terms: Any) -> Any:

@@ -262,7 +262,7 @@ def index_arrays(
         "base_rows": rows_by_term,
         "base_tfs": tfs_by_term,
         "base_dl": bm25.lengths(ptr, tfs),
-        "base_df": np.bincount(terms, minlength=n_vocab).astype(np.int32),
+        "base_df": np.diff(indptr).astype(np.int32),  # a term's postings: its docs
         "base_doc_ptr": ptr,
         "base_doc_terms": terms,
         "base_doc_tfs": tfs,

@@ -111,6 +111,32 @@ def test_postings_in_batches_are_one_stable_sort_by_term() -> None:
         assert np.array_equal(np.diff(indptr), np.bincount(terms, minlength=top))
 
 
+def test_terms_are_counted_a_piece_at_a_time_to_the_counts_of_all_of_them() -> None:
+    rng = np.random.default_rng(4)
+    for n, top, batch in ((1_000, 30, 7), (5_000, 70_000, 64), (0, 10, 8), (3, 10, 1)):
+        terms = rng.integers(0, top, n).astype(np.int32)
+        terms[-1:] = top - 1  # the last piece holds the largest id
+        real = bm25._POSTINGS_BATCH
+        bm25._POSTINGS_BATCH = batch
+        try:
+            got = bm25.term_counts(terms, top)
+        finally:
+            bm25._POSTINGS_BATCH = real
+        assert got.dtype == np.int64 and np.array_equal(got, np.bincount(terms, minlength=top))
+
+
+def test_the_base_df_is_each_terms_docs(tmp_path: Path) -> None:
+    source = _markdown(tmp_path / "notes.md", paragraphs=120)
+    kb = KnowledgeBase(tmp_path / "kb", "k", root=tmp_path)
+    kb.add_sources([source])
+    index = _index(kb.folder)
+    terms, ptr = np.asarray(index["base_doc_terms"]), np.asarray(index["base_doc_ptr"])
+    rows = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+    docs = np.unique(np.stack((terms, rows)), axis=1)[0]  # each (term, doc) once
+    df = np.bincount(docs, minlength=len(index["base_df"]))
+    assert index["base_df"].dtype == np.int32 and np.array_equal(index["base_df"], df)
+
+
 def test_a_big_file_is_read_stored_and_written_a_bounded_piece_at_a_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
