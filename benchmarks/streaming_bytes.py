@@ -105,14 +105,27 @@ def detail(m: dict[str, Any]) -> str:
     return said
 
 
-def breakdown(r: dict[str, Any]) -> None:
-    """One answer's messages, grouped by type and widget, largest first."""
+# One message: (type, type or widget and comm type, wire bytes, envelope bytes, what it carries)
+Row = tuple[str, str, int, int, str]
+
+
+def grouped(rows: list[Row], comm_only: bool = False) -> dict[str, list[int]]:
+    """Count, bytes and envelope bytes of each type of message, a comm one by its widget."""
     groups: dict[str, list[int]] = {}
-    for what, size, envelope, _ in r["rows"]:
+    for kind, what, size, envelope, _ in rows:
+        if comm_only and not kind.startswith("comm_"):
+            continue
         g = groups.setdefault(what, [0, 0, 0])
         g[0], g[1], g[2] = g[0] + 1, g[1] + size, g[2] + envelope
+    return groups
+
+
+def breakdown(r: dict[str, Any]) -> None:
+    """One answer's messages, grouped by type and widget, largest first."""
     print("    by type and widget (count, bytes, of which envelopes):")
-    for what, (count, size, envelope) in sorted(groups.items(), key=lambda kv: -kv[1][1]):
+    for what, (count, size, envelope) in sorted(
+        grouped(r["rows"]).items(), key=lambda kv: -kv[1][1]
+    ):
         print(f"      {what:32} {count:3} {size:7,} B  {envelope:6,} B")
 
 
@@ -127,10 +140,9 @@ def one_answer(k: KernelDriver, server: FakeLLMServer, answer: str, delay: float
     k.pump(1.0)  # what the end of the turn sends after its final display (closes)
     elapsed = time.monotonic() - start
     by_kind: dict[str, int] = {}
-    by_model: dict[str, int] = {}  # comm bytes by widget model and message kind
     models: dict[str, str] = {}
     envelopes = 0  # header, parent header, metadata, delimiter and signature of each message
-    rows: list[tuple[str, int, int, str]] = []  # (what, wire bytes, envelope bytes, detail)
+    rows: list[Row] = []
     for m in k.iopub:
         kind, content = m["header"]["msg_type"], m["content"]
         by_kind[kind] = by_kind.get(kind, 0) + wire_bytes(m)
@@ -142,8 +154,7 @@ def one_answer(k: KernelDriver, server: FakeLLMServer, answer: str, delay: float
             if kind == "comm_open":
                 models[content["comm_id"]] = model_name(content["data"]["state"])
             what = f"{models.get(content['comm_id'], '?')} {kind.removeprefix('comm_')}"
-            by_model[what] = by_model.get(what, 0) + wire_bytes(m)
-        rows.append((what, wire_bytes(m), envelope, detail(m)))
+        rows.append((kind, what, wire_bytes(m), envelope, detail(m)))
     data = last["content"]["data"]
     # Its last words, prose in Markdown and in HTML alike (the trace's summary is its start).
     copies = sum(1 for v in data.values() if isinstance(v, str) and "That is all." in v)
@@ -151,7 +162,8 @@ def one_answer(k: KernelDriver, server: FakeLLMServer, answer: str, delay: float
         "total": sum(by_kind.values()),
         "comm": sum(n for kind, n in by_kind.items() if kind.startswith("comm_")),
         "by_kind": by_kind,
-        "by_model": by_model,
+        # comm bytes by widget model and message kind
+        "by_model": {what: g[1] for what, g in grouped(rows, comm_only=True).items()},
         "envelopes": envelopes,
         "final": wire_bytes(last),
         "copies": copies,
@@ -223,7 +235,7 @@ def main() -> None:
     breakdown(rs)
     if a.breakdown:
         print("    every message, in order (bytes, of which envelope; what it carries):")
-        for what, size, envelope, said in rs["rows"]:
+        for _kind, what, size, envelope, said in rs["rows"]:
             print(f"      {size:6,} {envelope:5,}  {what:32} {said}")
     slope = (rl["total"] - rs["total"]) / (len(large.encode()) - len(small.encode()))
     print(
