@@ -136,10 +136,8 @@ def summarize_answer(answer: str, limit: int = 400) -> str:
     text = _FENCE_RE.sub(" [code] ", head)
     text = _MARKUP_RE.sub(lambda m: (m.group(1) or "") + (m.group(2) or ""), text)
     text = " ".join(text.split())
-    if len(text) <= limit and len(head) == len(answer):
-        return text
     if len(text) <= limit:
-        return text + " …"
+        return text if len(head) == len(answer) else text + " …"
     cut = text[: max(limit - 1, 0)]
     space = cut.rfind(" ")
     if space > limit // 2:
